@@ -1,0 +1,44 @@
+//! `datarepo`: the command-line tool. Argument parsing and printing only;
+//! all behaviour lives in the library crates.
+
+#![warn(clippy::unwrap_used)]
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+mod syntax;
+
+/// datarepo: a content-addressed data repository of records.
+#[derive(Debug, Parser)]
+#[command(name = "datarepo", version, about, max_term_width = 100)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Record keys: validate them.
+    #[command(subcommand)]
+    Rkey(syntax::RkeyCommand),
+    /// Timestamp identifiers (TIDs): validate, make and decode them.
+    #[command(subcommand)]
+    Tid(syntax::TidCommand),
+}
+
+/// Exit codes: 0 success, 1 invalid input or a failed operation, 2 usage.
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Rkey(cmd) => syntax::run_rkey(cmd),
+        Command::Tid(cmd) => syntax::run_tid(cmd),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("datarepo: {e}");
+            ExitCode::from(1)
+        }
+    }
+}

@@ -1,0 +1,176 @@
+//! `datarepo rkey …` and `datarepo tid …`.
+
+use std::{
+    io::{self, BufRead, Write},
+    process::ExitCode,
+};
+
+use clap::{Args, Subcommand};
+use rkey::{Tid, TidGenerator};
+use serde_json::{Map, Value, json};
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum RkeyCommand {
+    /// Validate record keys given as arguments, or else one per stdin line.
+    ///
+    /// Prints one JSON object per input. Exit status: 0 if all are valid,
+    /// 1 if any is invalid, 2 on usage errors (including a --json-lines
+    /// input that is not a JSON string literal).
+    Validate(ValidateArgs),
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum TidCommand {
+    /// Validate TIDs given as arguments, or else one per stdin line.
+    ///
+    /// Like `rkey validate`; a valid TID also reports its timestamp
+    /// (microseconds), clock id and whether its top bit is set.
+    Validate(ValidateArgs),
+    /// Print fresh TIDs from the system clock, one per line.
+    New {
+        /// How many TIDs to print.
+        #[arg(short = 'n', long = "count", default_value_t = 1)]
+        count: u64,
+        /// Clock id (0-1023); random when absent.
+        #[arg(long, value_parser = clap::value_parser!(u16).range(0..=1023))]
+        clock_id: Option<u16>,
+    },
+    /// Show a TID's time (RFC 3339, microseconds) and clock id.
+    Decode {
+        /// The 13-character TID.
+        tid: String,
+    },
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct ValidateArgs {
+    /// Each input is a JSON string literal (so any string, including one
+    /// with newlines or control characters, can be given).
+    #[arg(long)]
+    json_lines: bool,
+    /// Inputs to validate; when none are given, stdin is read line by line.
+    inputs: Vec<String>,
+}
+
+pub(crate) fn run_rkey(cmd: RkeyCommand) -> io::Result<ExitCode> {
+    match cmd {
+        RkeyCommand::Validate(args) => validate_all(&args, |input| {
+            rkey::validate_record_key(input).map(|()| Map::new())
+        }),
+    }
+}
+
+pub(crate) fn run_tid(cmd: TidCommand) -> io::Result<ExitCode> {
+    match cmd {
+        TidCommand::Validate(args) => validate_all(&args, |input| {
+            Tid::parse(input).map(|tid| {
+                let mut extra = Map::new();
+                extra.insert("timestamp_us".into(), tid.timestamp_micros().into());
+                extra.insert("clock_id".into(), tid.clock_id().into());
+                extra.insert("top_bit_set".into(), tid.top_bit_set().into());
+                extra
+            })
+        }),
+        TidCommand::New { count, clock_id } => {
+            let mut builder = TidGenerator::builder();
+            if let Some(id) = clock_id {
+                builder = builder.clock_id(id);
+            }
+            let tids = builder.build().map_err(io::Error::other)?;
+            let mut out = io::BufWriter::new(io::stdout().lock());
+            for _ in 0..count {
+                let tid = tids.next_tid().map_err(io::Error::other)?;
+                writeln!(out, "{tid}")?;
+            }
+            out.flush()?;
+            Ok(ExitCode::SUCCESS)
+        }
+        TidCommand::Decode { tid } => match Tid::parse(&tid) {
+            Ok(tid) => {
+                println!("tid:        {tid}");
+                println!("time:       {}", format_micros(tid.timestamp_micros()));
+                println!("micros:     {}", tid.timestamp_micros());
+                println!("clock id:   {}", tid.clock_id());
+                if tid.top_bit_set() {
+                    println!(
+                        "note:       the top bit is set; valid syntax, but no conforming generator makes this TID"
+                    );
+                }
+                Ok(ExitCode::SUCCESS)
+            }
+            Err(e) => {
+                eprintln!("datarepo: invalid TID {tid:?}: {e}");
+                Ok(ExitCode::from(1))
+            }
+        },
+    }
+}
+
+/// RFC 3339 in UTC with microseconds, or a note when out of range.
+fn format_micros(micros: u64) -> String {
+    i64::try_from(micros)
+        .ok()
+        .and_then(|m| jiff::Timestamp::from_microsecond(m).ok())
+        .map_or_else(
+            || format!("(beyond the representable date range: {micros} µs)"),
+            |ts| format!("{ts:.6}"),
+        )
+}
+
+/// Validates every input, printing one JSON line each; returns the exit code.
+fn validate_all<E: std::fmt::Display>(
+    args: &ValidateArgs,
+    check: impl Fn(&str) -> Result<Map<String, Value>, E>,
+) -> io::Result<ExitCode> {
+    let mut out = io::BufWriter::new(io::stdout().lock());
+    let mut any_invalid = false;
+    let mut usage_error = false;
+    let mut report = |raw: &str| -> io::Result<()> {
+        let line = match decode_input(raw, args.json_lines) {
+            Ok(input) => match check(&input) {
+                Ok(extra) => {
+                    let mut obj = Map::new();
+                    obj.insert("input".into(), input.into());
+                    obj.insert("valid".into(), true.into());
+                    obj.extend(extra);
+                    Value::Object(obj)
+                }
+                Err(e) => {
+                    any_invalid = true;
+                    json!({"input": input, "valid": false, "error": e.to_string()})
+                }
+            },
+            Err(e) => {
+                usage_error = true;
+                json!({"input": raw, "valid": false, "error": e})
+            }
+        };
+        serde_json::to_writer(&mut out, &line)?;
+        out.write_all(b"\n")
+    };
+    if args.inputs.is_empty() {
+        for line in io::stdin().lock().lines() {
+            report(&line?)?;
+        }
+    } else {
+        for input in &args.inputs {
+            report(input)?;
+        }
+    }
+    out.flush()?;
+    Ok(if usage_error {
+        ExitCode::from(2)
+    } else if any_invalid {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+fn decode_input(raw: &str, json_lines: bool) -> Result<String, String> {
+    if !json_lines {
+        return Ok(raw.to_owned());
+    }
+    serde_json::from_str::<String>(raw)
+        .map_err(|e| format!("--json-lines input is not a JSON string literal: {e}"))
+}

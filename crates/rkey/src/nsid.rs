@@ -1,0 +1,143 @@
+//! [`Nsid`]: namespaced identifiers, which name collections.
+
+use std::{fmt, str::FromStr};
+
+use crate::error::{Error, NsidRule};
+
+/// Longest NSID: a 253-character domain authority, a dot, a 63-character name.
+pub const MAX_NSID_LEN: usize = 253 + 1 + 63;
+const MAX_SEGMENT_LEN: usize = 63;
+
+/// Checks that `s` is a valid NSID (AT Protocol syntax), without allocating.
+///
+/// At most 317 characters of `A-Za-z0-9.-`; at least three dot-separated
+/// segments of 1–63 characters that neither start nor end with `-`; the
+/// first segment does not start with a digit; the last (the name) is
+/// letters and digits and does not start with a digit.
+///
+/// # Errors
+///
+/// [`Error::Nsid`] with the rule broken and, where it applies, the byte
+/// position of the offending character or segment.
+///
+/// # Examples
+///
+/// ```
+/// assert!(rkey::validate_nsid("app.bsky.feed.post").is_ok());
+/// assert!(rkey::validate_nsid("app.bsky").is_err());
+/// ```
+pub fn validate_nsid(s: &str) -> Result<(), Error> {
+    let fail = |reason, position| Err(Error::Nsid { reason, position });
+    if s.len() > MAX_NSID_LEN {
+        return fail(NsidRule::TooLong, None);
+    }
+    if let Some(p) = s
+        .bytes()
+        .position(|b| !(b.is_ascii_alphanumeric() || b == b'-' || b == b'.'))
+    {
+        return fail(NsidRule::Char, Some(p));
+    }
+    let mut count = 0;
+    let mut start = 0;
+    let mut last = (0, "");
+    for segment in s.split('.') {
+        count += 1;
+        let bytes = segment.as_bytes();
+        match (bytes.first(), bytes.last()) {
+            (None, _) | (_, None) => return fail(NsidRule::EmptySegment, Some(start)),
+            (Some(b'-'), _) | (_, Some(b'-')) => return fail(NsidRule::Hyphen, Some(start)),
+            (Some(first), _) => {
+                if bytes.len() > MAX_SEGMENT_LEN {
+                    return fail(NsidRule::SegmentTooLong, Some(start));
+                }
+                if count == 1 && first.is_ascii_digit() {
+                    return fail(NsidRule::LeadingDigit, Some(0));
+                }
+            }
+        }
+        last = (start, segment);
+        start += segment.len() + 1;
+    }
+    if count < 3 {
+        return fail(NsidRule::TooFewSegments, None);
+    }
+    let (name_start, name) = last;
+    if name.starts_with(|c: char| c.is_ascii_digit()) || name.contains('-') {
+        return fail(NsidRule::Name, Some(name_start));
+    }
+    Ok(())
+}
+
+/// A valid NSID such as `app.bsky.feed.post`; see [`validate_nsid`].
+#[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Nsid(String);
+
+impl Nsid {
+    /// Validates `s` and wraps it.
+    ///
+    /// # Errors
+    ///
+    /// As [`validate_nsid`].
+    pub fn new(s: impl Into<String>) -> Result<Self, Error> {
+        let s = s.into();
+        validate_nsid(&s)?;
+        Ok(Self(s))
+    }
+
+    /// The NSID as a string slice.
+    #[must_use]
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// The name: the last segment (`post` in `app.bsky.feed.post`).
+    #[must_use]
+    pub fn name(&self) -> &str {
+        self.0.rsplit('.').next().unwrap_or_default()
+    }
+}
+
+impl fmt::Display for Nsid {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl fmt::Debug for Nsid {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Nsid({:?})", self.0)
+    }
+}
+
+impl FromStr for Nsid {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self, Error> {
+        Self::new(s)
+    }
+}
+
+impl TryFrom<&str> for Nsid {
+    type Error = Error;
+    fn try_from(s: &str) -> Result<Self, Error> {
+        Self::new(s)
+    }
+}
+
+impl AsRef<str> for Nsid {
+    fn as_ref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl serde::Serialize for Nsid {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(&self.0)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Nsid {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(deserializer)?;
+        Self::new(s).map_err(serde::de::Error::custom)
+    }
+}

@@ -1,0 +1,187 @@
+//! Differential test: our record key, TID and NSID validators agree with
+//! `@atproto/syntax` (npm) on every string of a generated corpus.
+
+use rkey::{Tid, validate_nsid, validate_record_key};
+
+/// Deterministic splitmix64, so a failure reproduces.
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+    fn pick(&mut self, s: &[char]) -> char {
+        s[self.below(s.len())]
+    }
+}
+
+fn corpus() -> Vec<String> {
+    let rkey_chars: Vec<char> = ('A'..='Z')
+        .chain('a'..='z')
+        .chain('0'..='9')
+        .chain("._:~-".chars())
+        .collect();
+    let tid_chars: Vec<char> = "234567abcdefghijklmnopqrstuvwxyz".chars().collect();
+    let nsid_chars: Vec<char> = ('a'..='z').chain('0'..='9').chain("-.AZ".chars()).collect();
+    let mut rng = Rng(0x5eed);
+    let mut out: Vec<String> = Vec::new();
+
+    // Spec examples and classic edge cases.
+    for s in [
+        "",
+        ".",
+        "..",
+        "...",
+        "self",
+        "3jui7kd54zh2y",
+        "dHJ1ZQ==",
+        "a\n",
+        "\na",
+        " a",
+        "a ",
+        "a\r",
+        "a\0",
+        "app.bsky.feed.post",
+        "a.b.c",
+        "a.b",
+        "com.example.fooBar",
+        "com.example.3",
+        "com.exa-mple.foo",
+        "com.example.foo-bar",
+        "-com.example.foo",
+        "1com.example.foo",
+        "com..foo",
+        "com.example.",
+        "3jzfcijpj2z2-",
+        "3JZFCIJPJ2Z2A",
+        "3jzf-cijp-j2z2",
+        "2222222222222",
+        "zzzzzzzzzzzzz",
+        "jzzzzzzzzzzzz",
+        "kzzzzzzzzzzzz",
+    ] {
+        out.push(s.to_owned());
+    }
+    // Length boundaries.
+    for len in [
+        1, 2, 12, 13, 14, 63, 64, 65, 253, 316, 317, 318, 511, 512, 513, 1024,
+    ] {
+        out.push("a".repeat(len));
+        out.push("7".repeat(len));
+        out.push(format!("com.{}.x", "b".repeat(len.saturating_sub(6))));
+        out.push(format!("a.{}.b", "c".repeat(len.min(70))));
+    }
+    // Every ASCII byte alone, embedded, at each end, and replacing a TID char.
+    for b in 0u8..=127 {
+        let c = char::from(b);
+        out.push(c.to_string());
+        out.push(format!("ab{c}cd"));
+        out.push(format!("{c}abc"));
+        out.push(format!("abc{c}"));
+        out.push(format!("3jui7kd54zh2{c}"));
+        out.push(format!("{c}jui7kd54zh2y"));
+        out.push(format!("com.ex{c}ample.foo"));
+        out.push(format!("com.example.fo{c}o"));
+    }
+    // Unicode look-alikes and whitespace.
+    for s in [
+        "ѕelf",
+        "ｓｅｌｆ",
+        "self\u{200b}",
+        "\u{feff}self",
+        "é",
+        "e\u{301}",
+        "a\u{a0}b",
+        "a\tb",
+        "a\u{2028}b",
+        "３jui7kd54zh2y",
+        "ǀ",
+        "a∶b",
+        "a‐b",
+        "a～b",
+        "日本",
+        "😀",
+        "a😀",
+        "com.exämple.foo",
+    ] {
+        out.push(s.to_owned());
+    }
+    // Random valid-alphabet keys, TIDs, NSIDs, and mutated variants.
+    for _ in 0..3000 {
+        let len = 1 + rng.below(20);
+        out.push((0..len).map(|_| rng.pick(&rkey_chars)).collect());
+        let len = if rng.below(4) == 0 {
+            520
+        } else {
+            1 + rng.below(40)
+        };
+        out.push((0..len).map(|_| rng.pick(&rkey_chars)).collect());
+        out.push(Tid::from_u64(rng.next()).to_string());
+        let mut tid: Vec<char> = Tid::from_u64(rng.next() >> 1).to_string().chars().collect();
+        let i = rng.below(13);
+        tid[i] = rng.pick(&tid_chars);
+        out.push(tid.into_iter().collect());
+        let segments = 2 + rng.below(4);
+        let nsid: Vec<String> = (0..segments)
+            .map(|_| {
+                let len = 1 + rng.below(8);
+                (0..len).map(|_| rng.pick(&nsid_chars)).collect()
+            })
+            .collect();
+        out.push(nsid.join("."));
+    }
+    out
+}
+
+#[test]
+fn validators_agree_with_atproto_syntax() {
+    let corpus = corpus();
+    let input: String = corpus
+        .iter()
+        .map(|s| serde_json::to_string(s).unwrap() + "\n")
+        .collect();
+    let answers = testkit::run_node("atproto-syntax.mjs", &input);
+    assert_eq!(answers.len(), corpus.len(), "one oracle answer per input");
+    let mut disagreements = Vec::new();
+    let (mut valid_rkeys, mut valid_tids, mut valid_nsids) = (0, 0, 0);
+    for (s, answer) in corpus.iter().zip(&answers) {
+        let oracle: serde_json::Value = serde_json::from_str(answer).unwrap();
+        let ours = [
+            ("rkey", validate_record_key(s).is_ok()),
+            ("tid", Tid::parse(s).is_ok()),
+            ("nsid", validate_nsid(s).is_ok()),
+        ];
+        for (what, ok) in ours {
+            if oracle[what].as_bool() != Some(ok) {
+                disagreements.push(format!("{what} {s:?}: ours {ok}, oracle {}", oracle[what]));
+            }
+        }
+        valid_rkeys += usize::from(ours[0].1);
+        valid_tids += usize::from(ours[1].1);
+        valid_nsids += usize::from(ours[2].1);
+    }
+    assert!(
+        disagreements.is_empty(),
+        "{} disagreements:\n{}",
+        disagreements.len(),
+        disagreements.join("\n")
+    );
+    // The corpus must exercise both answers of every validator.
+    for (what, valid) in [
+        ("rkey", valid_rkeys),
+        ("tid", valid_tids),
+        ("nsid", valid_nsids),
+    ] {
+        assert!(
+            valid > 500 && valid < corpus.len() - 500,
+            "{what}: {valid} of {} valid",
+            corpus.len()
+        );
+    }
+}

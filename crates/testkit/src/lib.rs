@@ -1,0 +1,62 @@
+//! Test support: runs the JavaScript reference implementations that
+//! datarepo's tests use as oracles (`tests/oracles/`, installed by
+//! `scripts/test`).
+//!
+//! An oracle script reads newline-separated requests on stdin and writes
+//! one response line per request on stdout.
+
+use std::{
+    io::Write,
+    path::PathBuf,
+    process::{Command, Stdio},
+};
+
+/// The `tests/oracles` directory at the repository root.
+#[must_use]
+pub fn oracles_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/oracles")
+}
+
+/// Runs `node tests/oracles/<script>` with `input` on stdin and returns its
+/// stdout lines.
+///
+/// # Panics
+///
+/// When the oracle packages are not installed (the message says how to
+/// install them), when node cannot be started, or when the script fails.
+/// These are test failures, never silent skips.
+#[must_use]
+pub fn run_node(script: &str, input: &str) -> Vec<String> {
+    let dir = oracles_dir();
+    assert!(
+        dir.join("node_modules").is_dir(),
+        "the npm oracle packages are not installed: run `scripts/test` \
+         (or `npm ci --prefix tests/oracles`) first"
+    );
+    let mut child = Command::new("node")
+        .arg(dir.join(script))
+        .current_dir(&dir)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("node (v20 or later) must be on PATH to run the oracle tests");
+    let mut stdin = child.stdin.take().expect("piped stdin");
+    let input = input.to_owned();
+    let writer = std::thread::spawn(move || stdin.write_all(input.as_bytes()));
+    let output = child.wait_with_output().expect("wait for node");
+    writer
+        .join()
+        .expect("stdin writer thread")
+        .expect("write oracle input");
+    assert!(
+        output.status.success(),
+        "oracle {script} failed: {:?}",
+        output.status
+    );
+    String::from_utf8(output.stdout)
+        .expect("oracle output is UTF-8")
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
