@@ -7,6 +7,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod keys;
 mod syntax;
 
 /// datarepo: a content-addressed data repository of records.
@@ -25,6 +26,9 @@ enum Command {
     /// Timestamp identifiers (TIDs): validate, make and decode them.
     #[command(subcommand)]
     Tid(syntax::TidCommand),
+    /// Storage keys: build and explain them (a key inspector).
+    #[command(subcommand)]
+    Keys(keys::KeysCommand),
 }
 
 /// Exit codes: 0 success, 1 invalid input or a failed operation, 2 usage.
@@ -33,6 +37,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Rkey(cmd) => syntax::run_rkey(cmd),
         Command::Tid(cmd) => syntax::run_tid(cmd),
+        Command::Keys(cmd) => keys::run(cmd),
     };
     match result {
         Ok(code) => code,

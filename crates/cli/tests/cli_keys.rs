@@ -1,0 +1,117 @@
+//! `datarepo keys txkey encode|decode` and `datarepo keys decode`: JSON
+//! shapes, error objects and exit codes.
+
+use std::process::{Command, Output};
+
+use serde_json::{Value, json};
+
+fn datarepo(args: &[&str]) -> (Value, Option<i32>) {
+    let out: Output = Command::new(env!("CARGO_BIN_EXE_datarepo"))
+        .args(args)
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    (
+        serde_json::from_str(text.trim()).unwrap_or(Value::Null),
+        out.status.code(),
+    )
+}
+
+#[test]
+fn txkey_encode_short_and_full() {
+    let (v, code) = datarepo(&[
+        "keys", "txkey", "encode", "--short", "--field", "f", "--view", "v", "--ckey", "42",
+    ]);
+    assert_eq!(code, Some(0));
+    // '~' 'f' ';' 'v' '<' BE64(42) '#'
+    assert_eq!(
+        v,
+        json!({"key": "7e663b763c000000000000002a23", "prefix": "7e663b763c"})
+    );
+    let (v, code) = datarepo(&[
+        "keys", "txkey", "encode", "--full", "--index", "i", "--field", "f", "--view", "v",
+        "--shard", "3", "--ckey", "42",
+    ]);
+    assert_eq!(code, Some(0));
+    assert_eq!(
+        v,
+        json!({"key": "7e6925663b763a00000000000000033c000000000000002a23",
+               "prefix": "7e6925663b763a00000000000000033c"})
+    );
+}
+
+#[test]
+fn txkey_decode_round_trips() {
+    let (v, code) = datarepo(&[
+        "keys",
+        "txkey",
+        "decode",
+        "--short",
+        "7e663b763c000000000000002a23",
+    ]);
+    assert_eq!(code, Some(0));
+    assert_eq!(
+        (&v["field"], &v["view"], &v["ckey"]),
+        (&json!("f"), &json!("v"), &json!(42))
+    );
+    let (v, code) = datarepo(&[
+        "keys",
+        "txkey",
+        "decode",
+        "--full",
+        "7e6925663b763a00000000000000033c000000000000002a23",
+    ]);
+    assert_eq!(code, Some(0));
+    assert_eq!(
+        (&v["index"], &v["shard"], &v["ckey"]),
+        (&json!("i"), &json!(3), &json!(42))
+    );
+}
+
+#[test]
+fn invalid_input_prints_an_error_object_and_exits_1() {
+    for args in [
+        &[
+            "keys", "txkey", "encode", "--short", "--field", "a;b", "--view", "v", "--ckey", "1",
+        ][..],
+        &[
+            "keys", "txkey", "encode", "--short", "--field", "", "--view", "v", "--ckey", "1",
+        ],
+        &["keys", "txkey", "decode", "--short", "zz"],
+        &["keys", "txkey", "decode", "--short", "7e663b"],
+        &[
+            "keys",
+            "txkey",
+            "decode",
+            "--full",
+            "7e663b763c000000000000002a23",
+        ],
+        &["keys", "decode", "0210"],
+        &["keys", "decode", "01e0"],
+    ] {
+        let (v, code) = datarepo(args);
+        assert_eq!(code, Some(1), "{args:?}");
+        assert!(
+            v["error"].as_str().is_some_and(|e| !e.is_empty()),
+            "{args:?}: {v}"
+        );
+    }
+}
+
+#[test]
+fn keys_decode_explains_a_record_index_key() {
+    let key = keycodec::records::record_index_key("did:web:a", "app.bsky.feed.post", "self");
+    let (v, code) = datarepo(&["keys", "decode", &hex::encode(&key)]);
+    assert_eq!(code, Some(0));
+    assert_eq!(
+        v,
+        json!({"version": 1, "record_tag": "0x40", "record_type": "record-index",
+               "fields": {"repo": "did:web:a", "collection": "app.bsky.feed.post", "rkey": "self"}})
+    );
+    let key = keycodec::records::commit_log_key(
+        "did:web:a",
+        rkey::Tid::parse("3jui7kd54zh2y").unwrap().as_u64(),
+    );
+    let (v, _) = datarepo(&["keys", "decode", &hex::encode(&key)]);
+    assert_eq!(v["fields"]["rev_tid"], "3jui7kd54zh2y");
+}

@@ -1,0 +1,95 @@
+//! datarepo's record-type layouts: exact bytes, decoding back, and the
+//! scan ranges for a collection and a commit log.
+
+use std::borrow::Cow;
+
+use keycodec::{
+    RecordType,
+    records::{
+        DecodedKey, block_key, collection_key, commit_log_key, commit_log_range, decode_key,
+        head_key, record_index_key, record_index_range,
+    },
+};
+
+#[test]
+fn layouts_are_byte_exact() {
+    assert_eq!(head_key("did:web:a"), b"\x01\x20did:web:a\x00");
+    assert_eq!(
+        commit_log_key("r", 0x0102),
+        b"\x01\x30r\x00\x00\x00\x00\x00\x00\x00\x01\x02"
+    );
+    assert_eq!(
+        record_index_key("r", "a.b.c", "self"),
+        b"\x01\x40r\x00a.b.c\x00self\x00"
+    );
+    assert_eq!(collection_key("r", "a.b.c"), b"\x01\x50r\x00a.b.c\x00");
+    assert_eq!(
+        block_key(&[0x01, 0x71, 0x12, 0x20]),
+        b"\x01\x10\x01\x71\x12\x20"
+    );
+}
+
+#[test]
+fn every_layout_decodes_back() {
+    let cases = [
+        (
+            block_key(b"\x01\x71\x12\x20abc"),
+            DecodedKey::Block {
+                cid: b"\x01\x71\x12\x20abc",
+            },
+        ),
+        (
+            head_key("did:web:a"),
+            DecodedKey::Head {
+                repo: Cow::Borrowed("did:web:a"),
+            },
+        ),
+        (
+            commit_log_key("did:web:a", 77),
+            DecodedKey::CommitLog {
+                repo: Cow::Borrowed("did:web:a"),
+                rev: 77,
+            },
+        ),
+        (
+            record_index_key("did:web:a", "app.bsky.feed.post", "3jui7kd54zh2y"),
+            DecodedKey::RecordIndex {
+                repo: Cow::Borrowed("did:web:a"),
+                collection: Cow::Borrowed("app.bsky.feed.post"),
+                rkey: Cow::Borrowed("3jui7kd54zh2y"),
+            },
+        ),
+        (
+            collection_key("did:web:a", "app.bsky.feed.post"),
+            DecodedKey::Collection {
+                repo: Cow::Borrowed("did:web:a"),
+                collection: Cow::Borrowed("app.bsky.feed.post"),
+            },
+        ),
+    ];
+    for (key, expected) in cases {
+        let decoded = decode_key(&key).unwrap();
+        assert_eq!(decoded.record_type(), expected.record_type());
+        assert_eq!(decoded, expected);
+    }
+    let mut trailing = head_key("r");
+    trailing.push(9);
+    assert!(decode_key(&trailing).is_err());
+    assert!(decode_key(&[0x01, 0xe0]).is_err());
+}
+
+#[test]
+fn collection_range_selects_exactly_its_records() {
+    let range = record_index_range("r", "a.b.c");
+    assert!(range.contains(&record_index_key("r", "a.b.c", "x")));
+    assert!(range.contains(&record_index_key("r", "a.b.c", "~~~")));
+    assert!(!range.contains(&record_index_key("r", "a.b.cd", "x")));
+    assert!(!range.contains(&record_index_key("r", "a.b.b", "x")));
+    assert!(!range.contains(&record_index_key("rr", "a.b.c", "x")));
+    let log = commit_log_range("r");
+    assert!(log.contains(&commit_log_key("r", 0)) && log.contains(&commit_log_key("r", u64::MAX)));
+    assert!(!log.contains(&commit_log_key("s", 0)));
+    for t in RecordType::ALL {
+        assert!(t.range().contains(&t.prefix().encode()));
+    }
+}
