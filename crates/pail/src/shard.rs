@@ -1,0 +1,314 @@
+//! [`Shard`]: one block of the tree, kept as its encoded bytes plus an
+//! index of where each entry lies in them.
+
+use std::{collections::BTreeMap, fmt};
+
+use cid::Cid;
+use ipld_core::ipld::Ipld;
+use multihash_codetable::{Code, MultihashDigest};
+
+use crate::{Error, cbor};
+
+/// Multicodec of dag-cbor, the codec of every shard.
+pub const DAG_CBOR: u64 = 0x71;
+/// Default largest encoded shard, in bytes (512 KiB).
+pub const DEFAULT_MAX_SIZE: u64 = 512 * 1024;
+/// Default longest key piece stored in one shard, in characters.
+pub const DEFAULT_MAX_KEY_LENGTH: u64 = 64;
+
+/// A tree's limits, stored in (and copied into) every shard.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct ShardConfig {
+    /// Largest encoded shard in bytes before a put splits it.
+    pub max_size: u64,
+    /// Longest key piece, in characters, before a put chains shards.
+    pub max_key_length: u64,
+}
+
+impl Default for ShardConfig {
+    fn default() -> Self {
+        Self {
+            max_size: DEFAULT_MAX_SIZE,
+            max_key_length: DEFAULT_MAX_KEY_LENGTH,
+        }
+    }
+}
+
+/// The value of a shard entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ShardValue {
+    /// User data: a CID put by a user.
+    Data(Cid),
+    /// A link to a child shard holding keys that extend this entry's key.
+    Link(Cid),
+    /// A link to a child shard, and user data for this entry's key itself.
+    LinkData {
+        /// The child shard.
+        link: Cid,
+        /// The user data.
+        data: Cid,
+    },
+}
+
+impl ShardValue {
+    /// The user data, if any.
+    #[must_use]
+    pub fn data(&self) -> Option<Cid> {
+        match self {
+            Self::Data(data) | Self::LinkData { data, .. } => Some(*data),
+            Self::Link(_) => None,
+        }
+    }
+
+    /// The child shard link, if any.
+    #[must_use]
+    pub fn link(&self) -> Option<Cid> {
+        match self {
+            Self::Link(link) | Self::LinkData { link, .. } => Some(*link),
+            Self::Data(_) => None,
+        }
+    }
+}
+
+/// Where entry `i` lies in the shard bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Span {
+    pub(crate) start: u32,
+    pub(crate) key_start: u32,
+    pub(crate) key_end: u32,
+    pub(crate) end: u32,
+}
+
+/// One shard block: its CID, its canonical dag-cbor bytes, and an index of
+/// its entries (sorted by key in UTF-8 byte order).
+///
+/// Reading a key or value reads the bytes in place; building a changed
+/// shard copies runs of unchanged entries' bytes without re-encoding them.
+#[derive(Clone)]
+pub struct Shard {
+    cid: Cid,
+    bytes: Vec<u8>,
+    config: ShardConfig,
+    spans: Vec<Span>,
+}
+
+impl fmt::Debug for Shard {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Shard")
+            .field("cid", &self.cid)
+            .field("entries", &self.spans.len())
+            .field("bytes", &self.bytes.len())
+            .finish_non_exhaustive()
+    }
+}
+
+/// The CID of dag-cbor `bytes` hashed with SHA-256.
+#[must_use]
+pub fn shard_cid(bytes: &[u8]) -> Cid {
+    Cid::new_v1(DAG_CBOR, Code::Sha2_256.digest(bytes))
+}
+
+impl Shard {
+    /// An empty shard with `config`.
+    #[must_use]
+    pub fn empty(config: ShardConfig) -> Self {
+        let mut bytes = Vec::new();
+        cbor::write_header(&mut bytes, 0);
+        cbor::write_trailer(&mut bytes, config.max_size, config.max_key_length);
+        Self::from_parts(bytes, config, Vec::new())
+    }
+
+    /// Builds a shard from bytes this crate encoded and their index.
+    pub(crate) fn from_parts(bytes: Vec<u8>, config: ShardConfig, spans: Vec<Span>) -> Self {
+        Self {
+            cid: shard_cid(&bytes),
+            bytes,
+            config,
+            spans,
+        }
+    }
+
+    /// Builds a shard from entries given in key order.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidShard`] if keys are not strictly increasing.
+    pub fn from_entries<'a>(
+        config: ShardConfig,
+        entries: impl IntoIterator<Item = (&'a str, ShardValue)>,
+    ) -> Result<Self, Error> {
+        let entries: Vec<_> = entries.into_iter().collect();
+        if entries.windows(2).any(|w| w[0].0.as_bytes() >= w[1].0.as_bytes()) {
+            return Err(Error::InvalidShard {
+                reason: "entries are not in strictly increasing key order".into(),
+            });
+        }
+        let mut bytes = Vec::new();
+        cbor::write_header(&mut bytes, entries.len());
+        let mut spans = Vec::with_capacity(entries.len());
+        for (key, value) in &entries {
+            let start = bytes.len();
+            let key_start = cbor::write_entry(&mut bytes, key, value);
+            spans.push(span(start, key_start, key_start + key.len(), bytes.len())?);
+        }
+        cbor::write_trailer(&mut bytes, config.max_size, config.max_key_length);
+        Ok(Self::from_parts(bytes, config, spans))
+    }
+
+    /// Decodes shard bytes received from anywhere (a store, a CAR file).
+    ///
+    /// The bytes must be canonical dag-cbor of a Pail 0.5 shard: a map of
+    /// exactly `entries`, `maxSize` and `maxKeyLength`, entries `[key,
+    /// value]` strictly increasing by key, values a CID, `[link]` or
+    /// `[link, data]`. Never panics.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidShard`] saying what is wrong.
+    pub fn decode(bytes: &[u8]) -> Result<Self, Error> {
+        let invalid = |reason: &str| Error::InvalidShard {
+            reason: reason.to_owned(),
+        };
+        let ipld: Ipld = serde_ipld_dagcbor::from_slice(bytes)
+            .map_err(|e| invalid(&format!("not dag-cbor: {e}")))?;
+        let Ipld::Map(map) = ipld else {
+            return Err(invalid("not a map"));
+        };
+        if map.len() != 3 {
+            return Err(invalid("expected exactly the fields entries, maxKeyLength, maxSize"));
+        }
+        let uint = |map: &BTreeMap<String, Ipld>, name: &str| match map.get(name) {
+            Some(Ipld::Integer(n)) => u64::try_from(*n).map_err(|_| invalid(&format!("{name} out of range"))),
+            _ => Err(invalid(&format!("{name} missing or not an integer"))),
+        };
+        let config = ShardConfig {
+            max_size: uint(&map, "maxSize")?,
+            max_key_length: uint(&map, "maxKeyLength")?,
+        };
+        let Some(Ipld::List(list)) = map.get("entries") else {
+            return Err(invalid("entries missing or not a list"));
+        };
+        let mut entries = Vec::with_capacity(list.len());
+        for item in list {
+            let Ipld::List(pair) = item else {
+                return Err(invalid("an entry is not a list"));
+            };
+            let [Ipld::String(key), value] = pair.as_slice() else {
+                return Err(invalid("an entry is not [string key, value]"));
+            };
+            let value = match value {
+                Ipld::Link(cid) => ShardValue::Data(*cid),
+                Ipld::List(links) => match links.as_slice() {
+                    [Ipld::Link(link)] => ShardValue::Link(*link),
+                    [Ipld::Link(link), Ipld::Link(data)] => ShardValue::LinkData {
+                        link: *link,
+                        data: *data,
+                    },
+                    _ => return Err(invalid("a link value is not [link] or [link, data]")),
+                },
+                _ => return Err(invalid("an entry value is not a CID or a list of CIDs")),
+            };
+            entries.push((key.as_str(), value));
+        }
+        let shard = Self::from_entries(config, entries)?;
+        if shard.bytes != bytes {
+            return Err(invalid("not in canonical dag-cbor form"));
+        }
+        Ok(shard)
+    }
+
+    /// The shard's CID.
+    #[must_use]
+    pub fn cid(&self) -> Cid {
+        self.cid
+    }
+
+    /// The shard's encoded bytes.
+    #[must_use]
+    pub fn bytes(&self) -> &[u8] {
+        &self.bytes
+    }
+
+    /// The tree limits stored in this shard.
+    #[must_use]
+    pub fn config(&self) -> ShardConfig {
+        self.config
+    }
+
+    /// Number of entries.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.spans.len()
+    }
+
+    /// Whether the shard has no entries.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.spans.is_empty()
+    }
+
+    pub(crate) fn spans(&self) -> &[Span] {
+        &self.spans
+    }
+
+    /// The key of entry `i` as bytes.
+    pub(crate) fn key_bytes(&self, i: usize) -> &[u8] {
+        let s = self.spans[i];
+        &self.bytes[s.key_start as usize..s.key_end as usize]
+    }
+
+    /// The key of entry `i` (relative to the shard's position in the tree).
+    ///
+    /// # Panics
+    ///
+    /// If `i >= self.len()`.
+    #[must_use]
+    pub fn key(&self, i: usize) -> &str {
+        // Keys were validated as UTF-8 when the shard was built or decoded.
+        std::str::from_utf8(self.key_bytes(i)).unwrap_or_default()
+    }
+
+    /// The value of entry `i`.
+    ///
+    /// # Panics
+    ///
+    /// If `i >= self.len()`.
+    #[must_use]
+    pub fn value(&self, i: usize) -> ShardValue {
+        let s = self.spans[i];
+        let mut pos = s.key_end as usize;
+        // Values were validated when the shard was built or decoded.
+        cbor::read_value(&self.bytes, &mut pos).unwrap_or(ShardValue::Data(Cid::default()))
+    }
+
+    /// Binary search for `key`: `Ok(index)` when present, else `Err(insertion index)`.
+    pub(crate) fn search(&self, key: &[u8]) -> Result<usize, usize> {
+        self.spans
+            .binary_search_by(|s| self.bytes[s.key_start as usize..s.key_end as usize].cmp(key))
+    }
+
+    /// Index of the first entry whose key fails `pred` (keys in order).
+    pub(crate) fn partition_point(&self, mut pred: impl FnMut(&[u8]) -> bool) -> usize {
+        self.spans
+            .partition_point(|s| pred(&self.bytes[s.key_start as usize..s.key_end as usize]))
+    }
+
+    /// The entries in key order.
+    pub fn entries(&self) -> impl DoubleEndedIterator<Item = (&str, ShardValue)> + ExactSizeIterator + '_ {
+        (0..self.len()).map(|i| (self.key(i), self.value(i)))
+    }
+}
+
+pub(crate) fn span(start: usize, key_start: usize, key_end: usize, end: usize) -> Result<Span, Error> {
+    let to_u32 = |n: usize| {
+        u32::try_from(n).map_err(|_| Error::InvalidShard {
+            reason: "shard larger than 4 GiB".into(),
+        })
+    };
+    Ok(Span {
+        start: to_u32(start)?,
+        key_start: to_u32(key_start)?,
+        key_end: to_u32(key_end)?,
+        end: to_u32(end)?,
+    })
+}
