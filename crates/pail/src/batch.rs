@@ -17,7 +17,7 @@ use cid::Cid;
 
 use crate::{
     Error, Mutation, Shard, ShardConfig, ShardFetcher, ShardValue, cbor,
-    shard::{Span, span},
+    shard::{Span, key_head, span},
 };
 
 /// Encoded length of a link to a shard (CIDv1, dag-cbor, sha2-256: 36
@@ -72,12 +72,29 @@ impl DraftValue {
     }
 }
 
+/// 16 bytes, so that a draft of a large shard is cheap to build.
 #[derive(Debug, Clone)]
 enum Slot {
     /// Entry `i` of the draft's base shard, unchanged.
     Base(u32),
     /// An entry owned by the draft.
-    Owned { key: String, value: DraftValue },
+    Owned(Box<Owned>),
+}
+
+#[derive(Debug, Clone)]
+struct Owned {
+    /// `key_head(key)`, for fast comparisons.
+    head: u64,
+    key: String,
+    value: DraftValue,
+}
+
+fn owned(key: String, value: DraftValue) -> Slot {
+    Slot::Owned(Box::new(Owned {
+        head: key_head(key.as_bytes()),
+        key,
+        value,
+    }))
 }
 
 #[derive(Debug)]
@@ -118,7 +135,7 @@ impl Draft {
         };
         for (key, value) in entries {
             d.entries_len += cbor::entry_len(&key, value.encoded_len());
-            d.slots.push(Slot::Owned { key, value });
+            d.slots.push(owned(key, value));
         }
         d
     }
@@ -131,7 +148,7 @@ impl Draft {
     fn key(&self, i: usize) -> &[u8] {
         match &self.slots[i] {
             Slot::Base(b) => self.base().key_bytes(*b as usize),
-            Slot::Owned { key, .. } => key.as_bytes(),
+            Slot::Owned(o) => o.key.as_bytes(),
         }
     }
 
@@ -142,7 +159,7 @@ impl Draft {
     fn value(&self, i: usize) -> DraftValue {
         match &self.slots[i] {
             Slot::Base(b) => DraftValue::from_value(self.base().value(*b as usize)),
-            Slot::Owned { value, .. } => *value,
+            Slot::Owned(o) => o.value,
         }
     }
 
@@ -152,7 +169,7 @@ impl Draft {
                 let s = self.base().spans()[*b as usize];
                 (s.end - s.start) as usize
             }
-            Slot::Owned { key, value } => cbor::entry_len(key, value.encoded_len()),
+            Slot::Owned(o) => cbor::entry_len(&o.key, o.value.encoded_len()),
         }
     }
 
@@ -164,11 +181,19 @@ impl Draft {
     }
 
     fn search(&self, key: &[u8]) -> Result<usize, usize> {
+        let head = key_head(key);
         let mut lo = 0;
         let mut hi = self.slots.len();
         while lo < hi {
             let mid = lo + (hi - lo) / 2;
-            match self.key(mid).cmp(key) {
+            let order = match &self.slots[mid] {
+                Slot::Base(b) => {
+                    let base = self.base();
+                    base.cmp_span(&base.spans()[*b as usize], head, key)
+                }
+                Slot::Owned(o) => o.head.cmp(&head).then_with(|| o.key.as_bytes().cmp(key)),
+            };
+            match order {
                 std::cmp::Ordering::Less => lo = mid + 1,
                 std::cmp::Ordering::Greater => hi = mid,
                 std::cmp::Ordering::Equal => return Ok(mid),
@@ -305,7 +330,7 @@ impl<'f, F: ShardFetcher> Batch<'f, F> {
         // Same encoded length; not a change unless the child changes.
         let draft = &mut self.drafts[d];
         let changed = draft.changed;
-        draft.set(i, Slot::Owned { key, value });
+        draft.set(i, owned(key, value));
         draft.changed = changed;
         Ok(Some(c))
     }
@@ -352,7 +377,9 @@ impl<'f, F: ShardFetcher> Batch<'f, F> {
         let (_, d, offset) = self.traverse(key).await?;
         let skey = &key[offset..];
         let config = self.drafts[d].config;
-        let max_chars = usize::try_from(config.max_key_length).unwrap_or(usize::MAX).max(1);
+        let max_chars = usize::try_from(config.max_key_length)
+            .unwrap_or(usize::MAX)
+            .max(1);
 
         let (entry_key, entry_value) = if skey.chars().count() > max_chars {
             self.chain(skey, value, config, max_chars)
@@ -363,8 +390,10 @@ impl<'f, F: ShardFetcher> Batch<'f, F> {
         let Some(undo) = self.put_entry(d, entry_key.clone(), entry_value) else {
             return Ok(());
         };
-        if self.drafts[d].size() as u64 > config.max_size {
-            if let Err(e) = self.split(d, &entry_key) {
+        if self.drafts[d].size() as u64 > config.max_size
+            && let Err(e) = self.split(d, &entry_key)
+        {
+            {
                 let draft = &mut self.drafts[d];
                 match undo {
                     Undo::Replaced(i, old) => {
@@ -375,7 +404,9 @@ impl<'f, F: ShardFetcher> Batch<'f, F> {
                     }
                 }
                 return Err(match e {
-                    Error::ShardLimit { .. } => Error::ShardLimit { key: key.to_owned() },
+                    Error::ShardLimit { .. } => Error::ShardLimit {
+                        key: key.to_owned(),
+                    },
                     other => other,
                 });
             }
@@ -386,11 +417,20 @@ impl<'f, F: ShardFetcher> Batch<'f, F> {
     /// New drafts for a key longer than `maxKeyLength` characters: each holds
     /// one `max_chars` piece linking to the next; the last holds the value.
     /// Returns the entry for the first piece.
-    fn chain(&mut self, skey: &str, value: Cid, config: ShardConfig, max_chars: usize) -> (String, DraftValue) {
+    fn chain(
+        &mut self,
+        skey: &str,
+        value: Cid,
+        config: ShardConfig,
+        max_chars: usize,
+    ) -> (String, DraftValue) {
         let mut pieces = Vec::new();
         let mut rest = skey;
         while !rest.is_empty() {
-            let cut = rest.char_indices().nth(max_chars).map_or(rest.len(), |(i, _)| i);
+            let cut = rest
+                .char_indices()
+                .nth(max_chars)
+                .map_or(rest.len(), |(i, _)| i);
             pieces.push(&rest[..cut]);
             rest = &rest[cut..];
         }
@@ -412,9 +452,10 @@ impl<'f, F: ShardFetcher> Batch<'f, F> {
                 let merged = match (new, old) {
                     // A new link keeps the data already stored under its key
                     // (the reference drops it when the old value is plain data).
-                    (DraftValue::Link(c), DraftValue::Data(data) | DraftValue::LinkData(_, data)) => {
-                        DraftValue::LinkData(c, data)
-                    }
+                    (
+                        DraftValue::Link(c),
+                        DraftValue::Data(data) | DraftValue::LinkData(_, data),
+                    ) => DraftValue::LinkData(c, data),
                     (DraftValue::Data(data), DraftValue::Link(c) | DraftValue::LinkData(c, _)) => {
                         DraftValue::LinkData(c, data)
                     }
@@ -423,11 +464,11 @@ impl<'f, F: ShardFetcher> Batch<'f, F> {
                 if merged == old {
                     return None;
                 }
-                let old_slot = draft.set(i, Slot::Owned { key, value: merged });
+                let old_slot = draft.set(i, owned(key, merged));
                 Some(Undo::Replaced(i, old_slot))
             }
             Err(i) => {
-                draft.insert(i, Slot::Owned { key, value: new });
+                draft.insert(i, owned(key, new));
                 Some(Undo::Inserted(i))
             }
         }
@@ -493,7 +534,7 @@ impl<'f, F: ShardFetcher> Batch<'f, F> {
             Some(data) => DraftValue::LinkData(Child::Draft(c), data),
             None => DraftValue::Link(Child::Draft(c)),
         };
-        draft.insert(lo, Slot::Owned { key: prefix, value });
+        draft.insert(lo, owned(prefix, value));
         Ok(())
     }
 
@@ -513,7 +554,7 @@ impl<'f, F: ShardFetcher> Batch<'f, F> {
             DraftValue::Link(_) => return Ok(()),
             DraftValue::LinkData(c, _) => {
                 let key = self.drafts[d].key_str(i).to_owned();
-                self.drafts[d].set(i, Slot::Owned { key, value: DraftValue::Link(c) });
+                self.drafts[d].set(i, owned(key, DraftValue::Link(c)));
                 return Ok(());
             }
             DraftValue::Data(_) => {
@@ -524,14 +565,16 @@ impl<'f, F: ShardFetcher> Batch<'f, F> {
         // becomes plain data if it has data, else it goes too (and so on up).
         let mut current = d;
         while self.drafts[current].slots.is_empty() {
-            let Some((parent, slot)) = path.pop() else { break };
+            let Some((parent, slot)) = path.pop() else {
+                break;
+            };
             if let Some(base) = &self.drafts[current].base {
                 self.dropped.push(base.cid());
             }
             match self.drafts[parent].value(slot) {
                 DraftValue::LinkData(_, data) => {
                     let key = self.drafts[parent].key_str(slot).to_owned();
-                    self.drafts[parent].set(slot, Slot::Owned { key, value: DraftValue::Data(data) });
+                    self.drafts[parent].set(slot, owned(key, DraftValue::Data(data)));
                     break;
                 }
                 _ => {
@@ -598,12 +641,12 @@ impl Commit<'_> {
         // kept their CIDs keeps its own.
         let mut children_same = true;
         for slot in &draft.slots {
-            if let Slot::Owned { value, .. } = slot {
-                if let Some(Child::Draft(c)) = value.child() {
-                    let cid = self.commit(c);
-                    let base = drafts[c].base.as_ref().map(|b| b.cid());
-                    children_same &= base == Some(cid);
-                }
+            if let Slot::Owned(o) = slot
+                && let Some(Child::Draft(c)) = o.value.child()
+            {
+                let cid = self.commit(c);
+                let base = drafts[c].base.as_ref().map(|b| b.cid());
+                children_same &= base == Some(cid);
             }
         }
         let cid = match &draft.base {
@@ -638,7 +681,9 @@ impl Commit<'_> {
                     // A run of consecutive base entries is one copy.
                     let first = *first as usize;
                     let mut len = 1;
-                    while i + len < n && matches!(draft.slots[i + len], Slot::Base(b) if b as usize == first + len) {
+                    while i + len < n
+                        && matches!(draft.slots[i + len], Slot::Base(b) if b as usize == first + len)
+                    {
                         len += 1;
                     }
                     let base = draft.base();
@@ -649,6 +694,7 @@ impl Commit<'_> {
                     bytes.extend_from_slice(&base.bytes()[from..to]);
                     let at = |x: u32| (i64::from(x) + shift) as u32;
                     spans.extend(run.iter().map(|s| Span {
+                        head: s.head,
                         start: at(s.start),
                         key_start: at(s.key_start),
                         key_end: at(s.key_end),
@@ -656,8 +702,9 @@ impl Commit<'_> {
                     }));
                     i += len;
                 }
-                Slot::Owned { key, value } => {
-                    let value = match *value {
+                Slot::Owned(o) => {
+                    let key = &o.key;
+                    let value = match o.value {
                         DraftValue::Data(data) => ShardValue::Data(data),
                         DraftValue::Link(c) => ShardValue::Link(self.child_cid(c)),
                         DraftValue::LinkData(c, data) => ShardValue::LinkData {
@@ -668,14 +715,18 @@ impl Commit<'_> {
                     let start = bytes.len();
                     let key_start = cbor::write_entry(&mut bytes, key, &value);
                     // Offsets fit in u32: shards are far below 4 GiB.
-                    if let Ok(s) = span(start, key_start, key_start + key.len(), bytes.len()) {
+                    if let Ok(s) = span(key.as_bytes(), start, key_start, bytes.len()) {
                         spans.push(s);
                     }
                     i += 1;
                 }
             }
         }
-        cbor::write_trailer(&mut bytes, draft.config.max_size, draft.config.max_key_length);
+        cbor::write_trailer(
+            &mut bytes,
+            draft.config.max_size,
+            draft.config.max_key_length,
+        );
         Shard::from_parts(bytes, draft.config, spans)
     }
 }

@@ -19,7 +19,7 @@
 //! `encoding_matches_serde_ipld_dagcbor` checks that the bytes are exactly
 //! what `serde_ipld_dagcbor` produces, and decoding goes through it.
 
-use cid::Cid;
+use cid::{Cid, multihash::Multihash};
 
 use crate::ShardValue;
 
@@ -143,9 +143,18 @@ pub(crate) fn read_head(bytes: &[u8], pos: &mut usize, major: u8) -> Option<u64>
     let (n, len) = match info {
         0..=23 => (u64::from(info), 1),
         24 => (u64::from(*bytes.get(*pos + 1)?), 2),
-        25 => (u64::from(u16::from_be_bytes(*bytes.get(*pos + 1..)?.first_chunk()?)), 3),
-        26 => (u64::from(u32::from_be_bytes(*bytes.get(*pos + 1..)?.first_chunk()?)), 5),
-        27 => (u64::from_be_bytes(*bytes.get(*pos + 1..)?.first_chunk()?), 9),
+        25 => (
+            u64::from(u16::from_be_bytes(*bytes.get(*pos + 1..)?.first_chunk()?)),
+            3,
+        ),
+        26 => (
+            u64::from(u32::from_be_bytes(*bytes.get(*pos + 1..)?.first_chunk()?)),
+            5,
+        ),
+        27 => (
+            u64::from_be_bytes(*bytes.get(*pos + 1..)?.first_chunk()?),
+            9,
+        ),
         _ => return None,
     };
     *pos += len;
@@ -165,6 +174,15 @@ pub(crate) fn read_cid(bytes: &[u8], pos: &mut usize) -> Option<Cid> {
     if zero != 0 {
         return None;
     }
+    // Fast path for the common shape: CIDv1, one-byte codec, sha2-256.
+    if let [0x01, codec, 0x12, 0x20, digest @ ..] = cid_bytes
+        && *codec < 0x80
+        && digest.len() == 32
+    {
+        return Multihash::wrap(0x12, digest)
+            .ok()
+            .map(|mh| Cid::new_v1(u64::from(*codec), mh));
+    }
     Cid::try_from(cid_bytes).ok()
 }
 
@@ -182,5 +200,37 @@ pub(crate) fn read_value(bytes: &[u8], pos: &mut usize) -> Option<ShardValue> {
             Some(ShardValue::LinkData { link, data })
         }
         _ => read_cid(bytes, pos).map(ShardValue::Data),
+    }
+}
+
+/// Skips a CID link at `bytes[*pos]` without parsing it.
+fn skip_cid(bytes: &[u8], pos: &mut usize) -> Option<()> {
+    *pos += 2;
+    let n = usize::try_from(read_head(bytes, pos, MAJOR_BYTES)?).ok()?;
+    *pos += n;
+    Some(())
+}
+
+/// The user data of the entry value at `bytes[pos]`, parsing only it.
+pub(crate) fn read_data(bytes: &[u8], mut pos: usize) -> Option<Cid> {
+    match *bytes.get(pos)? {
+        0x81 => None,
+        0x82 => {
+            pos += 1;
+            skip_cid(bytes, &mut pos)?;
+            read_cid(bytes, &mut pos)
+        }
+        _ => read_cid(bytes, &mut pos),
+    }
+}
+
+/// The shard link of the entry value at `bytes[pos]`, parsing only it.
+pub(crate) fn read_link(bytes: &[u8], mut pos: usize) -> Option<Cid> {
+    match *bytes.get(pos)? {
+        0x81 | 0x82 => {
+            pos += 1;
+            read_cid(bytes, &mut pos)
+        }
+        _ => None,
     }
 }

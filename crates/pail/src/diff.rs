@@ -22,9 +22,13 @@ pub struct KeyChange {
 pub struct Diff {
     /// Changed keys, in key order.
     pub keys: Vec<KeyChange>,
-    /// Shards reachable from the second root but not the first.
+    /// Shards of the second tree that the first does not reach: every
+    /// shard only the second tree reaches, each once. May also name a
+    /// shard whose contents equal those of one inside a subtree both trees
+    /// share (equal contents, one CID), which the walk did not open.
     pub additions: Vec<Cid>,
-    /// Shards reachable from the first root but not the second.
+    /// Shards of the first tree that the second does not reach, with the
+    /// same caveat: check reachability before deleting blocks.
     pub removals: Vec<Cid>,
 }
 
@@ -43,12 +47,22 @@ impl Item {
     fn cmp_position(&self, other: &Self) -> std::cmp::Ordering {
         use std::cmp::Ordering::{Greater, Less};
         match (self, other) {
-            (Self::Data(a, _), Self::Data(b, _)) | (Self::Subtree(a, _), Self::Subtree(b, _)) => a.cmp(b),
+            (Self::Data(a, _), Self::Data(b, _)) | (Self::Subtree(a, _), Self::Subtree(b, _)) => {
+                a.cmp(b)
+            }
             (Self::Data(a, _), Self::Subtree(b, _)) => {
-                if a.as_str() <= b.as_str() { Less } else { Greater }
+                if a.as_str() <= b.as_str() {
+                    Less
+                } else {
+                    Greater
+                }
             }
             (Self::Subtree(a, _), Self::Data(b, _)) => {
-                if b.as_str() <= a.as_str() { Greater } else { Less }
+                if b.as_str() <= a.as_str() {
+                    Greater
+                } else {
+                    Less
+                }
             }
         }
     }
@@ -92,7 +106,9 @@ impl Walk {
 
     /// Consumes the current item (for a subtree: skips it unopened).
     fn advance(&mut self) {
-        let Some((shard, _, i, data_done)) = self.stack.last_mut() else { return };
+        let Some((shard, _, i, data_done)) = self.stack.last_mut() else {
+            return;
+        };
         let value = shard.value(*i);
         if value.data().is_some() && !*data_done && value.link().is_some() {
             *data_done = true;
@@ -103,7 +119,12 @@ impl Walk {
     }
 
     /// Replaces the current item, a subtree, by its contents.
-    async fn open<F: ShardFetcher>(&mut self, fetcher: &F, key: String, link: Cid) -> Result<(), Error> {
+    async fn open<F: ShardFetcher>(
+        &mut self,
+        fetcher: &F,
+        key: String,
+        link: Cid,
+    ) -> Result<(), Error> {
         self.advance();
         let child = fetcher.get_shard(&link).await?;
         self.visited.push(link);
@@ -139,7 +160,11 @@ pub async fn diff<F: ShardFetcher>(fetcher: &F, a: Cid, b: Cid) -> Result<Diff, 
             }
             (Some(Item::Data(ka, va)), Some(Item::Data(kb, vb))) if ka == kb => {
                 if va != vb {
-                    keys.push(KeyChange { key: ka, old: Some(va), new: Some(vb) });
+                    keys.push(KeyChange {
+                        key: ka,
+                        old: Some(va),
+                        new: Some(vb),
+                    });
                 }
                 wa.advance();
                 wb.advance();
@@ -157,9 +182,17 @@ pub async fn diff<F: ShardFetcher>(fetcher: &F, a: Cid, b: Cid) -> Result<Diff, 
                     Some(Item::Data(k, v)) => {
                         walk.advance();
                         keys.push(if take_a {
-                            KeyChange { key: k, old: Some(v), new: None }
+                            KeyChange {
+                                key: k,
+                                old: Some(v),
+                                new: None,
+                            }
                         } else {
-                            KeyChange { key: k, old: None, new: Some(v) }
+                            KeyChange {
+                                key: k,
+                                old: None,
+                                new: Some(v),
+                            }
                         });
                     }
                     None => break,
@@ -173,7 +206,11 @@ pub async fn diff<F: ShardFetcher>(fetcher: &F, a: Cid, b: Cid) -> Result<Diff, 
     let mut removals: Vec<Cid> = seen_a.difference(&seen_b).copied().collect();
     additions.sort();
     removals.sort();
-    Ok(Diff { keys, additions, removals })
+    Ok(Diff {
+        keys,
+        additions,
+        removals,
+    })
 }
 
 /// Applies to `base` every key change that each target made relative to
@@ -184,7 +221,11 @@ pub async fn diff<F: ShardFetcher>(fetcher: &F, a: Cid, b: Cid) -> Result<Diff, 
 /// # Errors
 ///
 /// When a shard cannot be fetched, or a put cannot fit.
-pub async fn merge<F: ShardFetcher>(fetcher: &F, base: Cid, targets: &[Cid]) -> Result<Mutation, Error> {
+pub async fn merge<F: ShardFetcher>(
+    fetcher: &F,
+    base: Cid,
+    targets: &[Cid],
+) -> Result<Mutation, Error> {
     let mut diffs = Vec::with_capacity(targets.len());
     for target in targets {
         diffs.push(diff(fetcher, base, *target).await?);

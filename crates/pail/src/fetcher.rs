@@ -51,11 +51,15 @@ impl MemoryBlocks {
     }
 
     fn read(&self) -> std::sync::RwLockReadGuard<'_, HashMap<Cid, Arc<Shard>>> {
-        self.shards.read().unwrap_or_else(std::sync::PoisonError::into_inner)
+        self.shards
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     fn write(&self) -> std::sync::RwLockWriteGuard<'_, HashMap<Cid, Arc<Shard>>> {
-        self.shards.write().unwrap_or_else(std::sync::PoisonError::into_inner)
+        self.shards
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// Adds a shard.
@@ -104,7 +108,11 @@ impl MemoryBlocks {
 
 impl ShardFetcher for MemoryBlocks {
     fn get_shard(&self, cid: &Cid) -> impl Future<Output = Result<Arc<Shard>, Error>> + Send {
-        let found = self.read().get(cid).cloned().ok_or(Error::MissingBlock(*cid));
+        let found = self
+            .read()
+            .get(cid)
+            .cloned()
+            .ok_or(Error::MissingBlock(*cid));
         std::future::ready(found)
     }
 }

@@ -52,7 +52,9 @@ pub use diff::{Diff, KeyChange, diff, merge};
 pub use error::Error;
 pub use fetcher::{MemoryBlocks, ShardFetcher};
 pub use read::{EntriesOptions, entries, for_each_entry, get};
-pub use shard::{DAG_CBOR, DEFAULT_MAX_KEY_LENGTH, DEFAULT_MAX_SIZE, Shard, ShardConfig, ShardValue, shard_cid};
+pub use shard::{
+    DAG_CBOR, DEFAULT_MAX_KEY_LENGTH, DEFAULT_MAX_SIZE, Shard, ShardConfig, ShardValue, shard_cid,
+};
 
 /// The result of a write: the new root, the shards it added, and the CIDs
 /// of the shards it replaced.
@@ -76,7 +78,12 @@ pub struct Mutation {
 ///
 /// [`Error::ShardLimit`] when the key cannot fit (nothing changes), or a
 /// fetch error.
-pub async fn put<F: ShardFetcher>(fetcher: &F, root: Cid, key: &str, value: Cid) -> Result<Mutation, Error> {
+pub async fn put<F: ShardFetcher>(
+    fetcher: &F,
+    root: Cid,
+    key: &str,
+    value: Cid,
+) -> Result<Mutation, Error> {
     let mut batch = Batch::new(fetcher, root).await?;
     batch.put(key, value).await?;
     Ok(batch.commit())

@@ -16,11 +16,15 @@ pub async fn get<F: ShardFetcher>(fetcher: &F, root: Cid, key: &str) -> Result<O
     let mut rel = key.as_bytes();
     loop {
         match shard.search(rel) {
-            Ok(i) => return Ok(shard.value(i).data()),
+            Ok(i) => return Ok(shard.data(i)),
             Err(0) => return Ok(None),
             Err(pos) => {
                 let prefix = shard.key_bytes(pos - 1);
-                let Some(link) = shard.value(pos - 1).link().filter(|_| rel.starts_with(prefix)) else {
+                let Some(link) = shard
+                    .value(pos - 1)
+                    .link()
+                    .filter(|_| rel.starts_with(prefix))
+                else {
                     return Ok(None);
                 };
                 rel = &rel[prefix.len()..];
@@ -94,18 +98,29 @@ impl Range {
     }
 
     fn contains(&self, key: &[u8]) -> bool {
-        self.lower
-            .iter()
-            .all(|b| if b.inclusive { key >= &b.key[..] } else { key > &b.key[..] })
-            && self
-                .upper
-                .iter()
-                .all(|b| if b.inclusive { key <= &b.key[..] } else { key < &b.key[..] })
+        if self.lower.is_empty() && self.upper.is_empty() {
+            return true;
+        }
+        self.lower.iter().all(|b| {
+            if b.inclusive {
+                key >= &b.key[..]
+            } else {
+                key > &b.key[..]
+            }
+        }) && self.upper.iter().all(|b| {
+            if b.inclusive {
+                key <= &b.key[..]
+            } else {
+                key < &b.key[..]
+            }
+        })
     }
 
     /// Whether some key strictly extending `p` may lie in the range.
     fn may_hold_extensions_of(&self, p: &[u8]) -> bool {
-        self.lower.iter().all(|b| b.key.as_slice() <= p || b.key.starts_with(p))
+        self.lower
+            .iter()
+            .all(|b| b.key.as_slice() <= p || b.key.starts_with(p))
             && self.upper.iter().all(|b| p < b.key.as_slice())
     }
 }
@@ -147,53 +162,61 @@ pub async fn for_each_entry<F: ShardFetcher>(
     let root = fetcher.get_shard(&root).await?;
     let mut stack = vec![frame(root, "", &range, options.reverse)];
     while let Some(top) = stack.last_mut() {
+        // Walk this shard's entries until one opens a child (or the end).
         let shard = Arc::clone(&top.shard);
-        let (i, descend) = if options.reverse {
-            if top.cursor == top.lo {
-                stack.pop();
-                continue;
-            }
-            let i = top.cursor - 1;
-            if top.child_done {
-                top.child_done = false;
-                top.cursor -= 1;
-                (i, false)
-            } else {
-                top.child_done = true;
-                (i, true)
-            }
-        } else {
-            if top.cursor == top.hi {
-                stack.pop();
-                continue;
-            }
-            top.cursor += 1;
-            (top.cursor - 1, true)
-        };
         let prefix_len = top.prefix_len;
-        key.truncate(prefix_len);
-        key.push_str(shard.key(i));
-        let value = shard.value(i);
-        let emit_data = !options.reverse || !descend;
-        if emit_data {
-            if let Some(data) = value.data() {
-                if range.contains(key.as_bytes()) {
-                    if visit(&key, data).is_break() {
-                        return Ok(());
-                    }
-                    remaining -= 1;
-                    if remaining == 0 {
-                        return Ok(());
-                    }
+        let mut open = None;
+        loop {
+            let (i, descend) = if options.reverse {
+                if top.cursor == top.lo {
+                    break;
                 }
+                let i = top.cursor - 1;
+                if top.child_done {
+                    top.child_done = false;
+                    top.cursor -= 1;
+                    (i, false)
+                } else {
+                    top.child_done = true;
+                    (i, true)
+                }
+            } else {
+                if top.cursor == top.hi {
+                    break;
+                }
+                top.cursor += 1;
+                (top.cursor - 1, true)
+            };
+            key.truncate(prefix_len);
+            key.push_str(shard.key(i));
+            let emit_data = !options.reverse || !descend;
+            if emit_data
+                && range.contains(key.as_bytes())
+                && let Some(data) = shard.data(i)
+            {
+                if visit(&key, data).is_break() {
+                    return Ok(());
+                }
+                remaining -= 1;
+                if remaining == 0 {
+                    return Ok(());
+                }
+            }
+            if descend
+                && let Some(link) = shard.link(i)
+                && range.may_hold_extensions_of(key.as_bytes())
+            {
+                open = Some(link);
+                break;
             }
         }
-        if descend {
-            if let Some(link) = value.link() {
-                if range.may_hold_extensions_of(key.as_bytes()) {
-                    let child = fetcher.get_shard(&link).await?;
-                    stack.push(frame(child, &key, &range, options.reverse));
-                }
+        match open {
+            Some(link) => {
+                let child = fetcher.get_shard(&link).await?;
+                stack.push(frame(child, &key, &range, options.reverse));
+            }
+            None => {
+                stack.pop();
             }
         }
     }
@@ -210,7 +233,10 @@ fn frame(shard: Arc<Shard>, prefix: &str, range: &Range, reverse: bool) -> Frame
         if let Some(rel) = b.key.strip_prefix(p) {
             let mut i = shard.partition_point(|k| k < rel);
             // The entry just before may be a link whose keys extend past `rel`.
-            if i > 0 && rel.starts_with(shard.key_bytes(i - 1)) && shard.value(i - 1).link().is_some() {
+            if i > 0
+                && rel.starts_with(shard.key_bytes(i - 1))
+                && shard.value(i - 1).link().is_some()
+            {
                 i -= 1;
             }
             lo = lo.max(i);

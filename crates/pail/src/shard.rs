@@ -1,7 +1,7 @@
 //! [`Shard`]: one block of the tree, kept as its encoded bytes plus an
 //! index of where each entry lies in them.
 
-use std::{collections::BTreeMap, fmt};
+use std::{collections::BTreeMap, fmt, sync::OnceLock};
 
 use cid::Cid;
 use ipld_core::ipld::Ipld;
@@ -70,13 +70,27 @@ impl ShardValue {
     }
 }
 
-/// Where entry `i` lies in the shard bytes.
+/// Where entry `i` lies in the shard bytes, and the first 8 bytes of its
+/// key (big-endian, zero-padded) so that most comparisons in a search
+/// never touch the key bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Span {
+    pub(crate) head: u64,
     pub(crate) start: u32,
     pub(crate) key_start: u32,
     pub(crate) key_end: u32,
     pub(crate) end: u32,
+}
+
+/// The first 8 bytes of `key`, big-endian, zero-padded. When two heads
+/// differ they order the keys as the keys themselves do; when equal, the
+/// keys must be compared in full.
+#[inline]
+pub(crate) fn key_head(key: &[u8]) -> u64 {
+    let mut buf = [0u8; 8];
+    let n = key.len().min(8);
+    buf[..n].copy_from_slice(&key[..n]);
+    u64::from_be_bytes(buf)
 }
 
 /// One shard block: its CID, its canonical dag-cbor bytes, and an index of
@@ -90,6 +104,16 @@ pub struct Shard {
     bytes: Vec<u8>,
     config: ShardConfig,
     spans: Vec<Span>,
+    /// The keys as one string, made on first use by [`Shard::key`], so that
+    /// reading keys as `&str` validates UTF-8 once per shard, not per read.
+    key_text: OnceLock<KeyText>,
+}
+
+#[derive(Debug, Clone, Default)]
+struct KeyText {
+    text: String,
+    /// End of key `i` in `text`.
+    ends: Vec<u32>,
 }
 
 impl fmt::Debug for Shard {
@@ -125,6 +149,7 @@ impl Shard {
             bytes,
             config,
             spans,
+            key_text: OnceLock::new(),
         }
     }
 
@@ -138,7 +163,10 @@ impl Shard {
         entries: impl IntoIterator<Item = (&'a str, ShardValue)>,
     ) -> Result<Self, Error> {
         let entries: Vec<_> = entries.into_iter().collect();
-        if entries.windows(2).any(|w| w[0].0.as_bytes() >= w[1].0.as_bytes()) {
+        if entries
+            .windows(2)
+            .any(|w| w[0].0.as_bytes() >= w[1].0.as_bytes())
+        {
             return Err(Error::InvalidShard {
                 reason: "entries are not in strictly increasing key order".into(),
             });
@@ -149,7 +177,7 @@ impl Shard {
         for (key, value) in &entries {
             let start = bytes.len();
             let key_start = cbor::write_entry(&mut bytes, key, value);
-            spans.push(span(start, key_start, key_start + key.len(), bytes.len())?);
+            spans.push(span(key.as_bytes(), start, key_start, bytes.len())?);
         }
         cbor::write_trailer(&mut bytes, config.max_size, config.max_key_length);
         Ok(Self::from_parts(bytes, config, spans))
@@ -175,10 +203,14 @@ impl Shard {
             return Err(invalid("not a map"));
         };
         if map.len() != 3 {
-            return Err(invalid("expected exactly the fields entries, maxKeyLength, maxSize"));
+            return Err(invalid(
+                "expected exactly the fields entries, maxKeyLength, maxSize",
+            ));
         }
         let uint = |map: &BTreeMap<String, Ipld>, name: &str| match map.get(name) {
-            Some(Ipld::Integer(n)) => u64::try_from(*n).map_err(|_| invalid(&format!("{name} out of range"))),
+            Some(Ipld::Integer(n)) => {
+                u64::try_from(*n).map_err(|_| invalid(&format!("{name} out of range")))
+            }
             _ => Err(invalid(&format!("{name} missing or not an integer"))),
         };
         let config = ShardConfig {
@@ -264,8 +296,26 @@ impl Shard {
     /// If `i >= self.len()`.
     #[must_use]
     pub fn key(&self, i: usize) -> &str {
-        // Keys were validated as UTF-8 when the shard was built or decoded.
-        std::str::from_utf8(self.key_bytes(i)).unwrap_or_default()
+        let kt = self.key_text.get_or_init(|| {
+            let mut kt = KeyText {
+                text: String::with_capacity(
+                    self.spans
+                        .iter()
+                        .map(|s| (s.key_end - s.key_start) as usize)
+                        .sum(),
+                ),
+                ends: Vec::with_capacity(self.spans.len()),
+            };
+            for i in 0..self.spans.len() {
+                // Keys were validated as UTF-8 when the shard was built or decoded.
+                kt.text
+                    .push_str(std::str::from_utf8(self.key_bytes(i)).unwrap_or_default());
+                kt.ends.push(kt.text.len() as u32);
+            }
+            kt
+        });
+        let start = if i == 0 { 0 } else { kt.ends[i - 1] as usize };
+        &kt.text[start..kt.ends[i] as usize]
     }
 
     /// The value of entry `i`.
@@ -281,10 +331,30 @@ impl Shard {
         cbor::read_value(&self.bytes, &mut pos).unwrap_or(ShardValue::Data(Cid::default()))
     }
 
+    /// The user data of entry `i`, if any (parses only that CID).
+    #[must_use]
+    pub fn data(&self, i: usize) -> Option<Cid> {
+        cbor::read_data(&self.bytes, self.spans[i].key_end as usize)
+    }
+
+    /// The child shard link of entry `i`, if any (parses only that CID).
+    #[must_use]
+    pub fn link(&self, i: usize) -> Option<Cid> {
+        cbor::read_link(&self.bytes, self.spans[i].key_end as usize)
+    }
+
     /// Binary search for `key`: `Ok(index)` when present, else `Err(insertion index)`.
     pub(crate) fn search(&self, key: &[u8]) -> Result<usize, usize> {
-        self.spans
-            .binary_search_by(|s| self.bytes[s.key_start as usize..s.key_end as usize].cmp(key))
+        let head = key_head(key);
+        self.spans.binary_search_by(|s| self.cmp_span(s, head, key))
+    }
+
+    /// Orders entry `s` against a key with head `head`.
+    #[inline]
+    pub(crate) fn cmp_span(&self, s: &Span, head: u64, key: &[u8]) -> std::cmp::Ordering {
+        s.head
+            .cmp(&head)
+            .then_with(|| self.bytes[s.key_start as usize..s.key_end as usize].cmp(key))
     }
 
     /// Index of the first entry whose key fails `pred` (keys in order).
@@ -294,18 +364,22 @@ impl Shard {
     }
 
     /// The entries in key order.
-    pub fn entries(&self) -> impl DoubleEndedIterator<Item = (&str, ShardValue)> + ExactSizeIterator + '_ {
+    pub fn entries(
+        &self,
+    ) -> impl DoubleEndedIterator<Item = (&str, ShardValue)> + ExactSizeIterator + '_ {
         (0..self.len()).map(|i| (self.key(i), self.value(i)))
     }
 }
 
-pub(crate) fn span(start: usize, key_start: usize, key_end: usize, end: usize) -> Result<Span, Error> {
+pub(crate) fn span(key: &[u8], start: usize, key_start: usize, end: usize) -> Result<Span, Error> {
+    let key_end = key_start + key.len();
     let to_u32 = |n: usize| {
         u32::try_from(n).map_err(|_| Error::InvalidShard {
             reason: "shard larger than 4 GiB".into(),
         })
     };
     Ok(Span {
+        head: key_head(key),
         start: to_u32(start)?,
         key_start: to_u32(key_start)?,
         key_end: to_u32(key_end)?,

@@ -37,7 +37,9 @@ fn workload(seed: u64) -> Workload {
     let max_key_length = [64, 64, 16, 8][rng.below(4)];
     let ascii: Vec<char> = "abcde".chars().collect();
     let wide: Vec<char> = "aéßñΩ€漢字ー".chars().collect();
-    let stems: Vec<String> = (0..3).map(|_| rng.string(&['x', 'y'], max_key_length)).collect();
+    let stems: Vec<String> = (0..3)
+        .map(|_| rng.string(&['x', 'y'], max_key_length))
+        .collect();
     let mut live: Vec<String> = Vec::new();
     let mut counter = seed << 20;
     let mut next_value = || {
@@ -86,7 +88,11 @@ fn workload(seed: u64) -> Workload {
     // of them run to the end.
     let risky = |k: &str, live: &Vec<String>| {
         k.chars().count() > max_key_length
-            && live.iter().any(|l| l.len() < k.len() && k.starts_with(l.as_str()) && l.chars().count() >= max_key_length)
+            && live.iter().any(|l| {
+                l.len() < k.len()
+                    && k.starts_with(l.as_str())
+                    && l.chars().count() >= max_key_length
+            })
     };
     let mut ops = Vec::new();
     for _ in 0..160 {
@@ -157,14 +163,21 @@ fn op_json(op: &Op) -> Value {
 }
 
 fn script(w: &Workload, ops: &[Op], tail: &[Value]) -> String {
-    let mut lines = vec![json!({"op": "init", "maxSize": w.config.max_size, "maxKeyLength": w.config.max_key_length})];
+    let mut lines = vec![
+        json!({"op": "init", "maxSize": w.config.max_size, "maxKeyLength": w.config.max_key_length}),
+    ];
     lines.extend(ops.iter().map(op_json));
     lines.extend(tail.iter().cloned());
     lines.iter().map(|l| l.to_string() + "\n").collect()
 }
 
 /// Applies `op` to our tree and the model; returns the new root or the error.
-fn apply(blocks: &pail::MemoryBlocks, root: Cid, op: &Op, model: &mut BTreeMap<String, Cid>) -> Result<Cid, Error> {
+fn apply(
+    blocks: &pail::MemoryBlocks,
+    root: Cid,
+    op: &Op,
+    model: &mut BTreeMap<String, Cid>,
+) -> Result<Cid, Error> {
     pollster::block_on(async {
         let m = match op {
             Op::Put(k, v) => pail::put(blocks, root, k, *v).await?,
@@ -226,8 +239,12 @@ fn reference_lost_data(w: &Workload, i: usize, model: &BTreeMap<String, Cid>) ->
             None => model.remove(k),
         };
         let listed: Value = serde_json::from_str(&out[1 + i + 2 * j + 1]).unwrap();
-        let expected: Vec<(String, String)> = model.iter().map(|(k, v)| (k.clone(), v.to_string())).collect();
-        let reference: Vec<(String, String)> = serde_json::from_value(listed["entries"].clone()).unwrap();
+        let expected: Vec<(String, String)> = model
+            .iter()
+            .map(|(k, v)| (k.clone(), v.to_string()))
+            .collect();
+        let reference: Vec<(String, String)> =
+            serde_json::from_value(listed["entries"].clone()).unwrap();
         if reference != expected {
             return true;
         }
@@ -246,7 +263,11 @@ fn same_root_as_reference_after_every_operation() {
     for (seed, w) in workloads.iter().enumerate() {
         let (blocks, mut root) = empty_tree(w.config);
         let init: Value = serde_json::from_str(answers.next().unwrap()).unwrap();
-        assert_eq!(init["root"], root.to_string(), "empty root, workload {seed}");
+        assert_eq!(
+            init["root"],
+            root.to_string(),
+            "empty root, workload {seed}"
+        );
         let mut model = BTreeMap::new();
         let mut diverged = false;
         for (i, op) in w.ops.iter().enumerate() {
@@ -258,14 +279,21 @@ fn same_root_as_reference_after_every_operation() {
             let ours = apply(&blocks, root, op, &mut model);
             match (&ours, theirs.get("error")) {
                 (Err(e), Some(_)) => {
-                    assert!(matches!(e, Error::ShardLimit { .. }), "workload {seed} op {i}: {e}");
+                    assert!(
+                        matches!(e, Error::ShardLimit { .. }),
+                        "workload {seed} op {i}: {e}"
+                    );
                     model = before;
                     errors += 1;
                     assert_eq!(theirs["root"], root.to_string());
                     continue;
                 }
-                (Err(e), None) => panic!("workload {seed} op {i} {op:?}: we failed ({e}), the reference did not"),
-                (Ok(_), Some(err)) => panic!("workload {seed} op {i} {op:?}: the reference failed ({err}), we did not"),
+                (Err(e), None) => {
+                    panic!("workload {seed} op {i} {op:?}: we failed ({e}), the reference did not")
+                }
+                (Ok(_), Some(err)) => panic!(
+                    "workload {seed} op {i} {op:?}: the reference failed ({err}), we did not"
+                ),
                 (Ok(new_root), None) => {
                     root = *new_root;
                     compared += 1;
@@ -274,7 +302,11 @@ fn same_root_as_reference_after_every_operation() {
             if theirs["root"] != root.to_string() {
                 // Allowed only where the reference lost data and we did not.
                 let ours: Vec<(String, Cid)> = all_entries(&blocks, root);
-                assert_eq!(ours, model_entries(&model), "workload {seed} op {i}: our entries differ from the model");
+                assert_eq!(
+                    ours,
+                    model_entries(&model),
+                    "workload {seed} op {i}: our entries differ from the model"
+                );
                 assert!(
                     reference_lost_data(w, i, &before),
                     "workload {seed} op {i} {op:?}: roots differ but the reference kept the map semantics"
@@ -284,10 +316,18 @@ fn same_root_as_reference_after_every_operation() {
                 continue;
             }
             if i % 10 == 0 {
-                assert_eq!(all_entries(&blocks, root), model_entries(&model), "workload {seed} op {i}");
+                assert_eq!(
+                    all_entries(&blocks, root),
+                    model_entries(&model),
+                    "workload {seed} op {i}"
+                );
             }
         }
-        assert_eq!(all_entries(&blocks, root), model_entries(&model), "workload {seed} at the end");
+        assert_eq!(
+            all_entries(&blocks, root),
+            model_entries(&model),
+            "workload {seed} at the end"
+        );
         splits += blocks.len();
     }
     eprintln!(
@@ -295,5 +335,8 @@ fn same_root_as_reference_after_every_operation() {
          {reference_bugs} workloads stopped at a reference data-loss bug; {splits} shards made"
     );
     assert!(compared > 4000, "too few operations compared: {compared}");
-    assert!(reference_bugs * 4 < workloads.len(), "reference bugs dominate: {reference_bugs}");
+    assert!(
+        reference_bugs * 4 < workloads.len(),
+        "reference bugs dominate: {reference_bugs}"
+    );
 }

@@ -35,7 +35,9 @@ impl Rng {
         (self.next() % n.max(1) as u64) as usize
     }
     pub fn string(&mut self, alphabet: &[char], len: usize) -> String {
-        (0..len).map(|_| alphabet[self.below(alphabet.len())]).collect()
+        (0..len)
+            .map(|_| alphabet[self.below(alphabet.len())])
+            .collect()
     }
 }
 

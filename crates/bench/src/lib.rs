@@ -1,0 +1,44 @@
+//! Shared pieces of the comparison benchmarks.
+
+use cid::Cid;
+use multihash_codetable::{Code, MultihashDigest};
+
+/// Deterministic splitmix64.
+#[derive(Debug, Clone)]
+pub struct Rng(pub u64);
+
+impl Rng {
+    /// The next 64 random bits.
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+}
+
+/// `n` distinct random keys of 20–40 characters from `[a-z0-9]`.
+#[must_use]
+pub fn random_keys(n: usize, seed: u64) -> Vec<String> {
+    const ALPHABET: &[u8] = b"abcdefghijklmnopqrstuvwxyz0123456789";
+    let mut rng = Rng(seed);
+    let mut seen = std::collections::HashSet::with_capacity(n);
+    let mut out = Vec::with_capacity(n);
+    while out.len() < n {
+        let len = 20 + (rng.next_u64() % 21) as usize;
+        let key: String = (0..len)
+            .map(|_| char::from(ALPHABET[(rng.next_u64() % ALPHABET.len() as u64) as usize]))
+            .collect();
+        if seen.insert(key.clone()) {
+            out.push(key);
+        }
+    }
+    out
+}
+
+/// A raw-codec CID value for item `i`.
+#[must_use]
+pub fn raw_value(i: u64) -> Cid {
+    Cid::new_v1(0x55, Code::Sha2_256.digest(&i.to_be_bytes()))
+}
