@@ -8,6 +8,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod keys;
+mod pail_cmd;
 mod syntax;
 
 /// datarepo: a content-addressed data repository of records.
@@ -26,6 +27,9 @@ enum Command {
     /// Timestamp identifiers (TIDs): validate, make and decode them.
     #[command(subcommand)]
     Tid(syntax::TidCommand),
+    /// Pail trees: apply operations, or keep a tree in a CAR file.
+    #[command(subcommand)]
+    Pail(pail_cmd::PailCommand),
     /// Storage keys: build and explain them (a key inspector).
     #[command(subcommand)]
     Keys(keys::KeysCommand),
@@ -38,6 +42,7 @@ fn main() -> ExitCode {
         Command::Rkey(cmd) => syntax::run_rkey(cmd),
         Command::Tid(cmd) => syntax::run_tid(cmd),
         Command::Keys(cmd) => keys::run(cmd),
+        Command::Pail(cmd) => pail_cmd::run(cmd),
     };
     match result {
         Ok(code) => code,

@@ -46,6 +46,14 @@ pub enum Error {
         /// The whole tag byte.
         tag: u8,
     },
+    /// Reserved bits that datarepo's record types never set (they write 0).
+    #[error("record tag 0x{tag:02x} has reserved bits 0x{reserved:x} set; datarepo writes 0")]
+    ReservedBits {
+        /// The whole tag byte.
+        tag: u8,
+        /// The low nibble.
+        reserved: u8,
+    },
     /// A fixed-width field runs past the end of the key.
     #[error("truncated {field} field at byte {position}: needs {needed} bytes, {available} left")]
     Truncated {

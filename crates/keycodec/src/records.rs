@@ -48,8 +48,15 @@ impl RecordType {
     ///
     /// # Errors
     ///
-    /// [`Error::UnknownRecordType`] for a type datarepo does not define.
+    /// [`Error::UnknownRecordType`] for a type datarepo does not define,
+    /// [`Error::ReservedBits`] when the reserved low nibble is not 0.
     pub fn from_tag(tag: RecordTag) -> Result<Self, Error> {
+        if tag.reserved() != 0 {
+            return Err(Error::ReservedBits {
+                tag: tag.byte(),
+                reserved: tag.reserved(),
+            });
+        }
         Self::ALL
             .into_iter()
             .find(|t| *t as u8 == tag.record_type())

@@ -1,0 +1,446 @@
+//! `datarepo pail …`: drive a Pail from JSON lines (`apply`) or keep one
+//! in a CAR file (`put`, `get`, `del`, `ls`, `tree`, `diff`, `merge`),
+//! like the reference's CLI.
+
+use std::{
+    io::{self, BufRead, Write},
+    ops::ControlFlow,
+    path::{Path, PathBuf},
+    process::ExitCode,
+    sync::Arc,
+};
+
+use cid::Cid;
+use clap::{Args, Subcommand};
+use pail::{Batch, EntriesOptions, MemoryBlocks, Shard, ShardConfig, ShardFetcher};
+use serde::Deserialize;
+use serde_json::json;
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum PailCommand {
+    /// Start from an empty tree and apply JSON Lines operations from stdin,
+    /// printing one JSON line per operation.
+    ///
+    /// {"op":"put","key":K,"value":CID}, {"op":"del","key":K} and
+    /// {"op":"batch","puts":[[K,CID],...],"dels":[K,...]} print {"root":CID},
+    /// or {"root":CID,"error":"..."} when the operation failed (root
+    /// unchanged). {"op":"entries", "prefix"|"gt"|"gte"|"lt"|"lte": K,
+    /// "reverse": bool, "limit": N} (all optional) prints
+    /// {"entries":[[K,CID],...]}.
+    Apply(#[command(flatten)] TreeConfig),
+    /// Put a value (a CID) under a key in the CAR file's tree (created if missing).
+    Put {
+        #[command(flatten)]
+        car: CarPath,
+        #[command(flatten)]
+        config: TreeConfig,
+        /// The key.
+        key: String,
+        /// The value, a CID.
+        value: String,
+    },
+    /// Print the value stored under a key (exit 1 when absent).
+    Get {
+        #[command(flatten)]
+        car: CarPath,
+        /// The key.
+        key: String,
+    },
+    /// Delete a key (a no-op when absent).
+    Del {
+        #[command(flatten)]
+        car: CarPath,
+        /// The key.
+        key: String,
+    },
+    /// List entries, in key order.
+    Ls {
+        #[command(flatten)]
+        car: CarPath,
+        /// Only keys with this prefix.
+        #[arg(short, long)]
+        prefix: Option<String>,
+        /// One JSON object per line: {"key": K, "value": CID}.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Draw the shard structure.
+    Tree {
+        #[command(flatten)]
+        car: CarPath,
+    },
+    /// Compare this tree with another CAR file's tree.
+    Diff {
+        #[command(flatten)]
+        car: CarPath,
+        /// The other CAR file.
+        other: PathBuf,
+        /// Show key changes instead of shard changes.
+        #[arg(short, long)]
+        keys: bool,
+    },
+    /// Merge the changes each target made relative to this tree into it.
+    Merge {
+        #[command(flatten)]
+        car: CarPath,
+        /// CAR files whose trees descend from this one.
+        targets: Vec<PathBuf>,
+    },
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct CarPath {
+    /// The CAR file holding the tree.
+    #[arg(long, default_value = "pail.car")]
+    path: PathBuf,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct TreeConfig {
+    /// Largest encoded shard in bytes (for a new tree).
+    #[arg(long, default_value_t = pail::DEFAULT_MAX_SIZE)]
+    max_size: u64,
+    /// Longest key piece in characters (for a new tree).
+    #[arg(long, default_value_t = pail::DEFAULT_MAX_KEY_LENGTH)]
+    max_key_length: u64,
+}
+
+impl TreeConfig {
+    fn config(&self) -> ShardConfig {
+        ShardConfig {
+            max_size: self.max_size,
+            max_key_length: self.max_key_length,
+        }
+    }
+}
+
+type Result<T> = std::result::Result<T, String>;
+
+pub(crate) fn run(cmd: PailCommand) -> io::Result<ExitCode> {
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    let outcome = rt.block_on(async {
+        match cmd {
+            PailCommand::Apply(config) => apply(config.config()).await,
+            PailCommand::Put { car, config, key, value } => {
+                let value = parse_cid(&value)?;
+                let (blocks, root) = open_or_create(&car.path, config.config()).await?;
+                let m = pail::put(&blocks, root, &key, value).await.map_err(|e| e.to_string())?;
+                blocks.apply(&m, false);
+                save(&car.path, &blocks, m.root).await?;
+                print_mutation(root, &m);
+                Ok(ExitCode::SUCCESS)
+            }
+            PailCommand::Get { car, key } => {
+                let (blocks, root) = open(&car.path).await?;
+                match pail::get(&blocks, root, &key).await.map_err(|e| e.to_string())? {
+                    Some(v) => {
+                        println!("{v}");
+                        Ok(ExitCode::SUCCESS)
+                    }
+                    None => {
+                        eprintln!("datarepo: no value for {key:?}");
+                        Ok(ExitCode::from(1))
+                    }
+                }
+            }
+            PailCommand::Del { car, key } => {
+                let (blocks, root) = open(&car.path).await?;
+                let m = pail::del(&blocks, root, &key).await.map_err(|e| e.to_string())?;
+                blocks.apply(&m, false);
+                save(&car.path, &blocks, m.root).await?;
+                print_mutation(root, &m);
+                Ok(ExitCode::SUCCESS)
+            }
+            PailCommand::Ls { car, prefix, json } => {
+                let (blocks, root) = open(&car.path).await?;
+                let options = EntriesOptions {
+                    prefix,
+                    ..EntriesOptions::default()
+                };
+                let mut out = io::BufWriter::new(io::stdout().lock());
+                let mut n = 0usize;
+                let mut failed = None;
+                pail::for_each_entry(&blocks, root, &options, |k, v| {
+                    let line = if json {
+                        writeln!(out, "{}", json!({"key": k, "value": v.to_string()}))
+                    } else {
+                        writeln!(out, "{k}\t{v}")
+                    };
+                    n += 1;
+                    match line {
+                        Ok(()) => ControlFlow::Continue(()),
+                        Err(e) => {
+                            failed = Some(e);
+                            ControlFlow::Break(())
+                        }
+                    }
+                })
+                .await
+                .map_err(|e| e.to_string())?;
+                if let Some(e) = failed {
+                    return Err(e.to_string());
+                }
+                if !json {
+                    writeln!(out, "total {n}").map_err(|e| e.to_string())?;
+                }
+                out.flush().map_err(|e| e.to_string())?;
+                Ok(ExitCode::SUCCESS)
+            }
+            PailCommand::Tree { car } => {
+                let (blocks, root) = open(&car.path).await?;
+                let mut out = String::new();
+                draw(&blocks, root, "", &mut out).await?;
+                print!("{out}");
+                Ok(ExitCode::SUCCESS)
+            }
+            PailCommand::Diff { car, other, keys } => {
+                let (blocks, a) = open(&car.path).await?;
+                let b = load_into(&other, &blocks).await?;
+                let d = pail::diff(&blocks, a, b).await.map_err(|e| e.to_string())?;
+                println!("--- {a}\n+++ {b}");
+                if keys {
+                    for c in &d.keys {
+                        if let Some(old) = c.old {
+                            println!("- {}\t{old}", c.key);
+                        }
+                        if let Some(new) = c.new {
+                            println!("+ {}\t{new}", c.key);
+                        }
+                    }
+                } else {
+                    d.additions.iter().for_each(|c| println!("+ {c}"));
+                    d.removals.iter().for_each(|c| println!("- {c}"));
+                }
+                Ok(ExitCode::SUCCESS)
+            }
+            PailCommand::Merge { car, targets } => {
+                let (blocks, base) = open(&car.path).await?;
+                let mut roots = Vec::new();
+                for t in &targets {
+                    roots.push(load_into(t, &blocks).await?);
+                }
+                let m = pail::merge(&blocks, base, &roots).await.map_err(|e| e.to_string())?;
+                blocks.apply(&m, false);
+                save(&car.path, &blocks, m.root).await?;
+                print_mutation(base, &m);
+                Ok(ExitCode::SUCCESS)
+            }
+        }
+    });
+    match outcome {
+        Ok(code) => Ok(code),
+        Err(e) => {
+            eprintln!("datarepo: {e}");
+            Ok(ExitCode::from(1))
+        }
+    }
+}
+
+fn parse_cid(s: &str) -> Result<Cid> {
+    s.parse().map_err(|e| format!("{s:?} is not a CID: {e}"))
+}
+
+fn print_mutation(old: Cid, m: &pail::Mutation) {
+    println!("--- {old}\n+++ {}", m.root);
+    m.additions.iter().for_each(|s| println!("+ {}", s.cid()));
+    m.removals.iter().for_each(|c| println!("- {c}"));
+}
+
+/// One JSON Lines operation of `pail apply`.
+#[derive(Debug, Deserialize)]
+#[serde(tag = "op", rename_all = "lowercase", deny_unknown_fields)]
+enum Op {
+    Put {
+        key: String,
+        value: String,
+    },
+    Del {
+        key: String,
+    },
+    Batch {
+        #[serde(default)]
+        puts: Vec<(String, String)>,
+        #[serde(default)]
+        dels: Vec<String>,
+    },
+    Entries {
+        prefix: Option<String>,
+        gt: Option<String>,
+        gte: Option<String>,
+        lt: Option<String>,
+        lte: Option<String>,
+        #[serde(default)]
+        reverse: bool,
+        limit: Option<usize>,
+    },
+}
+
+async fn apply(config: ShardConfig) -> Result<ExitCode> {
+    let blocks = MemoryBlocks::new();
+    let empty = Arc::new(Shard::empty(config));
+    blocks.insert(Arc::clone(&empty));
+    let mut root = empty.cid();
+    let mut out = io::BufWriter::new(io::stdout().lock());
+    for line in io::stdin().lock().lines() {
+        let line = line.map_err(|e| e.to_string())?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let reply = match serde_json::from_str::<Op>(&line) {
+            Err(e) => json!({"root": root.to_string(), "error": format!("invalid operation: {e}")}),
+            Ok(Op::Entries { prefix, gt, gte, lt, lte, reverse, limit }) => {
+                let options = EntriesOptions { prefix, gt, gte, lt, lte, reverse, limit };
+                match pail::entries(&blocks, root, &options).await {
+                    Ok(list) => json!({"entries": list.iter().map(|(k, v)| json!([k, v.to_string()])).collect::<Vec<_>>()}),
+                    Err(e) => json!({"entries": [], "error": e.to_string()}),
+                }
+            }
+            Ok(op) => match write(&blocks, root, op).await {
+                Ok(m) => {
+                    blocks.apply(&m, false);
+                    root = m.root;
+                    json!({"root": root.to_string()})
+                }
+                Err(e) => json!({"root": root.to_string(), "error": e}),
+            },
+        };
+        writeln!(out, "{reply}").map_err(|e| e.to_string())?;
+        out.flush().map_err(|e| e.to_string())?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn write(blocks: &MemoryBlocks, root: Cid, op: Op) -> Result<pail::Mutation> {
+    let e = |e: pail::Error| e.to_string();
+    match op {
+        Op::Put { key, value } => pail::put(blocks, root, &key, parse_cid(&value)?).await.map_err(e),
+        Op::Del { key } => pail::del(blocks, root, &key).await.map_err(e),
+        Op::Batch { puts, dels } => {
+            let puts: Vec<(String, Cid)> = puts
+                .into_iter()
+                .map(|(k, v)| parse_cid(&v).map(|v| (k, v)))
+                .collect::<Result<_>>()?;
+            let mut batch = Batch::new(blocks, root).await.map_err(e)?;
+            for (k, v) in &puts {
+                batch.put(k, *v).await.map_err(e)?;
+            }
+            for k in &dels {
+                batch.del(k).await.map_err(e)?;
+            }
+            Ok(batch.commit())
+        }
+        Op::Entries { .. } => Err("entries is not a write".to_owned()),
+    }
+}
+
+/// Reads a CAR file's blocks into `blocks`, checking each shard's hash;
+/// returns its root.
+async fn load_into(path: &Path, blocks: &MemoryBlocks) -> Result<Cid> {
+    let file = tokio::fs::File::open(path)
+        .await
+        .map_err(|e| format!("cannot open {}: {e}", path.display()))?;
+    let mut reader = iroh_car::CarReader::new(tokio::io::BufReader::new(file))
+        .await
+        .map_err(|e| format!("{} is not a CAR v1 file: {e}", path.display()))?;
+    let root = *reader
+        .header()
+        .roots()
+        .first()
+        .ok_or_else(|| format!("{} has no root", path.display()))?;
+    while let Some((cid, bytes)) = reader
+        .next_block()
+        .await
+        .map_err(|e| format!("{}: {e}", path.display()))?
+    {
+        if cid.codec() != pail::DAG_CBOR {
+            continue;
+        }
+        let shard = Shard::decode(&bytes).map_err(|e| format!("{}: block {cid}: {e}", path.display()))?;
+        if shard.cid() != cid {
+            return Err(format!(
+                "{}: block {cid} does not hash to its CID (corrupt file)",
+                path.display()
+            ));
+        }
+        blocks.insert(Arc::new(shard));
+    }
+    blocks
+        .get_shard(&root)
+        .await
+        .map_err(|e| format!("{}: the root shard is missing: {e}", path.display()))?;
+    Ok(root)
+}
+
+async fn open(path: &Path) -> Result<(MemoryBlocks, Cid)> {
+    let blocks = MemoryBlocks::new();
+    let root = load_into(path, &blocks).await?;
+    Ok((blocks, root))
+}
+
+async fn open_or_create(path: &Path, config: ShardConfig) -> Result<(MemoryBlocks, Cid)> {
+    if tokio::fs::try_exists(path).await.unwrap_or(false) {
+        return open(path).await;
+    }
+    let blocks = MemoryBlocks::new();
+    let empty = Arc::new(Shard::empty(config));
+    blocks.insert(Arc::clone(&empty));
+    Ok((blocks, empty.cid()))
+}
+
+/// Writes the tree at `root` (its reachable shards, root first, pre-order)
+/// to `path`, atomically (a temporary file renamed over it).
+async fn save(path: &Path, blocks: &MemoryBlocks, root: Cid) -> Result<()> {
+    let tmp = path.with_extension("car.tmp");
+    let file = tokio::fs::File::create(&tmp)
+        .await
+        .map_err(|e| format!("cannot write {}: {e}", tmp.display()))?;
+    let mut writer = iroh_car::CarWriter::new(iroh_car::CarHeader::new_v1(vec![root]), tokio::io::BufWriter::new(file));
+    let mut stack = vec![root];
+    let mut seen = std::collections::HashSet::new();
+    while let Some(cid) = stack.pop() {
+        if !seen.insert(cid) {
+            continue;
+        }
+        let shard = blocks.get_shard(&cid).await.map_err(|e| e.to_string())?;
+        writer.write(cid, shard.bytes()).await.map_err(|e| e.to_string())?;
+        let links: Vec<Cid> = (0..shard.len()).filter_map(|i| shard.link(i)).collect();
+        stack.extend(links.into_iter().rev());
+    }
+    let mut inner = writer.finish().await.map_err(|e| e.to_string())?;
+    tokio::io::AsyncWriteExt::flush(&mut inner).await.map_err(|e| e.to_string())?;
+    inner.into_inner().sync_all().await.map_err(|e| e.to_string())?;
+    tokio::fs::rename(&tmp, path)
+        .await
+        .map_err(|e| format!("cannot replace {}: {e}", path.display()))
+}
+
+/// Draws the shard structure under `cid`: the shard on the current line
+/// (after whatever the caller printed), its entries below with `indent`.
+fn draw<'a>(
+    blocks: &'a MemoryBlocks,
+    cid: Cid,
+    indent: &'a str,
+    out: &'a mut String,
+) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<()>> + 'a>> {
+    Box::pin(async move {
+        use std::fmt::Write as _;
+        let shard = blocks.get_shard(&cid).await.map_err(|e| e.to_string())?;
+        let _ = writeln!(out, "Shard({cid}) {} bytes, {} entries", shard.bytes().len(), shard.len());
+        let n = shard.len();
+        for i in 0..n {
+            let (branch, more) = if i + 1 == n { ("└── ", "    ") } else { ("├── ", "│   ") };
+            let _ = writeln!(out, "{indent}{branch}Key({})", shard.key(i));
+            let inner = format!("{indent}{more}");
+            let link = shard.link(i);
+            if let Some(data) = shard.data(i) {
+                let twig = if link.is_some() { "├── " } else { "└── " };
+                let _ = writeln!(out, "{inner}{twig}Value({data})");
+            }
+            if let Some(link) = link {
+                let _ = write!(out, "{inner}└── ");
+                draw(blocks, link, &format!("{inner}    "), out).await?;
+            }
+        }
+        Ok(())
+    })
+}
