@@ -117,14 +117,23 @@ impl TreeConfig {
 type Result<T> = std::result::Result<T, String>;
 
 pub(crate) fn run(cmd: PailCommand) -> io::Result<ExitCode> {
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
     let outcome = rt.block_on(async {
         match cmd {
             PailCommand::Apply(config) => apply(config.config()).await,
-            PailCommand::Put { car, config, key, value } => {
+            PailCommand::Put {
+                car,
+                config,
+                key,
+                value,
+            } => {
                 let value = parse_cid(&value)?;
                 let (blocks, root) = open_or_create(&car.path, config.config()).await?;
-                let m = pail::put(&blocks, root, &key, value).await.map_err(|e| e.to_string())?;
+                let m = pail::put(&blocks, root, &key, value)
+                    .await
+                    .map_err(|e| e.to_string())?;
                 blocks.apply(&m, false);
                 save(&car.path, &blocks, m.root).await?;
                 print_mutation(root, &m);
@@ -132,7 +141,10 @@ pub(crate) fn run(cmd: PailCommand) -> io::Result<ExitCode> {
             }
             PailCommand::Get { car, key } => {
                 let (blocks, root) = open(&car.path).await?;
-                match pail::get(&blocks, root, &key).await.map_err(|e| e.to_string())? {
+                match pail::get(&blocks, root, &key)
+                    .await
+                    .map_err(|e| e.to_string())?
+                {
                     Some(v) => {
                         println!("{v}");
                         Ok(ExitCode::SUCCESS)
@@ -145,7 +157,9 @@ pub(crate) fn run(cmd: PailCommand) -> io::Result<ExitCode> {
             }
             PailCommand::Del { car, key } => {
                 let (blocks, root) = open(&car.path).await?;
-                let m = pail::del(&blocks, root, &key).await.map_err(|e| e.to_string())?;
+                let m = pail::del(&blocks, root, &key)
+                    .await
+                    .map_err(|e| e.to_string())?;
                 blocks.apply(&m, false);
                 save(&car.path, &blocks, m.root).await?;
                 print_mutation(root, &m);
@@ -219,7 +233,9 @@ pub(crate) fn run(cmd: PailCommand) -> io::Result<ExitCode> {
                 for t in &targets {
                     roots.push(load_into(t, &blocks).await?);
                 }
-                let m = pail::merge(&blocks, base, &roots).await.map_err(|e| e.to_string())?;
+                let m = pail::merge(&blocks, base, &roots)
+                    .await
+                    .map_err(|e| e.to_string())?;
                 blocks.apply(&m, false);
                 save(&car.path, &blocks, m.root).await?;
                 print_mutation(base, &m);
@@ -288,10 +304,28 @@ async fn apply(config: ShardConfig) -> Result<ExitCode> {
         }
         let reply = match serde_json::from_str::<Op>(&line) {
             Err(e) => json!({"root": root.to_string(), "error": format!("invalid operation: {e}")}),
-            Ok(Op::Entries { prefix, gt, gte, lt, lte, reverse, limit }) => {
-                let options = EntriesOptions { prefix, gt, gte, lt, lte, reverse, limit };
+            Ok(Op::Entries {
+                prefix,
+                gt,
+                gte,
+                lt,
+                lte,
+                reverse,
+                limit,
+            }) => {
+                let options = EntriesOptions {
+                    prefix,
+                    gt,
+                    gte,
+                    lt,
+                    lte,
+                    reverse,
+                    limit,
+                };
                 match pail::entries(&blocks, root, &options).await {
-                    Ok(list) => json!({"entries": list.iter().map(|(k, v)| json!([k, v.to_string()])).collect::<Vec<_>>()}),
+                    Ok(list) => {
+                        json!({"entries": list.iter().map(|(k, v)| json!([k, v.to_string()])).collect::<Vec<_>>()})
+                    }
                     Err(e) => json!({"entries": [], "error": e.to_string()}),
                 }
             }
@@ -313,7 +347,9 @@ async fn apply(config: ShardConfig) -> Result<ExitCode> {
 async fn write(blocks: &MemoryBlocks, root: Cid, op: Op) -> Result<pail::Mutation> {
     let e = |e: pail::Error| e.to_string();
     match op {
-        Op::Put { key, value } => pail::put(blocks, root, &key, parse_cid(&value)?).await.map_err(e),
+        Op::Put { key, value } => pail::put(blocks, root, &key, parse_cid(&value)?)
+            .await
+            .map_err(e),
         Op::Del { key } => pail::del(blocks, root, &key).await.map_err(e),
         Op::Batch { puts, dels } => {
             let puts: Vec<(String, Cid)> = puts
@@ -355,7 +391,8 @@ async fn load_into(path: &Path, blocks: &MemoryBlocks) -> Result<Cid> {
         if cid.codec() != pail::DAG_CBOR {
             continue;
         }
-        let shard = Shard::decode(&bytes).map_err(|e| format!("{}: block {cid}: {e}", path.display()))?;
+        let shard =
+            Shard::decode(&bytes).map_err(|e| format!("{}: block {cid}: {e}", path.display()))?;
         if shard.cid() != cid {
             return Err(format!(
                 "{}: block {cid} does not hash to its CID (corrupt file)",
@@ -394,7 +431,10 @@ async fn save(path: &Path, blocks: &MemoryBlocks, root: Cid) -> Result<()> {
     let file = tokio::fs::File::create(&tmp)
         .await
         .map_err(|e| format!("cannot write {}: {e}", tmp.display()))?;
-    let mut writer = iroh_car::CarWriter::new(iroh_car::CarHeader::new_v1(vec![root]), tokio::io::BufWriter::new(file));
+    let mut writer = iroh_car::CarWriter::new(
+        iroh_car::CarHeader::new_v1(vec![root]),
+        tokio::io::BufWriter::new(file),
+    );
     let mut stack = vec![root];
     let mut seen = std::collections::HashSet::new();
     while let Some(cid) = stack.pop() {
@@ -402,13 +442,22 @@ async fn save(path: &Path, blocks: &MemoryBlocks, root: Cid) -> Result<()> {
             continue;
         }
         let shard = blocks.get_shard(&cid).await.map_err(|e| e.to_string())?;
-        writer.write(cid, shard.bytes()).await.map_err(|e| e.to_string())?;
+        writer
+            .write(cid, shard.bytes())
+            .await
+            .map_err(|e| e.to_string())?;
         let links: Vec<Cid> = (0..shard.len()).filter_map(|i| shard.link(i)).collect();
         stack.extend(links.into_iter().rev());
     }
     let mut inner = writer.finish().await.map_err(|e| e.to_string())?;
-    tokio::io::AsyncWriteExt::flush(&mut inner).await.map_err(|e| e.to_string())?;
-    inner.into_inner().sync_all().await.map_err(|e| e.to_string())?;
+    tokio::io::AsyncWriteExt::flush(&mut inner)
+        .await
+        .map_err(|e| e.to_string())?;
+    inner
+        .into_inner()
+        .sync_all()
+        .await
+        .map_err(|e| e.to_string())?;
     tokio::fs::rename(&tmp, path)
         .await
         .map_err(|e| format!("cannot replace {}: {e}", path.display()))
@@ -425,15 +474,28 @@ fn draw<'a>(
     Box::pin(async move {
         use std::fmt::Write as _;
         let shard = blocks.get_shard(&cid).await.map_err(|e| e.to_string())?;
-        let _ = writeln!(out, "Shard({cid}) {} bytes, {} entries", shard.bytes().len(), shard.len());
+        let _ = writeln!(
+            out,
+            "Shard({cid}) {} bytes, {} entries",
+            shard.bytes().len(),
+            shard.len()
+        );
         let n = shard.len();
         for i in 0..n {
-            let (branch, more) = if i + 1 == n { ("└── ", "    ") } else { ("├── ", "│   ") };
+            let (branch, more) = if i + 1 == n {
+                ("└── ", "    ")
+            } else {
+                ("├── ", "│   ")
+            };
             let _ = writeln!(out, "{indent}{branch}Key({})", shard.key(i));
             let inner = format!("{indent}{more}");
             let link = shard.link(i);
             if let Some(data) = shard.data(i) {
-                let twig = if link.is_some() { "├── " } else { "└── " };
+                let twig = if link.is_some() {
+                    "├── "
+                } else {
+                    "└── "
+                };
                 let _ = writeln!(out, "{inner}{twig}Value({data})");
             }
             if let Some(link) = link {

@@ -20,12 +20,21 @@ fn datarepo(args: &[&str], stdin: &str) -> Output {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    child.stdin.take().unwrap().write_all(stdin.as_bytes()).unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(stdin.as_bytes())
+        .unwrap();
     child.wait_with_output().unwrap()
 }
 
 fn lines(out: &Output) -> Vec<Value> {
-    String::from_utf8(out.stdout.clone()).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+    String::from_utf8(out.stdout.clone())
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
 }
 
 #[test]
@@ -54,15 +63,26 @@ fn apply_reports_roots_errors_and_entries() {
     assert!(l[4]["error"].as_str().unwrap().contains("not a CID"));
     assert_ne!(l[5]["root"], l[1]["root"]);
     assert_eq!(l[6], json!({"entries": [["c", V2]]}));
-    assert!(l[7]["error"].as_str().unwrap().contains("invalid operation"));
+    assert!(
+        l[7]["error"]
+            .as_str()
+            .unwrap()
+            .contains("invalid operation")
+    );
 }
 
 #[test]
 fn apply_root_matches_the_library() {
     // The same puts through the library give the same root.
-    let out = datarepo(&["pail", "apply"], &format!("{}\n", json!({"op": "put", "key": "a", "value": V1})));
+    let out = datarepo(
+        &["pail", "apply"],
+        &format!("{}\n", json!({"op": "put", "key": "a", "value": V1})),
+    );
     // Recorded from @web3-storage/pail 0.5.0 (see crates/pail/tests/shard_format.rs).
-    assert_eq!(lines(&out)[0]["root"], "bafyreifmvekataldbgrghgz55jjlyu6a2qyajw3eipya6uthunub5upube");
+    assert_eq!(
+        lines(&out)[0]["root"],
+        "bafyreifmvekataldbgrghgz55jjlyu6a2qyajw3eipya6uthunub5upube"
+    );
 }
 
 fn car(dir: &Path, name: &str) -> String {
@@ -73,38 +93,96 @@ fn car(dir: &Path, name: &str) -> String {
 fn car_file_commands_round_trip() {
     let dir = tempdir();
     let a = car(&dir, "a.car");
-    for (k, v) in [("apple", V1), ("apricot", V1), ("banana", V2), ("blueberry", V1), ("blackberry", V2)] {
-        let out = datarepo(&["pail", "put", "--path", &a, "--max-size", "250", k, v], "");
-        assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    for (k, v) in [
+        ("apple", V1),
+        ("apricot", V1),
+        ("banana", V2),
+        ("blueberry", V1),
+        ("blackberry", V2),
+    ] {
+        let out = datarepo(
+            &["pail", "put", "--path", &a, "--max-size", "250", k, v],
+            "",
+        );
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
     let out = datarepo(&["pail", "get", "--path", &a, "banana"], "");
     assert_eq!(String::from_utf8(out.stdout).unwrap().trim(), V2);
-    assert_eq!(datarepo(&["pail", "get", "--path", &a, "cherry"], "").status.code(), Some(1));
+    assert_eq!(
+        datarepo(&["pail", "get", "--path", &a, "cherry"], "")
+            .status
+            .code(),
+        Some(1)
+    );
     let out = datarepo(&["pail", "ls", "--path", &a, "--prefix", "b", "--json"], "");
-    let keys: Vec<String> = lines(&out).iter().map(|l| l["key"].as_str().unwrap().to_owned()).collect();
+    let keys: Vec<String> = lines(&out)
+        .iter()
+        .map(|l| l["key"].as_str().unwrap().to_owned())
+        .collect();
     assert_eq!(keys, ["banana", "blackberry", "blueberry"]);
     let tree = String::from_utf8(datarepo(&["pail", "tree", "--path", &a], "").stdout).unwrap();
-    assert!(tree.starts_with("Shard(") && tree.contains("Key(b") && tree.matches("Shard(").count() > 1, "{tree}");
+    assert!(
+        tree.starts_with("Shard(") && tree.contains("Key(b") && tree.matches("Shard(").count() > 1,
+        "{tree}"
+    );
 
     // A copy that diverges, then diff and merge.
     let b = car(&dir, "b.car");
     std::fs::copy(&a, &b).unwrap();
     datarepo(&["pail", "del", "--path", &b, "apple"], "");
     datarepo(&["pail", "put", "--path", &b, "cherry", V2], "");
-    let diff = String::from_utf8(datarepo(&["pail", "diff", "--path", &a, &b, "--keys"], "").stdout).unwrap();
-    assert!(diff.contains(&format!("- apple\t{V1}")) && diff.contains(&format!("+ cherry\t{V2}")), "{diff}");
+    let diff =
+        String::from_utf8(datarepo(&["pail", "diff", "--path", &a, &b, "--keys"], "").stdout)
+            .unwrap();
+    assert!(
+        diff.contains(&format!("- apple\t{V1}")) && diff.contains(&format!("+ cherry\t{V2}")),
+        "{diff}"
+    );
     let out = datarepo(&["pail", "merge", "--path", &a, &b], "");
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let out = datarepo(&["pail", "ls", "--path", &a, "--json"], "");
-    let keys: Vec<String> = lines(&out).iter().map(|l| l["key"].as_str().unwrap().to_owned()).collect();
-    assert_eq!(keys, ["apricot", "banana", "blackberry", "blueberry", "cherry"]);
+    let keys: Vec<String> = lines(&out)
+        .iter()
+        .map(|l| l["key"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(
+        keys,
+        ["apricot", "banana", "blackberry", "blueberry", "cherry"]
+    );
 
     // The reference's own CLI reads our CAR file.
-    let cli = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/oracles/node_modules/@web3-storage/pail/cli.js");
-    assert!(Path::new(cli).exists(), "run `npm ci --prefix tests/oracles` first");
-    let out = Command::new("node").args([cli, "ls", "--path", &a, "--json"]).output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let theirs: Vec<Value> = String::from_utf8(out.stdout).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let cli = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../tests/oracles/node_modules/@web3-storage/pail/cli.js"
+    );
+    assert!(
+        Path::new(cli).exists(),
+        "run `npm ci --prefix tests/oracles` first"
+    );
+    let out = Command::new("node")
+        .args([cli, "ls", "--path", &a, "--json"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let theirs: Vec<Value> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
     assert_eq!(theirs.len(), 5);
     assert_eq!(theirs[4], json!({"key": "cherry", "value": V2}));
 }
@@ -122,8 +200,16 @@ fn corrupt_car_files_are_rejected() {
     assert_eq!(out.status.code(), Some(1));
     assert!(!String::from_utf8_lossy(&out.stderr).is_empty());
     std::fs::write(&a, &bytes[..n / 2]).unwrap();
-    assert_eq!(datarepo(&["pail", "ls", "--path", &a], "").status.code(), Some(1));
-    assert_eq!(datarepo(&["pail", "ls", "--path", &car(&dir, "missing.car")], "").status.code(), Some(1));
+    assert_eq!(
+        datarepo(&["pail", "ls", "--path", &a], "").status.code(),
+        Some(1)
+    );
+    assert_eq!(
+        datarepo(&["pail", "ls", "--path", &car(&dir, "missing.car")], "")
+            .status
+            .code(),
+        Some(1)
+    );
 }
 
 fn tempdir() -> std::path::PathBuf {

@@ -81,7 +81,10 @@ fn every_layout_decodes_back() {
     // to itself.
     assert_eq!(
         decode_key(&[0x01, 0x14, 0x9d]),
-        Err(keycodec::Error::ReservedBits { tag: 0x14, reserved: 4 })
+        Err(keycodec::Error::ReservedBits {
+            tag: 0x14,
+            reserved: 4
+        })
     );
 }
 

@@ -50,6 +50,13 @@ fn tree(keys: &[String]) -> (MemoryBlocks, Cid) {
 
 fn bench(c: &mut Criterion) {
     let keys = keys();
+    let mut group = c.benchmark_group("batch");
+    group.throughput(Throughput::Elements(N as u64));
+    group.sample_size(10);
+    group.bench_function("100k puts in one batch, committed", |b| {
+        b.iter(|| tree(black_box(&keys)))
+    });
+    group.finish();
     let (blocks, root) = tree(&keys);
     c.bench_function("get at 100k keys", |b| {
         let mut i = 0;

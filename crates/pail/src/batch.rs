@@ -7,16 +7,18 @@
 //! is split when its exact encoded length exceeds `maxSize` after the put
 //! that made it so, whether or not it is hashed then.
 //!
-//! A draft shard is a list of slots: an unchanged entry of the shard it
-//! started from (by index, its bytes reused verbatim) or an entry owned by
-//! the draft. Only entries that change are ever re-encoded.
+//! A draft shard is a list of 8-byte slots: an unchanged entry of the shard
+//! it started from (by index, its bytes reused verbatim) or an entry owned by
+//! the batch. Owned entries live in one arena, their keys and values as
+//! encoded bytes in one byte buffer, so a batch of many puts allocates
+//! almost nothing per put and only changed entries are ever re-encoded.
 
 use std::sync::Arc;
 
 use cid::Cid;
 
 use crate::{
-    Error, Mutation, Shard, ShardConfig, ShardFetcher, ShardValue, cbor,
+    Error, Mutation, Shard, ShardConfig, ShardFetcher, cbor,
     shard::{Span, key_head, span},
 };
 
@@ -24,77 +26,119 @@ use crate::{
 /// bytes), which a draft's link will have once it is hashed.
 const SHARD_LINK_LEN: usize = 2 + 2 + 37;
 
-/// A child shard: committed (by CID) or a draft (by arena index).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// A run of bytes in the arena.
+#[derive(Debug, Clone, Copy)]
+struct Bytes {
+    off: usize,
+    len: u32,
+}
+
+/// A child shard: committed (its encoded link, in the arena) or a draft.
+#[derive(Debug, Clone, Copy)]
 enum Child {
-    Clean(Cid),
+    Clean(Bytes),
     Draft(usize),
 }
 
-impl Child {
-    fn encoded_len(self) -> usize {
-        match self {
-            Self::Clean(cid) => cbor::cid_len(&cid),
-            Self::Draft(_) => SHARD_LINK_LEN,
-        }
-    }
+/// An entry value: a link, user data (an encoded CID link), or both.
+#[derive(Debug, Clone, Copy)]
+struct Val {
+    link: Option<Child>,
+    data: Option<Bytes>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum DraftValue {
-    Data(Cid),
-    Link(Child),
-    LinkData(Child, Cid),
-}
-
-impl DraftValue {
-    fn from_value(v: ShardValue) -> Self {
-        match v {
-            ShardValue::Data(d) => Self::Data(d),
-            ShardValue::Link(l) => Self::Link(Child::Clean(l)),
-            ShardValue::LinkData { link, data } => Self::LinkData(Child::Clean(link), data),
-        }
-    }
-
-    fn child(self) -> Option<Child> {
-        match self {
-            Self::Link(c) | Self::LinkData(c, _) => Some(c),
-            Self::Data(_) => None,
-        }
-    }
-
-    fn encoded_len(self) -> usize {
-        match self {
-            Self::Data(d) => cbor::cid_len(&d),
-            Self::Link(c) => 1 + c.encoded_len(),
-            Self::LinkData(c, d) => 1 + c.encoded_len() + cbor::cid_len(&d),
-        }
-    }
-}
-
-/// 16 bytes, so that a draft of a large shard is cheap to build.
-#[derive(Debug, Clone)]
-enum Slot {
-    /// Entry `i` of the draft's base shard, unchanged.
-    Base(u32),
-    /// An entry owned by the draft.
-    Owned(Box<Owned>),
-}
-
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Copy)]
 struct Owned {
     /// `key_head(key)`, for fast comparisons.
     head: u64,
-    key: String,
-    value: DraftValue,
+    key: Bytes,
+    val: Val,
 }
 
-fn owned(key: String, value: DraftValue) -> Slot {
-    Slot::Owned(Box::new(Owned {
-        head: key_head(key.as_bytes()),
-        key,
-        value,
-    }))
+#[derive(Debug, Clone, Copy)]
+enum Slot {
+    /// Entry `i` of the draft's base shard, unchanged.
+    Base(u32),
+    /// Entry `i` of the arena.
+    Owned(u32),
+}
+
+/// Owned entries and the bytes of their keys and values.
+#[derive(Debug, Default)]
+struct Arena {
+    bytes: Vec<u8>,
+    entries: Vec<Owned>,
+}
+
+impl Arena {
+    fn push_bytes(&mut self, b: &[u8]) -> Bytes {
+        let off = self.bytes.len();
+        self.bytes.extend_from_slice(b);
+        Bytes {
+            off,
+            len: b.len() as u32,
+        }
+    }
+
+    fn push_cid(&mut self, cid: &Cid) -> Bytes {
+        let off = self.bytes.len();
+        cbor::write_cid(&mut self.bytes, cid);
+        Bytes {
+            off,
+            len: (self.bytes.len() - off) as u32,
+        }
+    }
+
+    fn get(&self, b: Bytes) -> &[u8] {
+        &self.bytes[b.off..b.off + b.len as usize]
+    }
+
+    fn push_entry(&mut self, key: Bytes, val: Val) -> Slot {
+        let head = key_head(self.get(key));
+        self.entries.push(Owned { head, key, val });
+        Slot::Owned((self.entries.len() - 1) as u32)
+    }
+
+    fn same_val(&self, a: Val, b: Val) -> bool {
+        let link_eq = match (a.link, b.link) {
+            (None, None) => true,
+            (Some(Child::Draft(x)), Some(Child::Draft(y))) => x == y,
+            (Some(Child::Clean(x)), Some(Child::Clean(y))) => self.get(x) == self.get(y),
+            _ => false,
+        };
+        let data_eq = match (a.data, b.data) {
+            (None, None) => true,
+            (Some(x), Some(y)) => self.get(x) == self.get(y),
+            _ => false,
+        };
+        link_eq && data_eq
+    }
+
+    fn val_len(&self, v: Val) -> usize {
+        let link = match v.link {
+            None => 0,
+            Some(Child::Clean(b)) => 1 + b.len as usize,
+            Some(Child::Draft(_)) => 1 + SHARD_LINK_LEN,
+        };
+        link + v.data.map_or(0, |d| d.len as usize)
+    }
+}
+
+/// Splits an encoded entry value into its link and data parts.
+fn split_value(v: &[u8]) -> (Option<&[u8]>, Option<&[u8]>) {
+    let link_len = |at: usize| {
+        let mut pos = at + 2;
+        cbor::read_head(v, &mut pos, cbor::MAJOR_BYTES)
+            .map_or(v.len() - at, |n| pos - at + n as usize)
+    };
+    match v.first() {
+        Some(0x81) => (v.get(1..), None),
+        Some(0x82) => {
+            let n = link_len(1).min(v.len() - 1);
+            (v.get(1..1 + n), v.get(1 + n..))
+        }
+        _ => (None, Some(v)),
+    }
 }
 
 #[derive(Debug)]
@@ -125,18 +169,15 @@ impl Draft {
         }
     }
 
-    fn new(config: ShardConfig, entries: Vec<(String, DraftValue)>) -> Self {
+    fn new(config: ShardConfig, slots: Vec<Slot>, a: &Arena) -> Self {
         let mut d = Self {
             config,
             base: None,
-            slots: Vec::with_capacity(entries.len()),
+            slots,
             entries_len: 0,
             changed: true,
         };
-        for (key, value) in entries {
-            d.entries_len += cbor::entry_len(&key, value.encoded_len());
-            d.slots.push(owned(key, value));
-        }
+        d.entries_len = d.slots.iter().map(|s| d.slot_len(*s, a)).sum();
         d
     }
 
@@ -145,31 +186,64 @@ impl Draft {
         self.base.as_deref().unwrap_or_else(|| unreachable_base())
     }
 
-    fn key(&self, i: usize) -> &[u8] {
-        match &self.slots[i] {
-            Slot::Base(b) => self.base().key_bytes(*b as usize),
-            Slot::Owned(o) => o.key.as_bytes(),
+    fn key<'a>(&'a self, i: usize, a: &'a Arena) -> &'a [u8] {
+        match self.slots[i] {
+            Slot::Base(b) => self.base().key_bytes(b as usize),
+            Slot::Owned(e) => a.get(a.entries[e as usize].key),
         }
     }
 
-    fn key_str(&self, i: usize) -> &str {
-        std::str::from_utf8(self.key(i)).unwrap_or_default()
+    fn key_str<'a>(&'a self, i: usize, a: &'a Arena) -> &'a str {
+        std::str::from_utf8(self.key(i, a)).unwrap_or_default()
     }
 
-    fn value(&self, i: usize) -> DraftValue {
-        match &self.slots[i] {
-            Slot::Base(b) => DraftValue::from_value(self.base().value(*b as usize)),
-            Slot::Owned(o) => o.value,
+    /// The value of slot `i`, as arena bytes (copied in for base entries).
+    fn val(&self, i: usize, a: &mut Arena) -> Val {
+        match self.slots[i] {
+            Slot::Owned(e) => a.entries[e as usize].val,
+            Slot::Base(b) => {
+                let (link, data) = split_value(self.base().value_bytes(b as usize));
+                Val {
+                    link: link.map(|l| Child::Clean(a.push_bytes(l))),
+                    data: data.map(|d| a.push_bytes(d)),
+                }
+            }
         }
     }
 
-    fn slot_len(&self, slot: &Slot) -> usize {
+    /// The key of slot `i`, as arena bytes (copied in for base entries).
+    fn owned_key(&self, i: usize, a: &mut Arena) -> Bytes {
+        match self.slots[i] {
+            Slot::Owned(e) => a.entries[e as usize].key,
+            Slot::Base(b) => a.push_bytes(self.base().key_bytes(b as usize)),
+        }
+    }
+
+    /// Whether slot `i` links to a child, and whether it has data.
+    fn shape(&self, i: usize, a: &Arena) -> (bool, bool) {
+        match self.slots[i] {
+            Slot::Owned(e) => {
+                let v = a.entries[e as usize].val;
+                (v.link.is_some(), v.data.is_some())
+            }
+            Slot::Base(b) => {
+                let (link, data) = split_value(self.base().value_bytes(b as usize));
+                (link.is_some(), data.is_some())
+            }
+        }
+    }
+
+    fn slot_len(&self, slot: Slot, a: &Arena) -> usize {
         match slot {
             Slot::Base(b) => {
-                let s = self.base().spans()[*b as usize];
+                let s = self.base().spans()[b as usize];
                 (s.end - s.start) as usize
             }
-            Slot::Owned(o) => cbor::entry_len(&o.key, o.value.encoded_len()),
+            Slot::Owned(e) => {
+                let o = a.entries[e as usize];
+                let key_len = o.key.len as usize;
+                1 + cbor::head_len(key_len as u64) + key_len + a.val_len(o.val)
+            }
         }
     }
 
@@ -180,18 +254,21 @@ impl Draft {
             + cbor::trailer_len(self.config.max_size, self.config.max_key_length)
     }
 
-    fn search(&self, key: &[u8]) -> Result<usize, usize> {
+    fn search(&self, key: &[u8], a: &Arena) -> Result<usize, usize> {
         let head = key_head(key);
         let mut lo = 0;
         let mut hi = self.slots.len();
         while lo < hi {
             let mid = lo + (hi - lo) / 2;
-            let order = match &self.slots[mid] {
+            let order = match self.slots[mid] {
                 Slot::Base(b) => {
                     let base = self.base();
-                    base.cmp_span(&base.spans()[*b as usize], head, key)
+                    base.cmp_span(&base.spans()[b as usize], head, key)
                 }
-                Slot::Owned(o) => o.head.cmp(&head).then_with(|| o.key.as_bytes().cmp(key)),
+                Slot::Owned(e) => {
+                    let o = &a.entries[e as usize];
+                    o.head.cmp(&head).then_with(|| a.get(o.key).cmp(key))
+                }
             };
             match order {
                 std::cmp::Ordering::Less => lo = mid + 1,
@@ -202,47 +279,48 @@ impl Draft {
         Err(lo)
     }
 
-    fn set(&mut self, i: usize, slot: Slot) -> Slot {
-        self.entries_len = self.entries_len - self.slot_len(&self.slots[i]) + self.slot_len(&slot);
+    fn set(&mut self, i: usize, slot: Slot, a: &Arena) -> Slot {
+        self.entries_len =
+            self.entries_len - self.slot_len(self.slots[i], a) + self.slot_len(slot, a);
         self.changed = true;
         std::mem::replace(&mut self.slots[i], slot)
     }
 
-    fn insert(&mut self, i: usize, slot: Slot) {
-        self.entries_len += self.slot_len(&slot);
+    fn insert(&mut self, i: usize, slot: Slot, a: &Arena) {
+        self.entries_len += self.slot_len(slot, a);
         self.changed = true;
         self.slots.insert(i, slot);
     }
 
-    fn remove(&mut self, i: usize) -> Slot {
+    fn remove(&mut self, i: usize, a: &Arena) -> Slot {
         let slot = self.slots.remove(i);
-        self.entries_len -= self.slot_len(&slot);
+        self.entries_len -= self.slot_len(slot, a);
         self.changed = true;
         slot
     }
 
     /// Index range of the entries whose keys start with `prefix`.
-    fn prefix_range(&self, prefix: &[u8]) -> (usize, usize) {
-        let lo = match self.search(prefix) {
+    fn prefix_range(&self, prefix: &[u8], a: &Arena) -> (usize, usize) {
+        let lo = match self.search(prefix, a) {
             Ok(i) | Err(i) => i,
         };
         let mut hi = lo;
         // Entries with the prefix are contiguous from `lo`; gallop, then bisect.
         let mut step = 1;
-        while hi < self.slots.len() && self.key(hi).starts_with(prefix) {
+        while hi < self.slots.len() && self.key(hi, a).starts_with(prefix) {
             hi = (hi + step).min(self.slots.len());
             step *= 2;
         }
-        let (mut a, mut b) = (lo, hi);
-        while a < b {
-            let mid = a + (b - a) / 2;
-            if self.key(mid).starts_with(prefix) {
-                a = mid + 1;
+        let (mut x, mut y) = (lo, hi);
+        while x < y {
+            let mid = x + (y - x) / 2;
+            if self.key(mid, a).starts_with(prefix) {
+                x = mid + 1;
             } else {
-                b = mid;
+                y = mid;
             }
         }
-        (lo, a)
+        (lo, x)
     }
 }
 
@@ -264,6 +342,14 @@ fn drop_last_char(s: &str) -> &str {
 enum Undo {
     Replaced(usize, Slot),
     Inserted(usize),
+}
+
+impl Undo {
+    fn index(&self) -> usize {
+        match self {
+            Self::Replaced(i, _) | Self::Inserted(i) => *i,
+        }
+    }
 }
 
 /// Many puts and deletes on one tree, committed together.
@@ -290,8 +376,9 @@ enum Undo {
 #[derive(Debug)]
 pub struct Batch<'f, F> {
     fetcher: &'f F,
-    /// The arena; `drafts[0]` is the root.
+    /// `drafts[0]` is the root.
     drafts: Vec<Draft>,
+    arena: Arena,
     /// Base shards of drafts that were dropped from the tree.
     dropped: Vec<Cid>,
 }
@@ -307,30 +394,46 @@ impl<'f, F: ShardFetcher> Batch<'f, F> {
         Ok(Self {
             fetcher,
             drafts: vec![Draft::from_base(shard)],
+            arena: Arena::default(),
             dropped: Vec::new(),
         })
     }
 
     /// Makes the child behind slot `i` of draft `d` a draft; returns its index.
     async fn open_child(&mut self, d: usize, i: usize) -> Result<Option<usize>, Error> {
-        let value = self.drafts[d].value(i);
-        let child = match value.child() {
+        let a = &mut self.arena;
+        let val = self.drafts[d].val(i, a);
+        let link = match val.link {
             None => return Ok(None),
             Some(Child::Draft(c)) => return Ok(Some(c)),
-            Some(Child::Clean(cid)) => cid,
+            Some(Child::Clean(b)) => {
+                let mut pos = 0;
+                cbor::read_cid(a.get(b), &mut pos).ok_or_else(|| Error::CorruptTree {
+                    cid: self.drafts[d]
+                        .base
+                        .as_ref()
+                        .map(|s| s.cid())
+                        .unwrap_or_default(),
+                    reason: "unreadable shard link".into(),
+                })?
+            }
         };
-        let shard = self.fetcher.get_shard(&child).await?;
+        let shard = self.fetcher.get_shard(&link).await?;
         let c = self.drafts.len();
         self.drafts.push(Draft::from_base(shard));
-        let key = self.drafts[d].key_str(i).to_owned();
-        let value = match value {
-            DraftValue::LinkData(_, data) => DraftValue::LinkData(Child::Draft(c), data),
-            _ => DraftValue::Link(Child::Draft(c)),
-        };
+        let a = &mut self.arena;
+        let key = self.drafts[d].owned_key(i, a);
+        let slot = a.push_entry(
+            key,
+            Val {
+                link: Some(Child::Draft(c)),
+                data: val.data,
+            },
+        );
         // Same encoded length; not a change unless the child changes.
         let draft = &mut self.drafts[d];
         let changed = draft.changed;
-        draft.set(i, owned(key, value));
+        draft.set(i, slot, a);
         draft.changed = changed;
         Ok(Some(c))
     }
@@ -346,14 +449,15 @@ impl<'f, F: ShardFetcher> Batch<'f, F> {
         let (mut d, mut offset) = (0, 0);
         loop {
             let rel = &key.as_bytes()[offset..];
-            let pos = match self.drafts[d].search(rel) {
+            let draft = &self.drafts[d];
+            let pos = match draft.search(rel, &self.arena) {
                 Ok(_) => break,
                 Err(pos) => pos,
             };
-            if pos == 0 || !rel.starts_with(self.drafts[d].key(pos - 1)) {
+            if pos == 0 || !rel.starts_with(draft.key(pos - 1, &self.arena)) {
                 break;
             }
-            let prefix_len = self.drafts[d].key(pos - 1).len();
+            let prefix_len = draft.key(pos - 1, &self.arena).len();
             match self.open_child(d, pos - 1).await? {
                 Some(c) => {
                     path.push((d, pos - 1));
@@ -381,35 +485,41 @@ impl<'f, F: ShardFetcher> Batch<'f, F> {
             .unwrap_or(usize::MAX)
             .max(1);
 
-        let (entry_key, entry_value) = if skey.chars().count() > max_chars {
+        let (entry_key, entry_val) = if skey.chars().count() > max_chars {
             self.chain(skey, value, config, max_chars)
         } else {
-            (skey.to_owned(), DraftValue::Data(value))
+            let k = self.arena.push_bytes(skey.as_bytes());
+            let v = self.arena.push_cid(&value);
+            (
+                k,
+                Val {
+                    link: None,
+                    data: Some(v),
+                },
+            )
         };
 
-        let Some(undo) = self.put_entry(d, entry_key.clone(), entry_value) else {
+        let Some(undo) = self.put_entry(d, entry_key, entry_val) else {
             return Ok(());
         };
         if self.drafts[d].size() as u64 > config.max_size
-            && let Err(e) = self.split(d, &entry_key)
+            && let Err(e) = self.split(d, undo.index())
         {
-            {
-                let draft = &mut self.drafts[d];
-                match undo {
-                    Undo::Replaced(i, old) => {
-                        draft.set(i, old);
-                    }
-                    Undo::Inserted(i) => {
-                        draft.remove(i);
-                    }
+            let draft = &mut self.drafts[d];
+            match undo {
+                Undo::Replaced(i, old) => {
+                    draft.set(i, old, &self.arena);
                 }
-                return Err(match e {
-                    Error::ShardLimit { .. } => Error::ShardLimit {
-                        key: key.to_owned(),
-                    },
-                    other => other,
-                });
+                Undo::Inserted(i) => {
+                    draft.remove(i, &self.arena);
+                }
             }
+            return Err(match e {
+                Error::ShardLimit { .. } => Error::ShardLimit {
+                    key: key.to_owned(),
+                },
+                other => other,
+            });
         }
         Ok(())
     }
@@ -423,7 +533,7 @@ impl<'f, F: ShardFetcher> Batch<'f, F> {
         value: Cid,
         config: ShardConfig,
         max_chars: usize,
-    ) -> (String, DraftValue) {
+    ) -> (Bytes, Val) {
         let mut pieces = Vec::new();
         let mut rest = skey;
         while !rest.is_empty() {
@@ -434,58 +544,67 @@ impl<'f, F: ShardFetcher> Batch<'f, F> {
             pieces.push(&rest[..cut]);
             rest = &rest[cut..];
         }
-        let mut entry = (pieces[pieces.len() - 1].to_owned(), DraftValue::Data(value));
+        let a = &mut self.arena;
+        let mut key = a.push_bytes(pieces[pieces.len() - 1].as_bytes());
+        let mut val = Val {
+            link: None,
+            data: Some(a.push_cid(&value)),
+        };
         for piece in pieces[..pieces.len() - 1].iter().rev() {
+            let slot = self.arena.push_entry(key, val);
             let c = self.drafts.len();
-            self.drafts.push(Draft::new(config, vec![entry]));
-            entry = ((*piece).to_owned(), DraftValue::Link(Child::Draft(c)));
+            self.drafts
+                .push(Draft::new(config, vec![slot], &self.arena));
+            key = self.arena.push_bytes(piece.as_bytes());
+            val = Val {
+                link: Some(Child::Draft(c)),
+                data: None,
+            };
         }
-        entry
+        (key, val)
     }
 
     /// Puts an entry into draft `d` by the Pail rules. `None` when nothing changed.
-    fn put_entry(&mut self, d: usize, key: String, new: DraftValue) -> Option<Undo> {
+    fn put_entry(&mut self, d: usize, key: Bytes, new: Val) -> Option<Undo> {
+        let a = &mut self.arena;
         let draft = &mut self.drafts[d];
-        match draft.search(key.as_bytes()) {
+        match draft.search(a.get(key), a) {
             Ok(i) => {
-                let old = draft.value(i);
-                let merged = match (new, old) {
-                    // A new link keeps the data already stored under its key
-                    // (the reference drops it when the old value is plain data).
-                    (
-                        DraftValue::Link(c),
-                        DraftValue::Data(data) | DraftValue::LinkData(_, data),
-                    ) => DraftValue::LinkData(c, data),
-                    (DraftValue::Data(data), DraftValue::Link(c) | DraftValue::LinkData(c, _)) => {
-                        DraftValue::LinkData(c, data)
-                    }
-                    (new, _) => new,
+                let old = draft.val(i, a);
+                // A new link keeps the data stored under its key (the
+                // reference drops it when the old value is plain data); new
+                // data keeps the link.
+                let merged = Val {
+                    link: new.link.or(old.link),
+                    data: new.data.or(old.data),
                 };
-                if merged == old {
+                if a.same_val(merged, old) {
                     return None;
                 }
-                let old_slot = draft.set(i, owned(key, merged));
+                let slot = a.push_entry(key, merged);
+                let old_slot = draft.set(i, slot, a);
                 Some(Undo::Replaced(i, old_slot))
             }
             Err(i) => {
-                draft.insert(i, owned(key, new));
+                let slot = a.push_entry(key, new);
+                draft.insert(i, slot, a);
                 Some(Undo::Inserted(i))
             }
         }
     }
 
     /// Splits draft `d` once by the longest-common-prefix rule, starting
-    /// from the entry `base_key`.
-    fn split(&mut self, d: usize, base_key: &str) -> Result<(), Error> {
+    /// from entry `start`.
+    fn split(&mut self, d: usize, start: usize) -> Result<(), Error> {
+        let a = &self.arena;
         let draft = &self.drafts[d];
         let n = draft.slots.len();
-        let start = draft.search(base_key.as_bytes()).unwrap_or(0);
         let mut i = start;
         let found = loop {
-            let mut prefix = drop_last_char(draft.key_str(i));
+            let mut prefix = drop_last_char(draft.key_str(i, a));
             let mut hit = None;
             while !prefix.is_empty() {
-                let (lo, hi) = draft.prefix_range(prefix.as_bytes());
+                let (lo, hi) = draft.prefix_range(prefix.as_bytes(), a);
                 if hi - lo > 1 {
                     hit = Some((prefix.to_owned(), lo, hi));
                     break;
@@ -502,39 +621,65 @@ impl<'f, F: ShardFetcher> Batch<'f, F> {
         };
         let Some((prefix, lo, hi)) = found else {
             return Err(Error::ShardLimit {
-                key: base_key.to_owned(),
+                key: draft.key_str(start, a).to_owned(),
             });
         };
         // The entry equal to the prefix, if any, sorts first among matches.
-        let prefix_data = if draft.key(lo) == prefix.as_bytes() {
-            match draft.value(lo) {
-                DraftValue::Data(data) => Some(data),
-                _ => {
-                    return Err(Error::CorruptTree {
-                        cid: draft.base.as_ref().map(|b| b.cid()).unwrap_or_default(),
-                        reason: format!("expected {prefix:?} to be a value but found a shard link"),
-                    });
-                }
-            }
+        let has_prefix_entry = draft.key(lo, a) == prefix.as_bytes();
+        if has_prefix_entry && draft.shape(lo, a).0 {
+            return Err(Error::CorruptTree {
+                cid: draft.base.as_ref().map(|b| b.cid()).unwrap_or_default(),
+                reason: format!("expected {prefix:?} to be a value but found a shard link"),
+            });
+        }
+        let plen = prefix.len();
+        // Lengths of the entries leaving the parent, before their keys shrink.
+        let removed_len: usize = (lo..hi).map(|j| draft.slot_len(draft.slots[j], a)).sum();
+        let a = &mut self.arena;
+        let draft = &self.drafts[d];
+        let prefix_data = if has_prefix_entry {
+            draft.val(lo, a).data
         } else {
             None
         };
-        let first = lo + usize::from(prefix_data.is_some());
-        let moved: Vec<(String, DraftValue)> = (first..hi)
-            .map(|j| (draft.key_str(j)[prefix.len()..].to_owned(), draft.value(j)))
-            .collect();
+        let first = lo + usize::from(has_prefix_entry);
+        let mut moved = Vec::with_capacity(hi - first);
+        for j in first..hi {
+            let slot = match draft.slots[j] {
+                Slot::Owned(e) => {
+                    // Owned entries move as they are, their keys shortened.
+                    let o = &mut a.entries[e as usize];
+                    o.key.off += plen;
+                    o.key.len -= plen as u32;
+                    let key = o.key;
+                    o.head = key_head(&a.bytes[key.off..key.off + key.len as usize]);
+                    Slot::Owned(e)
+                }
+                Slot::Base(b) => {
+                    let key = a.push_bytes(&draft.base().key_bytes(b as usize)[plen..]);
+                    let val = draft.val(j, a);
+                    a.push_entry(key, val)
+                }
+            };
+            moved.push(slot);
+        }
         let config = draft.config;
         let c = self.drafts.len();
-        self.drafts.push(Draft::new(config, moved));
+        self.drafts.push(Draft::new(config, moved, &self.arena));
+        let a = &mut self.arena;
         let draft = &mut self.drafts[d];
-        for j in (lo..hi).rev() {
-            draft.remove(j);
-        }
-        let value = match prefix_data {
-            Some(data) => DraftValue::LinkData(Child::Draft(c), data),
-            None => DraftValue::Link(Child::Draft(c)),
-        };
-        draft.insert(lo, owned(prefix, value));
+        draft.slots.drain(lo..hi);
+        draft.entries_len -= removed_len;
+        draft.changed = true;
+        let key = a.push_bytes(prefix.as_bytes());
+        let slot = a.push_entry(
+            key,
+            Val {
+                link: Some(Child::Draft(c)),
+                data: prefix_data,
+            },
+        );
+        draft.insert(lo, slot, a);
         Ok(())
     }
 
@@ -547,18 +692,27 @@ impl<'f, F: ShardFetcher> Batch<'f, F> {
     pub async fn del(&mut self, key: &str) -> Result<(), Error> {
         let (mut path, d, offset) = self.traverse(key).await?;
         let skey = &key.as_bytes()[offset..];
-        let Ok(i) = self.drafts[d].search(skey) else {
+        let a = &mut self.arena;
+        let Ok(i) = self.drafts[d].search(skey, a) else {
             return Ok(());
         };
-        match self.drafts[d].value(i) {
-            DraftValue::Link(_) => return Ok(()),
-            DraftValue::LinkData(c, _) => {
-                let key = self.drafts[d].key_str(i).to_owned();
-                self.drafts[d].set(i, owned(key, DraftValue::Link(c)));
+        match self.drafts[d].shape(i, a) {
+            (_, false) => return Ok(()),
+            (true, true) => {
+                let val = self.drafts[d].val(i, a);
+                let k = self.drafts[d].owned_key(i, a);
+                let slot = a.push_entry(
+                    k,
+                    Val {
+                        link: val.link,
+                        data: None,
+                    },
+                );
+                self.drafts[d].set(i, slot, a);
                 return Ok(());
             }
-            DraftValue::Data(_) => {
-                self.drafts[d].remove(i);
+            (false, true) => {
+                self.drafts[d].remove(i, a);
             }
         }
         // An emptied non-root shard leaves its parent: the parent's entry
@@ -571,17 +725,21 @@ impl<'f, F: ShardFetcher> Batch<'f, F> {
             if let Some(base) = &self.drafts[current].base {
                 self.dropped.push(base.cid());
             }
-            match self.drafts[parent].value(slot) {
-                DraftValue::LinkData(_, data) => {
-                    let key = self.drafts[parent].key_str(slot).to_owned();
-                    self.drafts[parent].set(slot, owned(key, DraftValue::Data(data)));
-                    break;
-                }
-                _ => {
-                    self.drafts[parent].remove(slot);
-                    current = parent;
-                }
+            let val = self.drafts[parent].val(slot, a);
+            if val.data.is_some() {
+                let k = self.drafts[parent].owned_key(slot, a);
+                let s = a.push_entry(
+                    k,
+                    Val {
+                        link: None,
+                        data: val.data,
+                    },
+                );
+                self.drafts[parent].set(slot, s, a);
+                break;
             }
+            self.drafts[parent].remove(slot, a);
+            current = parent;
         }
         Ok(())
     }
@@ -592,6 +750,7 @@ impl<'f, F: ShardFetcher> Batch<'f, F> {
     pub fn commit(self) -> Mutation {
         let mut out = Commit {
             drafts: &self.drafts,
+            arena: &self.arena,
             cids: vec![None; self.drafts.len()],
             additions: Vec::new(),
             removals: self.dropped.clone(),
@@ -618,19 +777,13 @@ impl<'f, F: ShardFetcher> Batch<'f, F> {
 
 struct Commit<'a> {
     drafts: &'a [Draft],
+    arena: &'a Arena,
     cids: Vec<Option<Cid>>,
     additions: Vec<Arc<Shard>>,
     removals: Vec<Cid>,
 }
 
 impl Commit<'_> {
-    fn child_cid(&mut self, child: Child) -> Cid {
-        match child {
-            Child::Clean(cid) => cid,
-            Child::Draft(c) => self.commit(c),
-        }
-    }
-
     fn commit(&mut self, d: usize) -> Cid {
         if let Some(cid) = self.cids[d] {
             return cid;
@@ -641,8 +794,8 @@ impl Commit<'_> {
         // kept their CIDs keeps its own.
         let mut children_same = true;
         for slot in &draft.slots {
-            if let Slot::Owned(o) = slot
-                && let Some(Child::Draft(c)) = o.value.child()
+            if let Slot::Owned(e) = slot
+                && let Some(Child::Draft(c)) = self.arena.entries[*e as usize].val.link
             {
                 let cid = self.commit(c);
                 let base = drafts[c].base.as_ref().map(|b| b.cid());
@@ -669,6 +822,16 @@ impl Commit<'_> {
         cid
     }
 
+    fn write_link(&mut self, out: &mut Vec<u8>, link: Child) {
+        match link {
+            Child::Clean(b) => out.extend_from_slice(self.arena.get(b)),
+            Child::Draft(c) => {
+                let cid = self.commit(c);
+                cbor::write_cid(out, &cid);
+            }
+        }
+    }
+
     fn encode(&mut self, draft: &Draft) -> Shard {
         let n = draft.slots.len();
         let mut bytes = Vec::with_capacity(draft.size());
@@ -676,10 +839,10 @@ impl Commit<'_> {
         let mut spans: Vec<Span> = Vec::with_capacity(n);
         let mut i = 0;
         while i < n {
-            match &draft.slots[i] {
+            match draft.slots[i] {
                 Slot::Base(first) => {
                     // A run of consecutive base entries is one copy.
-                    let first = *first as usize;
+                    let first = first as usize;
                     let mut len = 1;
                     while i + len < n
                         && matches!(draft.slots[i + len], Slot::Base(b) if b as usize == first + len)
@@ -702,20 +865,31 @@ impl Commit<'_> {
                     }));
                     i += len;
                 }
-                Slot::Owned(o) => {
-                    let key = &o.key;
-                    let value = match o.value {
-                        DraftValue::Data(data) => ShardValue::Data(data),
-                        DraftValue::Link(c) => ShardValue::Link(self.child_cid(c)),
-                        DraftValue::LinkData(c, data) => ShardValue::LinkData {
-                            link: self.child_cid(c),
-                            data,
-                        },
-                    };
+                Slot::Owned(e) => {
+                    let o = self.arena.entries[e as usize];
+                    let key = self.arena.get(o.key);
                     let start = bytes.len();
-                    let key_start = cbor::write_entry(&mut bytes, key, &value);
+                    bytes.push(0x82);
+                    cbor::write_head(&mut bytes, cbor::MAJOR_TEXT, key.len() as u64);
+                    let key_start = bytes.len();
+                    bytes.extend_from_slice(key);
+                    match (o.val.link, o.val.data) {
+                        (Some(link), Some(data)) => {
+                            bytes.push(0x82);
+                            self.write_link(&mut bytes, link);
+                            bytes.extend_from_slice(self.arena.get(data));
+                        }
+                        (Some(link), None) => {
+                            bytes.push(0x81);
+                            self.write_link(&mut bytes, link);
+                        }
+                        (None, Some(data)) => bytes.extend_from_slice(self.arena.get(data)),
+                        // Every entry has a link or data: puts set data, and
+                        // deletes remove an entry rather than empty it.
+                        (None, None) => debug_assert!(false, "entry with neither link nor data"),
+                    }
                     // Offsets fit in u32: shards are far below 4 GiB.
-                    if let Ok(s) = span(key.as_bytes(), start, key_start, bytes.len()) {
+                    if let Ok(s) = span(key, start, key_start, bytes.len()) {
                         spans.push(s);
                     }
                     i += 1;

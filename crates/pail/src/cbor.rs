@@ -61,12 +61,6 @@ pub(crate) fn write_head(out: &mut Vec<u8>, major: u8, n: u64) {
     }
 }
 
-/// Encoded length of a CID link (tag 42 over `00 ‖ cid bytes`).
-pub(crate) fn cid_len(cid: &Cid) -> usize {
-    let n = cid.encoded_len() + 1;
-    2 + head_len(n as u64) + n
-}
-
 pub(crate) fn write_cid(out: &mut Vec<u8>, cid: &Cid) {
     out.extend_from_slice(&TAG_CID);
     write_head(out, MAJOR_BYTES, cid.encoded_len() as u64 + 1);
@@ -88,11 +82,6 @@ pub(crate) fn write_value(out: &mut Vec<u8>, value: &ShardValue) {
             write_cid(out, data);
         }
     }
-}
-
-/// Encoded length of an entry `[key, value]` with a `value_len`-byte value.
-pub(crate) fn entry_len(key: &str, value_len: usize) -> usize {
-    1 + head_len(key.len() as u64) + key.len() + value_len
 }
 
 /// Appends an entry; returns the offset of the key's first byte.

@@ -164,6 +164,7 @@ pub async fn for_each_entry<F: ShardFetcher>(
     while let Some(top) = stack.last_mut() {
         // Walk this shard's entries until one opens a child (or the end).
         let shard = Arc::clone(&top.shard);
+        let keys = shard.keys();
         let prefix_len = top.prefix_len;
         let mut open = None;
         loop {
@@ -188,7 +189,7 @@ pub async fn for_each_entry<F: ShardFetcher>(
                 (top.cursor - 1, true)
             };
             key.truncate(prefix_len);
-            key.push_str(shard.key(i));
+            key.push_str(keys.get(i));
             let emit_data = !options.reverse || !descend;
             if emit_data
                 && range.contains(key.as_bytes())

@@ -109,6 +109,23 @@ pub struct Shard {
     key_text: OnceLock<KeyText>,
 }
 
+/// A shard's keys as `&str`.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Keys<'a> {
+    text: &'a str,
+    ends: &'a [u32],
+}
+
+impl<'a> Keys<'a> {
+    /// Key `i`.
+    pub(crate) fn get(self, i: usize) -> &'a str {
+        let start = if i == 0 { 0 } else { self.ends[i - 1] as usize };
+        self.text
+            .get(start..self.ends[i] as usize)
+            .unwrap_or_default()
+    }
+}
+
 #[derive(Debug, Clone, Default)]
 struct KeyText {
     text: String,
@@ -296,26 +313,36 @@ impl Shard {
     /// If `i >= self.len()`.
     #[must_use]
     pub fn key(&self, i: usize) -> &str {
+        self.keys().get(i)
+    }
+
+    /// Every key as `&str`, validated once per shard (see [`Shard::key`]).
+    pub(crate) fn keys(&self) -> Keys<'_> {
         let kt = self.key_text.get_or_init(|| {
-            let mut kt = KeyText {
-                text: String::with_capacity(
-                    self.spans
-                        .iter()
-                        .map(|s| (s.key_end - s.key_start) as usize)
-                        .sum(),
-                ),
-                ends: Vec::with_capacity(self.spans.len()),
-            };
+            // Copy the keys together and validate UTF-8 once, over contiguous
+            // bytes: each key is valid UTF-8, so each key boundary is a
+            // character boundary of the whole.
+            let mut text = Vec::with_capacity(
+                self.spans
+                    .iter()
+                    .map(|s| (s.key_end - s.key_start) as usize)
+                    .sum(),
+            );
+            let mut ends = Vec::with_capacity(self.spans.len());
             for i in 0..self.spans.len() {
-                // Keys were validated as UTF-8 when the shard was built or decoded.
-                kt.text
-                    .push_str(std::str::from_utf8(self.key_bytes(i)).unwrap_or_default());
-                kt.ends.push(kt.text.len() as u32);
+                text.extend_from_slice(self.key_bytes(i));
+                ends.push(text.len() as u32);
             }
-            kt
+            KeyText {
+                // Keys were validated as UTF-8 when the shard was built or decoded.
+                text: String::from_utf8(text).unwrap_or_default(),
+                ends,
+            }
         });
-        let start = if i == 0 { 0 } else { kt.ends[i - 1] as usize };
-        &kt.text[start..kt.ends[i] as usize]
+        Keys {
+            text: &kt.text,
+            ends: &kt.ends,
+        }
     }
 
     /// The value of entry `i`.
@@ -329,6 +356,12 @@ impl Shard {
         let mut pos = s.key_end as usize;
         // Values were validated when the shard was built or decoded.
         cbor::read_value(&self.bytes, &mut pos).unwrap_or(ShardValue::Data(Cid::default()))
+    }
+
+    /// The encoded value of entry `i`.
+    pub(crate) fn value_bytes(&self, i: usize) -> &[u8] {
+        let s = self.spans[i];
+        &self.bytes[s.key_end as usize..s.end as usize]
     }
 
     /// The user data of entry `i`, if any (parses only that CID).
