@@ -1,0 +1,76 @@
+//! The one error type of this crate.
+
+use cid::Cid;
+
+/// What can go wrong in the store.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The underlying KV store failed (I/O, object storage).
+    #[error("storage unavailable: {0}")]
+    Unavailable(#[source] Box<dyn std::error::Error + Send + Sync>),
+    /// A block's bytes do not hash to its CID: the stored data is corrupt.
+    #[error("block {cid} is corrupt: its bytes do not hash to its CID")]
+    Corrupt {
+        /// The block.
+        cid: Cid,
+    },
+    /// A block offered for storage does not hash to the CID given for it.
+    #[error("block {cid} rejected: its bytes do not hash to its CID")]
+    HashMismatch {
+        /// The CID given.
+        cid: Cid,
+    },
+    /// A CID whose hash this store cannot check.
+    #[error("block {cid} uses an unsupported hash (only sha2-256 is supported)")]
+    UnsupportedHash {
+        /// The CID.
+        cid: Cid,
+    },
+    /// A stored value that cannot be decoded.
+    #[error("stored {what} is malformed: {reason}")]
+    Malformed {
+        /// What was being read.
+        what: &'static str,
+        /// Why it could not be decoded.
+        reason: String,
+    },
+    /// A compare-and-swap on a repository head failed: another writer
+    /// committed first. Nothing was written; rebuild on the new head and retry.
+    #[error(
+        "conflict on {}: expected head {}, found {}; nothing was written",
+        .0.repo,
+        show(.0.expected.as_ref()),
+        show(.0.actual.as_ref())
+    )]
+    Conflict(Box<Conflict>),
+    /// A store location that cannot be used.
+    #[error("invalid store location {location:?}: {reason}")]
+    Location {
+        /// What was given.
+        location: String,
+        /// Why it cannot be used.
+        reason: String,
+    },
+}
+
+/// Details of [`Error::Conflict`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Conflict {
+    /// The repository.
+    pub repo: String,
+    /// The head the writer expected (`None`: no repository).
+    pub expected: Option<Cid>,
+    /// The head found.
+    pub actual: Option<Cid>,
+}
+
+fn show(cid: Option<&Cid>) -> String {
+    cid.map_or_else(|| "none".to_owned(), ToString::to_string)
+}
+
+impl From<slatedb::Error> for Error {
+    fn from(e: slatedb::Error) -> Self {
+        Self::Unavailable(Box::new(e))
+    }
+}

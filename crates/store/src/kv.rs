@@ -1,0 +1,260 @@
+//! [`Kv`]: the small ordered key/value interface datarepo needs, with an
+//! in-memory implementation for tests and a SlateDB one.
+
+use std::{
+    collections::BTreeMap,
+    future::Future,
+    ops::Bound,
+    path::Path,
+    sync::{Arc, RwLock},
+};
+
+use bytes::Bytes;
+use keycodec::KeyRange;
+use slatedb::{
+    Db, IterationOrder, WriteBatch, config::ScanOptions, object_store::local::LocalFileSystem,
+};
+
+use crate::Error;
+
+/// One change in an atomic write.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WriteOp {
+    /// Set `key` to `value`.
+    Put(Vec<u8>, Bytes),
+    /// Remove `key`.
+    Delete(Vec<u8>),
+}
+
+/// An ordered key/value store.
+pub trait Kv: Send + Sync {
+    /// The value under `key`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Unavailable`] when the store cannot be read.
+    fn get(&self, key: &[u8]) -> impl Future<Output = Result<Option<Bytes>, Error>> + Send;
+
+    /// Applies `ops` atomically: later reads see all of them or none. The
+    /// returned [`Durability`] resolves once they survive a crash; await it
+    /// before reporting success.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Unavailable`] when the store cannot be written.
+    fn apply(&self, ops: Vec<WriteOp>) -> impl Future<Output = Result<Durability, Error>> + Send;
+
+    /// [`Kv::apply`], then waits until the write is durable.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Unavailable`] when the store cannot be written.
+    fn write(&self, ops: Vec<WriteOp>) -> impl Future<Output = Result<(), Error>> + Send {
+        async move { self.apply(ops).await?.wait().await }
+    }
+
+    /// Up to `limit` entries in `range`, ascending or (with `reverse`) descending.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Unavailable`] when the store cannot be read.
+    fn scan(
+        &self,
+        range: &KeyRange,
+        reverse: bool,
+        limit: usize,
+    ) -> impl Future<Output = Result<Vec<(Bytes, Bytes)>, Error>> + Send;
+}
+
+/// A pending write's durability; see [`Kv::apply`].
+#[must_use = "await the write's durability before reporting success"]
+pub struct Durability(Option<slatedb::WriteHandle>);
+
+impl std::fmt::Debug for Durability {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("Durability")
+            .field(&self.0.is_some())
+            .finish()
+    }
+}
+
+impl Durability {
+    /// Waits until the write survives a crash.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Unavailable`] when the store failed to make it durable.
+    pub async fn wait(self) -> Result<(), Error> {
+        match self.0 {
+            Some(handle) => handle.await_durable().await.map_err(Error::from),
+            None => Ok(()),
+        }
+    }
+}
+
+/// A `BTreeMap` behind a lock: for tests, and as a model.
+#[derive(Debug, Default, Clone)]
+pub struct MemoryKv {
+    map: Arc<RwLock<BTreeMap<Vec<u8>, Bytes>>>,
+}
+
+impl MemoryKv {
+    /// An empty store.
+    #[must_use]
+    pub fn new() -> Self {
+        Self::default()
+    }
+}
+
+fn bounds(range: &KeyRange) -> (Bound<Vec<u8>>, Bound<Vec<u8>>) {
+    (
+        Bound::Included(range.start.clone()),
+        range.end.clone().map_or(Bound::Unbounded, Bound::Excluded),
+    )
+}
+
+impl Kv for MemoryKv {
+    fn get(&self, key: &[u8]) -> impl Future<Output = Result<Option<Bytes>, Error>> + Send {
+        let map = self
+            .map
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        std::future::ready(Ok(map.get(key).cloned()))
+    }
+
+    fn apply(&self, ops: Vec<WriteOp>) -> impl Future<Output = Result<Durability, Error>> + Send {
+        let mut map = self
+            .map
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        for op in ops {
+            match op {
+                WriteOp::Put(k, v) => {
+                    map.insert(k, v);
+                }
+                WriteOp::Delete(k) => {
+                    map.remove(&k);
+                }
+            }
+        }
+        std::future::ready(Ok(Durability(None)))
+    }
+
+    fn scan(
+        &self,
+        range: &KeyRange,
+        reverse: bool,
+        limit: usize,
+    ) -> impl Future<Output = Result<Vec<(Bytes, Bytes)>, Error>> + Send {
+        let map = self
+            .map
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let iter = map.range(bounds(range));
+        let pick = |(k, v): (&Vec<u8>, &Bytes)| (Bytes::copy_from_slice(k), v.clone());
+        let out: Vec<_> = if reverse {
+            iter.rev().take(limit).map(pick).collect()
+        } else {
+            iter.take(limit).map(pick).collect()
+        };
+        std::future::ready(Ok(out))
+    }
+}
+
+/// SlateDB on an object store: today a local directory.
+///
+/// Writes return once SlateDB reports them durable (written to its WAL in
+/// object storage), so concurrent writers share WAL flushes: commits that
+/// arrive together are made durable by one write (group commit).
+#[derive(Clone)]
+pub struct SlateKv {
+    db: Arc<Db>,
+}
+
+impl std::fmt::Debug for SlateKv {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SlateKv").finish_non_exhaustive()
+    }
+}
+
+impl SlateKv {
+    /// Opens (creating if needed) a database in the local directory `dir`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Location`] when the directory cannot be created or used,
+    /// [`Error::Unavailable`] when SlateDB cannot open the database (for
+    /// example because another writer holds it).
+    pub async fn open_local(dir: &Path) -> Result<Self, Error> {
+        let location = |reason: String| Error::Location {
+            location: dir.display().to_string(),
+            reason,
+        };
+        std::fs::create_dir_all(dir).map_err(|e| location(e.to_string()))?;
+        let store = LocalFileSystem::new_with_prefix(dir).map_err(|e| location(e.to_string()))?;
+        let db = Db::open("db", Arc::new(store)).await?;
+        Ok(Self { db: Arc::new(db) })
+    }
+
+    /// Flushes and closes the database; later calls fail.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Unavailable`] when the final flush fails.
+    pub async fn close(&self) -> Result<(), Error> {
+        self.db.close().await.map_err(Error::from)
+    }
+}
+
+impl Kv for SlateKv {
+    async fn get(&self, key: &[u8]) -> Result<Option<Bytes>, Error> {
+        Ok(self.db.get(key).await?)
+    }
+
+    async fn apply(&self, ops: Vec<WriteOp>) -> Result<Durability, Error> {
+        let mut batch = WriteBatch::new();
+        for op in ops {
+            match op {
+                WriteOp::Put(k, v) => batch.put_bytes(Bytes::from(k), v),
+                WriteOp::Delete(k) => batch.delete(k),
+            }
+        }
+        Ok(Durability(Some(self.db.write(batch).await?)))
+    }
+
+    async fn scan(
+        &self,
+        range: &KeyRange,
+        reverse: bool,
+        limit: usize,
+    ) -> Result<Vec<(Bytes, Bytes)>, Error> {
+        let options = ScanOptions {
+            order: if reverse {
+                IterationOrder::Descending
+            } else {
+                IterationOrder::Ascending
+            },
+            ..ScanOptions::default()
+        };
+        let mut iter = match &range.end {
+            Some(end) => {
+                self.db
+                    .scan_with_options(range.start.clone()..end.clone(), &options)
+                    .await?
+            }
+            None => {
+                self.db
+                    .scan_with_options(range.start.clone().., &options)
+                    .await?
+            }
+        };
+        let mut out = Vec::new();
+        while out.len() < limit {
+            match iter.next().await? {
+                Some(kv) => out.push((kv.key, kv.value)),
+                None => break,
+            }
+        }
+        Ok(out)
+    }
+}

@@ -1,0 +1,24 @@
+//! datarepo's storage.
+//!
+//! - [`Kv`]: the ordered key/value interface datarepo needs (get, atomic
+//!   write, range scan), with [`MemoryKv`] (a `BTreeMap`, for tests) and
+//!   [`SlateKv`] (SlateDB on a local directory).
+//! - [`Store`]: blocks checked against their CIDs on every write and read,
+//!   a decoded-shard cache (it is the persistent [`pail::ShardFetcher`]),
+//!   repository heads, the commit log and the record index, and atomic
+//!   commits with a compare-and-swap on the head.
+//!
+//! Every key is built by `keycodec` (see `docs/storage-keys.md`).
+//!
+//! This crate is not the repository model (see `repo`): it stores bytes
+//! under keys and knows nothing of records' contents.
+
+#![warn(clippy::unwrap_used)]
+
+mod error;
+mod kv;
+mod store;
+
+pub use error::{Conflict, Error};
+pub use kv::{Durability, Kv, MemoryKv, SlateKv, WriteOp};
+pub use store::{Commit, DEFAULT_SHARD_CACHE_BYTES, Head, RecordChange, Store};

@@ -1,0 +1,380 @@
+//! [`Store`]: verified blocks, repository heads, the commit log and the
+//! record index over a [`Kv`], with atomic, compare-and-swap commits.
+
+use std::{
+    collections::{HashMap, VecDeque},
+    sync::{Arc, Mutex},
+};
+
+use bytes::Bytes;
+use cid::Cid;
+use keycodec::records;
+use multihash_codetable::{Code, MultihashDigest};
+use pail::{Shard, ShardFetcher};
+
+use crate::{Error, Kv, WriteOp};
+
+const SHA2_256: u64 = 0x12;
+
+/// A repository's head: its latest commit and that commit's rev.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Head {
+    /// The commit block's CID.
+    pub commit: Cid,
+    /// The commit's rev (a TID's value).
+    pub rev: u64,
+}
+
+impl Head {
+    /// `rev` (8 bytes, big-endian) then the commit CID's bytes.
+    fn encode(&self) -> Bytes {
+        let mut out = self.rev.to_be_bytes().to_vec();
+        out.extend_from_slice(&self.commit.to_bytes());
+        Bytes::from(out)
+    }
+
+    fn decode(bytes: &[u8]) -> Result<Self, Error> {
+        let malformed = |reason: &str| Error::Malformed {
+            what: "head",
+            reason: reason.to_owned(),
+        };
+        let (rev, cid) = bytes
+            .split_first_chunk::<8>()
+            .ok_or_else(|| malformed("shorter than 8 bytes"))?;
+        Ok(Self {
+            rev: u64::from_be_bytes(*rev),
+            commit: Cid::try_from(cid).map_err(|e| malformed(&e.to_string()))?,
+        })
+    }
+}
+
+/// A change to one record in the record index.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecordChange {
+    /// The collection (an NSID).
+    pub collection: String,
+    /// The record key.
+    pub rkey: String,
+    /// The record's new CID, or `None` when it is deleted.
+    pub cid: Option<Cid>,
+}
+
+/// Everything one commit writes, atomically.
+#[derive(Debug, Clone)]
+pub struct Commit {
+    /// The repository.
+    pub repo: String,
+    /// The head commit the writer built on (`None`: a new repository).
+    /// The commit fails with [`Error::Conflict`] unless it still is.
+    pub expected: Option<Cid>,
+    /// The new head.
+    pub head: Head,
+    /// New blocks (commit, record and shard blocks), each checked against its CID.
+    pub blocks: Vec<(Cid, Bytes)>,
+    /// Record index changes.
+    pub records: Vec<RecordChange>,
+}
+
+/// Checks that `bytes` hash to `cid`.
+fn verify(cid: &Cid, bytes: &[u8]) -> Result<bool, Error> {
+    if cid.hash().code() != SHA2_256 {
+        return Err(Error::UnsupportedHash { cid: *cid });
+    }
+    Ok(Code::Sha2_256.digest(bytes).digest() == cid.hash().digest())
+}
+
+/// Decoded shards by CID, bounded by their total encoded size; the oldest
+/// entries go first.
+#[derive(Debug, Default)]
+struct ShardCache {
+    map: HashMap<Cid, Arc<Shard>>,
+    order: VecDeque<Cid>,
+    bytes: usize,
+    limit: usize,
+}
+
+impl ShardCache {
+    fn get(&self, cid: &Cid) -> Option<Arc<Shard>> {
+        self.map.get(cid).cloned()
+    }
+
+    fn insert(&mut self, shard: Arc<Shard>) {
+        let cid = shard.cid();
+        if self.map.contains_key(&cid) || shard.bytes().len() > self.limit {
+            return;
+        }
+        self.bytes += shard.bytes().len();
+        self.map.insert(cid, shard);
+        self.order.push_back(cid);
+        while self.bytes > self.limit {
+            let Some(old) = self.order.pop_front() else {
+                break;
+            };
+            if let Some(s) = self.map.remove(&old) {
+                self.bytes -= s.bytes().len();
+            }
+        }
+    }
+}
+
+/// Default bound on the decoded-shard cache: 256 MiB of shard bytes.
+pub const DEFAULT_SHARD_CACHE_BYTES: usize = 256 << 20;
+
+/// datarepo's storage over a [`Kv`].
+///
+/// Every block read is checked against its CID (corruption is an error
+/// naming the CID, never silently wrong data), and decoded shards are cached.
+/// Commits are serialized by a lock around the head compare-and-swap, but
+/// wait for durability after releasing it, so commits that arrive together
+/// share one durable write.
+#[derive(Debug)]
+pub struct Store<K> {
+    kv: K,
+    commit_lock: tokio::sync::Mutex<()>,
+    cache: Mutex<ShardCache>,
+}
+
+impl<K: Kv> Store<K> {
+    /// A store over `kv` with the default shard cache.
+    pub fn new(kv: K) -> Self {
+        Self::with_cache_bytes(kv, DEFAULT_SHARD_CACHE_BYTES)
+    }
+
+    /// A store over `kv` whose shard cache holds at most `limit` bytes.
+    pub fn with_cache_bytes(kv: K, limit: usize) -> Self {
+        Self {
+            kv,
+            commit_lock: tokio::sync::Mutex::new(()),
+            cache: Mutex::new(ShardCache {
+                limit,
+                ..ShardCache::default()
+            }),
+        }
+    }
+
+    /// The underlying KV store.
+    pub fn kv(&self) -> &K {
+        &self.kv
+    }
+
+    fn cache(&self) -> std::sync::MutexGuard<'_, ShardCache> {
+        self.cache
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Stores blocks, each checked against its CID, in one durable write.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::HashMismatch`] (nothing is written) or a storage error.
+    pub async fn put_blocks(&self, blocks: &[(Cid, Bytes)]) -> Result<(), Error> {
+        let mut ops = Vec::with_capacity(blocks.len());
+        for (cid, bytes) in blocks {
+            if !verify(cid, bytes)? {
+                return Err(Error::HashMismatch { cid: *cid });
+            }
+            ops.push(WriteOp::Put(
+                records::block_key(&cid.to_bytes()),
+                bytes.clone(),
+            ));
+        }
+        self.kv.write(ops).await
+    }
+
+    /// A block's bytes, checked against its CID.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Corrupt`] when the stored bytes do not hash to `cid`, or a
+    /// storage error.
+    pub async fn get_block(&self, cid: &Cid) -> Result<Option<Bytes>, Error> {
+        let Some(bytes) = self.kv.get(&records::block_key(&cid.to_bytes())).await? else {
+            return Ok(None);
+        };
+        if !verify(cid, &bytes)? {
+            return Err(Error::Corrupt { cid: *cid });
+        }
+        Ok(Some(bytes))
+    }
+
+    /// A repository's head, if it exists.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Malformed`] or a storage error.
+    pub async fn head(&self, repo: &str) -> Result<Option<Head>, Error> {
+        match self.kv.get(&records::head_key(repo)).await? {
+            Some(bytes) => Head::decode(&bytes).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// Writes a commit atomically and durably: its blocks, the head (if it
+    /// still is `commit.expected`), the commit-log entry and the record
+    /// index changes, all in one write batch.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Conflict`] when the head moved (nothing is written),
+    /// [`Error::HashMismatch`] for a block that does not match its CID
+    /// (nothing is written), or a storage error (nothing acknowledged).
+    pub async fn commit(&self, commit: Commit) -> Result<(), Error> {
+        let mut ops = Vec::with_capacity(commit.blocks.len() + commit.records.len() + 2);
+        for (cid, bytes) in &commit.blocks {
+            if !verify(cid, bytes)? {
+                return Err(Error::HashMismatch { cid: *cid });
+            }
+            ops.push(WriteOp::Put(
+                records::block_key(&cid.to_bytes()),
+                bytes.clone(),
+            ));
+        }
+        ops.push(WriteOp::Put(
+            records::head_key(&commit.repo),
+            commit.head.encode(),
+        ));
+        ops.push(WriteOp::Put(
+            records::commit_log_key(&commit.repo, commit.head.rev),
+            Bytes::from(commit.head.commit.to_bytes()),
+        ));
+        for r in &commit.records {
+            let key = records::record_index_key(&commit.repo, &r.collection, &r.rkey);
+            ops.push(match r.cid {
+                Some(cid) => WriteOp::Put(key, Bytes::from(cid.to_bytes())),
+                None => WriteOp::Delete(key),
+            });
+        }
+        let durability = {
+            let _serial = self.commit_lock.lock().await;
+            let actual = self.head(&commit.repo).await?.map(|h| h.commit);
+            if actual != commit.expected {
+                return Err(Error::Conflict(Box::new(crate::error::Conflict {
+                    repo: commit.repo,
+                    expected: commit.expected,
+                    actual,
+                })));
+            }
+            self.kv.apply(ops).await?
+        };
+        durability.wait().await
+    }
+
+    /// Up to `limit` records of a collection as (rkey, CID), in rkey order
+    /// (descending with `reverse`), strictly after `cursor` in that order.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Malformed`] or a storage error.
+    pub async fn list_records(
+        &self,
+        repo: &str,
+        collection: &str,
+        cursor: Option<&str>,
+        reverse: bool,
+        limit: usize,
+    ) -> Result<Vec<(String, Cid)>, Error> {
+        let mut range = records::record_index_range(repo, collection);
+        if let Some(c) = cursor {
+            let key = records::record_index_key(repo, collection, c);
+            if reverse {
+                range.end = Some(key);
+            } else {
+                // The smallest key after `key`: append a zero byte.
+                let mut after = key;
+                after.push(0);
+                range.start = after;
+            }
+        }
+        let rows = self.kv.scan(&range, reverse, limit).await?;
+        rows.into_iter()
+            .map(|(k, v)| {
+                let malformed = |reason: String| Error::Malformed {
+                    what: "record index entry",
+                    reason,
+                };
+                let decoded = records::decode_key(&k).map_err(|e| malformed(e.to_string()))?;
+                let records::DecodedKey::RecordIndex { rkey, .. } = decoded else {
+                    return Err(malformed("not a record index key".into()));
+                };
+                let cid = Cid::try_from(v.as_ref()).map_err(|e| malformed(e.to_string()))?;
+                Ok((rkey.into_owned(), cid))
+            })
+            .collect()
+    }
+
+    /// A record's CID from the index.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Malformed`] or a storage error.
+    pub async fn record(
+        &self,
+        repo: &str,
+        collection: &str,
+        rkey: &str,
+    ) -> Result<Option<Cid>, Error> {
+        match self
+            .kv
+            .get(&records::record_index_key(repo, collection, rkey))
+            .await?
+        {
+            Some(v) => Cid::try_from(v.as_ref())
+                .map(Some)
+                .map_err(|e| Error::Malformed {
+                    what: "record index entry",
+                    reason: e.to_string(),
+                }),
+            None => Ok(None),
+        }
+    }
+
+    /// Up to `limit` commit-log entries of a repository as (rev, commit CID),
+    /// newest first when `reverse`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Malformed`] or a storage error.
+    pub async fn commit_log(
+        &self,
+        repo: &str,
+        reverse: bool,
+        limit: usize,
+    ) -> Result<Vec<(u64, Cid)>, Error> {
+        let rows = self
+            .kv
+            .scan(&records::commit_log_range(repo), reverse, limit)
+            .await?;
+        rows.into_iter()
+            .map(|(k, v)| {
+                let malformed = |reason: String| Error::Malformed {
+                    what: "commit log entry",
+                    reason,
+                };
+                let records::DecodedKey::CommitLog { rev, .. } =
+                    records::decode_key(&k).map_err(|e| malformed(e.to_string()))?
+                else {
+                    return Err(malformed("not a commit log key".into()));
+                };
+                let cid = Cid::try_from(v.as_ref()).map_err(|e| malformed(e.to_string()))?;
+                Ok((rev, cid))
+            })
+            .collect()
+    }
+}
+
+impl<K: Kv> ShardFetcher for Store<K> {
+    async fn get_shard(&self, cid: &Cid) -> Result<Arc<Shard>, pail::Error> {
+        if let Some(shard) = self.cache().get(cid) {
+            return Ok(shard);
+        }
+        let bytes = self
+            .get_block(cid)
+            .await
+            .map_err(|e| pail::Error::Store(Box::new(e)))?
+            .ok_or(pail::Error::MissingBlock(*cid))?;
+        let shard = Arc::new(Shard::decode(&bytes)?);
+        self.cache().insert(Arc::clone(&shard));
+        Ok(shard)
+    }
+}

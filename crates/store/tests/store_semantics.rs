@@ -1,0 +1,274 @@
+//! The same behaviour on both KV stores (in memory and SlateDB on a local
+//! directory): verified blocks, atomic commits with a head compare-and-swap,
+//! the record index as a range scan, and the commit log.
+
+mod common;
+
+use bytes::Bytes;
+use common::{block, tempdir};
+use store::{Commit, Error, Head, Kv, MemoryKv, RecordChange, SlateKv, Store, WriteOp};
+
+async fn blocks_are_verified<K: Kv>(store: &Store<K>) {
+    let (cid, bytes) = block(1);
+    store.put_blocks(&[(cid, bytes.clone())]).await.unwrap();
+    assert_eq!(store.get_block(&cid).await.unwrap(), Some(bytes));
+    let (other, _) = block(2);
+    assert_eq!(store.get_block(&other).await.unwrap(), None);
+    // Offering wrong bytes for a CID writes nothing.
+    let err = store
+        .put_blocks(&[(other, Bytes::from_static(b"not it"))])
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, Error::HashMismatch { cid } if cid == other),
+        "{err}"
+    );
+    assert_eq!(store.get_block(&other).await.unwrap(), None);
+    // Corrupt stored bytes are an error naming the CID, never data.
+    store
+        .kv()
+        .write(vec![WriteOp::Put(
+            keycodec::records::block_key(&cid.to_bytes()),
+            Bytes::from_static(b"rot"),
+        )])
+        .await
+        .unwrap();
+    let err = store.get_block(&cid).await.unwrap_err();
+    assert!(matches!(err, Error::Corrupt { cid: c } if c == cid));
+    assert!(err.to_string().contains(&cid.to_string()));
+}
+
+fn commit(repo: &str, expected: Option<cid::Cid>, n: u64, records: Vec<RecordChange>) -> Commit {
+    let (c, bytes) = block(1000 + n);
+    Commit {
+        repo: repo.into(),
+        expected,
+        head: Head { commit: c, rev: n },
+        blocks: vec![(c, bytes)],
+        records,
+    }
+}
+
+fn rec(collection: &str, rkey: &str, n: Option<u64>) -> RecordChange {
+    RecordChange {
+        collection: collection.into(),
+        rkey: rkey.into(),
+        cid: n.map(|n| block(n).0),
+    }
+}
+
+async fn commits_are_atomic_and_compare_and_swap<K: Kv>(store: &Store<K>) {
+    let repo = "did:web:example.com";
+    assert_eq!(store.head(repo).await.unwrap(), None);
+    let c1 = commit(
+        repo,
+        None,
+        1,
+        vec![rec("a.b.c", "x", Some(1)), rec("a.b.c", "y", Some(2))],
+    );
+    store.commit(c1.clone()).await.unwrap();
+    assert_eq!(store.head(repo).await.unwrap(), Some(c1.head));
+    assert!(store.get_block(&c1.head.commit).await.unwrap().is_some());
+    assert_eq!(
+        store.record(repo, "a.b.c", "x").await.unwrap(),
+        Some(block(1).0)
+    );
+
+    // A stale writer gets a conflict and writes nothing.
+    let stale = commit(repo, None, 2, vec![rec("a.b.c", "z", Some(3))]);
+    let err = store.commit(stale.clone()).await.unwrap_err();
+    assert!(
+        matches!(err, Error::Conflict(ref c) if c.actual == Some(c1.head.commit)),
+        "{err}"
+    );
+    assert_eq!(store.head(repo).await.unwrap(), Some(c1.head));
+    assert_eq!(store.record(repo, "a.b.c", "z").await.unwrap(), None);
+    assert_eq!(store.get_block(&stale.head.commit).await.unwrap(), None);
+
+    // A bad block in a commit writes nothing either.
+    let mut bad = commit(
+        repo,
+        Some(c1.head.commit),
+        3,
+        vec![rec("a.b.c", "z", Some(3))],
+    );
+    bad.blocks.push((block(77).0, Bytes::from_static(b"wrong")));
+    assert!(matches!(
+        store.commit(bad).await,
+        Err(Error::HashMismatch { .. })
+    ));
+    assert_eq!(store.record(repo, "a.b.c", "z").await.unwrap(), None);
+
+    let c2 = commit(
+        repo,
+        Some(c1.head.commit),
+        4,
+        vec![rec("a.b.c", "x", None), rec("a.b.c", "z", Some(3))],
+    );
+    store.commit(c2.clone()).await.unwrap();
+    assert_eq!(store.record(repo, "a.b.c", "x").await.unwrap(), None);
+    let log = store.commit_log(repo, false, 10).await.unwrap();
+    assert_eq!(log, vec![(1, c1.head.commit), (4, c2.head.commit)]);
+    let newest = store.commit_log(repo, true, 1).await.unwrap();
+    assert_eq!(newest, vec![(4, c2.head.commit)]);
+}
+
+async fn listing_is_a_range_scan<K: Kv>(store: &Store<K>) {
+    let repo = "did:web:list.example";
+    let mut changes: Vec<RecordChange> = (0..25)
+        .map(|i| rec("app.x.post", &format!("k{i:02}"), Some(i)))
+        .collect();
+    // Neighbours that must not show up.
+    changes.push(rec("app.x.posts", "k00", Some(99)));
+    changes.push(rec("app.x.pos", "k00", Some(98)));
+    store.commit(commit(repo, None, 1, changes)).await.unwrap();
+    store
+        .commit(commit(
+            "did:web:other",
+            None,
+            1,
+            vec![rec("app.x.post", "k00", Some(97))],
+        ))
+        .await
+        .unwrap();
+
+    let mut seen = Vec::new();
+    let mut cursor: Option<String> = None;
+    loop {
+        let page = store
+            .list_records(repo, "app.x.post", cursor.as_deref(), false, 10)
+            .await
+            .unwrap();
+        if page.is_empty() {
+            break;
+        }
+        cursor = page.last().map(|(k, _)| k.clone());
+        seen.extend(page);
+    }
+    let expected: Vec<(String, cid::Cid)> =
+        (0..25).map(|i| (format!("k{i:02}"), block(i).0)).collect();
+    assert_eq!(seen, expected);
+    let back = store
+        .list_records(repo, "app.x.post", Some("k10"), true, 3)
+        .await
+        .unwrap();
+    assert_eq!(
+        back.iter().map(|(k, _)| k.as_str()).collect::<Vec<_>>(),
+        ["k09", "k08", "k07"]
+    );
+}
+
+async fn pail_runs_on_the_store<K: Kv>(store: &Store<K>) {
+    use std::sync::Arc;
+    let empty = Arc::new(pail::Shard::empty(pail::ShardConfig {
+        max_size: 1000,
+        max_key_length: 64,
+    }));
+    store
+        .put_blocks(&[(empty.cid(), Bytes::copy_from_slice(empty.bytes()))])
+        .await
+        .unwrap();
+    let mut batch = pail::Batch::new(store, empty.cid()).await.unwrap();
+    for i in 0..40 {
+        batch.put(&format!("key/{i:03}"), block(i).0).await.unwrap();
+    }
+    let m = batch.commit();
+    let blocks: Vec<_> = m
+        .additions
+        .iter()
+        .map(|s| (s.cid(), Bytes::copy_from_slice(s.bytes())))
+        .collect();
+    assert!(blocks.len() > 1, "the tree should have split");
+    store.put_blocks(&blocks).await.unwrap();
+    for i in 0..40 {
+        assert_eq!(
+            pail::get(store, m.root, &format!("key/{i:03}"))
+                .await
+                .unwrap(),
+            Some(block(i).0)
+        );
+    }
+}
+
+async fn all<K: Kv>(store: &Store<K>) {
+    blocks_are_verified(store).await;
+    commits_are_atomic_and_compare_and_swap(store).await;
+    listing_is_a_range_scan(store).await;
+    pail_runs_on_the_store(store).await;
+}
+
+#[tokio::test]
+async fn in_memory() {
+    all(&Store::new(MemoryKv::new())).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slatedb_local_directory() {
+    let dir = tempdir("semantics");
+    let kv = SlateKv::open_local(&dir).await.unwrap();
+    all(&Store::new(kv.clone())).await;
+    kv.close().await.unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn acknowledged_commits_survive_reopening() {
+    let dir = tempdir("reopen");
+    let repo = "did:web:durable";
+    let mut last = None;
+    {
+        let kv = SlateKv::open_local(&dir).await.unwrap();
+        let store = Store::new(kv.clone());
+        for n in 1..=20 {
+            let c = commit(repo, last, n, vec![rec("a.b.c", &format!("r{n}"), Some(n))]);
+            store.commit(c.clone()).await.unwrap();
+            last = Some(c.head.commit);
+        }
+        kv.close().await.unwrap();
+    }
+    let kv = SlateKv::open_local(&dir).await.unwrap();
+    let store = Store::new(kv.clone());
+    assert_eq!(store.head(repo).await.unwrap().map(|h| h.commit), last);
+    assert_eq!(store.commit_log(repo, false, 100).await.unwrap().len(), 20);
+    assert_eq!(
+        store
+            .list_records(repo, "a.b.c", None, false, 100)
+            .await
+            .unwrap()
+            .len(),
+        20
+    );
+    kv.close().await.unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_writers_one_wins_each_round() {
+    let store = std::sync::Arc::new(Store::new(MemoryKv::new()));
+    let repo = "did:web:race";
+    let mut head = None;
+    for round in 0..20u64 {
+        let tasks: Vec<_> = (0..4u64)
+            .map(|w| {
+                let store = std::sync::Arc::clone(&store);
+                let c = commit(repo, head, round * 10 + w + 1, vec![]);
+                tokio::spawn(async move { store.commit(c.clone()).await.map(|()| c.head.commit) })
+            })
+            .collect();
+        let mut winners = Vec::new();
+        for t in tasks {
+            match t.await.unwrap() {
+                Ok(c) => winners.push(c),
+                Err(Error::Conflict(_)) => {}
+                Err(e) => panic!("{e}"),
+            }
+        }
+        assert_eq!(
+            winners.len(),
+            1,
+            "exactly one writer per round wins the CAS"
+        );
+        head = Some(winners[0]);
+        assert_eq!(store.head(repo).await.unwrap().map(|h| h.commit), head);
+    }
+}
