@@ -12,7 +12,9 @@ use std::{
 use bytes::Bytes;
 use keycodec::KeyRange;
 use slatedb::{
-    Db, IterationOrder, WriteBatch, config::ScanOptions, object_store::local::LocalFileSystem,
+    Db, IterationOrder, WriteBatch,
+    config::ScanOptions,
+    object_store::{ObjectStore, aws::AmazonS3Builder, local::LocalFileSystem},
 };
 
 use crate::Error;
@@ -177,7 +179,106 @@ impl std::fmt::Debug for SlateKv {
     }
 }
 
+/// Where a database lives: a local directory or an S3-compatible bucket.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Location {
+    /// A local directory (created if missing).
+    Local(std::path::PathBuf),
+    /// `s3://bucket/prefix`: endpoint, region, credentials and plain-HTTP
+    /// permission come from the standard `AWS_*` environment variables
+    /// (`AWS_ENDPOINT`, `AWS_REGION`, `AWS_ACCESS_KEY_ID`,
+    /// `AWS_SECRET_ACCESS_KEY`, `AWS_ALLOW_HTTP`); addressing is path-style.
+    S3 {
+        /// The bucket.
+        bucket: String,
+        /// The path of the database inside the bucket (may be empty).
+        prefix: String,
+    },
+}
+
+impl std::str::FromStr for Location {
+    type Err = Error;
+
+    /// `s3://bucket[/prefix]`, `file:///path`, or a plain path.
+    fn from_str(s: &str) -> Result<Self, Error> {
+        let invalid = |reason: &str| Error::Location {
+            location: s.to_owned(),
+            reason: reason.to_owned(),
+        };
+        if let Some(rest) = s.strip_prefix("s3://") {
+            let (bucket, prefix) = rest.split_once('/').unwrap_or((rest, ""));
+            if bucket.is_empty() {
+                return Err(invalid("no bucket name after s3://"));
+            }
+            return Ok(Self::S3 {
+                bucket: bucket.to_owned(),
+                prefix: prefix.trim_matches('/').to_owned(),
+            });
+        }
+        if let Some(path) = s.strip_prefix("file://") {
+            if !path.starts_with('/') {
+                return Err(invalid(
+                    "a file:// URL needs an absolute path (file:///...)",
+                ));
+            }
+            return Ok(Self::Local(path.into()));
+        }
+        if s.contains("://") {
+            return Err(invalid(
+                "unsupported scheme (use a path, file:///path or s3://bucket/prefix)",
+            ));
+        }
+        if s.is_empty() {
+            return Err(invalid("empty location"));
+        }
+        Ok(Self::Local(s.into()))
+    }
+}
+
+impl std::fmt::Display for Location {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Local(p) => write!(f, "{}", p.display()),
+            Self::S3 { bucket, prefix } => write!(f, "s3://{bucket}/{prefix}"),
+        }
+    }
+}
+
 impl SlateKv {
+    /// Opens (creating if needed) the database at `location`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Location`] when the location cannot be used (a directory
+    /// that cannot be created, missing S3 settings), [`Error::Unavailable`]
+    /// when SlateDB cannot open the database.
+    pub async fn open(location: &Location) -> Result<Self, Error> {
+        match location {
+            Location::Local(dir) => Self::open_local(dir).await,
+            Location::S3 { bucket, prefix } => {
+                let store = AmazonS3Builder::from_env()
+                    .with_bucket_name(bucket)
+                    .with_virtual_hosted_style_request(false)
+                    .build()
+                    .map_err(|e| Error::Location {
+                        location: location.to_string(),
+                        reason: e.to_string(),
+                    })?;
+                let path = if prefix.is_empty() {
+                    "db".to_owned()
+                } else {
+                    format!("{prefix}/db")
+                };
+                Self::open_store(path, Arc::new(store)).await
+            }
+        }
+    }
+
+    async fn open_store(path: String, store: Arc<dyn ObjectStore>) -> Result<Self, Error> {
+        let db = Db::open(path, store).await?;
+        Ok(Self { db: Arc::new(db) })
+    }
+
     /// Opens (creating if needed) a database in the local directory `dir`.
     ///
     /// # Errors
@@ -192,8 +293,7 @@ impl SlateKv {
         };
         std::fs::create_dir_all(dir).map_err(|e| location(e.to_string()))?;
         let store = LocalFileSystem::new_with_prefix(dir).map_err(|e| location(e.to_string()))?;
-        let db = Db::open("db", Arc::new(store)).await?;
-        Ok(Self { db: Arc::new(db) })
+        Self::open_store("db".to_owned(), Arc::new(store)).await
     }
 
     /// Flushes and closes the database; later calls fail.

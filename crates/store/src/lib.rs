@@ -20,5 +20,5 @@ mod kv;
 mod store;
 
 pub use error::{Conflict, Error};
-pub use kv::{Durability, Kv, MemoryKv, SlateKv, WriteOp};
+pub use kv::{Durability, Kv, Location, MemoryKv, SlateKv, WriteOp};
 pub use store::{Commit, DEFAULT_SHARD_CACHE_BYTES, Head, RecordChange, Store};

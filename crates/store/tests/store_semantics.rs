@@ -272,3 +272,62 @@ async fn concurrent_writers_one_wins_each_round() {
         assert_eq!(store.head(repo).await.unwrap().map(|h| h.commit), head);
     }
 }
+
+/// Against a real S3-compatible server on 127.0.0.1 (SeaweedFS, started by
+/// `scripts/test`, which sets `DATAREPO_TEST_S3` to an `s3://` location and
+/// the `AWS_*` variables). Without it the test fails under CI and is skipped
+/// with a note elsewhere.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn s3_compatible_object_storage() {
+    let Ok(base) = std::env::var("DATAREPO_TEST_S3") else {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI must run this test: scripts/test sets DATAREPO_TEST_S3"
+        );
+        eprintln!(
+            "skipped: DATAREPO_TEST_S3 is not set (scripts/test starts SeaweedFS and sets it)"
+        );
+        return;
+    };
+    let location: store::Location = format!("{base}/semantics-{}", std::process::id())
+        .parse()
+        .unwrap();
+    let kv = SlateKv::open(&location).await.unwrap();
+    all(&Store::new(kv.clone())).await;
+    kv.close().await.unwrap();
+    // Reopen: everything acknowledged is there.
+    let kv = SlateKv::open(&location).await.unwrap();
+    let store = Store::new(kv.clone());
+    assert!(store.head("did:web:example.com").await.unwrap().is_some());
+    kv.close().await.unwrap();
+}
+
+#[test]
+fn locations_parse() {
+    use store::Location;
+    assert_eq!(
+        "./data".parse::<Location>().unwrap(),
+        Location::Local("./data".into())
+    );
+    assert_eq!(
+        "file:///var/db".parse::<Location>().unwrap(),
+        Location::Local("/var/db".into())
+    );
+    assert_eq!(
+        "s3://bucket/a/b/".parse::<Location>().unwrap(),
+        Location::S3 {
+            bucket: "bucket".into(),
+            prefix: "a/b".into()
+        }
+    );
+    assert_eq!(
+        "s3://bucket".parse::<Location>().unwrap(),
+        Location::S3 {
+            bucket: "bucket".into(),
+            prefix: String::new()
+        }
+    );
+    for bad in ["", "s3://", "s3:///x", "gs://b/p", "file://relative"] {
+        assert!(bad.parse::<Location>().is_err(), "{bad}");
+    }
+}
