@@ -44,6 +44,16 @@ pub enum Error {
         show(.0.actual.as_ref())
     )]
     Conflict(Box<Conflict>),
+    /// Another writer opened the same database, which fences this one: it
+    /// can no longer write. Everything it acknowledged before is kept.
+    #[error(
+        "this process was fenced: another writer opened the same database, so this one can no \
+         longer write (only one writer per database; reopen to continue)"
+    )]
+    Fenced,
+    /// A write on a read-only opener.
+    #[error("this store was opened read-only")]
+    ReadOnly,
     /// A store location that cannot be used.
     #[error("invalid store location {location:?}: {reason}")]
     Location {
@@ -71,6 +81,9 @@ fn show(cid: Option<&Cid>) -> String {
 
 impl From<slatedb::Error> for Error {
     fn from(e: slatedb::Error) -> Self {
-        Self::Unavailable(Box::new(e))
+        match e.kind() {
+            slatedb::ErrorKind::Closed(slatedb::CloseReason::Fenced) => Self::Fenced,
+            _ => Self::Unavailable(Box::new(e)),
+        }
     }
 }

@@ -12,7 +12,8 @@ use std::{
 use bytes::Bytes;
 use keycodec::KeyRange;
 use slatedb::{
-    Db, IterationOrder, WriteBatch,
+    Db, DbReader, DbReaderMode, IterationOrder, WriteBatch,
+    config::DbReaderOptions,
     config::ScanOptions,
     object_store::{ObjectStore, aws::AmazonS3Builder, local::LocalFileSystem},
 };
@@ -168,9 +169,19 @@ impl Kv for MemoryKv {
 /// Writes return once SlateDB reports them durable (written to its WAL in
 /// object storage), so concurrent writers share WAL flushes: commits that
 /// arrive together are made durable by one write (group commit).
+///
+/// One writer per database: opening a second writer on the same location
+/// fences the first, whose writes then fail with [`Error::Fenced`]. Any
+/// number of read-only openers ([`SlateKv::open_reader`]) may follow it.
 #[derive(Clone)]
 pub struct SlateKv {
-    db: Arc<Db>,
+    db: Handle,
+}
+
+#[derive(Clone)]
+enum Handle {
+    Writer(Arc<Db>),
+    Reader(Arc<DbReader>),
 }
 
 impl std::fmt::Debug for SlateKv {
@@ -253,30 +264,32 @@ impl SlateKv {
     /// that cannot be created, missing S3 settings), [`Error::Unavailable`]
     /// when SlateDB cannot open the database.
     pub async fn open(location: &Location) -> Result<Self, Error> {
-        match location {
-            Location::Local(dir) => Self::open_local(dir).await,
-            Location::S3 { bucket, prefix } => {
-                let store = AmazonS3Builder::from_env()
-                    .with_bucket_name(bucket)
-                    .with_virtual_hosted_style_request(false)
-                    .build()
-                    .map_err(|e| Error::Location {
-                        location: location.to_string(),
-                        reason: e.to_string(),
-                    })?;
-                let path = if prefix.is_empty() {
-                    "db".to_owned()
-                } else {
-                    format!("{prefix}/db")
-                };
-                Self::open_store(path, Arc::new(store)).await
-            }
-        }
+        let (path, store) = object_store(location)?;
+        let db = Db::open(path, store).await?;
+        Ok(Self {
+            db: Handle::Writer(Arc::new(db)),
+        })
     }
 
-    async fn open_store(path: String, store: Arc<dyn ObjectStore>) -> Result<Self, Error> {
-        let db = Db::open(path, store).await?;
-        Ok(Self { db: Arc::new(db) })
+    /// Opens the database at `location` read-only; it sees new commits
+    /// within `refresh` of their becoming durable.
+    ///
+    /// # Errors
+    ///
+    /// As [`SlateKv::open`]; the database must already exist.
+    pub async fn open_reader(
+        location: &Location,
+        refresh: std::time::Duration,
+    ) -> Result<Self, Error> {
+        let (path, store) = object_store(location)?;
+        let options = DbReaderOptions {
+            manifest_poll_interval: refresh,
+            ..DbReaderOptions::default()
+        };
+        let reader = DbReader::open(path, store, DbReaderMode::default(), options).await?;
+        Ok(Self {
+            db: Handle::Reader(Arc::new(reader)),
+        })
     }
 
     /// Opens (creating if needed) a database in the local directory `dir`.
@@ -287,13 +300,7 @@ impl SlateKv {
     /// [`Error::Unavailable`] when SlateDB cannot open the database (for
     /// example because another writer holds it).
     pub async fn open_local(dir: &Path) -> Result<Self, Error> {
-        let location = |reason: String| Error::Location {
-            location: dir.display().to_string(),
-            reason,
-        };
-        std::fs::create_dir_all(dir).map_err(|e| location(e.to_string()))?;
-        let store = LocalFileSystem::new_with_prefix(dir).map_err(|e| location(e.to_string()))?;
-        Self::open_store("db".to_owned(), Arc::new(store)).await
+        Self::open(&Location::Local(dir.to_path_buf())).await
     }
 
     /// Flushes and closes the database; later calls fail.
@@ -302,13 +309,48 @@ impl SlateKv {
     ///
     /// [`Error::Unavailable`] when the final flush fails.
     pub async fn close(&self) -> Result<(), Error> {
-        self.db.close().await.map_err(Error::from)
+        match &self.db {
+            Handle::Writer(db) => db.close().await.map_err(Error::from),
+            Handle::Reader(r) => r.close().await.map_err(Error::from),
+        }
+    }
+}
+
+/// The object store and database path for a location.
+fn object_store(location: &Location) -> Result<(String, Arc<dyn ObjectStore>), Error> {
+    let invalid = |reason: String| Error::Location {
+        location: location.to_string(),
+        reason,
+    };
+    match location {
+        Location::Local(dir) => {
+            std::fs::create_dir_all(dir).map_err(|e| invalid(e.to_string()))?;
+            let store =
+                LocalFileSystem::new_with_prefix(dir).map_err(|e| invalid(e.to_string()))?;
+            Ok(("db".to_owned(), Arc::new(store)))
+        }
+        Location::S3 { bucket, prefix } => {
+            let store = AmazonS3Builder::from_env()
+                .with_bucket_name(bucket)
+                .with_virtual_hosted_style_request(false)
+                .build()
+                .map_err(|e| invalid(e.to_string()))?;
+            let path = if prefix.is_empty() {
+                "db".to_owned()
+            } else {
+                format!("{prefix}/db")
+            };
+            Ok((path, Arc::new(store)))
+        }
     }
 }
 
 impl Kv for SlateKv {
     async fn get(&self, key: &[u8]) -> Result<Option<Bytes>, Error> {
-        Ok(self.db.get(key).await?)
+        Ok(match &self.db {
+            Handle::Writer(db) => db.get(key).await?,
+            Handle::Reader(r) => r.get(key).await?,
+        })
     }
 
     async fn apply(&self, ops: Vec<WriteOp>) -> Result<Durability, Error> {
@@ -319,7 +361,10 @@ impl Kv for SlateKv {
                 WriteOp::Delete(k) => batch.delete(k),
             }
         }
-        Ok(Durability(Some(self.db.write(batch).await?)))
+        match &self.db {
+            Handle::Writer(db) => Ok(Durability(Some(db.write(batch).await?))),
+            Handle::Reader(_) => Err(Error::ReadOnly),
+        }
     }
 
     async fn scan(
@@ -336,17 +381,16 @@ impl Kv for SlateKv {
             },
             ..ScanOptions::default()
         };
-        let mut iter = match &range.end {
-            Some(end) => {
-                self.db
-                    .scan_with_options(range.start.clone()..end.clone(), &options)
-                    .await?
+        let start = range.start.clone();
+        let mut iter = match (&self.db, &range.end) {
+            (Handle::Writer(db), Some(end)) => {
+                db.scan_with_options(start..end.clone(), &options).await?
             }
-            None => {
-                self.db
-                    .scan_with_options(range.start.clone().., &options)
-                    .await?
+            (Handle::Writer(db), None) => db.scan_with_options(start.., &options).await?,
+            (Handle::Reader(r), Some(end)) => {
+                r.scan_with_options(start..end.clone(), &options).await?
             }
+            (Handle::Reader(r), None) => r.scan_with_options(start.., &options).await?,
         };
         let mut out = Vec::new();
         while out.len() < limit {
