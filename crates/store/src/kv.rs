@@ -271,6 +271,19 @@ impl SlateKv {
         })
     }
 
+    /// Opens (creating if needed) the database at `path` in any object
+    /// store, e.g. one wrapped for instrumentation or fault injection.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Unavailable`] when SlateDB cannot open the database.
+    pub async fn open_object_store(path: &str, store: Arc<dyn ObjectStore>) -> Result<Self, Error> {
+        let db = Db::open(path.to_owned(), store).await?;
+        Ok(Self {
+            db: Handle::Writer(Arc::new(db)),
+        })
+    }
+
     /// Opens the database at `location` read-only; it sees new commits
     /// within `refresh` of their becoming durable.
     ///
