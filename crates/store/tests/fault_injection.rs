@@ -50,7 +50,7 @@ impl Faulty {
         if n % 7 == 3 {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
-        if n % every == 0 {
+        if n.is_multiple_of(every) {
             return Err(object_store::Error::Generic {
                 store: "faulty",
                 source: "injected fault".into(),
