@@ -255,7 +255,55 @@ impl std::fmt::Display for Location {
     }
 }
 
+/// How to open a SlateDB database.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct SlateOptions {
+    /// A SlateDB settings file (`.toml`, `.json` or `.yaml`); when given it
+    /// replaces datarepo's defaults entirely.
+    pub settings_file: Option<std::path::PathBuf>,
+    /// The WAL flush interval when no settings file is given (default
+    /// [`DEFAULT_FLUSH_INTERVAL`] for a local directory,
+    /// [`DEFAULT_S3_FLUSH_INTERVAL`] on S3).
+    pub flush_interval: Option<std::time::Duration>,
+}
+
+/// How often SlateDB flushes its write-ahead log to a local directory, and so
+/// how long a commit waits to become durable (commits arriving together share
+/// one flush). SlateDB's own default is 100 ms, which caps a single writer at
+/// 10 commits/s; `docs/benchmarks.md` has the measurement behind this choice.
+pub const DEFAULT_FLUSH_INTERVAL: std::time::Duration = std::time::Duration::from_millis(1);
+
+/// The WAL flush interval on S3-compatible storage, where every flush is a
+/// PUT request: longer, so that a trickle of writes does not become a stream
+/// of requests. (Not yet chosen by measurement on object storage.)
+pub const DEFAULT_S3_FLUSH_INTERVAL: std::time::Duration = std::time::Duration::from_millis(10);
+
+impl SlateOptions {
+    fn settings(&self, default_flush: std::time::Duration) -> Result<slatedb::Settings, Error> {
+        match &self.settings_file {
+            Some(path) => slatedb::Settings::from_file(path).map_err(|e| Error::Location {
+                location: path.display().to_string(),
+                reason: format!("unreadable SlateDB settings file: {e}"),
+            }),
+            None => Ok(slatedb::Settings {
+                flush_interval: Some(self.flush_interval.unwrap_or(default_flush)),
+                ..slatedb::Settings::default()
+            }),
+        }
+    }
+}
+
 impl SlateKv {
+    /// Opens (creating if needed) the database at `location` with default options.
+    ///
+    /// # Errors
+    ///
+    /// As [`SlateKv::open_with`].
+    pub async fn open(location: &Location) -> Result<Self, Error> {
+        Self::open_with(location, &SlateOptions::default()).await
+    }
+
     /// Opens (creating if needed) the database at `location`.
     ///
     /// # Errors
@@ -263,12 +311,13 @@ impl SlateKv {
     /// [`Error::Location`] when the location cannot be used (a directory
     /// that cannot be created, missing S3 settings), [`Error::Unavailable`]
     /// when SlateDB cannot open the database.
-    pub async fn open(location: &Location) -> Result<Self, Error> {
+    pub async fn open_with(location: &Location, options: &SlateOptions) -> Result<Self, Error> {
         let (path, store) = object_store(location)?;
-        let db = Db::open(path, store).await?;
-        Ok(Self {
-            db: Handle::Writer(Arc::new(db)),
-        })
+        let default_flush = match location {
+            Location::Local(_) => DEFAULT_FLUSH_INTERVAL,
+            Location::S3 { .. } => DEFAULT_S3_FLUSH_INTERVAL,
+        };
+        Self::build(&path, store, options.settings(default_flush)?).await
     }
 
     /// Opens (creating if needed) the database at `path` in any object
@@ -278,7 +327,32 @@ impl SlateKv {
     ///
     /// [`Error::Unavailable`] when SlateDB cannot open the database.
     pub async fn open_object_store(path: &str, store: Arc<dyn ObjectStore>) -> Result<Self, Error> {
-        let db = Db::open(path.to_owned(), store).await?;
+        Self::open_object_store_with(path, store, &SlateOptions::default()).await
+    }
+
+    /// [`SlateKv::open_object_store`] with options.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Location`] for an unreadable settings file,
+    /// [`Error::Unavailable`] when SlateDB cannot open the database.
+    pub async fn open_object_store_with(
+        path: &str,
+        store: Arc<dyn ObjectStore>,
+        options: &SlateOptions,
+    ) -> Result<Self, Error> {
+        Self::build(path, store, options.settings(DEFAULT_FLUSH_INTERVAL)?).await
+    }
+
+    async fn build(
+        path: &str,
+        store: Arc<dyn ObjectStore>,
+        settings: slatedb::Settings,
+    ) -> Result<Self, Error> {
+        let db = Db::builder(path.to_owned(), store)
+            .with_settings(settings)
+            .build()
+            .await?;
         Ok(Self {
             db: Handle::Writer(Arc::new(db)),
         })

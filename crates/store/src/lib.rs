@@ -20,5 +20,8 @@ mod kv;
 mod store;
 
 pub use error::{Conflict, Error};
-pub use kv::{Durability, Kv, Location, MemoryKv, SlateKv, WriteOp};
+pub use kv::{
+    DEFAULT_FLUSH_INTERVAL, DEFAULT_S3_FLUSH_INTERVAL, Durability, Kv, Location, MemoryKv, SlateKv,
+    SlateOptions, WriteOp,
+};
 pub use store::{Commit, DEFAULT_SHARD_CACHE_BYTES, Head, RecordChange, Store};

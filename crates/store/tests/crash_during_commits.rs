@@ -88,6 +88,7 @@ async fn acknowledged_commits_survive_sigkill() {
     let dir = tempdir("crash");
     let mut rng = Rng(0xc7a5);
     let mut acked_total = 0u64;
+    let mut verified = 0u64;
     for round in 0..12 {
         let mut child = Command::new(std::env::current_exe().unwrap())
             .args(["--exact", "crash_child", "--nocapture", "--test-threads=1"])
@@ -133,6 +134,11 @@ async fn acknowledged_commits_survive_sigkill() {
         for (i, (rev, cid)) in log.iter().enumerate() {
             assert_eq!(*rev, i as u64 + 1);
             assert_eq!(*cid, commit_block(*rev).0);
+            // Blocks of commits verified in an earlier round are checked
+            // again only in the last round.
+            if *rev <= verified && round < 11 {
+                continue;
+            }
             assert!(
                 store.get_block(cid).await.unwrap().is_some(),
                 "round {round}: commit block {rev} missing"
@@ -153,6 +159,7 @@ async fn acknowledged_commits_survive_sigkill() {
             "round {round}: record index disagrees with the head"
         );
         kv.close().await.unwrap();
+        verified = head_rev;
         acked_total = acked;
         assert!(acked > 0 || round > 0, "the child acknowledged nothing");
     }
