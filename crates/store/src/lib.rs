@@ -16,10 +16,12 @@
 #![warn(clippy::unwrap_used)]
 
 mod error;
+mod gc;
 mod kv;
 mod store;
 
 pub use error::{Conflict, Error};
+pub use gc::{GcReport, Retention};
 pub use kv::{
     DEFAULT_FLUSH_INTERVAL, DEFAULT_S3_FLUSH_INTERVAL, Durability, Kv, Location, MemoryKv, SlateKv,
     SlateOptions, WriteOp,
