@@ -412,8 +412,11 @@ fn object_store(location: &Location) -> Result<(String, Arc<dyn ObjectStore>), E
     match location {
         Location::Local(dir) => {
             std::fs::create_dir_all(dir).map_err(|e| invalid(e.to_string()))?;
-            let store =
-                LocalFileSystem::new_with_prefix(dir).map_err(|e| invalid(e.to_string()))?;
+            // fsync files and their directories, so that an acknowledged
+            // write survives power loss.
+            let store = LocalFileSystem::new_with_prefix(dir)
+                .map_err(|e| invalid(e.to_string()))?
+                .with_fsync(true);
             Ok(("db".to_owned(), Arc::new(store)))
         }
         Location::S3 { bucket, prefix } => {
