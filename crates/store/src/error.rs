@@ -44,6 +44,14 @@ pub enum Error {
         show(.0.actual.as_ref())
     )]
     Conflict(Box<Conflict>),
+    /// A commit was applied but not confirmed durable in time (the object
+    /// store is failing or slow). Its outcome is unknown: it may still become
+    /// durable, or be lost in a crash; read the head to find out.
+    #[error(
+        "commit not confirmed durable within {0:?} (object storage failing or slow); \
+         its outcome is unknown: read the head to find out, then retry if it is absent"
+    )]
+    DurabilityTimeout(std::time::Duration),
     /// Another writer opened the same database, which fences this one: it
     /// can no longer write. Everything it acknowledged before is kept.
     #[error(

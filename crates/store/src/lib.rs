@@ -26,4 +26,6 @@ pub use kv::{
     DEFAULT_FLUSH_INTERVAL, DEFAULT_S3_FLUSH_INTERVAL, Durability, Kv, Location, MemoryKv, SlateKv,
     SlateOptions, WriteOp,
 };
-pub use store::{Commit, DEFAULT_SHARD_CACHE_BYTES, Head, RecordChange, Store};
+pub use store::{
+    Commit, DEFAULT_DURABILITY_TIMEOUT, DEFAULT_SHARD_CACHE_BYTES, Head, RecordChange, Store,
+};

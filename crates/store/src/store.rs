@@ -132,7 +132,12 @@ pub struct Store<K> {
     kv: K,
     commit_lock: tokio::sync::Mutex<()>,
     cache: Mutex<ShardCache>,
+    durability_timeout: std::time::Duration,
 }
+
+/// How long a commit waits to be confirmed durable before
+/// [`Error::DurabilityTimeout`].
+pub const DEFAULT_DURABILITY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
 
 impl<K: Kv> Store<K> {
     /// A store over `kv` with the default shard cache.
@@ -149,7 +154,15 @@ impl<K: Kv> Store<K> {
                 limit,
                 ..ShardCache::default()
             }),
+            durability_timeout: DEFAULT_DURABILITY_TIMEOUT,
         }
+    }
+
+    /// Sets how long a commit waits to be confirmed durable.
+    #[must_use]
+    pub fn with_durability_timeout(mut self, timeout: std::time::Duration) -> Self {
+        self.durability_timeout = timeout;
+        self
     }
 
     /// The underlying KV store.
@@ -217,6 +230,8 @@ impl<K: Kv> Store<K> {
     /// # Errors
     ///
     /// [`Error::Conflict`] when the head moved (nothing is written),
+    /// [`Error::DurabilityTimeout`] when durability is not confirmed in time
+    /// (outcome unknown),
     /// [`Error::HashMismatch`] for a block that does not match its CID
     /// (nothing is written), or a storage error (nothing acknowledged).
     pub async fn commit(&self, commit: Commit) -> Result<(), Error> {
@@ -257,7 +272,9 @@ impl<K: Kv> Store<K> {
             }
             self.kv.apply(ops).await?
         };
-        durability.wait().await
+        tokio::time::timeout(self.durability_timeout, durability.wait())
+            .await
+            .map_err(|_| Error::DurabilityTimeout(self.durability_timeout))?
     }
 
     /// Up to `limit` records of a collection as (rkey, CID), in rkey order

@@ -185,7 +185,7 @@ async fn faults_surface_as_errors_and_never_leave_partial_commits() {
     let kv = SlateKv::open_object_store("db", Arc::clone(&faulty) as Arc<dyn ObjectStore>)
         .await
         .unwrap();
-    let store = Store::new(kv.clone());
+    let store = Store::new(kv.clone()).with_durability_timeout(Duration::from_secs(3));
     let mut head: Option<Head> = None;
     let mut acked = 0u64;
     for rev in 1..=5 {
@@ -221,23 +221,19 @@ async fn faults_surface_as_errors_and_never_leave_partial_commits() {
     let transient_acked = acked;
 
     // An outage (every call fails): nothing more is acknowledged; the
-    // commit fails with a store error or does not complete.
+    // commit fails with a typed error (here: durability not confirmed in
+    // time, since SlateDB keeps retrying).
     faulty.every.store(1, Ordering::Relaxed);
-    let outage = tokio::time::timeout(
-        Duration::from_secs(3),
-        store.commit(commit(head.map(|h| h.commit), acked + 1)),
-    )
-    .await;
+    let outage = store
+        .commit(commit(head.map(|h| h.commit), acked + 1))
+        .await;
     assert!(
-        !matches!(outage, Ok(Ok(()))),
-        "a commit was acknowledged during a total outage"
+        matches!(
+            outage,
+            Err(store::Error::DurabilityTimeout(_) | store::Error::Unavailable(_))
+        ),
+        "{outage:?}"
     );
-    if let Ok(Err(e)) = &outage {
-        assert!(
-            matches!(e, store::Error::Unavailable(_) | store::Error::Fenced),
-            "{e}"
-        );
-    }
     eprintln!(
         "transient faults: {} commits acknowledged; outage: {outage:?}",
         transient_acked - 5
