@@ -4,7 +4,9 @@
 //! flush intervals; and the overhead of `Store::commit` over raw SlateDB
 //! write batches of the same bytes.
 //!
-//! Run: `cargo run --release -p datarepo-bench --bin store-commits [-- --secs S]`.
+//! Run: `cargo run --release -p datarepo-bench --bin store-commits [-- --secs S]`;
+//! with `DATAREPO_BENCH_S3=s3://bucket/prefix` (and the `AWS_*` variables) it
+//! measures on S3-compatible storage instead of a local directory.
 #![allow(clippy::disallowed_methods)] // a benchmark measures wall time
 
 use std::{
@@ -39,17 +41,18 @@ fn commit(repo: &str, expected: Option<Cid>, rev: u64) -> Commit {
 }
 
 async fn run(flush: Duration, writers: usize, secs: f64, raw: bool) -> f64 {
-    let dir = std::env::temp_dir().join(format!(
-        "datarepo-bench-commits-{}-{writers}-{}",
+    let name = format!(
+        "datarepo-bench-commits-{}-{writers}-{raw}-{}",
         flush.as_micros(),
-        raw
-    ));
-    let _ = std::fs::remove_dir_all(&dir);
+        std::process::id()
+    );
+    let location: store::Location = match std::env::var("DATAREPO_BENCH_S3") {
+        Ok(base) => format!("{base}/{name}").parse().expect("location"),
+        Err(_) => store::Location::Local(std::env::temp_dir().join(&name)),
+    };
     let mut options = SlateOptions::default();
     options.flush_interval = Some(flush);
-    let kv = SlateKv::open_with(&store::Location::Local(dir.clone()), &options)
-        .await
-        .expect("open");
+    let kv = SlateKv::open_with(&location, &options).await.expect("open");
     let store = Arc::new(Store::new(kv.clone()));
     let deadline = Instant::now() + Duration::from_secs_f64(secs);
     let start = Instant::now();
@@ -90,7 +93,9 @@ async fn run(flush: Duration, writers: usize, secs: f64, raw: bool) -> f64 {
     }
     let rate = total as f64 / start.elapsed().as_secs_f64();
     kv.close().await.expect("close");
-    let _ = std::fs::remove_dir_all(&dir);
+    if let store::Location::Local(dir) = &location {
+        let _ = std::fs::remove_dir_all(dir);
+    }
     rate
 }
 
@@ -109,7 +114,8 @@ fn main() {
         .expect("runtime");
     println!("| WAL flush interval | writers | Store::commit | raw SlateDB batch | overhead |");
     println!("| --- | --- | --- | --- | --- |");
-    for flush_ms in [100u64, 20, 10, 5, 1] {
+    let intervals: &[u64] = if std::env::var_os("DATAREPO_BENCH_S3").is_some() { &[100, 10, 1] } else { &[100, 20, 10, 5, 1] };
+    for &flush_ms in intervals {
         for writers in [1usize, 16] {
             let flush = Duration::from_millis(flush_ms);
             let ours = rt.block_on(run(flush, writers, secs, false));

@@ -1,0 +1,106 @@
+//! Block put and get throughput through `Store` (hash checked on every write
+//! and read) against raw SlateDB puts and gets of the same keys and bytes,
+//! in the same run: on a local directory and, when `DATAREPO_TEST_S3` and
+//! the `AWS_*` variables are set (e.g. after `source scripts/s3-test-server.sh`),
+//! on S3-compatible storage.
+//!
+//! Run: `cargo run --release -p datarepo-bench --bin store-blocks [-- --blocks N --size BYTES]`.
+#![allow(clippy::disallowed_methods)] // a benchmark measures wall time
+
+use std::time::Instant;
+
+use bytes::Bytes;
+use cid::Cid;
+use multihash_codetable::{Code, MultihashDigest};
+use store::{Kv, Location, SlateKv, Store, WriteOp};
+
+fn arg(name: &str, default: usize) -> usize {
+    let args: Vec<String> = std::env::args().collect();
+    args.iter()
+        .position(|a| a == name)
+        .and_then(|i| args.get(i + 1))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+fn blocks(n: usize, size: usize, salt: &str) -> Vec<(Cid, Bytes)> {
+    (0..n)
+        .map(|i| {
+            let mut b = format!("{salt} block {i} ").into_bytes();
+            b.resize(size, (i % 251) as u8);
+            let bytes = Bytes::from(b);
+            (Cid::new_v1(0x71, Code::Sha2_256.digest(&bytes)), bytes)
+        })
+        .collect()
+}
+
+async fn measure(location: Location, n: usize, size: usize) {
+    let kv = SlateKv::open(&location).await.expect("open");
+    let store = Store::new(kv.clone());
+    let ours = blocks(n, size, "store");
+    let raw = blocks(n, size, "raw");
+    let mb = (n * size) as f64 / 1e6;
+
+    let t = Instant::now();
+    for chunk in ours.chunks(100) {
+        store.put_blocks(chunk).await.expect("put");
+    }
+    let put_ours = t.elapsed().as_secs_f64();
+    let t = Instant::now();
+    for chunk in raw.chunks(100) {
+        let ops = chunk
+            .iter()
+            .map(|(c, b)| WriteOp::Put(keycodec::records::block_key(&c.to_bytes()), b.clone()))
+            .collect();
+        kv.write(ops).await.expect("raw put");
+    }
+    let put_raw = t.elapsed().as_secs_f64();
+
+    let order: Vec<usize> = (0..n).map(|i| (i * 7919) % n).collect();
+    let t = Instant::now();
+    for &i in &order {
+        assert!(store.get_block(&ours[i].0).await.expect("get").is_some());
+    }
+    let get_ours = t.elapsed().as_secs_f64();
+    let t = Instant::now();
+    for &i in &order {
+        let key = keycodec::records::block_key(&raw[i].0.to_bytes());
+        assert!(kv.get(&key).await.expect("raw get").is_some());
+    }
+    let get_raw = t.elapsed().as_secs_f64();
+    kv.close().await.expect("close");
+
+    let name = match &location {
+        Location::Local(_) => "local directory",
+        Location::S3 { .. } => "S3 (SeaweedFS on 127.0.0.1)",
+    };
+    println!(
+        "| {name} | put, batches of 100 | {:.0} blocks/s ({:.1} MB/s) | {:.0} blocks/s | {:.2}× |",
+        n as f64 / put_ours,
+        mb / put_ours,
+        n as f64 / put_raw,
+        put_ours / put_raw
+    );
+    println!(
+        "| {name} | get, one at a time | {:.0} blocks/s ({:.1} MB/s) | {:.0} blocks/s | {:.2}× |",
+        n as f64 / get_ours,
+        mb / get_ours,
+        n as f64 / get_raw,
+        get_ours / get_raw
+    );
+}
+
+fn main() {
+    let n = arg("--blocks", 20_000);
+    let size = arg("--size", 1024);
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("runtime");
+    println!("| storage | operation | `Store` (hash-checked) | raw SlateDB | overhead |");
+    println!("| --- | --- | --- | --- | --- |");
+    let dir = std::env::temp_dir().join(format!("datarepo-bench-blocks-{}", std::process::id()));
+    rt.block_on(measure(Location::Local(dir.clone()), n, size));
+    let _ = std::fs::remove_dir_all(&dir);
+    if let Ok(base) = std::env::var("DATAREPO_TEST_S3") {
+        let location: Location = format!("{base}/bench-blocks-{}", std::process::id()).parse().expect("location");
+        rt.block_on(measure(location, n, size));
+    }
+}
