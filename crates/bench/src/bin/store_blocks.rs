@@ -93,14 +93,20 @@ async fn measure(location: Location, n: usize, size: usize) {
 fn main() {
     let n = arg("--blocks", 20_000);
     let size = arg("--size", 1024);
-    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("runtime");
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
     println!("| storage | operation | `Store` (hash-checked) | raw SlateDB | overhead |");
     println!("| --- | --- | --- | --- | --- |");
     let dir = std::env::temp_dir().join(format!("datarepo-bench-blocks-{}", std::process::id()));
     rt.block_on(measure(Location::Local(dir.clone()), n, size));
     let _ = std::fs::remove_dir_all(&dir);
     if let Ok(base) = std::env::var("DATAREPO_TEST_S3") {
-        let location: Location = format!("{base}/bench-blocks-{}", std::process::id()).parse().expect("location");
+        let location: Location = format!("{base}/bench-blocks-{}", std::process::id())
+            .parse()
+            .expect("location");
         rt.block_on(measure(location, n, size));
     }
 }

@@ -114,7 +114,11 @@ fn main() {
         .expect("runtime");
     println!("| WAL flush interval | writers | Store::commit | raw SlateDB batch | overhead |");
     println!("| --- | --- | --- | --- | --- |");
-    let intervals: &[u64] = if std::env::var_os("DATAREPO_BENCH_S3").is_some() { &[100, 10, 1] } else { &[100, 20, 10, 5, 1] };
+    let intervals: &[u64] = if std::env::var_os("DATAREPO_BENCH_S3").is_some() {
+        &[100, 10, 1]
+    } else {
+        &[100, 20, 10, 5, 1]
+    };
     for &flush_ms in intervals {
         for writers in [1usize, 16] {
             let flush = Duration::from_millis(flush_ms);
