@@ -24,12 +24,35 @@ fn commit(expected: Option<cid::Cid>, rev: u64) -> Commit {
     }
 }
 
+/// The locations to test: a local directory, and S3-compatible storage when
+/// `scripts/test` provides it (`DATAREPO_TEST_S3`).
+fn locations(name: &str) -> Vec<Location> {
+    let mut out = vec![Location::Local(tempdir(name))];
+    match std::env::var("DATAREPO_TEST_S3") {
+        Ok(base) => out.push(
+            format!("{base}/{name}-{}", std::process::id())
+                .parse()
+                .unwrap(),
+        ),
+        Err(_) => assert!(
+            std::env::var_os("CI").is_none(),
+            "CI must provide DATAREPO_TEST_S3"
+        ),
+    }
+    out
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_second_writer_fences_the_first() {
-    let dir = tempdir("fence");
-    let first = Store::new(SlateKv::open_local(&dir).await.unwrap());
+    for location in locations("fence") {
+        second_writer_fences_the_first(&location).await;
+    }
+}
+
+async fn second_writer_fences_the_first(location: &Location) {
+    let first = Store::new(SlateKv::open(location).await.unwrap());
     first.commit(commit(None, 1)).await.unwrap();
-    let second_kv = SlateKv::open_local(&dir).await.unwrap();
+    let second_kv = SlateKv::open(location).await.unwrap();
     let second = Store::new(second_kv.clone());
     // The fenced writer fails clearly (possibly after a moment, when it
     // next touches the manifest) and writes nothing more.
@@ -57,11 +80,16 @@ async fn a_second_writer_fences_the_first() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn readers_see_new_commits_within_the_refresh_interval() {
-    let dir = tempdir("reader");
-    let writer_kv = SlateKv::open_local(&dir).await.unwrap();
+    for location in locations("reader") {
+        readers_follow(&location).await;
+    }
+}
+
+async fn readers_follow(location: &Location) {
+    let writer_kv = SlateKv::open(location).await.unwrap();
     let writer = Store::new(writer_kv.clone());
     writer.commit(commit(None, 1)).await.unwrap();
-    let reader_kv = SlateKv::open_reader(&Location::Local(dir.clone()), Duration::from_millis(100))
+    let reader_kv = SlateKv::open_reader(location, Duration::from_millis(100))
         .await
         .unwrap();
     let reader = Store::new(reader_kv.clone());
