@@ -9,12 +9,15 @@ use clap::{Parser, Subcommand};
 
 mod keys;
 mod pail_cmd;
+mod storage;
 mod syntax;
 
 /// datarepo: a content-addressed data repository of records.
 #[derive(Debug, Parser)]
 #[command(name = "datarepo", version, about, max_term_width = 100)]
 struct Cli {
+    #[command(flatten)]
+    store: storage::StoreArgs,
     #[command(subcommand)]
     command: Command,
 }
@@ -30,6 +33,8 @@ enum Command {
     /// Pail trees: apply operations, or keep a tree in a CAR file.
     #[command(subcommand)]
     Pail(pail_cmd::PailCommand),
+    /// Delete blocks that no retained commit reaches (safe while others write).
+    Gc(storage::GcArgs),
     /// Storage keys: build and explain them (a key inspector).
     #[command(subcommand)]
     Keys(keys::KeysCommand),
@@ -43,6 +48,7 @@ fn main() -> ExitCode {
         Command::Tid(cmd) => syntax::run_tid(cmd),
         Command::Keys(cmd) => keys::run(cmd),
         Command::Pail(cmd) => pail_cmd::run(cmd),
+        Command::Gc(args) => storage::gc(&cli.store, &args),
     };
     match result {
         Ok(code) => code,

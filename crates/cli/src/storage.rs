@@ -1,0 +1,110 @@
+//! Commands that work on the store directly: `datarepo gc`.
+
+use std::{io, path::PathBuf, process::ExitCode};
+
+use clap::Args;
+use indicatif::{ProgressBar, ProgressStyle};
+use serde_json::json;
+use store::{Location, Retention, SlateKv, SlateOptions, Store};
+
+/// Where the data lives; global to every command that touches storage.
+#[derive(Debug, Args)]
+pub(crate) struct StoreArgs {
+    /// Where the data lives: a directory (default ./data), file:///abs/path,
+    /// or s3://bucket/prefix (settings from the AWS_* environment variables).
+    #[arg(long, global = true, env = "DATAREPO_STORE", default_value = "./data")]
+    store: String,
+    /// A SlateDB settings file (.toml, .json or .yaml) replacing datarepo's defaults.
+    #[arg(long, global = true, env = "DATAREPO_STORE_SETTINGS")]
+    store_settings: Option<PathBuf>,
+}
+
+impl StoreArgs {
+    async fn open(&self) -> Result<SlateKv, String> {
+        let location: Location = self
+            .store
+            .parse()
+            .map_err(|e: store::Error| e.to_string())?;
+        let mut options = SlateOptions::default();
+        options.settings_file.clone_from(&self.store_settings);
+        SlateKv::open_with(&location, &options)
+            .await
+            .map_err(|e| format!("cannot open the store at {location}: {e}"))
+    }
+}
+
+/// `datarepo gc`.
+#[derive(Debug, Args)]
+pub(crate) struct GcArgs {
+    /// Keep only the newest N commits of each repository (and what they
+    /// reach); by default every commit in each repository's log is kept.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    keep_last: Option<u64>,
+    /// Print the report as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+pub(crate) fn gc(store_args: &StoreArgs, args: &GcArgs) -> io::Result<ExitCode> {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    let result = rt.block_on(async {
+        let kv = store_args.open().await?;
+        let store = Store::new(kv.clone());
+        let retention = match args.keep_last {
+            Some(n) => Retention::Last(usize::try_from(n).unwrap_or(usize::MAX)),
+            None => Retention::All,
+        };
+        let bar = ProgressBar::new(0);
+        bar.set_style(
+            ProgressStyle::with_template("{msg} [{bar:40}] {pos}/{len} blocks ({eta} left)")
+                .unwrap_or_else(|_| ProgressStyle::default_bar())
+                .progress_chars("=> "),
+        );
+        bar.set_message("sweeping");
+        let report = store
+            .gc(retention, |done, total| {
+                bar.set_length(total as u64);
+                bar.set_position(done as u64);
+            })
+            .await;
+        bar.finish_and_clear();
+        let close = kv.close().await;
+        let report = report.map_err(|e| {
+            format!("garbage collection failed (nothing was deleted that is reachable): {e}")
+        })?;
+        close.map_err(|e| e.to_string())?;
+        Ok::<_, String>(report)
+    });
+    match result {
+        Ok(r) => {
+            if args.json {
+                println!(
+                    "{}",
+                    json!({"listed": r.listed, "reachable": r.reachable, "deleted": r.deleted,
+                           "bytes_freed": r.bytes_freed, "missing": r.missing})
+                );
+            } else {
+                println!(
+                    "{} blocks listed, {} reachable, {} deleted ({} bytes freed){}",
+                    r.listed,
+                    r.reachable,
+                    r.deleted,
+                    r.bytes_freed,
+                    if r.missing > 0 {
+                        format!("; {} linked blocks were already missing", r.missing)
+                    } else {
+                        String::new()
+                    }
+                );
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(e) => {
+            eprintln!("datarepo: {e}");
+            Ok(ExitCode::from(1))
+        }
+    }
+}
