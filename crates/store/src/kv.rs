@@ -260,7 +260,8 @@ impl std::fmt::Display for Location {
 #[non_exhaustive]
 pub struct SlateOptions {
     /// A SlateDB settings file (`.toml`, `.json` or `.yaml`); when given it
-    /// replaces datarepo's defaults entirely.
+    /// replaces datarepo's defaults entirely (fields it omits take SlateDB's
+    /// defaults, e.g. a 100 ms WAL flush interval and no compression).
     pub settings_file: Option<std::path::PathBuf>,
     /// The WAL flush interval when no settings file is given (default
     /// [`DEFAULT_FLUSH_INTERVAL`] for a local directory,
@@ -288,6 +289,9 @@ impl SlateOptions {
             }),
             None => Ok(slatedb::Settings {
                 flush_interval: Some(self.flush_interval.unwrap_or(default_flush)),
+                // LZ4: less than half the bytes on disk for record blocks at
+                // about the same speed (docs/benchmarks.md).
+                compression_codec: Some(slatedb::config::CompressionCodec::Lz4),
                 ..slatedb::Settings::default()
             }),
         }
