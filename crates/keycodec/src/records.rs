@@ -116,6 +116,15 @@ pub fn block_key(cid: &[u8]) -> Vec<u8> {
         .finish()
 }
 
+/// The key of a block whose CID bytes `write_cid` appends (one allocation,
+/// for callers that can write a CID's bytes in place).
+pub fn block_key_with(write_cid: impl FnOnce(&mut Vec<u8>)) -> Vec<u8> {
+    let mut key = Vec::with_capacity(2 + 40);
+    key.extend_from_slice(&RecordType::Block.prefix().encode());
+    write_cid(&mut key);
+    key
+}
+
 /// The key of a repository's head.
 #[must_use]
 pub fn head_key(repo: &str) -> Vec<u8> {

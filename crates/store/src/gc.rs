@@ -144,10 +144,8 @@ impl<K: Kv> Store<K> {
         }
 
         // 4. Sweep the listed blocks that are not reachable.
-        let reachable_keys: HashSet<Vec<u8>> = reachable
-            .iter()
-            .map(|c| records::block_key(&c.to_bytes()))
-            .collect();
+        let reachable_keys: HashSet<Vec<u8>> =
+            reachable.iter().map(crate::store::block_key).collect();
         let total = candidates.len();
         let mut report = GcReport {
             listed: total,

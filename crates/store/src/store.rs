@@ -9,8 +9,8 @@ use std::{
 use bytes::Bytes;
 use cid::Cid;
 use keycodec::records;
-use multihash_codetable::{Code, MultihashDigest};
 use pail::{Shard, ShardFetcher};
+use sha2::Digest;
 
 use crate::{Error, Kv, WriteOp};
 
@@ -80,7 +80,15 @@ fn verify(cid: &Cid, bytes: &[u8]) -> Result<bool, Error> {
     if cid.hash().code() != SHA2_256 {
         return Err(Error::UnsupportedHash { cid: *cid });
     }
-    Ok(Code::Sha2_256.digest(bytes).digest() == cid.hash().digest())
+    Ok(sha2::Sha256::digest(bytes).as_slice() == cid.hash().digest())
+}
+
+/// The storage key of a block.
+pub(crate) fn block_key(cid: &Cid) -> Vec<u8> {
+    // Writing to a Vec cannot fail.
+    records::block_key_with(|out| {
+        let _ = cid.write_bytes(out);
+    })
 }
 
 /// Decoded shards by CID, bounded by their total encoded size; the oldest
@@ -187,10 +195,7 @@ impl<K: Kv> Store<K> {
             if !verify(cid, bytes)? {
                 return Err(Error::HashMismatch { cid: *cid });
             }
-            ops.push(WriteOp::Put(
-                records::block_key(&cid.to_bytes()),
-                bytes.clone(),
-            ));
+            ops.push(WriteOp::Put(block_key(cid), bytes.clone()));
         }
         self.kv.write(ops).await
     }
@@ -202,7 +207,7 @@ impl<K: Kv> Store<K> {
     /// [`Error::Corrupt`] when the stored bytes do not hash to `cid`, or a
     /// storage error.
     pub async fn get_block(&self, cid: &Cid) -> Result<Option<Bytes>, Error> {
-        let Some(bytes) = self.kv.get(&records::block_key(&cid.to_bytes())).await? else {
+        let Some(bytes) = self.kv.get(&block_key(cid)).await? else {
             return Ok(None);
         };
         if !verify(cid, &bytes)? {
@@ -240,10 +245,7 @@ impl<K: Kv> Store<K> {
             if !verify(cid, bytes)? {
                 return Err(Error::HashMismatch { cid: *cid });
             }
-            ops.push(WriteOp::Put(
-                records::block_key(&cid.to_bytes()),
-                bytes.clone(),
-            ));
+            ops.push(WriteOp::Put(block_key(cid), bytes.clone()));
         }
         ops.push(WriteOp::Put(
             records::head_key(&commit.repo),
