@@ -42,3 +42,14 @@ pub fn random_keys(n: usize, seed: u64) -> Vec<String> {
 pub fn raw_value(i: u64) -> Cid {
     Cid::new_v1(0x55, Code::Sha2_256.digest(&i.to_be_bytes()))
 }
+
+/// The value of command-line option `name` (`--name VALUE`), or `default`.
+#[must_use]
+pub fn arg<T: std::str::FromStr>(name: &str, default: T) -> T {
+    let args: Vec<String> = std::env::args().collect();
+    args.iter()
+        .position(|a| a == name)
+        .and_then(|i| args.get(i + 1))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}

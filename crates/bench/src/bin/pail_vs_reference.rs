@@ -25,15 +25,6 @@ use multihash_codetable::{Code, MultihashDigest};
 use pail::{Batch, EntriesOptions, MemoryBlocks, Shard, ShardConfig};
 use serde_json::{Value, json};
 
-fn arg(name: &str, default: usize) -> usize {
-    let args: Vec<String> = std::env::args().collect();
-    args.iter()
-        .position(|a| a == name)
-        .and_then(|i| args.get(i + 1))
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
-
 fn fresh() -> (MemoryBlocks, cid::Cid) {
     let blocks = MemoryBlocks::new();
     let root = Arc::new(Shard::empty(ShardConfig::default()));
@@ -42,8 +33,8 @@ fn fresh() -> (MemoryBlocks, cid::Cid) {
 }
 
 fn main() {
-    let puts = arg("--puts", 10_000);
-    let batch_n = arg("--batch", 100_000);
+    let puts = datarepo_bench::arg("--puts", 10_000);
+    let batch_n = datarepo_bench::arg("--batch", 100_000);
     let with_reference = !std::env::args().any(|a| a == "--no-reference");
     let n = puts.max(batch_n);
     let keys = random_keys(n, 0xda7a);

@@ -14,15 +14,6 @@ use cid::Cid;
 use multihash_codetable::{Code, MultihashDigest};
 use store::{Kv, Location, SlateKv, Store, WriteOp};
 
-fn arg(name: &str, default: usize) -> usize {
-    let args: Vec<String> = std::env::args().collect();
-    args.iter()
-        .position(|a| a == name)
-        .and_then(|i| args.get(i + 1))
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
-
 fn blocks(n: usize, size: usize, salt: &str) -> Vec<(Cid, Bytes)> {
     (0..n)
         .map(|i| {
@@ -91,8 +82,8 @@ async fn measure(location: Location, n: usize, size: usize) {
 }
 
 fn main() {
-    let n = arg("--blocks", 20_000);
-    let size = arg("--size", 1024);
+    let n = datarepo_bench::arg("--blocks", 20_000);
+    let size = datarepo_bench::arg("--size", 1024);
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

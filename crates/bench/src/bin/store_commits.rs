@@ -100,13 +100,7 @@ async fn run(flush: Duration, writers: usize, secs: f64, raw: bool) -> f64 {
 }
 
 fn main() {
-    let args: Vec<String> = std::env::args().collect();
-    let secs: f64 = args
-        .iter()
-        .position(|a| a == "--secs")
-        .and_then(|i| args.get(i + 1))
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(3.0);
+    let secs: f64 = datarepo_bench::arg("--secs", 3.0);
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
