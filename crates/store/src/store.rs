@@ -387,12 +387,30 @@ impl<K: Kv> ShardFetcher for Store<K> {
         if let Some(shard) = self.cache().get(cid) {
             return Ok(shard);
         }
+        let store_err = |e: Error| pail::Error::Store(Box::new(e));
         let bytes = self
-            .get_block(cid)
+            .kv
+            .get(&block_key(cid))
             .await
-            .map_err(|e| pail::Error::Store(Box::new(e)))?
+            .map_err(store_err)?
             .ok_or(pail::Error::MissingBlock(*cid))?;
-        let shard = Arc::new(Shard::decode(&bytes)?);
+        // Decoding hashes the bytes to compute the shard's CID, so comparing
+        // it with `cid` is the verification: each shard is hashed once.
+        let corrupt = || store_err(Error::Corrupt { cid: *cid });
+        let shard = match Shard::decode(&bytes) {
+            Ok(shard) if shard.cid() == *cid => shard,
+            Ok(_) => return Err(corrupt()),
+            // Undecodable bytes are corrupt unless they are a valid block
+            // that is simply not a shard.
+            Err(e) => {
+                return Err(if verify(cid, &bytes).map_err(store_err)? {
+                    e
+                } else {
+                    corrupt()
+                });
+            }
+        };
+        let shard = Arc::new(shard);
         self.cache().insert(Arc::clone(&shard));
         Ok(shard)
     }
