@@ -131,13 +131,8 @@ pub(crate) fn run(cmd: PailCommand) -> io::Result<ExitCode> {
             } => {
                 let value = parse_cid(&value)?;
                 let (blocks, root) = open_or_create(&car.path, config.config()).await?;
-                let m = pail::put(&blocks, root, &key, value)
-                    .await
-                    .map_err(|e| e.to_string())?;
-                blocks.apply(&m, false);
-                save(&car.path, &blocks, m.root).await?;
-                print_mutation(root, &m);
-                Ok(ExitCode::SUCCESS)
+                let m = pail::put(&blocks, root, &key, value).await;
+                finish(&car.path, &blocks, root, m).await
             }
             PailCommand::Get { car, key } => {
                 let (blocks, root) = open(&car.path).await?;
@@ -157,13 +152,8 @@ pub(crate) fn run(cmd: PailCommand) -> io::Result<ExitCode> {
             }
             PailCommand::Del { car, key } => {
                 let (blocks, root) = open(&car.path).await?;
-                let m = pail::del(&blocks, root, &key)
-                    .await
-                    .map_err(|e| e.to_string())?;
-                blocks.apply(&m, false);
-                save(&car.path, &blocks, m.root).await?;
-                print_mutation(root, &m);
-                Ok(ExitCode::SUCCESS)
+                let m = pail::del(&blocks, root, &key).await;
+                finish(&car.path, &blocks, root, m).await
             }
             PailCommand::Ls { car, prefix, json } => {
                 let (blocks, root) = open(&car.path).await?;
@@ -233,13 +223,8 @@ pub(crate) fn run(cmd: PailCommand) -> io::Result<ExitCode> {
                 for t in &targets {
                     roots.push(load_into(t, &blocks).await?);
                 }
-                let m = pail::merge(&blocks, base, &roots)
-                    .await
-                    .map_err(|e| e.to_string())?;
-                blocks.apply(&m, false);
-                save(&car.path, &blocks, m.root).await?;
-                print_mutation(base, &m);
-                Ok(ExitCode::SUCCESS)
+                let m = pail::merge(&blocks, base, &roots).await;
+                finish(&car.path, &blocks, base, m).await
             }
         }
     });
@@ -254,6 +239,20 @@ pub(crate) fn run(cmd: PailCommand) -> io::Result<ExitCode> {
 
 fn parse_cid(s: &str) -> Result<Cid> {
     s.parse().map_err(|e| format!("{s:?} is not a CID: {e}"))
+}
+
+/// Stores a write's result in the CAR file and prints what changed.
+async fn finish(
+    path: &Path,
+    blocks: &MemoryBlocks,
+    old: Cid,
+    m: std::result::Result<pail::Mutation, pail::Error>,
+) -> Result<ExitCode> {
+    let m = m.map_err(|e| e.to_string())?;
+    blocks.apply(&m, false);
+    save(path, blocks, m.root).await?;
+    print_mutation(old, &m);
+    Ok(ExitCode::SUCCESS)
 }
 
 fn print_mutation(old: Cid, m: &pail::Mutation) {

@@ -1,6 +1,8 @@
 //! `datarepo gc` with `--store` / `DATAREPO_STORE`: deletes blocks no commit
 //! reaches and reports what it did; bad locations are clear errors.
 
+mod common;
+
 use std::process::Command;
 
 use bytes::Bytes;
@@ -11,8 +13,7 @@ use store::{SlateKv, Store};
 
 #[test]
 fn gc_deletes_unreachable_blocks() {
-    let dir = std::env::temp_dir().join(format!("datarepo-cli-gc-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
+    let dir = common::tempdir("gc");
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

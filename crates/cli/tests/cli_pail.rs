@@ -1,41 +1,15 @@
 //! `datarepo pail apply` (JSON Lines in and out) and the CAR-file commands,
 //! including that the reference's own CLI reads the CAR files we write.
 
-use std::{
-    io::Write,
-    path::Path,
-    process::{Command, Output, Stdio},
-};
+use std::{path::Path, process::Command};
 
+mod common;
+
+use common::{datarepo, json_lines, tempdir};
 use serde_json::{Value, json};
 
 const V1: &str = "bafkreiem4twkqzsq2aj4shbycd4yvoj2cx72vezicletlhi7dijjciqpui";
 const V2: &str = "bafkreidnnerb5tram4k3cg2hmu6rw4cftsdt4t32xk5lms25b7dpif2a24";
-
-fn datarepo(args: &[&str], stdin: &str) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_datarepo"))
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(stdin.as_bytes())
-        .unwrap();
-    child.wait_with_output().unwrap()
-}
-
-fn lines(out: &Output) -> Vec<Value> {
-    String::from_utf8(out.stdout.clone())
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
-}
 
 #[test]
 fn apply_reports_roots_errors_and_entries() {
@@ -54,7 +28,7 @@ fn apply_reports_roots_errors_and_entries() {
         + "not json\n";
     let out = datarepo(&["pail", "apply", "--max-size", "1024"], &input);
     assert_eq!(out.status.code(), Some(0));
-    let l = lines(&out);
+    let l = json_lines(&out);
     assert_eq!(l.len(), 8);
     assert!(l[0]["root"].is_string() && l[0].get("error").is_none());
     assert_eq!(l[2], json!({"entries": [["a", V1], ["c", V2]]}));
@@ -80,7 +54,7 @@ fn apply_root_matches_the_library() {
     );
     // Recorded from @web3-storage/pail 0.5.0 (see crates/pail/tests/shard_format.rs).
     assert_eq!(
-        lines(&out)[0]["root"],
+        json_lines(&out)[0]["root"],
         "bafyreifmvekataldbgrghgz55jjlyu6a2qyajw3eipya6uthunub5upube"
     );
 }
@@ -91,7 +65,7 @@ fn car(dir: &Path, name: &str) -> String {
 
 #[test]
 fn car_file_commands_round_trip() {
-    let dir = tempdir();
+    let dir = tempdir("pail");
     let a = car(&dir, "a.car");
     for (k, v) in [
         ("apple", V1),
@@ -120,7 +94,7 @@ fn car_file_commands_round_trip() {
         Some(1)
     );
     let out = datarepo(&["pail", "ls", "--path", &a, "--prefix", "b", "--json"], "");
-    let keys: Vec<String> = lines(&out)
+    let keys: Vec<String> = json_lines(&out)
         .iter()
         .map(|l| l["key"].as_str().unwrap().to_owned())
         .collect();
@@ -151,7 +125,7 @@ fn car_file_commands_round_trip() {
         String::from_utf8_lossy(&out.stderr)
     );
     let out = datarepo(&["pail", "ls", "--path", &a, "--json"], "");
-    let keys: Vec<String> = lines(&out)
+    let keys: Vec<String> = json_lines(&out)
         .iter()
         .map(|l| l["key"].as_str().unwrap().to_owned())
         .collect();
@@ -189,7 +163,7 @@ fn car_file_commands_round_trip() {
 
 #[test]
 fn corrupt_car_files_are_rejected() {
-    let dir = tempdir();
+    let dir = tempdir("pail");
     let a = car(&dir, "a.car");
     datarepo(&["pail", "put", "--path", &a, "k", V1], "");
     let mut bytes = std::fs::read(&a).unwrap();
@@ -210,15 +184,4 @@ fn corrupt_car_files_are_rejected() {
             .code(),
         Some(1)
     );
-}
-
-fn tempdir() -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!(
-        "datarepo-cli-pail-{}-{:?}",
-        std::process::id(),
-        std::thread::current().id()
-    ));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
 }
