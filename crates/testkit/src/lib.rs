@@ -60,3 +60,39 @@ pub fn run_node(script: &str, input: &str) -> Vec<String> {
         .map(str::to_owned)
         .collect()
 }
+
+/// A global allocator that counts allocations, for tests that pin "this
+/// path allocates nothing":
+///
+/// ```ignore
+/// #[global_allocator]
+/// static GLOBAL: testkit::CountingAlloc = testkit::CountingAlloc;
+/// let before = testkit::allocations();
+/// // ... the code under test ...
+/// assert_eq!(testkit::allocations() - before, 0);
+/// ```
+#[derive(Debug)]
+pub struct CountingAlloc;
+
+static ALLOCATIONS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// Allocations made through [`CountingAlloc`] so far.
+#[must_use]
+pub fn allocations() -> usize {
+    ALLOCATIONS.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+// SAFETY: delegates to the system allocator; only counts calls.
+#[allow(unsafe_code)]
+unsafe impl std::alloc::GlobalAlloc for CountingAlloc {
+    unsafe fn alloc(&self, layout: std::alloc::Layout) -> *mut u8 {
+        ALLOCATIONS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        // SAFETY: same contract as the caller's.
+        unsafe { std::alloc::System.alloc(layout) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: std::alloc::Layout) {
+        // SAFETY: same contract as the caller's.
+        unsafe { std::alloc::System.dealloc(ptr, layout) }
+    }
+}
