@@ -182,6 +182,16 @@ pub fn collection_key(repo: &str, collection: &str) -> Vec<u8> {
         .finish()
 }
 
+/// All collection declarations of a repository, in collection order.
+#[must_use]
+pub fn collection_range(repo: &str) -> KeyRange {
+    KeyRange::prefix(
+        KeyBuilder::new(RecordType::Collection.prefix())
+            .str(repo)
+            .as_bytes(),
+    )
+}
+
 /// The key of a bitmap container, wrapping its txkey.
 #[must_use]
 pub fn bitmap_key(txkey: &[u8]) -> Vec<u8> {

@@ -8,6 +8,19 @@
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
+    /// A DID breaks DID syntax.
+    #[error("invalid DID: {reason}")]
+    InvalidDid {
+        /// The rule broken.
+        reason: &'static str,
+    },
+    /// A handle breaks handle syntax.
+    #[error("invalid handle: {reason}")]
+    InvalidHandle {
+        /// The rule broken.
+        reason: &'static str,
+    },
+
     /// A record key was empty.
     #[error("record key is empty (it must be 1 to 512 characters)")]
     EmptyRecordKey,

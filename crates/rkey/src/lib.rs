@@ -5,6 +5,8 @@
 //! - [`KeyType`]: the rule a collection declares for its keys (`tid`,
 //!   `literal:<value>`, `any`, `nsid`), with [`KeyType::check`].
 //! - [`Nsid`] / [`validate_nsid`]: collection names such as `app.bsky.feed.post`.
+//! - [`validate_did`], [`validate_handle`], [`validate_repo_id`]: the
+//!   identifiers that name repositories.
 //! - [`Tid`]: 64-bit timestamp identifiers in their 13-character form, and
 //!   [`TidGenerator`], which makes them strictly increasing from an injected
 //!   [`Clock`].
@@ -27,6 +29,7 @@
 #![warn(clippy::unwrap_used)]
 
 mod error;
+mod ident;
 mod key_type;
 mod nsid;
 mod record_key;
@@ -34,6 +37,7 @@ mod tid;
 mod tid_generator;
 
 pub use error::{Error, NsidRule};
+pub use ident::{MAX_DID_LEN, MAX_HANDLE_LEN, validate_did, validate_handle, validate_repo_id};
 pub use key_type::KeyType;
 pub use nsid::{MAX_NSID_LEN, Nsid, validate_nsid};
 pub use record_key::{MAX_RECORD_KEY_LEN, RecordKey, validate_record_key};

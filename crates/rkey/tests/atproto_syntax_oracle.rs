@@ -1,7 +1,7 @@
-//! Differential test: our record key, TID and NSID validators agree with
+//! Differential test: our record key, TID, NSID, DID and handle validators agree with
 //! `@atproto/syntax` (npm) on every string of a generated corpus.
 
-use rkey::{Tid, validate_nsid, validate_record_key};
+use rkey::{Tid, validate_did, validate_handle, validate_nsid, validate_record_key};
 
 /// Deterministic splitmix64, so a failure reproduces.
 struct Rng(u64);
@@ -65,6 +65,51 @@ fn corpus() -> Vec<String> {
         "zzzzzzzzzzzzz",
         "jzzzzzzzzzzzz",
         "kzzzzzzzzzzzz",
+        "did:web:example.com",
+        "did:plc:z72i7hdynmk6r22z27h6tvur",
+        "did:method:val:two",
+        "did:m:v",
+        "did:method::::val",
+        "did:method:-:_:.",
+        "did:key:zQ3shZc2QzApp2oymGvQbzP8eKheVshBHbU4ZYjeXqwSKEn6N",
+        "did:method:val%BB",
+        "did:method:val%",
+        "did:method:val:",
+        "did:METHOD:val",
+        "did:m123:val",
+        "DID:method:val",
+        "did:method:",
+        "did:method:val/two",
+        "did:method:val?two",
+        "did:method:val#two",
+        "did:",
+        "did:web",
+        "alice.example.com",
+        "john.test",
+        "jan.test",
+        "a234567890123456789.test",
+        "john2.test",
+        "john-john.test",
+        "john.bsky.app",
+        "jo.hn",
+        "a.co",
+        "x.y",
+        "xn--ls8h.test",
+        "example.t",
+        "jo_hn.test",
+        "-john.test",
+        "john.0",
+        "john.-",
+        "john.test.",
+        ".john.test",
+        "jo!hn.test",
+        "john..test",
+        "john.123",
+        "john.test-",
+        "laptop.local",
+        "8.cn",
+        "11.test",
+        "2gzyxa5ihm7nsggfxnu52rck2vv4rvmdlkiu3zzui5du4xyclen53wid.onion",
     ] {
         out.push(s.to_owned());
     }
@@ -76,6 +121,13 @@ fn corpus() -> Vec<String> {
         out.push("7".repeat(len));
         out.push(format!("com.{}.x", "b".repeat(len.saturating_sub(6))));
         out.push(format!("a.{}.b", "c".repeat(len.min(70))));
+        out.push(format!("did:web:{}", "d".repeat(len)));
+        out.push(format!("{}.test", "h".repeat(len.saturating_sub(5))));
+        out.push(
+            std::iter::repeat_n("abcdefghi", len / 10 + 1)
+                .collect::<Vec<_>>()
+                .join("."),
+        );
     }
     // Every ASCII byte alone, embedded, at each end, and replacing a TID char.
     for b in 0u8..=127 {
@@ -88,6 +140,9 @@ fn corpus() -> Vec<String> {
         out.push(format!("{c}jui7kd54zh2y"));
         out.push(format!("com.ex{c}ample.foo"));
         out.push(format!("com.example.fo{c}o"));
+        out.push(format!("did:pl{c}:abc"));
+        out.push(format!("did:plc:ab{c}c"));
+        out.push(format!("alice.exa{c}mple.com"));
     }
     // Unicode look-alikes and whitespace.
     for s in [
@@ -135,6 +190,8 @@ fn corpus() -> Vec<String> {
             })
             .collect();
         out.push(nsid.join("."));
+        out.push(nsid.join(".").replace('A', "did:"));
+        out.push(format!("did:{}", nsid.join(":")));
     }
     out
 }
@@ -150,12 +207,15 @@ fn validators_agree_with_atproto_syntax() {
     assert_eq!(answers.len(), corpus.len(), "one oracle answer per input");
     let mut disagreements = Vec::new();
     let (mut valid_rkeys, mut valid_tids, mut valid_nsids) = (0, 0, 0);
+    let (mut valid_dids, mut valid_handles) = (0, 0);
     for (s, answer) in corpus.iter().zip(&answers) {
         let oracle: serde_json::Value = serde_json::from_str(answer).unwrap();
         let ours = [
             ("rkey", validate_record_key(s).is_ok()),
             ("tid", Tid::parse(s).is_ok()),
             ("nsid", validate_nsid(s).is_ok()),
+            ("did", validate_did(s).is_ok()),
+            ("handle", validate_handle(s).is_ok()),
         ];
         for (what, ok) in ours {
             if oracle[what].as_bool() != Some(ok) {
@@ -165,6 +225,8 @@ fn validators_agree_with_atproto_syntax() {
         valid_rkeys += usize::from(ours[0].1);
         valid_tids += usize::from(ours[1].1);
         valid_nsids += usize::from(ours[2].1);
+        valid_dids += usize::from(ours[3].1);
+        valid_handles += usize::from(ours[4].1);
     }
     assert!(
         disagreements.is_empty(),
@@ -180,6 +242,14 @@ fn validators_agree_with_atproto_syntax() {
     ] {
         assert!(
             valid > 500 && valid < corpus.len() - 500,
+            "{what}: {valid} of {} valid",
+            corpus.len()
+        );
+    }
+    // DIDs and handles are rarer in the corpus; both answers still occur.
+    for (what, valid) in [("did", valid_dids), ("handle", valid_handles)] {
+        assert!(
+            valid > 50 && valid < corpus.len() - 50,
             "{what}: {valid} of {} valid",
             corpus.len()
         );

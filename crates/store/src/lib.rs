@@ -27,5 +27,6 @@ pub use kv::{
     SlateOptions, WriteOp,
 };
 pub use store::{
-    Commit, DEFAULT_DURABILITY_TIMEOUT, DEFAULT_SHARD_CACHE_BYTES, Head, RecordChange, Store,
+    Commit, DEFAULT_DURABILITY_TIMEOUT, DEFAULT_SHARD_CACHE_BYTES, Head, PendingCommit,
+    RecordChange, Store,
 };

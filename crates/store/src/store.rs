@@ -8,7 +8,7 @@ use std::{
 
 use bytes::Bytes;
 use cid::Cid;
-use keycodec::records;
+use keycodec::{RecordType, records};
 use pail::{Shard, ShardFetcher};
 use sha2::Digest;
 
@@ -73,6 +73,36 @@ pub struct Commit {
     pub blocks: Vec<(Cid, Bytes)>,
     /// Record index changes.
     pub records: Vec<RecordChange>,
+    /// Collection declarations to set, as (collection, opaque bytes).
+    pub collections: Vec<(String, Bytes)>,
+}
+
+/// A commit that is applied (later reads see it) but not yet confirmed
+/// durable; see [`Store::stage_commit`].
+#[must_use = "await the commit's durability before reporting success"]
+pub struct PendingCommit {
+    durability: crate::Durability,
+    timeout: std::time::Duration,
+}
+
+impl std::fmt::Debug for PendingCommit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PendingCommit").finish_non_exhaustive()
+    }
+}
+
+impl PendingCommit {
+    /// Waits until the commit survives a crash.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::DurabilityTimeout`] when durability is not confirmed in time
+    /// (outcome unknown), or a storage error (nothing acknowledged).
+    pub async fn durable(self) -> Result<(), Error> {
+        tokio::time::timeout(self.timeout, self.durability.wait())
+            .await
+            .map_err(|_| Error::DurabilityTimeout(self.timeout))?
+    }
 }
 
 /// Checks that `bytes` hash to `cid`.
@@ -184,6 +214,16 @@ impl<K: Kv> Store<K> {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
+    /// Puts decoded shards the caller just built (and is committing) into
+    /// the shard cache, so the next write need not fetch and decode them.
+    /// Each shard's CID was computed from its bytes when it was built.
+    pub fn cache_shards<'s>(&self, shards: impl IntoIterator<Item = &'s Arc<Shard>>) {
+        let mut cache = self.cache();
+        for shard in shards {
+            cache.insert(Arc::clone(shard));
+        }
+    }
+
     /// Stores blocks, each checked against its CID, in one durable write.
     ///
     /// # Errors
@@ -240,7 +280,24 @@ impl<K: Kv> Store<K> {
     /// [`Error::HashMismatch`] for a block that does not match its CID
     /// (nothing is written), or a storage error (nothing acknowledged).
     pub async fn commit(&self, commit: Commit) -> Result<(), Error> {
-        let mut ops = Vec::with_capacity(commit.blocks.len() + commit.records.len() + 2);
+        self.stage_commit(commit).await?.durable().await
+    }
+
+    /// The first half of [`Store::commit`]: checks and applies the commit
+    /// (later reads, and the next compare-and-swap, see it) and returns
+    /// without waiting for durability. A caller that serializes its own
+    /// commits releases its lock before awaiting [`PendingCommit::durable`],
+    /// so that commits arriving together share one durable write.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Conflict`] when the head moved (nothing is written),
+    /// [`Error::HashMismatch`] for a block that does not match its CID
+    /// (nothing is written), or a storage error.
+    pub async fn stage_commit(&self, commit: Commit) -> Result<PendingCommit, Error> {
+        let mut ops = Vec::with_capacity(
+            commit.blocks.len() + commit.records.len() + commit.collections.len() + 2,
+        );
         for (cid, bytes) in &commit.blocks {
             if !verify(cid, bytes)? {
                 return Err(Error::HashMismatch { cid: *cid });
@@ -262,6 +319,12 @@ impl<K: Kv> Store<K> {
                 None => WriteOp::Delete(key),
             });
         }
+        for (collection, bytes) in &commit.collections {
+            ops.push(WriteOp::Put(
+                records::collection_key(&commit.repo, collection),
+                bytes.clone(),
+            ));
+        }
         let durability = {
             let _serial = self.commit_lock.lock().await;
             let actual = self.head(&commit.repo).await?.map(|h| h.commit);
@@ -274,9 +337,93 @@ impl<K: Kv> Store<K> {
             }
             self.kv.apply(ops).await?
         };
-        tokio::time::timeout(self.durability_timeout, durability.wait())
+        Ok(PendingCommit {
+            durability,
+            timeout: self.durability_timeout,
+        })
+    }
+
+    /// The commit a repository's log records at `rev`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Malformed`] or a storage error.
+    pub async fn commit_at(&self, repo: &str, rev: u64) -> Result<Option<Cid>, Error> {
+        match self.kv.get(&records::commit_log_key(repo, rev)).await? {
+            Some(v) => Cid::try_from(v.as_ref())
+                .map(Some)
+                .map_err(|e| Error::Malformed {
+                    what: "commit log entry",
+                    reason: e.to_string(),
+                }),
+            None => Ok(None),
+        }
+    }
+
+    /// Every repository with a head, in name order.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Malformed`] or a storage error.
+    pub async fn repos(&self) -> Result<Vec<(String, Head)>, Error> {
+        let rows = self
+            .kv
+            .scan(&RecordType::Head.range(), false, usize::MAX)
+            .await?;
+        rows.into_iter()
+            .map(|(k, v)| match records::decode_key(&k) {
+                Ok(records::DecodedKey::Head { repo }) => {
+                    Ok((repo.into_owned(), Head::decode(&v)?))
+                }
+                _ => Err(Error::Malformed {
+                    what: "head key",
+                    reason: "not a head key".into(),
+                }),
+            })
+            .collect()
+    }
+
+    /// Sets a collection declaration (opaque bytes) durably, outside any commit.
+    ///
+    /// # Errors
+    ///
+    /// A storage error.
+    pub async fn put_collection(
+        &self,
+        repo: &str,
+        collection: &str,
+        bytes: Bytes,
+    ) -> Result<(), Error> {
+        self.kv
+            .write(vec![WriteOp::Put(
+                records::collection_key(repo, collection),
+                bytes,
+            )])
             .await
-            .map_err(|_| Error::DurabilityTimeout(self.durability_timeout))?
+    }
+
+    /// A repository's collection declarations as (collection, bytes), in
+    /// collection order.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Malformed`] or a storage error.
+    pub async fn collections(&self, repo: &str) -> Result<Vec<(String, Bytes)>, Error> {
+        let rows = self
+            .kv
+            .scan(&records::collection_range(repo), false, usize::MAX)
+            .await?;
+        rows.into_iter()
+            .map(|(k, v)| match records::decode_key(&k) {
+                Ok(records::DecodedKey::Collection { collection, .. }) => {
+                    Ok((collection.into_owned(), v))
+                }
+                _ => Err(Error::Malformed {
+                    what: "collection key",
+                    reason: "not a collection key".into(),
+                }),
+            })
+            .collect()
     }
 
     /// Up to `limit` records of a collection as (rkey, CID), in rkey order

@@ -61,6 +61,7 @@ async fn crash_child() {
                     rkey: format!("r{rev:08}"),
                     cid: Some(r),
                 }],
+                collections: Vec::new(),
             })
             .await
             .unwrap();

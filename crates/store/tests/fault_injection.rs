@@ -141,6 +141,7 @@ fn commit(expected: Option<cid::Cid>, rev: u64) -> Commit {
             rkey: format!("r{rev:05}"),
             cid: Some(r),
         }],
+        collections: Vec::new(),
     }
 }
 

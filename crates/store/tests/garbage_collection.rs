@@ -71,6 +71,7 @@ async fn write_commits<K: Kv>(store: &Store<K>, from: u64, n: u64) -> Vec<Cid> {
                 head: Head { commit: ccid, rev },
                 blocks,
                 records: vec![],
+                collections: Vec::new(),
             })
             .await
             .unwrap();

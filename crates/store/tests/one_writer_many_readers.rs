@@ -21,6 +21,7 @@ fn commit(expected: Option<cid::Cid>, rev: u64) -> Commit {
             rkey: format!("r{rev}"),
             cid: Some(c),
         }],
+        collections: Vec::new(),
     }
 }
 

@@ -46,6 +46,7 @@ fn commit(repo: &str, expected: Option<cid::Cid>, n: u64, records: Vec<RecordCha
         head: Head { commit: c, rev: n },
         blocks: vec![(c, bytes)],
         records,
+        collections: Vec::new(),
     }
 }
 

@@ -1,0 +1,457 @@
+//! CAR v1 export and import of repositories.
+//!
+//! Export streams the head commit, then the Pail in pre-order: each shard,
+//! then for each of its entries in key order the entry's record and then
+//! the shard it links to. Each block is written once. Only the path from
+//! the root to the current shard is held in memory (plus the set of CIDs
+//! already written).
+//!
+//! Import reads every block, checks each against its CID, decodes the
+//! commit, walks the whole Pail and checks every record before anything is
+//! written; then the blocks, head, commit-log entry and record index go in
+//! one atomic commit.
+
+use std::{
+    collections::{HashMap, HashSet},
+    sync::{Arc, Mutex},
+};
+
+use bytes::Bytes;
+use cid::Cid;
+use pail::{EntriesOptions, Shard, ShardFetcher};
+use rkey::{Nsid, RecordKey, Tid};
+use store::{Commit, Head, Kv, RecordChange, Store};
+use tokio::io::{AsyncRead, AsyncWrite};
+
+use crate::{
+    CommitData, Error, Record, Repos, Repository,
+    record::is_supported,
+    repository::{CollectionInfo, load_commit},
+};
+
+/// What an export wrote.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExportReport {
+    /// The root: the head commit exported.
+    pub commit: Cid,
+    /// Its rev.
+    pub rev: Tid,
+    /// Blocks written.
+    pub blocks: u64,
+    /// Bytes of block data written (without CAR framing).
+    pub bytes: u64,
+}
+
+/// What an import did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ImportReport {
+    /// The repository imported.
+    pub repo: String,
+    /// Its new head commit.
+    pub commit: Cid,
+    /// The head's rev.
+    pub rev: Tid,
+    /// Records in the imported state.
+    pub records: u64,
+    /// Blocks stored.
+    pub blocks: u64,
+    /// Blocks in the file that the commit does not reach (not stored).
+    pub unreachable: u64,
+}
+
+fn car_err(e: impl std::fmt::Display) -> Error {
+    Error::InvalidCar(e.to_string())
+}
+
+struct Writer<W> {
+    car: iroh_car::CarWriter<W>,
+    seen: HashSet<Cid>,
+    blocks: u64,
+    bytes: u64,
+}
+
+impl<W: AsyncWrite + Unpin + Send> Writer<W> {
+    async fn block(&mut self, cid: Cid, bytes: &[u8]) -> Result<(), Error> {
+        if self.seen.insert(cid) {
+            self.car.write(cid, bytes).await.map_err(io_err)?;
+            self.blocks += 1;
+            self.bytes += bytes.len() as u64;
+        }
+        Ok(())
+    }
+}
+
+fn io_err(e: iroh_car::Error) -> Error {
+    match e {
+        iroh_car::Error::Io(io) => Error::Io(io),
+        other => Error::Io(std::io::Error::other(other.to_string())),
+    }
+}
+
+enum Step {
+    Shard(Cid),
+    Record(Cid),
+}
+
+impl<K: Kv> Repository<K> {
+    /// Writes the repository as a CAR v1 file whose root is the head
+    /// commit: every block reachable from it, in a deterministic pre-order.
+    ///
+    /// With `since`, only what changed after the commit with that rev: the
+    /// head commit, the shards added since, and the records created or
+    /// updated since.
+    ///
+    /// `progress` is called with the number of blocks written so far.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::RevNotFound`], a storage error, or an I/O error.
+    pub async fn export_car<W: AsyncWrite + Unpin + Send>(
+        &self,
+        out: W,
+        since: Option<Tid>,
+        mut progress: impl FnMut(u64) + Send,
+    ) -> Result<(W, ExportReport), Error> {
+        let head = self.head().await;
+        let store = self.store();
+        let commit_bytes = store
+            .get_block(&head.commit)
+            .await?
+            .ok_or(Error::MissingBlock(head.commit))?;
+        let mut w = Writer {
+            car: iroh_car::CarWriter::new(iroh_car::CarHeader::new_v1(vec![head.commit]), out),
+            seen: HashSet::new(),
+            blocks: 0,
+            bytes: 0,
+        };
+        w.block(head.commit, &commit_bytes).await?;
+        match since {
+            None => {
+                let mut stack = vec![Step::Shard(head.data)];
+                while let Some(step) = stack.pop() {
+                    match step {
+                        Step::Shard(cid) => {
+                            if w.seen.contains(&cid) {
+                                continue;
+                            }
+                            let shard = store.get_shard(&cid).await?;
+                            w.block(cid, shard.bytes()).await?;
+                            for i in (0..shard.len()).rev() {
+                                if let Some(link) = shard.link(i) {
+                                    stack.push(Step::Shard(link));
+                                }
+                                if let Some(data) = shard.data(i) {
+                                    stack.push(Step::Record(data));
+                                }
+                            }
+                        }
+                        Step::Record(cid) => {
+                            if w.seen.contains(&cid) {
+                                continue;
+                            }
+                            let bytes = store
+                                .get_block(&cid)
+                                .await?
+                                .ok_or(Error::MissingBlock(cid))?;
+                            w.block(cid, &bytes).await?;
+                        }
+                    }
+                    progress(w.blocks);
+                }
+            }
+            Some(rev) => {
+                let old = self.commit_at(rev).await?.commit.data;
+                let diff = pail::diff(&**store, old, head.data).await?;
+                for cid in diff.additions {
+                    let shard = store.get_shard(&cid).await?;
+                    w.block(cid, shard.bytes()).await?;
+                    progress(w.blocks);
+                }
+                for change in diff.keys {
+                    if let Some(cid) = change.new {
+                        let bytes = store
+                            .get_block(&cid)
+                            .await?
+                            .ok_or(Error::MissingBlock(cid))?;
+                        w.block(cid, &bytes).await?;
+                        progress(w.blocks);
+                    }
+                }
+            }
+        }
+        let out = w.car.finish().await.map_err(io_err)?;
+        Ok((
+            out,
+            ExportReport {
+                commit: head.commit,
+                rev: head.rev,
+                blocks: w.blocks,
+                bytes: w.bytes,
+            },
+        ))
+    }
+}
+
+/// Shards from an imported file's blocks, else from the store.
+struct ImportBlocks<'a, K> {
+    blocks: &'a HashMap<Cid, Bytes>,
+    store: &'a Store<K>,
+    decoded: Mutex<HashMap<Cid, Arc<Shard>>>,
+}
+
+impl<K: Kv> ShardFetcher for ImportBlocks<'_, K> {
+    async fn get_shard(&self, cid: &Cid) -> Result<Arc<Shard>, pail::Error> {
+        if let Some(shard) = self
+            .decoded
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(cid)
+        {
+            return Ok(Arc::clone(shard));
+        }
+        let Some(bytes) = self.blocks.get(cid) else {
+            return self.store.get_shard(cid).await;
+        };
+        let shard = Shard::decode(bytes)?;
+        if shard.cid() != *cid {
+            return Err(pail::Error::InvalidShard {
+                reason: format!("block {cid} does not hash to its CID"),
+            });
+        }
+        let shard = Arc::new(shard);
+        self.decoded
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(*cid, Arc::clone(&shard));
+        Ok(shard)
+    }
+}
+
+impl<K: Kv> Repos<K> {
+    /// Imports a CAR v1 file made by [`Repository::export_car`] (or any CAR
+    /// whose root is a datarepo commit), creating the repository or moving
+    /// it forward to the file's commit.
+    ///
+    /// Every block is checked against its CID and the commit, every shard
+    /// and every record are checked before anything is written; then all of
+    /// it lands in one atomic commit. With `expected_repo`, the commit must
+    /// belong to that repository.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidCar`] saying what is wrong (nothing is written),
+    /// [`Error::InvalidRepoId`], a key-type mismatch with the repository's
+    /// declarations, or a storage or I/O error.
+    pub async fn import_car<R: AsyncRead + Unpin + Send>(
+        &self,
+        input: R,
+        expected_repo: Option<&str>,
+    ) -> Result<ImportReport, Error> {
+        let mut reader = iroh_car::CarReader::new(input)
+            .await
+            .map_err(|e| car_err(format!("not a CAR v1 file: {e}")))?;
+        let root = match reader.header().roots() {
+            [root] => *root,
+            roots => {
+                return Err(car_err(format!(
+                    "expected exactly one root (the commit), found {}",
+                    roots.len()
+                )));
+            }
+        };
+        let mut blocks: HashMap<Cid, Bytes> = HashMap::new();
+        while let Some((cid, bytes)) = reader
+            .next_block()
+            .await
+            .map_err(|e| car_err(format!("truncated or malformed block: {e}")))?
+        {
+            if !is_supported(&cid) {
+                return Err(car_err(format!(
+                    "block {cid} uses an unsupported hash (only sha2-256)"
+                )));
+            }
+            if !verify(&cid, &bytes) {
+                return Err(car_err(format!(
+                    "block {cid} does not hash to its CID (the file is corrupt or was tampered with)"
+                )));
+            }
+            blocks.insert(cid, Bytes::from(bytes));
+        }
+        let commit_bytes = blocks
+            .get(&root)
+            .ok_or_else(|| car_err(format!("the root commit {root} is not in the file")))?;
+        let commit = CommitData::decode(root, commit_bytes)
+            .map_err(|e| car_err(format!("the root is not a datarepo commit: {e}")))?;
+        rkey::validate_repo_id(&commit.repo).map_err(|e| Error::InvalidRepoId {
+            id: commit.repo.clone(),
+            reason: e.to_string(),
+        })?;
+        if let Some(expected) = expected_repo
+            && expected != commit.repo
+        {
+            return Err(car_err(format!(
+                "the file holds repository {}, not {expected}",
+                commit.repo
+            )));
+        }
+        let store = self.store();
+        let fetcher = ImportBlocks {
+            blocks: &blocks,
+            store,
+            decoded: Mutex::new(HashMap::new()),
+        };
+        let mut entries: Vec<(String, Cid)> = Vec::new();
+        pail::for_each_entry(&fetcher, commit.data, &EntriesOptions::default(), |k, v| {
+            entries.push((k.to_owned(), v));
+            std::ops::ControlFlow::Continue(())
+        })
+        .await
+        .map_err(|e| car_err(format!("the commit's tree is invalid or incomplete: {e}")))?;
+
+        // Everything the commit reaches: its shards, its records.
+        let mut keep: Vec<(Cid, Bytes)> = vec![(root, commit_bytes.clone())];
+        let decoded = std::mem::take(
+            &mut *fetcher
+                .decoded
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        );
+        for (cid, shard) in &decoded {
+            keep.push((*cid, Bytes::copy_from_slice(shard.bytes())));
+        }
+        let mut records_seen = HashSet::new();
+        for (key, cid) in &entries {
+            let (collection, rkey) = key
+                .split_once('/')
+                .ok_or_else(|| car_err(format!("tree key {key:?} is not collection/rkey")))?;
+            Nsid::new(collection).map_err(|e| car_err(format!("tree key {key:?}: {e}")))?;
+            RecordKey::new(rkey).map_err(|e| car_err(format!("tree key {key:?}: {e}")))?;
+            if !records_seen.insert(*cid) {
+                continue;
+            }
+            match blocks.get(cid) {
+                Some(bytes) => {
+                    Record::from_block(*cid, bytes.clone())
+                        .map_err(|e| car_err(format!("record {key}: {e}")))?;
+                    keep.push((*cid, bytes.clone()));
+                }
+                None if store.get_block(cid).await?.is_some() => {}
+                None => {
+                    return Err(car_err(format!(
+                        "record {key} ({cid}) is neither in the file nor in the store"
+                    )));
+                }
+            }
+        }
+        let unreachable = blocks.len() as u64 + 1 - keep.len() as u64;
+
+        // Hold the open-repositories lock: no handle writes meanwhile.
+        let open = self.lock_open().await;
+        let current = store.head(&commit.repo).await?;
+        let mut index: Vec<RecordChange> = Vec::new();
+        let mut declared: HashMap<String, CollectionInfo> = HashMap::new();
+        for (name, bytes) in store.collections(&commit.repo).await? {
+            if let Ok(info) = serde_json::from_slice::<CollectionInfo>(&bytes) {
+                declared.insert(name, info);
+            }
+        }
+        match current {
+            None => {
+                for (key, cid) in &entries {
+                    if let Some((collection, rkey)) = key.split_once('/') {
+                        index.push(RecordChange {
+                            collection: collection.to_owned(),
+                            rkey: rkey.to_owned(),
+                            cid: Some(*cid),
+                        });
+                    }
+                }
+            }
+            Some(head) => {
+                if head.commit == root {
+                    drop(open);
+                    return Ok(ImportReport {
+                        repo: commit.repo,
+                        commit: root,
+                        rev: commit.rev,
+                        records: entries.len() as u64,
+                        blocks: 0,
+                        unreachable,
+                    });
+                }
+                if commit.rev.as_u64() <= head.rev {
+                    return Err(car_err(format!(
+                        "the file's commit (rev {}) is not newer than {}'s head (rev {})",
+                        commit.rev,
+                        commit.repo,
+                        Tid::from_u64(head.rev)
+                    )));
+                }
+                let old = load_commit(store, head.commit).await?.data;
+                let diff = pail::diff(&fetcher, old, commit.data).await?;
+                for change in diff.keys {
+                    if let Some((collection, rkey)) = change.key.split_once('/') {
+                        index.push(RecordChange {
+                            collection: collection.to_owned(),
+                            rkey: rkey.to_owned(),
+                            cid: change.new,
+                        });
+                    }
+                }
+            }
+        }
+        let mut new_collections = Vec::new();
+        for change in &index {
+            if change.cid.is_none() {
+                continue;
+            }
+            match declared.get(&change.collection) {
+                Some(info) => {
+                    let rkey = RecordKey::new(change.rkey.as_str())?;
+                    info.key.check(&rkey)?;
+                }
+                None => {
+                    let info = CollectionInfo {
+                        key: rkey::KeyType::Any,
+                        declared: false,
+                        lexicon: None,
+                    };
+                    new_collections.push((
+                        change.collection.clone(),
+                        Bytes::from(serde_json::to_vec(&info).unwrap_or_default()),
+                    ));
+                    declared.insert(change.collection.clone(), info);
+                }
+            }
+        }
+        let written = keep.len() as u64;
+        store
+            .commit(Commit {
+                repo: commit.repo.clone(),
+                expected: current.map(|h| h.commit),
+                head: Head {
+                    commit: root,
+                    rev: commit.rev.as_u64(),
+                },
+                blocks: keep,
+                records: index,
+                collections: new_collections,
+            })
+            .await?;
+        drop(open);
+        self.forget(&commit.repo).await;
+        Ok(ImportReport {
+            repo: commit.repo,
+            commit: root,
+            rev: commit.rev,
+            records: entries.len() as u64,
+            blocks: written,
+            unreachable,
+        })
+    }
+}
+
+fn verify(cid: &Cid, bytes: &[u8]) -> bool {
+    use multihash_codetable::MultihashDigest as _;
+    multihash_codetable::Code::Sha2_256.digest(bytes).digest() == cid.hash().digest()
+}

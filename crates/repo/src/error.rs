@@ -1,0 +1,109 @@
+//! The repository error type.
+
+use cid::Cid;
+
+/// Why a repository operation failed.
+///
+/// Every variant that rejects input leaves the repository unchanged.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The repository identifier is neither a DID nor a handle.
+    #[error("invalid repository identifier {id:?}: {reason}")]
+    InvalidRepoId {
+        /// The identifier given.
+        id: String,
+        /// The rule it breaks.
+        reason: String,
+    },
+    /// A collection name or record key breaks its syntax, or a record key
+    /// does not fit the collection's declared key type.
+    #[error(transparent)]
+    Syntax(#[from] rkey::Error),
+    /// The record is not valid AT Protocol data.
+    #[error("invalid record: {0}")]
+    InvalidRecord(String),
+    /// A Lexicon document could not be used.
+    #[error("invalid lexicon: {0}")]
+    InvalidLexicon(String),
+    /// The collection's existing records do not fit a new key type.
+    #[error(
+        "cannot declare {collection} with key type {key_type}: existing record {rkey:?} does not fit ({reason})"
+    )]
+    KeyTypeConflict {
+        /// The collection.
+        collection: String,
+        /// The key type asked for.
+        key_type: String,
+        /// An existing record key that does not fit.
+        rkey: String,
+        /// Why it does not fit.
+        reason: String,
+    },
+    /// No such repository.
+    #[error("repository {0} does not exist (create it with `datarepo init`)")]
+    RepoNotFound(String),
+    /// The repository already exists.
+    #[error("repository {0} already exists")]
+    RepoExists(String),
+    /// No such record.
+    #[error("record not found: {0}")]
+    RecordNotFound(String),
+    /// A create names a record that exists.
+    #[error("record already exists: {0} (use put to replace it)")]
+    RecordExists(String),
+    /// A compare-and-swap failed: the commit or record is not the one expected.
+    #[error("{what} is {actual}, not {expected} as the write expected")]
+    InvalidSwap {
+        /// "the head commit" or the record's URI.
+        what: String,
+        /// The CID the write expected (or "absent").
+        expected: String,
+        /// The current CID (or "absent").
+        actual: String,
+    },
+    /// No commit with this rev is in the log.
+    #[error("no commit with rev {rev} in {repo} (see `datarepo log`)")]
+    RevNotFound {
+        /// The repository.
+        repo: String,
+        /// The rev asked for.
+        rev: String,
+    },
+    /// A CAR file is malformed, tampered with or incomplete.
+    #[error("invalid CAR: {0}")]
+    InvalidCar(String),
+    /// A stored block is not what the repository expects (a bug or corruption).
+    #[error("block {cid} is malformed: {reason}")]
+    MalformedBlock {
+        /// The block.
+        cid: Cid,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// A stored block is missing.
+    #[error("block {0} is missing from the store")]
+    MissingBlock(Cid),
+    /// The store failed.
+    #[error(transparent)]
+    Store(#[from] store::Error),
+    /// The Pail failed.
+    #[error(transparent)]
+    Pail(pail::Error),
+    /// Reading or writing a file or stream failed.
+    #[error("I/O error: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+impl From<pail::Error> for Error {
+    fn from(e: pail::Error) -> Self {
+        match e {
+            pail::Error::Store(inner) => match inner.downcast::<store::Error>() {
+                Ok(store) => Self::Store(*store),
+                Err(other) => Self::Pail(pail::Error::Store(other)),
+            },
+            pail::Error::MissingBlock(cid) => Self::MissingBlock(cid),
+            other => Self::Pail(other),
+        }
+    }
+}

@@ -1,0 +1,35 @@
+//! datarepo's repository model over the `store` crate.
+//!
+//! A store holds any number of repositories ([`Repos`]), each named by a
+//! DID or handle. A [`Repository`] holds collections (NSIDs) of records;
+//! each collection declares a record key type ([`rkey::KeyType`]), directly
+//! or through an AT Protocol Lexicon document. Records are AT Protocol JSON
+//! ([`Record`]) stored as dag-cbor blocks; the repository's Pail maps
+//! `collection/rkey` to record CIDs, and every write is a commit
+//! ([`CommitData`]: `{repo, rev, data, prev}`).
+//!
+//! - Writes: [`Repository::apply_writes`] (creates, updates, deletes as one
+//!   commit, with optional compare-and-swap on the commit and on records).
+//! - Reads: [`Repository::get_record`], [`Repository::list_records`].
+//! - History: [`Repository::log`], [`Repository::record_at`],
+//!   [`Repository::diff`].
+//! - CAR v1: [`Repository::export_car`], [`Repos::import_car`].
+//!
+//! Clocks are injected ([`Env`]); nothing here reads the system time.
+
+#![warn(clippy::unwrap_used)]
+
+mod car;
+mod commit;
+mod error;
+mod record;
+mod repository;
+
+pub use car::{ExportReport, ImportReport};
+pub use commit::CommitData;
+pub use error::Error;
+pub use record::Record;
+pub use repository::{
+    CollectionInfo, CommitResult, DEFAULT_MAX_SHARD_SIZE, Env, HeadInfo, LogEntry, RecordDiff,
+    Repos, Repository, Write, WriteResult, record_uri,
+};

@@ -1,0 +1,257 @@
+//! Records: AT Protocol JSON in, dag-cbor blocks stored, JSON out.
+//!
+//! The JSON form follows the AT Protocol data model: `{"$link": "<cid>"}`
+//! is a link, `{"$bytes": "<base64>"}` is a byte string, numbers are
+//! integers (floats are rejected), and every record is an object whose
+//! `$type` is its collection.
+
+use std::collections::BTreeMap;
+
+use base64::Engine as _;
+use bytes::Bytes;
+use cid::Cid;
+use ipld_core::ipld::Ipld;
+use serde_json::{Map, Value};
+
+use crate::Error;
+
+const DAG_CBOR: u64 = 0x71;
+const SHA2_256: u64 = 0x12;
+
+/// Standard base64; padding is accepted on input and never written.
+const BASE64: base64::engine::GeneralPurpose = base64::engine::GeneralPurpose::new(
+    &base64::alphabet::STANDARD,
+    base64::engine::GeneralPurposeConfig::new()
+        .with_encode_padding(false)
+        .with_decode_padding_mode(base64::engine::DecodePaddingMode::Indifferent),
+);
+
+/// A record: its dag-cbor block and that block's CID.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Record {
+    cid: Cid,
+    bytes: Bytes,
+}
+
+impl Record {
+    /// Validates `value` as a record of `collection` and encodes it.
+    ///
+    /// `$type` is set to `collection` when absent and must equal it when
+    /// present.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidRecord`] naming the path of the first invalid value.
+    pub fn from_json(collection: &str, value: Value) -> Result<Self, Error> {
+        let Value::Object(mut map) = value else {
+            return Err(Error::InvalidRecord(format!(
+                "a record must be a JSON object, not {}",
+                kind(&value)
+            )));
+        };
+        match map.get("$type") {
+            None => {
+                map.insert("$type".into(), Value::String(collection.into()));
+            }
+            Some(Value::String(t)) if t == collection => {}
+            Some(other) => {
+                return Err(Error::InvalidRecord(format!(
+                    "$type is {other}, but the record is written to collection {collection}"
+                )));
+            }
+        }
+        let mut path = String::from("$");
+        let ipld = object_to_ipld(map, &mut path)?;
+        Ok(Self::from_ipld(&ipld))
+    }
+
+    fn from_ipld(ipld: &Ipld) -> Self {
+        // Encoding an `Ipld` without floats cannot fail.
+        let bytes = serde_ipld_dagcbor::to_vec(ipld).unwrap_or_default();
+        let cid = block_cid(&bytes);
+        Self {
+            cid,
+            bytes: Bytes::from(bytes),
+        }
+    }
+
+    /// A record from a stored block, checked to be a canonical dag-cbor map.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::MalformedBlock`] when it is not.
+    pub fn from_block(cid: Cid, bytes: Bytes) -> Result<Self, Error> {
+        let malformed = |reason: String| Error::MalformedBlock { cid, reason };
+        if cid.codec() != DAG_CBOR {
+            return Err(malformed(format!(
+                "codec 0x{:x} is not dag-cbor",
+                cid.codec()
+            )));
+        }
+        let ipld: Ipld = serde_ipld_dagcbor::from_slice(&bytes)
+            .map_err(|e| malformed(format!("not dag-cbor: {e}")))?;
+        if !matches!(ipld, Ipld::Map(_)) {
+            return Err(malformed("a record must be a map".into()));
+        }
+        let canonical = serde_ipld_dagcbor::to_vec(&ipld)
+            .map_err(|e| malformed(format!("cannot re-encode: {e}")))?;
+        if canonical != bytes.as_ref() {
+            return Err(malformed("not canonical dag-cbor".into()));
+        }
+        Ok(Self { cid, bytes })
+    }
+
+    /// A record from a block the store already checked against its CID.
+    pub(crate) fn verified(cid: Cid, bytes: Bytes) -> Self {
+        Self { cid, bytes }
+    }
+
+    /// The record's CID.
+    pub fn cid(&self) -> Cid {
+        self.cid
+    }
+
+    /// The record's dag-cbor bytes.
+    pub fn bytes(&self) -> &Bytes {
+        &self.bytes
+    }
+
+    /// The record as AT Protocol JSON.
+    pub fn to_json(&self) -> Value {
+        match serde_ipld_dagcbor::from_slice::<Ipld>(&self.bytes) {
+            Ok(ipld) => ipld_to_json(&ipld),
+            // Records are checked when built; an undecodable one is a bug.
+            Err(_) => Value::Null,
+        }
+    }
+}
+
+/// The CIDv1 (dag-cbor, sha2-256) of a block.
+pub(crate) fn block_cid(bytes: &[u8]) -> Cid {
+    use multihash_codetable::MultihashDigest as _;
+    Cid::new_v1(DAG_CBOR, multihash_codetable::Code::Sha2_256.digest(bytes))
+}
+
+/// Whether `cid` is a CIDv1 with sha2-256 (the only hash the store verifies).
+pub(crate) fn is_supported(cid: &Cid) -> bool {
+    cid.hash().code() == SHA2_256
+}
+
+fn kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+fn to_ipld(value: Value, path: &mut String) -> Result<Ipld, Error> {
+    Ok(match value {
+        Value::Null => Ipld::Null,
+        Value::Bool(b) => Ipld::Bool(b),
+        Value::Number(n) => match (n.as_i64(), n.as_u64()) {
+            (Some(i), _) => Ipld::Integer(i.into()),
+            (None, Some(u)) => Ipld::Integer(u.into()),
+            _ => {
+                return Err(Error::InvalidRecord(format!(
+                    "{path}: {n} is not an integer (records allow integers only; store decimals as strings)"
+                )));
+            }
+        },
+        Value::String(s) => Ipld::String(s),
+        Value::Array(items) => {
+            let len = path.len();
+            let mut list = Vec::with_capacity(items.len());
+            for (i, item) in items.into_iter().enumerate() {
+                path.push_str(&format!("[{i}]"));
+                list.push(to_ipld(item, path)?);
+                path.truncate(len);
+            }
+            Ipld::List(list)
+        }
+        Value::Object(map) => object_to_ipld(map, path)?,
+    })
+}
+
+fn object_to_ipld(map: Map<String, Value>, path: &mut String) -> Result<Ipld, Error> {
+    if let Some(special) = special(&map, path)? {
+        return Ok(special);
+    }
+    let len = path.len();
+    let mut out = BTreeMap::new();
+    for (k, v) in map {
+        path.push('.');
+        path.push_str(&k);
+        let v = to_ipld(v, path)?;
+        path.truncate(len);
+        out.insert(k, v);
+    }
+    Ok(Ipld::Map(out))
+}
+
+/// `{"$link": cid}` and `{"$bytes": base64}`.
+fn special(map: &Map<String, Value>, path: &str) -> Result<Option<Ipld>, Error> {
+    let (key, value) = match (map.get("$link"), map.get("$bytes")) {
+        (Some(v), None) => ("$link", v),
+        (None, Some(v)) => ("$bytes", v),
+        (None, None) => return Ok(None),
+        (Some(_), Some(_)) => {
+            return Err(Error::InvalidRecord(format!(
+                "{path}: an object cannot hold both $link and $bytes"
+            )));
+        }
+    };
+    if map.len() != 1 {
+        return Err(Error::InvalidRecord(format!(
+            "{path}: an object with {key} must have no other fields"
+        )));
+    }
+    let Value::String(s) = value else {
+        return Err(Error::InvalidRecord(format!(
+            "{path}.{key}: must be a string, not {}",
+            kind(value)
+        )));
+    };
+    if key == "$link" {
+        let cid = Cid::try_from(s.as_str())
+            .map_err(|e| Error::InvalidRecord(format!("{path}.$link: {s:?} is not a CID ({e})")))?;
+        Ok(Some(Ipld::Link(cid)))
+    } else {
+        let bytes = BASE64.decode(s).map_err(|e| {
+            Error::InvalidRecord(format!("{path}.$bytes: not standard base64 ({e})"))
+        })?;
+        Ok(Some(Ipld::Bytes(bytes)))
+    }
+}
+
+fn ipld_to_json(ipld: &Ipld) -> Value {
+    match ipld {
+        Ipld::Null => Value::Null,
+        Ipld::Bool(b) => Value::Bool(*b),
+        Ipld::Integer(i) => i64::try_from(*i)
+            .map(Value::from)
+            .or_else(|_| u64::try_from(*i).map(Value::from))
+            .unwrap_or_else(|_| Value::String(i.to_string())),
+        Ipld::Float(f) => serde_json::Number::from_f64(*f).map_or(Value::Null, Value::Number),
+        Ipld::String(s) => Value::String(s.clone()),
+        Ipld::Bytes(b) => {
+            let mut m = Map::new();
+            m.insert("$bytes".into(), Value::String(BASE64.encode(b)));
+            Value::Object(m)
+        }
+        Ipld::List(items) => Value::Array(items.iter().map(ipld_to_json).collect()),
+        Ipld::Map(map) => Value::Object(
+            map.iter()
+                .map(|(k, v)| (k.clone(), ipld_to_json(v)))
+                .collect(),
+        ),
+        Ipld::Link(cid) => {
+            let mut m = Map::new();
+            m.insert("$link".into(), Value::String(cid.to_string()));
+            Value::Object(m)
+        }
+    }
+}

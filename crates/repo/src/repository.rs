@@ -1,0 +1,873 @@
+//! [`Repos`] (every repository in a store) and [`Repository`] (one of them):
+//! writes as commits, reads, history.
+
+use std::{
+    collections::{HashMap, HashSet},
+    sync::Arc,
+};
+
+use bytes::Bytes;
+use cid::Cid;
+use pail::{Batch, Shard, ShardConfig};
+use rkey::{KeyType, Nsid, RecordKey, Tid, TidGenerator};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use store::{Commit, Head, Kv, RecordChange, Store};
+
+use crate::{CommitData, Error, Record};
+
+/// The Pail shard size of new repositories, chosen by benchmark (see
+/// `docs/repo.md`): small shards mean less to re-encode and re-hash per
+/// commit.
+pub const DEFAULT_MAX_SHARD_SIZE: u64 = 4096;
+
+type ClockFn = Box<dyn Fn() -> u64 + Send + Sync>;
+
+/// Where TIDs come from: a clock (microseconds since the Unix epoch) and a
+/// clock id. Injected so that library code reads no ambient clock.
+#[derive(Clone)]
+pub struct Env {
+    clock: Arc<dyn Fn() -> u64 + Send + Sync>,
+    clock_id: u16,
+}
+
+impl std::fmt::Debug for Env {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Env")
+            .field("clock_id", &self.clock_id)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Env {
+    /// An environment with this clock and clock id (0..=1023).
+    pub fn new(clock: impl Fn() -> u64 + Send + Sync + 'static, clock_id: u16) -> Self {
+        Self {
+            clock: Arc::new(clock),
+            clock_id,
+        }
+    }
+
+    fn tids(&self, resume_after: Option<Tid>) -> Result<TidGenerator<ClockFn>, Error> {
+        let clock = Arc::clone(&self.clock);
+        let clock: ClockFn = Box::new(move || clock());
+        let mut builder = TidGenerator::builder().clock(clock).clock_id(self.clock_id);
+        if let Some(tid) = resume_after {
+            builder = builder.resume_after(tid);
+        }
+        Ok(builder.build_with_random(|| 0)?)
+    }
+}
+
+/// A collection's declaration.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CollectionInfo {
+    /// The record key type its records must fit.
+    pub key: KeyType,
+    /// Whether it was declared (`false`: first written to undeclared, so `any`).
+    pub declared: bool,
+    /// The Lexicon document that declared it, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lexicon: Option<Value>,
+}
+
+impl CollectionInfo {
+    fn undeclared() -> Self {
+        Self {
+            key: KeyType::Any,
+            declared: false,
+            lexicon: None,
+        }
+    }
+
+    fn encode(&self) -> Bytes {
+        Bytes::from(serde_json::to_vec(self).unwrap_or_default())
+    }
+
+    fn decode(collection: &str, bytes: &[u8]) -> Result<Self, Error> {
+        serde_json::from_slice(bytes).map_err(|e| {
+            Error::Store(store::Error::Malformed {
+                what: "collection declaration",
+                reason: format!("{collection}: {e}"),
+            })
+        })
+    }
+}
+
+/// A repository's current head.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HeadInfo {
+    /// The head commit's CID.
+    pub commit: Cid,
+    /// Its rev.
+    pub rev: Tid,
+    /// Its Pail root.
+    pub data: Cid,
+}
+
+/// One change in [`Repository::apply_writes`].
+#[derive(Debug, Clone, PartialEq)]
+pub enum Write {
+    /// Creates a record; fails with [`Error::RecordExists`] if it exists.
+    /// Without an rkey, a fresh TID is used.
+    Create {
+        /// The collection (an NSID).
+        collection: String,
+        /// The record key, or `None` for a fresh TID.
+        rkey: Option<String>,
+        /// The record (AT Protocol JSON).
+        value: Value,
+    },
+    /// Creates or replaces a record.
+    Update {
+        /// The collection (an NSID).
+        collection: String,
+        /// The record key.
+        rkey: String,
+        /// The record (AT Protocol JSON).
+        value: Value,
+        /// Fail with [`Error::InvalidSwap`] unless the record's current CID is this.
+        swap_record: Option<Cid>,
+    },
+    /// Deletes a record; fails with [`Error::RecordNotFound`] if absent.
+    Delete {
+        /// The collection (an NSID).
+        collection: String,
+        /// The record key.
+        rkey: String,
+        /// Fail with [`Error::InvalidSwap`] unless the record's current CID is this.
+        swap_record: Option<Cid>,
+    },
+}
+
+/// What one write did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WriteResult {
+    /// The collection.
+    pub collection: String,
+    /// The record key (the generated TID for a create without one).
+    pub rkey: String,
+    /// The record's new CID (`None` for a delete).
+    pub cid: Option<Cid>,
+}
+
+/// The commit made by a write.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommitResult {
+    /// The new commit's CID.
+    pub commit: Cid,
+    /// Its rev.
+    pub rev: Tid,
+    /// One result per write, in order.
+    pub results: Vec<WriteResult>,
+}
+
+/// A record that differs between two commits.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecordDiff {
+    /// The collection.
+    pub collection: String,
+    /// The record key.
+    pub rkey: String,
+    /// Its CID in the older commit (`None`: created).
+    pub old: Option<Cid>,
+    /// Its CID in the newer commit (`None`: deleted).
+    pub new: Option<Cid>,
+}
+
+/// A commit in the log.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LogEntry {
+    /// The commit's CID.
+    pub cid: Cid,
+    /// The commit.
+    pub commit: CommitData,
+}
+
+/// The AT URI of a record.
+pub fn record_uri(repo: &str, collection: &str, rkey: &str) -> String {
+    format!("at://{repo}/{collection}/{rkey}")
+}
+
+/// The Pail key of a record.
+pub(crate) fn pail_key(collection: &str, rkey: &str) -> String {
+    let mut key = String::with_capacity(collection.len() + 1 + rkey.len());
+    key.push_str(collection);
+    key.push('/');
+    key.push_str(rkey);
+    key
+}
+
+/// Every repository in a store.
+///
+/// Opening a repository twice returns the same [`Repository`], whose writes
+/// are serialized in memory; the store's head compare-and-swap guards
+/// against writers in other processes.
+pub struct Repos<K> {
+    store: Arc<Store<K>>,
+    env: Env,
+    shard_config: ShardConfig,
+    open: tokio::sync::Mutex<HashMap<String, Arc<Repository<K>>>>,
+}
+
+impl<K> std::fmt::Debug for Repos<K> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Repos").finish_non_exhaustive()
+    }
+}
+
+impl<K: Kv> Repos<K> {
+    /// Repositories in `store`, making TIDs from `env`.
+    pub fn new(store: Arc<Store<K>>, env: Env) -> Self {
+        Self {
+            store,
+            env,
+            shard_config: ShardConfig {
+                max_size: DEFAULT_MAX_SHARD_SIZE,
+                ..ShardConfig::default()
+            },
+            open: tokio::sync::Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Sets the Pail shard configuration of repositories created from now on.
+    #[must_use]
+    pub fn with_shard_config(mut self, config: ShardConfig) -> Self {
+        self.shard_config = config;
+        self
+    }
+
+    /// The store.
+    pub fn store(&self) -> &Arc<Store<K>> {
+        &self.store
+    }
+
+    /// Every repository, in name order.
+    ///
+    /// # Errors
+    ///
+    /// A storage error.
+    pub async fn list(&self) -> Result<Vec<(String, Head)>, Error> {
+        Ok(self.store.repos().await?)
+    }
+
+    /// Creates a repository: an empty Pail and a first commit.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidRepoId`], [`Error::RepoExists`] or a storage error.
+    pub async fn create(&self, id: &str) -> Result<Arc<Repository<K>>, Error> {
+        validate_repo_id(id)?;
+        let mut open = self.open.lock().await;
+        if open.contains_key(id) || self.store.head(id).await?.is_some() {
+            return Err(Error::RepoExists(id.to_owned()));
+        }
+        let tids = self.env.tids(None)?;
+        let empty = Arc::new(Shard::empty(self.shard_config));
+        let commit = CommitData {
+            repo: id.to_owned(),
+            rev: tids.next_tid()?,
+            data: empty.cid(),
+            prev: None,
+        };
+        let (commit_cid, commit_bytes) = commit.encode();
+        self.store
+            .commit(Commit {
+                repo: id.to_owned(),
+                expected: None,
+                head: Head {
+                    commit: commit_cid,
+                    rev: commit.rev.as_u64(),
+                },
+                blocks: vec![
+                    (empty.cid(), Bytes::copy_from_slice(empty.bytes())),
+                    (commit_cid, commit_bytes),
+                ],
+                records: Vec::new(),
+                collections: Vec::new(),
+            })
+            .await
+            .map_err(|e| match e {
+                store::Error::Conflict(_) => Error::RepoExists(id.to_owned()),
+                e => Error::Store(e),
+            })?;
+        let head = HeadInfo {
+            commit: commit_cid,
+            rev: commit.rev,
+            data: commit.data,
+        };
+        let repo = Arc::new(Repository {
+            store: Arc::clone(&self.store),
+            id: id.to_owned(),
+            tids,
+            state: tokio::sync::Mutex::new(State {
+                head,
+                collections: HashMap::new(),
+            }),
+        });
+        open.insert(id.to_owned(), Arc::clone(&repo));
+        Ok(repo)
+    }
+
+    /// Opens an existing repository.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidRepoId`], [`Error::RepoNotFound`] or a storage error.
+    pub async fn open(&self, id: &str) -> Result<Arc<Repository<K>>, Error> {
+        let mut open = self.open.lock().await;
+        if let Some(repo) = open.get(id) {
+            return Ok(Arc::clone(repo));
+        }
+        validate_repo_id(id)?;
+        let Some(head) = self.store.head(id).await? else {
+            return Err(Error::RepoNotFound(id.to_owned()));
+        };
+        let commit = load_commit(&self.store, head.commit).await?;
+        let mut collections = HashMap::new();
+        for (name, bytes) in self.store.collections(id).await? {
+            let info = CollectionInfo::decode(&name, &bytes)?;
+            collections.insert(name, info);
+        }
+        let repo = Arc::new(Repository {
+            store: Arc::clone(&self.store),
+            id: id.to_owned(),
+            tids: self.env.tids(Some(commit.rev))?,
+            state: tokio::sync::Mutex::new(State {
+                head: HeadInfo {
+                    commit: head.commit,
+                    rev: commit.rev,
+                    data: commit.data,
+                },
+                collections,
+            }),
+        });
+        open.insert(id.to_owned(), Arc::clone(&repo));
+        Ok(repo)
+    }
+
+    /// Forgets the open handle of `id` (after an import replaced its head).
+    pub(crate) async fn forget(&self, id: &str) {
+        self.open.lock().await.remove(id);
+    }
+
+    /// Holds the open-repositories lock (imports hold it while they write).
+    pub(crate) async fn lock_open(
+        &self,
+    ) -> tokio::sync::MutexGuard<'_, HashMap<String, Arc<Repository<K>>>> {
+        self.open.lock().await
+    }
+}
+
+fn validate_repo_id(id: &str) -> Result<(), Error> {
+    rkey::validate_repo_id(id).map_err(|e| Error::InvalidRepoId {
+        id: id.to_owned(),
+        reason: e.to_string(),
+    })
+}
+
+/// Reads and decodes a commit block.
+pub(crate) async fn load_commit<K: Kv>(store: &Store<K>, cid: Cid) -> Result<CommitData, Error> {
+    let bytes = store
+        .get_block(&cid)
+        .await?
+        .ok_or(Error::MissingBlock(cid))?;
+    CommitData::decode(cid, &bytes)
+}
+
+struct State {
+    head: HeadInfo,
+    collections: HashMap<String, CollectionInfo>,
+}
+
+/// One repository: its writes (each a commit), reads and history.
+pub struct Repository<K> {
+    store: Arc<Store<K>>,
+    id: String,
+    tids: TidGenerator<ClockFn>,
+    state: tokio::sync::Mutex<State>,
+}
+
+impl<K> std::fmt::Debug for Repository<K> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Repository")
+            .field("id", &self.id)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A write after validation, before it meets the repository's state.
+enum Checked {
+    Put {
+        collection: Nsid,
+        rkey: Option<RecordKey>,
+        record: Record,
+        create: bool,
+        swap: Option<Cid>,
+    },
+    Delete {
+        collection: Nsid,
+        rkey: RecordKey,
+        swap: Option<Cid>,
+    },
+}
+
+fn check(write: Write) -> Result<Checked, Error> {
+    Ok(match write {
+        Write::Create {
+            collection,
+            rkey,
+            value,
+        } => {
+            let collection = Nsid::new(collection)?;
+            Checked::Put {
+                rkey: rkey.map(RecordKey::new).transpose()?,
+                record: Record::from_json(collection.as_str(), value)?,
+                collection,
+                create: true,
+                swap: None,
+            }
+        }
+        Write::Update {
+            collection,
+            rkey,
+            value,
+            swap_record,
+        } => {
+            let collection = Nsid::new(collection)?;
+            Checked::Put {
+                rkey: Some(RecordKey::new(rkey)?),
+                record: Record::from_json(collection.as_str(), value)?,
+                collection,
+                create: false,
+                swap: swap_record,
+            }
+        }
+        Write::Delete {
+            collection,
+            rkey,
+            swap_record,
+        } => Checked::Delete {
+            collection: Nsid::new(collection)?,
+            rkey: RecordKey::new(rkey)?,
+            swap: swap_record,
+        },
+    })
+}
+
+fn describe(cid: Option<Cid>) -> String {
+    cid.map_or_else(|| "absent".to_owned(), |c| c.to_string())
+}
+
+impl<K: Kv> Repository<K> {
+    /// The repository's identifier.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// The current head.
+    pub async fn head(&self) -> HeadInfo {
+        self.state.lock().await.head
+    }
+
+    /// Applies `writes` as one commit, all or nothing.
+    ///
+    /// With `swap_commit`, fails with [`Error::InvalidSwap`] unless the head
+    /// is that commit.
+    ///
+    /// # Errors
+    ///
+    /// Invalid input ([`Error::Syntax`], [`Error::InvalidRecord`]), a failed
+    /// precondition ([`Error::RecordExists`], [`Error::RecordNotFound`],
+    /// [`Error::InvalidSwap`]) or a storage error. Nothing is written unless
+    /// the whole commit is.
+    pub async fn apply_writes(
+        &self,
+        writes: Vec<Write>,
+        swap_commit: Option<Cid>,
+    ) -> Result<CommitResult, Error> {
+        let checked = writes
+            .into_iter()
+            .map(check)
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut state = self.state.lock().await;
+        if let Some(expected) = swap_commit
+            && expected != state.head.commit
+        {
+            return Err(Error::InvalidSwap {
+                what: "the head commit".into(),
+                expected: expected.to_string(),
+                actual: state.head.commit.to_string(),
+            });
+        }
+        let mut batch = Batch::new(&*self.store, state.head.data).await?;
+        // Each path's CID as of the writes before it in this commit.
+        let mut current: HashMap<String, Option<Cid>> = HashMap::new();
+        let mut results = Vec::with_capacity(checked.len());
+        let mut blocks: Vec<(Cid, Bytes)> = Vec::new();
+        let mut seen_blocks = HashSet::new();
+        let mut index = Vec::with_capacity(checked.len());
+        let mut new_collections: Vec<(String, Bytes)> = Vec::new();
+        let mut added_collections: HashMap<String, CollectionInfo> = HashMap::new();
+        for write in checked {
+            let (collection, rkey, new, swap, create) = match write {
+                Checked::Put {
+                    collection,
+                    rkey,
+                    record,
+                    create,
+                    swap,
+                } => {
+                    let rkey = match rkey {
+                        Some(k) => k,
+                        None => RecordKey::new(self.tids.next_tid()?.to_string())?,
+                    };
+                    if seen_blocks.insert(record.cid()) {
+                        blocks.push((record.cid(), record.bytes().clone()));
+                    }
+                    (collection, rkey, Some(record.cid()), swap, create)
+                }
+                Checked::Delete {
+                    collection,
+                    rkey,
+                    swap,
+                } => (collection, rkey, None, swap, false),
+            };
+            let info = match state.collections.get(collection.as_str()) {
+                Some(info) => info,
+                None => added_collections
+                    .entry(collection.as_str().to_owned())
+                    .or_insert_with(|| {
+                        let info = CollectionInfo::undeclared();
+                        new_collections.push((collection.as_str().to_owned(), info.encode()));
+                        info
+                    }),
+            };
+            if new.is_some() {
+                info.key.check(&rkey)?;
+            }
+            let path = pail_key(collection.as_str(), rkey.as_str());
+            let old = match current.get(&path) {
+                Some(cid) => *cid,
+                None => {
+                    self.store
+                        .record(&self.id, collection.as_str(), rkey.as_str())
+                        .await?
+                }
+            };
+            let uri = || record_uri(&self.id, collection.as_str(), rkey.as_str());
+            if create && old.is_some() {
+                return Err(Error::RecordExists(uri()));
+            }
+            if new.is_none() && old.is_none() {
+                return Err(Error::RecordNotFound(uri()));
+            }
+            if let Some(expected) = swap
+                && Some(expected) != old
+            {
+                return Err(Error::InvalidSwap {
+                    what: uri(),
+                    expected: expected.to_string(),
+                    actual: describe(old),
+                });
+            }
+            match new {
+                Some(cid) => batch.put(&path, cid).await?,
+                None => batch.del(&path).await?,
+            }
+            current.insert(path, new);
+            index.push(RecordChange {
+                collection: collection.as_str().to_owned(),
+                rkey: rkey.as_str().to_owned(),
+                cid: new,
+            });
+            results.push(WriteResult {
+                collection: collection.as_str().to_owned(),
+                rkey: rkey.into_string(),
+                cid: new,
+            });
+        }
+        let mutation = batch.commit();
+        let commit = CommitData {
+            repo: self.id.clone(),
+            rev: self.tids.next_tid()?,
+            data: mutation.root,
+            prev: Some(state.head.commit),
+        };
+        let (commit_cid, commit_bytes) = commit.encode();
+        blocks.extend(
+            mutation
+                .additions
+                .iter()
+                .map(|s| (s.cid(), Bytes::copy_from_slice(s.bytes()))),
+        );
+        blocks.push((commit_cid, commit_bytes));
+        let pending = self
+            .store
+            .stage_commit(Commit {
+                repo: self.id.clone(),
+                expected: Some(state.head.commit),
+                head: Head {
+                    commit: commit_cid,
+                    rev: commit.rev.as_u64(),
+                },
+                blocks,
+                records: index,
+                collections: new_collections,
+            })
+            .await?;
+        self.store.cache_shards(&mutation.additions);
+        state.head = HeadInfo {
+            commit: commit_cid,
+            rev: commit.rev,
+            data: commit.data,
+        };
+        state.collections.extend(added_collections);
+        drop(state);
+        pending.durable().await?;
+        Ok(CommitResult {
+            commit: commit_cid,
+            rev: commit.rev,
+            results,
+        })
+    }
+
+    /// The current record at `collection/rkey`.
+    ///
+    /// # Errors
+    ///
+    /// A storage error.
+    pub async fn get_record(&self, collection: &str, rkey: &str) -> Result<Option<Record>, Error> {
+        let Some(cid) = self.store.record(&self.id, collection, rkey).await? else {
+            return Ok(None);
+        };
+        self.load_record(cid).await.map(Some)
+    }
+
+    async fn load_record(&self, cid: Cid) -> Result<Record, Error> {
+        let bytes = self
+            .store
+            .get_block(&cid)
+            .await?
+            .ok_or(Error::MissingBlock(cid))?;
+        Ok(Record::verified(cid, bytes))
+    }
+
+    /// Up to `limit` records of `collection` as (rkey, record), in rkey
+    /// order (descending with `reverse`), strictly after `cursor`.
+    ///
+    /// # Errors
+    ///
+    /// A storage error.
+    pub async fn list_records(
+        &self,
+        collection: &str,
+        cursor: Option<&str>,
+        reverse: bool,
+        limit: usize,
+    ) -> Result<Vec<(String, Record)>, Error> {
+        let rows = self
+            .store
+            .list_records(&self.id, collection, cursor, reverse, limit)
+            .await?;
+        let mut out = Vec::with_capacity(rows.len());
+        for (rkey, cid) in rows {
+            out.push((rkey, self.load_record(cid).await?));
+        }
+        Ok(out)
+    }
+
+    /// The repository's collections and their declarations, in name order.
+    pub async fn collections(&self) -> Vec<(String, CollectionInfo)> {
+        let state = self.state.lock().await;
+        let mut out: Vec<_> = state
+            .collections
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        out.sort_by(|a, b| a.0.cmp(&b.0));
+        out
+    }
+
+    /// Declares `collection`'s record key type (and the Lexicon document
+    /// that declares it). Existing records must fit the new type.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Syntax`] for an invalid NSID, [`Error::KeyTypeConflict`]
+    /// naming an existing record that does not fit, or a storage error.
+    pub async fn define_collection(
+        &self,
+        collection: &str,
+        key: KeyType,
+        lexicon: Option<Value>,
+    ) -> Result<CollectionInfo, Error> {
+        let nsid = Nsid::new(collection)?;
+        let mut state = self.state.lock().await;
+        let mut cursor: Option<String> = None;
+        loop {
+            let page = self
+                .store
+                .list_records(&self.id, nsid.as_str(), cursor.as_deref(), false, 1024)
+                .await?;
+            for (rkey, _) in &page {
+                let fits = RecordKey::new(rkey.as_str()).and_then(|k| key.check(&k));
+                if let Err(e) = fits {
+                    return Err(Error::KeyTypeConflict {
+                        collection: nsid.as_str().to_owned(),
+                        key_type: key.to_string(),
+                        rkey: rkey.clone(),
+                        reason: e.to_string(),
+                    });
+                }
+            }
+            match page.last() {
+                Some((last, _)) if page.len() == 1024 => cursor = Some(last.clone()),
+                _ => break,
+            }
+        }
+        let info = CollectionInfo {
+            key,
+            declared: true,
+            lexicon,
+        };
+        self.store
+            .put_collection(&self.id, nsid.as_str(), info.encode())
+            .await?;
+        state
+            .collections
+            .insert(nsid.as_str().to_owned(), info.clone());
+        Ok(info)
+    }
+
+    /// Registers an AT Protocol Lexicon document whose `main` definition is
+    /// a `record`: declares the collection named by its `id` with its `key`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidLexicon`] saying what is missing, or as
+    /// [`Repository::define_collection`].
+    pub async fn add_lexicon(&self, doc: Value) -> Result<(String, CollectionInfo), Error> {
+        let (id, key) = parse_lexicon(&doc)?;
+        let info = self.define_collection(&id, key, Some(doc)).await?;
+        Ok((id, info))
+    }
+
+    /// Up to `limit` commits, newest first.
+    ///
+    /// # Errors
+    ///
+    /// A storage error.
+    pub async fn log(&self, limit: usize) -> Result<Vec<LogEntry>, Error> {
+        let entries = self.store.commit_log(&self.id, true, limit).await?;
+        let mut out = Vec::with_capacity(entries.len());
+        for (_, cid) in entries {
+            out.push(LogEntry {
+                cid,
+                commit: load_commit(&self.store, cid).await?,
+            });
+        }
+        Ok(out)
+    }
+
+    /// The commit with this rev.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::RevNotFound`] or a storage error.
+    pub async fn commit_at(&self, rev: Tid) -> Result<LogEntry, Error> {
+        let cid = self
+            .store
+            .commit_at(&self.id, rev.as_u64())
+            .await?
+            .ok_or_else(|| Error::RevNotFound {
+                repo: self.id.clone(),
+                rev: rev.to_string(),
+            })?;
+        Ok(LogEntry {
+            cid,
+            commit: load_commit(&self.store, cid).await?,
+        })
+    }
+
+    /// The record at `collection/rkey` as of the commit with this rev.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::RevNotFound`], or a storage error (including a block that
+    /// garbage collection removed).
+    pub async fn record_at(
+        &self,
+        rev: Tid,
+        collection: &str,
+        rkey: &str,
+    ) -> Result<Option<Record>, Error> {
+        let entry = self.commit_at(rev).await?;
+        let key = pail_key(collection, rkey);
+        match pail::get(&*self.store, entry.commit.data, &key).await? {
+            Some(cid) => self.load_record(cid).await.map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// The records that differ between the commits with revs `a` and `b`,
+    /// in path order.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::RevNotFound`] or a storage error.
+    pub async fn diff(&self, a: Tid, b: Tid) -> Result<Vec<RecordDiff>, Error> {
+        let a = self.commit_at(a).await?.commit.data;
+        let b = self.commit_at(b).await?.commit.data;
+        let diff = pail::diff(&*self.store, a, b).await?;
+        let mut out: Vec<RecordDiff> = diff
+            .keys
+            .into_iter()
+            .filter_map(|change| {
+                let (collection, rkey) = change.key.split_once('/')?;
+                Some(RecordDiff {
+                    collection: collection.to_owned(),
+                    rkey: rkey.to_owned(),
+                    old: change.old,
+                    new: change.new,
+                })
+            })
+            .collect();
+        out.sort_by(|x, y| (&x.collection, &x.rkey).cmp(&(&y.collection, &y.rkey)));
+        Ok(out)
+    }
+
+    /// The store this repository lives in.
+    pub(crate) fn store(&self) -> &Arc<Store<K>> {
+        &self.store
+    }
+}
+
+/// The collection NSID and key type a Lexicon record document declares.
+fn parse_lexicon(doc: &Value) -> Result<(String, KeyType), Error> {
+    let bad = |reason: &str| Error::InvalidLexicon(reason.to_owned());
+    if doc.get("lexicon").and_then(Value::as_u64) != Some(1) {
+        return Err(bad("\"lexicon\" must be 1"));
+    }
+    let id = doc
+        .get("id")
+        .and_then(Value::as_str)
+        .ok_or_else(|| bad("\"id\" (the NSID) is missing"))?;
+    Nsid::new(id).map_err(|e| Error::InvalidLexicon(format!("\"id\": {e}")))?;
+    let main = doc
+        .pointer("/defs/main")
+        .ok_or_else(|| bad("\"defs.main\" is missing"))?;
+    if main.get("type").and_then(Value::as_str) != Some("record") {
+        return Err(bad(
+            "\"defs.main.type\" must be \"record\" (only record lexicons declare collections)",
+        ));
+    }
+    let key = main
+        .get("key")
+        .and_then(Value::as_str)
+        .ok_or_else(|| bad("\"defs.main.key\" (the record key type) is missing"))?;
+    let key: KeyType = key
+        .parse()
+        .map_err(|e| Error::InvalidLexicon(format!("\"defs.main.key\": {e}")))?;
+    Ok((id.to_owned(), key))
+}

@@ -1,0 +1,212 @@
+//! CAR v1 export and import: `@ipld/car` reads our files; export is
+//! deterministic; import reproduces the repository exactly (also from an
+//! incremental `since` file); bad files are rejected and change nothing.
+
+mod common;
+
+use repo::{Error, Repos, Write};
+use serde_json::json;
+use store::MemoryKv;
+
+const DID: &str = "did:web:car.example";
+
+async fn populated() -> (Repos<MemoryKv>, Vec<rkey::Tid>) {
+    let repos = common::repos();
+    let repo = repos.create(DID).await.unwrap();
+    let mut revs = vec![repo.head().await.rev];
+    for batch in 0..6 {
+        let writes = (0..50)
+            .map(|i| Write::Update {
+                collection: ["app.bsky.feed.post", "app.bsky.feed.like"][i % 2].into(),
+                rkey: format!("r{batch}-{i:03}"),
+                // Some records are identical: their block is written once.
+                value: json!({ "n": i % 7, "link": { "$link": "bafyreie5737gdxlw5i64vzichcalba3z2v5n6icifvx5xytvske7mr3hpm" } }),
+                swap_record: None,
+            })
+            .collect();
+        revs.push(repo.apply_writes(writes, None).await.unwrap().rev);
+    }
+    repo.apply_writes(
+        vec![Write::Delete {
+            collection: "app.bsky.feed.post".into(),
+            rkey: "r0-000".into(),
+            swap_record: None,
+        }],
+        None,
+    )
+    .await
+    .unwrap();
+    (repos, revs)
+}
+
+async fn export(repos: &Repos<MemoryKv>, since: Option<rkey::Tid>) -> Vec<u8> {
+    let repo = repos.open(DID).await.unwrap();
+    let (out, report) = repo.export_car(Vec::new(), since, |_| {}).await.unwrap();
+    assert_eq!(report.commit, repo.head().await.commit);
+    out
+}
+
+async fn all_records(repos: &Repos<MemoryKv>) -> Vec<(String, String, serde_json::Value)> {
+    let repo = repos.open(DID).await.unwrap();
+    let mut out = Vec::new();
+    for (collection, _) in repo.collections().await {
+        for (rkey, r) in repo
+            .list_records(&collection, None, false, usize::MAX)
+            .await
+            .unwrap()
+        {
+            out.push((collection.clone(), rkey, r.to_json()));
+        }
+    }
+    out
+}
+
+#[test]
+fn ipld_car_reads_the_export() {
+    common::rt().block_on(async {
+        let (repos, _) = populated().await;
+        let car = export(&repos, None).await;
+        let dir = std::env::temp_dir().join(format!("datarepo-car-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("repo.car");
+        std::fs::write(&path, &car).unwrap();
+        let answer = testkit::run_node("car-read.mjs", &format!("{}\n", path.display()));
+        std::fs::remove_dir_all(&dir).unwrap();
+        let oracle: serde_json::Value = serde_json::from_str(&answer[0]).unwrap();
+        let head = repos.open(DID).await.unwrap().head().await;
+        assert_eq!(oracle["roots"], json!([head.commit.to_string()]));
+        let blocks = oracle["blocks"].as_array().unwrap();
+        assert_eq!(
+            blocks[0],
+            json!(head.commit.to_string()),
+            "the commit comes first"
+        );
+        assert_eq!(oracle["verified"], json!(blocks.len()));
+        assert_eq!(oracle["decoded"], json!(blocks.len()));
+        // 7 distinct record values, at least one shard, the commit.
+        assert!(blocks.len() > 8);
+        let mut distinct = blocks.clone();
+        distinct.sort_by_key(|b| b.to_string());
+        distinct.dedup();
+        assert_eq!(distinct.len(), blocks.len(), "each block once");
+    });
+}
+
+#[test]
+fn import_reproduces_the_repository() {
+    common::rt().block_on(async {
+        let (repos, _) = populated().await;
+        let car = export(&repos, None).await;
+        assert_eq!(car, export(&repos, None).await, "export is deterministic");
+        let fresh = common::repos();
+        let report = fresh.import_car(&car[..], Some(DID)).await.unwrap();
+        assert_eq!(report.records, 299);
+        let (a, b) = (
+            repos.open(DID).await.unwrap(),
+            fresh.open(DID).await.unwrap(),
+        );
+        assert_eq!(a.head().await, b.head().await);
+        assert_eq!(all_records(&repos).await, all_records(&fresh).await);
+        assert_eq!(export(&fresh, None).await, car, "re-export is identical");
+        // The imported repository takes new writes.
+        b.apply_writes(
+            vec![Write::Create {
+                collection: "app.bsky.feed.post".into(),
+                rkey: None,
+                value: json!({}),
+            }],
+            None,
+        )
+        .await
+        .unwrap();
+    });
+}
+
+#[test]
+fn incremental_export_applies_on_the_older_copy() {
+    common::rt().block_on(async {
+        let (repos, revs) = populated().await;
+        let repo = repos.open(DID).await.unwrap();
+        // An older copy: a full export, before two more commits.
+        let old_car = export(&repos, None).await;
+        let base = repo.head().await.rev;
+        for i in 0..2 {
+            repo.apply_writes(
+                vec![Write::Update {
+                    collection: "app.bsky.feed.post".into(),
+                    rkey: format!("late-{i}"),
+                    value: json!({ "late": i }),
+                    swap_record: None,
+                }],
+                None,
+            )
+            .await
+            .unwrap();
+        }
+        let since = export(&repos, Some(base)).await;
+        let full = export(&repos, None).await;
+        assert!(
+            since.len() < full.len() / 2,
+            "{} vs {}",
+            since.len(),
+            full.len()
+        );
+
+        // The incremental file alone lacks the older blocks.
+        let fresh = common::repos();
+        let err = fresh.import_car(&since[..], None).await.unwrap_err();
+        assert!(matches!(err, Error::InvalidCar(_)), "{err}");
+        assert!(fresh.list().await.unwrap().is_empty());
+
+        // On the older copy it brings it up to date.
+        let copy = common::repos();
+        copy.import_car(&old_car[..], None).await.unwrap();
+        copy.import_car(&since[..], Some(DID)).await.unwrap();
+        assert_eq!(
+            copy.open(DID).await.unwrap().head().await,
+            repo.head().await
+        );
+        assert_eq!(all_records(&copy).await, all_records(&repos).await);
+
+        // An older file does not move a repository backwards.
+        let err = copy.import_car(&old_car[..], None).await.unwrap_err();
+        assert!(err.to_string().contains("not newer"), "{err}");
+        assert!(repo.commit_at(revs[1]).await.is_ok());
+    });
+}
+
+#[test]
+fn bad_files_are_rejected_and_change_nothing() {
+    common::rt().block_on(async {
+        let (repos, _) = populated().await;
+        let car = export(&repos, None).await;
+        let target = common::repos();
+        let mut cases: Vec<(&str, Vec<u8>)> = vec![
+            ("empty", Vec::new()),
+            ("not a CAR", b"hello world".to_vec()),
+            ("truncated", car[..car.len() - 10].to_vec()),
+            ("truncated header", car[..5].to_vec()),
+        ];
+        for offset in [car.len() / 3, car.len() / 2, car.len() - 3] {
+            let mut tampered = car.clone();
+            tampered[offset] ^= 0x01;
+            cases.push(("tampered", tampered));
+        }
+        for (what, bytes) in cases {
+            let err = target.import_car(&bytes[..], None).await.unwrap_err();
+            assert!(
+                matches!(err, Error::InvalidCar(_)),
+                "{what}: expected InvalidCar, got {err}"
+            );
+            assert!(
+                target.list().await.unwrap().is_empty(),
+                "{what}: nothing written"
+            );
+        }
+        let err = target
+            .import_car(&car[..], Some("did:web:other.example"))
+            .await
+            .unwrap_err();
+        assert!(err.to_string().contains("did:web:other.example"), "{err}");
+    });
+}
