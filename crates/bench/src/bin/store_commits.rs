@@ -37,6 +37,7 @@ fn commit(repo: &str, expected: Option<Cid>, rev: u64) -> Commit {
             rkey: format!("r{rev:08}"),
             cid: Some(r),
         }],
+        collections: Vec::new(),
     }
 }
 
