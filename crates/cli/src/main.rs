@@ -9,6 +9,7 @@ use clap::{Parser, Subcommand};
 
 mod keys;
 mod pail_cmd;
+mod repo_cmd;
 mod storage;
 mod syntax;
 
@@ -18,12 +19,16 @@ mod syntax;
 struct Cli {
     #[command(flatten)]
     store: storage::StoreArgs,
+    #[command(flatten)]
+    repo: repo_cmd::RepoArgs,
     #[command(subcommand)]
     command: Command,
 }
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    #[command(flatten)]
+    Repo(repo_cmd::RepoCommand),
     /// Record keys: validate them.
     #[command(subcommand)]
     Rkey(syntax::RkeyCommand),
@@ -40,6 +45,10 @@ enum Command {
     Keys(keys::KeysCommand),
 }
 
+fn io_error(message: String) -> std::io::Error {
+    std::io::Error::other(message)
+}
+
 /// Exit codes: 0 success, 1 invalid input or a failed operation, 2 usage.
 fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -48,7 +57,8 @@ fn main() -> ExitCode {
         Command::Tid(cmd) => syntax::run_tid(cmd),
         Command::Keys(cmd) => keys::run(cmd),
         Command::Pail(cmd) => pail_cmd::run(cmd),
-        Command::Gc(args) => storage::gc(&cli.store, &args),
+        Command::Gc(args) => storage::gc(&cli.store, &args, cli.repo.json),
+        Command::Repo(cmd) => repo_cmd::run(&cli.store, &cli.repo, cmd).map_err(io_error),
     };
     match result {
         Ok(code) => code,

@@ -20,7 +20,7 @@ pub(crate) struct StoreArgs {
 }
 
 impl StoreArgs {
-    async fn open(&self) -> Result<SlateKv, String> {
+    pub(crate) async fn open(&self) -> Result<SlateKv, String> {
         let location: Location = self
             .store
             .parse()
@@ -40,12 +40,9 @@ pub(crate) struct GcArgs {
     /// reach); by default every commit in each repository's log is kept.
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
     keep_last: Option<u64>,
-    /// Print the report as JSON.
-    #[arg(long)]
-    json: bool,
 }
 
-pub(crate) fn gc(store_args: &StoreArgs, args: &GcArgs) -> io::Result<ExitCode> {
+pub(crate) fn gc(store_args: &StoreArgs, args: &GcArgs, json_mode: bool) -> io::Result<ExitCode> {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -80,7 +77,7 @@ pub(crate) fn gc(store_args: &StoreArgs, args: &GcArgs) -> io::Result<ExitCode> 
     });
     match result {
         Ok(r) => {
-            if args.json {
+            if json_mode {
                 println!(
                     "{}",
                     json!({"listed": r.listed, "reachable": r.reachable, "deleted": r.deleted,

@@ -677,6 +677,25 @@ impl<K: Kv> Repository<K> {
         Ok(out)
     }
 
+    /// Up to `limit` record keys of `collection` after `cursor`, in order,
+    /// without reading the records.
+    ///
+    /// # Errors
+    ///
+    /// A storage error.
+    pub async fn list_keys(
+        &self,
+        collection: &str,
+        cursor: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<String>, Error> {
+        let rows = self
+            .store
+            .list_records(&self.id, collection, cursor, false, limit)
+            .await?;
+        Ok(rows.into_iter().map(|(k, _)| k).collect())
+    }
+
     /// The repository's collections and their declarations, in name order.
     pub async fn collections(&self) -> Vec<(String, CollectionInfo)> {
         let state = self.state.lock().await;

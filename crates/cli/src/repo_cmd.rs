@@ -1,0 +1,645 @@
+//! The repository commands: `init`, `collection`, `lexicon`, `put`, `get`,
+//! `rm`, `ls`, `log`, `diff`, `export`, `import`, `stats`.
+//!
+//! With `--json`, `put`, `get` and `ls` print exactly the shapes of AT
+//! Protocol's createRecord, getRecord and listRecords responses.
+
+use std::{
+    io::Read,
+    path::{Path, PathBuf},
+    process::ExitCode,
+    sync::Arc,
+};
+
+use clap::{Args, Subcommand};
+use indicatif::{ProgressBar, ProgressStyle};
+use repo::{Env, Repos, Repository, Write, record_uri};
+use rkey::{Clock, KeyType, SystemClock, Tid, TidGenerator};
+use serde_json::{Value, json};
+use store::{SlateKv, Store};
+
+use crate::storage::StoreArgs;
+
+/// Which repository; global to every repository command.
+#[derive(Debug, Args)]
+pub(crate) struct RepoArgs {
+    /// The repository: a DID (did:web:example.com) or a handle (alice.example.com).
+    #[arg(long, global = true, env = "DATAREPO_REPO")]
+    repo: Option<String>,
+    /// Print JSON for scripts (put/get/ls print AT Protocol's response shapes).
+    #[arg(long, global = true)]
+    pub(crate) json: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum CollectionCommand {
+    /// Declare a collection's record key type.
+    Define {
+        /// The collection (an NSID such as app.bsky.feed.post).
+        nsid: String,
+        /// The record key type: tid, literal:<value>, any or nsid.
+        #[arg(long)]
+        key: String,
+    },
+    /// List the repository's collections, their key types and record counts.
+    List,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum LexiconCommand {
+    /// Register a Lexicon document (JSON) whose main definition is a record:
+    /// declares the collection named by its id with its key type.
+    Add {
+        /// The Lexicon JSON file.
+        file: PathBuf,
+    },
+}
+
+/// A repository command.
+#[derive(Debug, Subcommand)]
+pub(crate) enum RepoCommand {
+    /// Create the repository (--repo).
+    Init,
+    /// Declare or list collections.
+    #[command(subcommand)]
+    Collection(CollectionCommand),
+    /// Register Lexicon documents.
+    #[command(subcommand)]
+    Lexicon(LexiconCommand),
+    /// Create or replace a record, from a JSON file or standard input.
+    Put {
+        /// The collection (an NSID).
+        collection: String,
+        /// The record key (default: a fresh TID).
+        rkey: Option<String>,
+        /// Read the record from this file instead of standard input.
+        #[arg(long, short)]
+        file: Option<PathBuf>,
+        /// Fail unless the record does not exist yet.
+        #[arg(long)]
+        create: bool,
+    },
+    /// Print a record.
+    Get {
+        /// The collection.
+        collection: String,
+        /// The record key.
+        rkey: String,
+        /// The record as of the commit with this rev.
+        #[arg(long)]
+        at: Option<String>,
+    },
+    /// Delete a record.
+    Rm {
+        /// The collection.
+        collection: String,
+        /// The record key.
+        rkey: String,
+    },
+    /// List a collection's records in record key order.
+    Ls {
+        /// The collection.
+        collection: String,
+        /// At most this many records (1 to 10000).
+        #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u64).range(1..=10_000))]
+        limit: u64,
+        /// Continue after this cursor (from the previous page).
+        #[arg(long)]
+        cursor: Option<String>,
+        /// Descending order.
+        #[arg(long)]
+        reverse: bool,
+    },
+    /// The commit log, newest first.
+    Log {
+        /// At most this many commits.
+        #[arg(long, default_value_t = 50)]
+        limit: usize,
+    },
+    /// Records created, updated and deleted between two commits (by rev).
+    Diff {
+        /// The older rev.
+        rev_a: String,
+        /// The newer rev.
+        rev_b: String,
+    },
+    /// Write the repository as a CAR v1 file (root: the head commit).
+    Export {
+        /// The file to write ("-" for standard output).
+        file: PathBuf,
+        /// Only what changed after the commit with this rev.
+        #[arg(long)]
+        since: Option<String>,
+    },
+    /// Import a CAR file: creates the repository or moves it forward.
+    Import {
+        /// The CAR file.
+        file: PathBuf,
+    },
+    /// Counts: records per collection, commits.
+    Stats,
+}
+
+type Result<T> = std::result::Result<T, String>;
+
+fn parse_rev(s: &str) -> Result<Tid> {
+    Tid::parse(s)
+        .map_err(|e| format!("{s:?} is not a rev: {e} (revs are TIDs; see `datarepo log`)"))
+}
+
+fn env() -> Result<Env> {
+    // A random clock id per process, as TidGenerator picks it.
+    let clock_id = TidGenerator::builder()
+        .build()
+        .map_err(|e| e.to_string())?
+        .clock_id();
+    Ok(Env::new(|| SystemClock.now_micros(), clock_id))
+}
+
+struct Session {
+    kv: SlateKv,
+    repos: Repos<SlateKv>,
+}
+
+impl Session {
+    async fn open(store: &StoreArgs) -> Result<Self> {
+        let kv = store.open().await?;
+        let repos = Repos::new(Arc::new(Store::new(kv.clone())), env()?);
+        Ok(Self { kv, repos })
+    }
+
+    async fn repo(&self, args: &RepoArgs) -> Result<Arc<Repository<SlateKv>>> {
+        let id = repo_id(args)?;
+        self.repos.open(id).await.map_err(|e| e.to_string())
+    }
+}
+
+fn repo_id(args: &RepoArgs) -> Result<&str> {
+    args.repo
+        .as_deref()
+        .ok_or_else(|| "no repository given: pass --repo ID or set DATAREPO_REPO".to_owned())
+}
+
+fn bar(template: &str) -> ProgressBar {
+    let bar = ProgressBar::new(0);
+    bar.set_style(
+        ProgressStyle::with_template(template)
+            .unwrap_or_else(|_| ProgressStyle::default_bar())
+            .progress_chars("=> "),
+    );
+    bar
+}
+
+fn print(json_mode: bool, value: &Value, human: impl FnOnce() -> String) {
+    if json_mode {
+        println!("{value}");
+    } else {
+        println!("{}", human());
+    }
+}
+
+/// Runs a repository command.
+pub(crate) fn run(store: &StoreArgs, args: &RepoArgs, cmd: RepoCommand) -> Result<ExitCode> {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())?;
+    rt.block_on(async {
+        let session = Session::open(store).await?;
+        let result = execute(&session, args, cmd).await;
+        let closed = session.kv.close().await;
+        let code = result?;
+        closed.map_err(|e| format!("closing the store: {e}"))?;
+        Ok(code)
+    })
+}
+
+async fn execute(s: &Session, args: &RepoArgs, cmd: RepoCommand) -> Result<ExitCode> {
+    let json_mode = args.json;
+    let e = |e: repo::Error| e.to_string();
+    match cmd {
+        RepoCommand::Init => {
+            let repo = s.repos.create(repo_id(args)?).await.map_err(e)?;
+            let head = repo.head().await;
+            print(
+                json_mode,
+                &json!({"repo": repo.id(), "commit": {"cid": head.commit.to_string(), "rev": head.rev.to_string()}}),
+                || format!("created {} (rev {})", repo.id(), head.rev),
+            );
+        }
+        RepoCommand::Collection(CollectionCommand::Define { nsid, key }) => {
+            let key: KeyType = key.parse().map_err(|e: rkey::Error| e.to_string())?;
+            let repo = s.repo(args).await?;
+            let info = repo.define_collection(&nsid, key, None).await.map_err(e)?;
+            print(
+                json_mode,
+                &json!({"collection": nsid, "key": info.key.to_string()}),
+                || format!("{nsid}: record keys are {}", info.key),
+            );
+        }
+        RepoCommand::Collection(CollectionCommand::List) => {
+            let repo = s.repo(args).await?;
+            let mut rows = Vec::new();
+            for (name, info) in repo.collections().await {
+                let count = count_records(&repo, &name).await?;
+                rows.push(json!({"collection": name, "key": info.key.to_string(),
+                                 "declared": info.declared, "records": count}));
+            }
+            print(json_mode, &json!({ "collections": rows }), || {
+                if rows.is_empty() {
+                    return "no collections".to_owned();
+                }
+                rows.iter()
+                    .map(|r| {
+                        format!(
+                            "{}  key={}{}  {} records",
+                            r["collection"].as_str().unwrap_or_default(),
+                            r["key"].as_str().unwrap_or_default(),
+                            if r["declared"] == json!(true) {
+                                ""
+                            } else {
+                                " (undeclared)"
+                            },
+                            r["records"]
+                        )
+                    })
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            });
+        }
+        RepoCommand::Lexicon(LexiconCommand::Add { file }) => {
+            let doc = read_json(Some(&file))?;
+            let repo = s.repo(args).await?;
+            let (id, info) = repo
+                .add_lexicon(doc)
+                .await
+                .map_err(|err| format!("{}: {err}", file.display()))?;
+            print(
+                json_mode,
+                &json!({"collection": id, "key": info.key.to_string()}),
+                || format!("{id}: record keys are {}", info.key),
+            );
+        }
+        RepoCommand::Put {
+            collection,
+            rkey,
+            file,
+            create,
+        } => {
+            // Check the names before waiting on standard input.
+            rkey::validate_nsid(&collection).map_err(|e| e.to_string())?;
+            if let Some(rkey) = &rkey {
+                rkey::validate_record_key(rkey).map_err(|e| e.to_string())?;
+            }
+            let value = read_json(file.as_deref())?;
+            let repo = s.repo(args).await?;
+            let write = match (rkey, create) {
+                (rkey, true) | (rkey @ None, false) => Write::Create {
+                    collection,
+                    rkey,
+                    value,
+                },
+                (Some(rkey), false) => Write::Update {
+                    collection,
+                    rkey,
+                    value,
+                    swap_record: None,
+                },
+            };
+            let c = repo.apply_writes(vec![write], None).await.map_err(e)?;
+            let r = &c.results[0];
+            let uri = record_uri(repo.id(), &r.collection, &r.rkey);
+            let cid = r.cid.map(|c| c.to_string()).unwrap_or_default();
+            print(
+                json_mode,
+                &json!({"uri": uri, "cid": cid, "commit": {"cid": c.commit.to_string(), "rev": c.rev.to_string()}}),
+                || format!("{uri}\n  cid {cid}\n  commit {} (rev {})", c.commit, c.rev),
+            );
+        }
+        RepoCommand::Get {
+            collection,
+            rkey,
+            at,
+        } => {
+            let repo = s.repo(args).await?;
+            let record = match at {
+                Some(rev) => repo.record_at(parse_rev(&rev)?, &collection, &rkey).await,
+                None => repo.get_record(&collection, &rkey).await,
+            }
+            .map_err(e)?;
+            let uri = record_uri(repo.id(), &collection, &rkey);
+            let Some(record) = record else {
+                return Err(format!("record not found: {uri}"));
+            };
+            let value = record.to_json();
+            print(
+                json_mode,
+                &json!({"uri": uri, "cid": record.cid().to_string(), "value": value}),
+                || serde_json::to_string_pretty(&value).unwrap_or_default(),
+            );
+        }
+        RepoCommand::Rm { collection, rkey } => {
+            let repo = s.repo(args).await?;
+            let c = repo
+                .apply_writes(
+                    vec![Write::Delete {
+                        collection: collection.clone(),
+                        rkey: rkey.clone(),
+                        swap_record: None,
+                    }],
+                    None,
+                )
+                .await
+                .map_err(e)?;
+            print(
+                json_mode,
+                &json!({"commit": {"cid": c.commit.to_string(), "rev": c.rev.to_string()}}),
+                || {
+                    format!(
+                        "deleted {} (commit {}, rev {})",
+                        record_uri(repo.id(), &collection, &rkey),
+                        c.commit,
+                        c.rev
+                    )
+                },
+            );
+        }
+        RepoCommand::Ls {
+            collection,
+            limit,
+            cursor,
+            reverse,
+        } => {
+            let repo = s.repo(args).await?;
+            let limit = usize::try_from(limit).unwrap_or(usize::MAX);
+            // One more than asked tells whether another page follows.
+            let mut page = repo
+                .list_records(&collection, cursor.as_deref(), reverse, limit + 1)
+                .await
+                .map_err(e)?;
+            let more = page.len() > limit;
+            page.truncate(limit);
+            let records: Vec<Value> = page
+                .iter()
+                .map(|(rkey, r)| {
+                    json!({"uri": record_uri(repo.id(), &collection, rkey),
+                           "cid": r.cid().to_string(), "value": r.to_json()})
+                })
+                .collect();
+            let mut out = json!({ "records": records });
+            let next = page.last().filter(|_| more).map(|(k, _)| k.clone());
+            if let Some(next) = &next {
+                out["cursor"] = json!(next);
+            }
+            print(json_mode, &out, || {
+                let mut lines: Vec<String> = page
+                    .iter()
+                    .map(|(rkey, r)| format!("{rkey}  {}", r.cid()))
+                    .collect();
+                if let Some(next) = &next {
+                    lines.push(format!("(more: --cursor {next})"));
+                }
+                lines.join("\n")
+            });
+        }
+        RepoCommand::Log { limit } => {
+            let repo = s.repo(args).await?;
+            let log = repo.log(limit).await.map_err(e)?;
+            let commits: Vec<Value> = log
+                .iter()
+                .map(|l| {
+                    json!({"cid": l.cid.to_string(), "rev": l.commit.rev.to_string(),
+                           "data": l.commit.data.to_string(),
+                           "prev": l.commit.prev.map(|p| p.to_string())})
+                })
+                .collect();
+            print(json_mode, &json!({ "commits": commits }), || {
+                log.iter()
+                    .map(|l| {
+                        format!(
+                            "{}  {}  {}",
+                            l.commit.rev,
+                            format_tid_time(l.commit.rev),
+                            l.cid
+                        )
+                    })
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            });
+        }
+        RepoCommand::Diff { rev_a, rev_b } => {
+            let repo = s.repo(args).await?;
+            let diff = repo
+                .diff(parse_rev(&rev_a)?, parse_rev(&rev_b)?)
+                .await
+                .map_err(e)?;
+            let (mut created, mut updated, mut deleted) = (Vec::new(), Vec::new(), Vec::new());
+            let mut lines = Vec::new();
+            for d in &diff {
+                let uri = record_uri(repo.id(), &d.collection, &d.rkey);
+                match (d.old, d.new) {
+                    (None, Some(new)) => {
+                        lines.push(format!("+ {uri}"));
+                        created.push(json!({"uri": uri, "cid": new.to_string()}));
+                    }
+                    (Some(old), Some(new)) => {
+                        lines.push(format!("~ {uri}"));
+                        updated.push(
+                            json!({"uri": uri, "old": old.to_string(), "cid": new.to_string()}),
+                        );
+                    }
+                    (Some(old), None) => {
+                        lines.push(format!("- {uri}"));
+                        deleted.push(json!({"uri": uri, "old": old.to_string()}));
+                    }
+                    (None, None) => {}
+                }
+            }
+            print(
+                json_mode,
+                &json!({"created": created, "updated": updated, "deleted": deleted}),
+                || {
+                    lines.push(format!(
+                        "{} created, {} updated, {} deleted",
+                        created.len(),
+                        updated.len(),
+                        deleted.len()
+                    ));
+                    lines.join("\n")
+                },
+            );
+        }
+        RepoCommand::Export { file, since } => {
+            let repo = s.repo(args).await?;
+            let since = since.as_deref().map(parse_rev).transpose()?;
+            let bar = bar("{spinner} exporting: {pos} blocks written ({per_sec})");
+            let progress = |n| bar.set_position(n);
+            let report = if file.as_os_str() == "-" {
+                let out = tokio::io::BufWriter::new(tokio::io::stdout());
+                let (mut out, report) = repo.export_car(out, since, progress).await.map_err(e)?;
+                tokio::io::AsyncWriteExt::flush(&mut out)
+                    .await
+                    .map_err(|err| err.to_string())?;
+                report
+            } else {
+                export_file(&repo, &file, since, progress).await?
+            };
+            bar.finish_and_clear();
+            let out = json!({"commit": report.commit.to_string(), "rev": report.rev.to_string(),
+                             "blocks": report.blocks, "bytes": report.bytes});
+            if file.as_os_str() == "-" {
+                eprintln!("exported {} blocks", report.blocks);
+            } else {
+                print(json_mode, &out, || {
+                    format!(
+                        "exported {} blocks ({} bytes) to {}; root {} (rev {})",
+                        report.blocks,
+                        report.bytes,
+                        file.display(),
+                        report.commit,
+                        report.rev
+                    )
+                });
+            }
+        }
+        RepoCommand::Import { file } => {
+            let f = tokio::fs::File::open(&file)
+                .await
+                .map_err(|err| format!("cannot open {}: {err}", file.display()))?;
+            let len = f.metadata().await.map(|m| m.len()).unwrap_or(0);
+            let bar = bar("importing [{bar:40}] {bytes}/{total_bytes} ({eta} left)");
+            bar.set_length(len);
+            let reader = bar.wrap_async_read(tokio::io::BufReader::with_capacity(1 << 20, f));
+            let report = s
+                .repos
+                .import_car(reader, args.repo.as_deref())
+                .await
+                .map_err(|err| format!("{}: {err} (nothing was imported)", file.display()))?;
+            bar.finish_and_clear();
+            print(
+                json_mode,
+                &json!({"repo": report.repo, "commit": {"cid": report.commit.to_string(), "rev": report.rev.to_string()},
+                        "records": report.records, "blocks": report.blocks, "unreachable": report.unreachable}),
+                || {
+                    format!(
+                        "imported {}: {} records, {} blocks; head {} (rev {})",
+                        report.repo, report.records, report.blocks, report.commit, report.rev
+                    )
+                },
+            );
+        }
+        RepoCommand::Stats => {
+            let repo = s.repo(args).await?;
+            let head = repo.head().await;
+            let mut collections = Vec::new();
+            let mut total = 0;
+            for (name, info) in repo.collections().await {
+                let count = count_records(&repo, &name).await?;
+                total += count;
+                collections.push(
+                    json!({"collection": name, "key": info.key.to_string(), "records": count}),
+                );
+            }
+            let commits = repo.log(usize::MAX).await.map_err(e)?.len();
+            print(
+                json_mode,
+                &json!({"repo": repo.id(), "head": {"cid": head.commit.to_string(), "rev": head.rev.to_string()},
+                        "records": total, "commits": commits, "collections": collections}),
+                || {
+                    let mut lines = vec![
+                        format!("repository {}", repo.id()),
+                        format!("head       {} (rev {})", head.commit, head.rev),
+                        format!("records    {total}"),
+                        format!("commits    {commits}"),
+                    ];
+                    for c in &collections {
+                        lines.push(format!(
+                            "  {}  {} records",
+                            c["collection"].as_str().unwrap_or_default(),
+                            c["records"]
+                        ));
+                    }
+                    lines.join("\n")
+                },
+            );
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn count_records(repo: &Repository<SlateKv>, collection: &str) -> Result<u64> {
+    let mut count = 0u64;
+    let mut cursor: Option<String> = None;
+    loop {
+        let page = repo
+            .list_keys(collection, cursor.as_deref(), 10_000)
+            .await
+            .map_err(|e| e.to_string())?;
+        count += page.len() as u64;
+        match page.last() {
+            Some(last) if page.len() == 10_000 => cursor = Some(last.clone()),
+            _ => return Ok(count),
+        }
+    }
+}
+
+async fn export_file(
+    repo: &Repository<SlateKv>,
+    file: &Path,
+    since: Option<Tid>,
+    progress: impl FnMut(u64) + Send,
+) -> Result<repo::ExportReport> {
+    let tmp = file.with_extension("car.partial");
+    let f = tokio::fs::File::create(&tmp)
+        .await
+        .map_err(|err| format!("cannot write {}: {err}", tmp.display()))?;
+    let out = tokio::io::BufWriter::with_capacity(1 << 20, f);
+    let written = async {
+        let (mut out, report) = repo
+            .export_car(out, since, progress)
+            .await
+            .map_err(|e| e.to_string())?;
+        tokio::io::AsyncWriteExt::flush(&mut out)
+            .await
+            .map_err(|e| e.to_string())?;
+        out.into_inner()
+            .sync_all()
+            .await
+            .map_err(|e| e.to_string())?;
+        tokio::fs::rename(&tmp, file)
+            .await
+            .map_err(|e| e.to_string())?;
+        Ok::<_, String>(report)
+    }
+    .await;
+    if written.is_err() {
+        let _ = tokio::fs::remove_file(&tmp).await;
+    }
+    written.map_err(|err| format!("export to {} failed: {err}", file.display()))
+}
+
+fn read_json(file: Option<&Path>) -> Result<Value> {
+    let (text, source) = match file {
+        Some(path) => (
+            std::fs::read_to_string(path)
+                .map_err(|e| format!("cannot read {}: {e}", path.display()))?,
+            path.display().to_string(),
+        ),
+        None => {
+            let mut text = String::new();
+            std::io::stdin()
+                .read_to_string(&mut text)
+                .map_err(|e| format!("cannot read standard input: {e}"))?;
+            (text, "standard input".to_owned())
+        }
+    };
+    serde_json::from_str(&text).map_err(|e| format!("{source} is not valid JSON: {e}"))
+}
+
+fn format_tid_time(tid: Tid) -> String {
+    let micros = i64::try_from(tid.timestamp_micros()).unwrap_or(i64::MAX);
+    jiff::Timestamp::from_microsecond(micros)
+        .map(|t| t.to_string())
+        .unwrap_or_default()
+}
