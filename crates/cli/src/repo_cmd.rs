@@ -221,7 +221,7 @@ async fn execute(s: &Session, args: &RepoArgs, cmd: RepoCommand) -> Result<ExitC
     match cmd {
         RepoCommand::Init => {
             let repo = s.repos.create(repo_id(args)?).await.map_err(e)?;
-            let head = repo.head().await;
+            let head = repo.head().await.map_err(e)?;
             print(
                 json_mode,
                 &json!({"repo": repo.id(), "commit": {"cid": head.commit.to_string(), "rev": head.rev.to_string()}}),
@@ -531,7 +531,7 @@ async fn execute(s: &Session, args: &RepoArgs, cmd: RepoCommand) -> Result<ExitC
         }
         RepoCommand::Stats => {
             let repo = s.repo(args).await?;
-            let head = repo.head().await;
+            let head = repo.head().await.map_err(e)?;
             let mut collections = Vec::new();
             let mut total = 0;
             for (name, info) in repo.collections().await {

@@ -112,7 +112,7 @@ impl<K: Kv> Repository<K> {
         since: Option<Tid>,
         mut progress: impl FnMut(u64) + Send,
     ) -> Result<(W, ExportReport), Error> {
-        let head = self.head().await;
+        let head = self.head().await?;
         let store = self.store();
         let commit_bytes = store
             .get_block(&head.commit)
@@ -189,6 +189,77 @@ impl<K: Kv> Repository<K> {
                 bytes: w.bytes,
             },
         ))
+    }
+}
+
+/// A fetcher that remembers every shard it served.
+struct Recording<'a, F> {
+    inner: &'a F,
+    seen: Mutex<Vec<Arc<Shard>>>,
+}
+
+impl<F: ShardFetcher> ShardFetcher for Recording<'_, F> {
+    async fn get_shard(&self, cid: &Cid) -> Result<Arc<Shard>, pail::Error> {
+        let shard = self.inner.get_shard(cid).await?;
+        self.seen
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push(Arc::clone(&shard));
+        Ok(shard)
+    }
+}
+
+impl<K: Kv> Repository<K> {
+    /// Writes a CAR v1 file proving one record at the head: the head
+    /// commit, the shards on the path from the Pail root to the record's
+    /// key, and the record (absent when it does not exist: then the path
+    /// proves its absence).
+    ///
+    /// # Errors
+    ///
+    /// A storage or I/O error.
+    pub async fn export_record_car<W: AsyncWrite + Unpin + Send>(
+        &self,
+        out: W,
+        collection: &str,
+        rkey: &str,
+    ) -> Result<(W, Option<Cid>), Error> {
+        let head = self.head().await?;
+        let store = self.store();
+        let commit_bytes = store
+            .get_block(&head.commit)
+            .await?
+            .ok_or(Error::MissingBlock(head.commit))?;
+        let recording = Recording {
+            inner: &**store,
+            seen: Mutex::new(Vec::new()),
+        };
+        let key = crate::repository::pail_key(collection, rkey);
+        let found = pail::get(&recording, head.data, &key).await?;
+        let mut w = Writer {
+            car: iroh_car::CarWriter::new(iroh_car::CarHeader::new_v1(vec![head.commit]), out),
+            seen: HashSet::new(),
+            blocks: 0,
+            bytes: 0,
+        };
+        w.block(head.commit, &commit_bytes).await?;
+        let path = std::mem::take(
+            &mut *recording
+                .seen
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        );
+        for shard in path {
+            w.block(shard.cid(), shard.bytes()).await?;
+        }
+        if let Some(cid) = found {
+            let bytes = store
+                .get_block(&cid)
+                .await?
+                .ok_or(Error::MissingBlock(cid))?;
+            w.block(cid, &bytes).await?;
+        }
+        Ok((w.car.finish().await.map_err(io_err)?, found))
     }
 }
 

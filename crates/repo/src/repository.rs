@@ -397,6 +397,7 @@ impl<K> std::fmt::Debug for Repository<K> {
 }
 
 /// A write after validation, before it meets the repository's state.
+#[derive(Clone)]
 enum Checked {
     Put {
         collection: Nsid,
@@ -465,9 +466,24 @@ impl<K: Kv> Repository<K> {
         &self.id
     }
 
-    /// The current head.
-    pub async fn head(&self) -> HeadInfo {
-        self.state.lock().await.head
+    /// The current head, as stored (a read-only replica sees new commits
+    /// as they arrive).
+    ///
+    /// # Errors
+    ///
+    /// A storage error.
+    pub async fn head(&self) -> Result<HeadInfo, Error> {
+        let head = self
+            .store
+            .head(&self.id)
+            .await?
+            .ok_or_else(|| Error::RepoNotFound(self.id.clone()))?;
+        let commit = load_commit(&self.store, head.commit).await?;
+        Ok(HeadInfo {
+            commit: head.commit,
+            rev: commit.rev,
+            data: commit.data,
+        })
     }
 
     /// Applies `writes` as one commit, all or nothing.
@@ -491,6 +507,51 @@ impl<K: Kv> Repository<K> {
             .map(check)
             .collect::<Result<Vec<_>, _>>()?;
         let mut state = self.state.lock().await;
+        let mut attempts = 0;
+        loop {
+            match self.try_apply(&mut state, &checked, swap_commit).await {
+                Ok((pending, result)) => {
+                    drop(state);
+                    pending.durable().await?;
+                    return Ok(result);
+                }
+                // The stored head moved under us (another process, or a
+                // cancelled write that landed): reload it and start over.
+                Err(Error::Store(store::Error::Conflict(_))) if attempts < 2 => {
+                    attempts += 1;
+                    self.reload(&mut state).await?;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    async fn reload(&self, state: &mut State) -> Result<(), Error> {
+        let head = self
+            .store
+            .head(&self.id)
+            .await?
+            .ok_or_else(|| Error::RepoNotFound(self.id.clone()))?;
+        let commit = load_commit(&self.store, head.commit).await?;
+        state.head = HeadInfo {
+            commit: head.commit,
+            rev: commit.rev,
+            data: commit.data,
+        };
+        for (name, bytes) in self.store.collections(&self.id).await? {
+            let info = CollectionInfo::decode(&name, &bytes)?;
+            state.collections.insert(name, info);
+        }
+        Ok(())
+    }
+
+    /// Builds and stages one commit of `checked` on `state`'s head.
+    async fn try_apply(
+        &self,
+        state: &mut State,
+        checked: &[Checked],
+        swap_commit: Option<Cid>,
+    ) -> Result<(store::PendingCommit, CommitResult), Error> {
         if let Some(expected) = swap_commit
             && expected != state.head.commit
         {
@@ -509,7 +570,7 @@ impl<K: Kv> Repository<K> {
         let mut index = Vec::with_capacity(checked.len());
         let mut new_collections: Vec<(String, Bytes)> = Vec::new();
         let mut added_collections: HashMap<String, CollectionInfo> = HashMap::new();
-        for write in checked {
+        for write in checked.iter().cloned() {
             let (collection, rkey, new, swap, create) = match write {
                 Checked::Put {
                     collection,
@@ -623,13 +684,14 @@ impl<K: Kv> Repository<K> {
             data: commit.data,
         };
         state.collections.extend(added_collections);
-        drop(state);
-        pending.durable().await?;
-        Ok(CommitResult {
-            commit: commit_cid,
-            rev: commit.rev,
-            results,
-        })
+        Ok((
+            pending,
+            CommitResult {
+                commit: commit_cid,
+                rev: commit.rev,
+                results,
+            },
+        ))
     }
 
     /// The current record at `collection/rkey`.

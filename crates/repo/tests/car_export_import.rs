@@ -13,7 +13,7 @@ const DID: &str = "did:web:car.example";
 async fn populated() -> (Repos<MemoryKv>, Vec<rkey::Tid>) {
     let repos = common::repos();
     let repo = repos.create(DID).await.unwrap();
-    let mut revs = vec![repo.head().await.rev];
+    let mut revs = vec![repo.head().await.unwrap().rev];
     for batch in 0..6 {
         let writes = (0..50)
             .map(|i| Write::Update {
@@ -42,7 +42,7 @@ async fn populated() -> (Repos<MemoryKv>, Vec<rkey::Tid>) {
 async fn export(repos: &Repos<MemoryKv>, since: Option<rkey::Tid>) -> Vec<u8> {
     let repo = repos.open(DID).await.unwrap();
     let (out, report) = repo.export_car(Vec::new(), since, |_| {}).await.unwrap();
-    assert_eq!(report.commit, repo.head().await.commit);
+    assert_eq!(report.commit, repo.head().await.unwrap().commit);
     out
 }
 
@@ -73,7 +73,7 @@ fn ipld_car_reads_the_export() {
         let answer = testkit::run_node("car-read.mjs", &format!("{}\n", path.display()));
         std::fs::remove_dir_all(&dir).unwrap();
         let oracle: serde_json::Value = serde_json::from_str(&answer[0]).unwrap();
-        let head = repos.open(DID).await.unwrap().head().await;
+        let head = repos.open(DID).await.unwrap().head().await.unwrap();
         assert_eq!(oracle["roots"], json!([head.commit.to_string()]));
         let blocks = oracle["blocks"].as_array().unwrap();
         assert_eq!(
@@ -105,7 +105,7 @@ fn import_reproduces_the_repository() {
             repos.open(DID).await.unwrap(),
             fresh.open(DID).await.unwrap(),
         );
-        assert_eq!(a.head().await, b.head().await);
+        assert_eq!(a.head().await.unwrap(), b.head().await.unwrap());
         assert_eq!(all_records(&repos).await, all_records(&fresh).await);
         assert_eq!(export(&fresh, None).await, car, "re-export is identical");
         // The imported repository takes new writes.
@@ -129,7 +129,7 @@ fn incremental_export_applies_on_the_older_copy() {
         let repo = repos.open(DID).await.unwrap();
         // An older copy: a full export, before two more commits.
         let old_car = export(&repos, None).await;
-        let base = repo.head().await.rev;
+        let base = repo.head().await.unwrap().rev;
         for i in 0..2 {
             repo.apply_writes(
                 vec![Write::Update {
@@ -163,8 +163,8 @@ fn incremental_export_applies_on_the_older_copy() {
         copy.import_car(&old_car[..], None).await.unwrap();
         copy.import_car(&since[..], Some(DID)).await.unwrap();
         assert_eq!(
-            copy.open(DID).await.unwrap().head().await,
-            repo.head().await
+            copy.open(DID).await.unwrap().head().await.unwrap(),
+            repo.head().await.unwrap()
         );
         assert_eq!(all_records(&copy).await, all_records(&repos).await);
 
@@ -208,5 +208,50 @@ fn bad_files_are_rejected_and_change_nothing() {
             .await
             .unwrap_err();
         assert!(err.to_string().contains("did:web:other.example"), "{err}");
+    });
+}
+
+#[test]
+fn record_proof_holds_the_path_and_the_record() {
+    common::rt().block_on(async {
+        let (repos, _) = populated().await;
+        let repo = repos.open(DID).await.unwrap();
+        let (car, found) = repo
+            .export_record_car(Vec::new(), "app.bsky.feed.like", "r3-001")
+            .await
+            .unwrap();
+        let want = repo
+            .get_record("app.bsky.feed.like", "r3-001")
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(found, Some(want.cid()));
+        // The proof alone answers the lookup: import it into a store that
+        // has nothing else, and read the record through the Pail.
+        let mut reader = iroh_car::CarReader::new(&car[..]).await.unwrap();
+        let blocks = store::MemoryKv::new();
+        let proof = store::Store::new(blocks);
+        let mut all = Vec::new();
+        while let Some((cid, bytes)) = reader.next_block().await.unwrap() {
+            all.push((cid, bytes::Bytes::from(bytes)));
+        }
+        proof.put_blocks(&all).await.unwrap();
+        let head = repo.head().await.unwrap();
+        assert_eq!(all[0].0, head.commit);
+        assert!(
+            all.len() < 10,
+            "a path, not the repository: {} blocks",
+            all.len()
+        );
+        let got = pail::get(&proof, head.data, "app.bsky.feed.like/r3-001")
+            .await
+            .unwrap();
+        assert_eq!(got, Some(want.cid()));
+        assert!(proof.get_block(&want.cid()).await.unwrap().is_some());
+        let (_, absent) = repo
+            .export_record_car(Vec::new(), "app.bsky.feed.like", "nope")
+            .await
+            .unwrap();
+        assert_eq!(absent, None);
     });
 }

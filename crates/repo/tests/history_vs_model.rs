@@ -36,7 +36,7 @@ proptest! {
             let repos = common::repos();
             let repo = repos.create("did:plc:model").await.unwrap();
             let mut model = Model::new();
-            let mut states: Vec<(rkey::Tid, Model)> = vec![(repo.head().await.rev, model.clone())];
+            let mut states: Vec<(rkey::Tid, Model)> = vec![(repo.head().await.unwrap().rev, model.clone())];
             for batch in batches {
                 let mut next = model.clone();
                 let mut writes = Vec::new();
@@ -89,7 +89,7 @@ proptest! {
                     assert_eq!(listed, expected);
                 }
                 // The Pail.
-                let head = repo.head().await;
+                let head = repo.head().await.unwrap();
                 let entries = pail::entries(&**repos.store(), head.data, &pail::EntriesOptions::default())
                     .await
                     .unwrap();

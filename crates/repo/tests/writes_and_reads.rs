@@ -23,7 +23,7 @@ fn create_get_list_delete() {
     common::rt().block_on(async {
         let repos = common::repos();
         let repo = repos.create(DID).await.unwrap();
-        let first = repo.head().await;
+        let first = repo.head().await.unwrap();
         let c = repo
             .apply_writes(vec![create(POST, None, "hello")], None)
             .await
@@ -94,7 +94,7 @@ fn reopened_repository_resumes_revs() {
         // A second process whose clock is far behind.
         let behind = repo::Env::new(|| 1_000_000, 9);
         let again = repo::Repos::new(store, behind).open(DID).await.unwrap();
-        assert_eq!(again.head().await.commit, c.commit);
+        assert_eq!(again.head().await.unwrap().commit, c.commit);
         let d = again
             .apply_writes(vec![create(POST, Some("b"), "2")], None)
             .await
@@ -161,7 +161,7 @@ fn failed_writes_change_nothing() {
             .apply_writes(vec![create(POST, Some("a"), "1")], None)
             .await
             .unwrap();
-        let head = repo.head().await;
+        let head = repo.head().await.unwrap();
         let stale = Some(c.results[0].cid.unwrap());
         let bad_batches = vec![
             // The second write of each batch is bad: the first must not land.
@@ -194,7 +194,7 @@ fn failed_writes_change_nothing() {
         ];
         for batch in bad_batches {
             repo.apply_writes(batch, None).await.unwrap_err();
-            assert_eq!(repo.head().await, head);
+            assert_eq!(repo.head().await.unwrap(), head);
             assert!(repo.get_record(POST, "b").await.unwrap().is_none());
         }
         let err = repo
@@ -242,5 +242,30 @@ fn bad_repository_ids_are_rejected() {
             repos.open("bob.example.com").await.unwrap_err(),
             Error::RepoNotFound(_)
         ));
+    });
+}
+
+#[test]
+fn two_handles_on_one_store_take_turns() {
+    common::rt().block_on(async {
+        let store = std::sync::Arc::new(store::Store::new(store::MemoryKv::new()));
+        let a = repo::Repos::new(store.clone(), common::env());
+        let b = repo::Repos::new(store, repo::Env::new(|| 1_767_225_600_000_000, 3));
+        let ra = a.create(DID).await.unwrap();
+        let rb = b.open(DID).await.unwrap();
+        for i in 0..5 {
+            ra.apply_writes(vec![create(POST, Some(&format!("a{i}")), "x")], None)
+                .await
+                .unwrap();
+            // b's cached head is stale: its commit conflicts, reloads and lands.
+            rb.apply_writes(vec![create(POST, Some(&format!("b{i}")), "y")], None)
+                .await
+                .unwrap();
+        }
+        assert_eq!(
+            ra.list_records(POST, None, false, 100).await.unwrap().len(),
+            10
+        );
+        assert_eq!(ra.log(100).await.unwrap().len(), 11);
     });
 }
