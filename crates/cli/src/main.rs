@@ -10,6 +10,7 @@ use clap::{Parser, Subcommand};
 mod keys;
 mod pail_cmd;
 mod repo_cmd;
+mod serve;
 mod storage;
 mod syntax;
 
@@ -27,6 +28,8 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Serve the repositories over HTTP (AT Protocol's XRPC API).
+    Serve(serve::ServeArgs),
     #[command(flatten)]
     Repo(repo_cmd::RepoCommand),
     /// Record keys: validate them.
@@ -58,6 +61,7 @@ fn main() -> ExitCode {
         Command::Keys(cmd) => keys::run(cmd),
         Command::Pail(cmd) => pail_cmd::run(cmd),
         Command::Gc(args) => storage::gc(&cli.store, &args, cli.repo.json),
+        Command::Serve(args) => serve::run(&cli.store, &args).map_err(io_error),
         Command::Repo(cmd) => repo_cmd::run(&cli.store, &cli.repo, cmd).map_err(io_error),
     };
     match result {

@@ -147,7 +147,7 @@ fn parse_rev(s: &str) -> Result<Tid> {
         .map_err(|e| format!("{s:?} is not a rev: {e} (revs are TIDs; see `datarepo log`)"))
 }
 
-fn env() -> Result<Env> {
+pub(crate) fn env() -> Result<Env> {
     // A random clock id per process, as TidGenerator picks it.
     let clock_id = TidGenerator::builder()
         .build()

@@ -20,6 +20,11 @@ pub(crate) struct StoreArgs {
 }
 
 impl StoreArgs {
+    /// The store location as given.
+    pub(crate) fn location(&self) -> &str {
+        &self.store
+    }
+
     pub(crate) async fn open(&self) -> Result<SlateKv, String> {
         let location: Location = self
             .store

@@ -1,0 +1,139 @@
+//! `datarepo serve`: the HTTP API over the store.
+
+use std::{net::SocketAddr, process::ExitCode, sync::Arc, time::Duration};
+
+use clap::Args;
+use repo::Repos;
+use store::{Location, SlateKv, Store};
+
+use crate::{repo_cmd, storage::StoreArgs};
+
+/// `datarepo serve`.
+#[derive(Debug, Args)]
+pub(crate) struct ServeArgs {
+    /// Address to listen on.
+    #[arg(long, default_value = "127.0.0.1:2583")]
+    addr: SocketAddr,
+    /// Bearer token that authorizes writes (without one, writes are refused).
+    #[arg(long, env = "DATAREPO_TOKEN", hide_env_values = true)]
+    token: Option<String>,
+    /// Require the token for reads too.
+    #[arg(long)]
+    private_reads: bool,
+    /// Serve reads only, from a store another `datarepo serve` writes
+    /// (for example the same s3:// location).
+    #[arg(long)]
+    replica: bool,
+    /// How often a replica looks for new commits, in milliseconds.
+    #[arg(long, default_value_t = 1000, requires = "replica")]
+    refresh_ms: u64,
+    /// Largest request body, in bytes.
+    #[arg(long, default_value_t = server::Limits::default().max_body_bytes)]
+    max_body_bytes: usize,
+    /// Largest record (its JSON text), in bytes.
+    #[arg(long, default_value_t = server::Limits::default().max_record_bytes)]
+    max_record_bytes: usize,
+    /// Most writes in one applyWrites.
+    #[arg(long, default_value_t = server::Limits::default().max_writes)]
+    max_writes: usize,
+    /// Longest a request may take, in seconds.
+    #[arg(long, default_value_t = 30)]
+    request_timeout_secs: u64,
+    /// Log format: text or json.
+    #[arg(long, default_value = "text", value_parser = ["text", "json"])]
+    log_format: String,
+}
+
+fn init_logs(format: &str) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,slatedb=warn"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    if format == "json" {
+        builder.json().init();
+    } else {
+        builder.init();
+    }
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => {},
+        () = term => {},
+    }
+    tracing::info!("shutting down: finishing requests in flight");
+}
+
+pub(crate) fn run(store: &StoreArgs, args: &ServeArgs) -> Result<ExitCode, String> {
+    init_logs(&args.log_format);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())?;
+    rt.block_on(async {
+        let kv = if args.replica {
+            let location: Location = store
+                .location()
+                .parse()
+                .map_err(|e: store::Error| e.to_string())?;
+            SlateKv::open_reader(&location, Duration::from_millis(args.refresh_ms))
+                .await
+                .map_err(|e| format!("cannot open the store at {location} read-only: {e}"))?
+        } else {
+            store.open().await?
+        };
+        let repos = Arc::new(Repos::new(
+            Arc::new(Store::new(kv.clone())),
+            repo_cmd::env()?,
+        ));
+        let config = server::Config {
+            token: args.token.clone().filter(|t| !t.is_empty()),
+            private_reads: args.private_reads,
+            read_only: args.replica,
+            limits: server::Limits {
+                max_body_bytes: args.max_body_bytes,
+                max_record_bytes: args.max_record_bytes,
+                max_writes: args.max_writes,
+                request_timeout: Duration::from_secs(args.request_timeout_secs),
+                ..server::Limits::default()
+            },
+        };
+        if config.token.is_none() && !args.replica {
+            tracing::warn!(
+                "no write token: writes will be refused (set DATAREPO_TOKEN or pass --token)"
+            );
+        }
+        let listener = tokio::net::TcpListener::bind(args.addr)
+            .await
+            .map_err(|e| format!("cannot listen on {}: {e}", args.addr))?;
+        let addr = listener.local_addr().map_err(|e| e.to_string())?;
+        tracing::info!(
+            %addr,
+            store = store.location(),
+            replica = args.replica,
+            "datarepo serving on http://{addr}"
+        );
+        let served =
+            server::serve(listener, server::router(repos, config), shutdown_signal()).await;
+        let closed = kv.close().await;
+        served.map_err(|e| format!("server failed: {e}"))?;
+        closed.map_err(|e| format!("closing the store: {e}"))?;
+        tracing::info!("stopped");
+        Ok(ExitCode::SUCCESS)
+    })
+}

@@ -1,0 +1,704 @@
+//! The XRPC endpoints.
+
+use std::sync::Arc;
+
+use axum::{
+    Json,
+    body::{Body, Bytes},
+    extract::{Query, State, rejection::BytesRejection, rejection::QueryRejection},
+    http::{HeaderMap, StatusCode, header},
+    response::{IntoResponse, Response},
+};
+use cid::Cid;
+use repo::{CommitResult, Repository, Write, record_uri};
+use serde::{Deserialize, de::DeserializeOwned};
+use serde_json::{Value, json};
+use store::Kv;
+use subtle::ConstantTimeEq;
+
+use crate::{App, XrpcError, content_type};
+
+type Result<T> = std::result::Result<T, XrpcError>;
+
+const CAR: &str = "application/vnd.ipld.car";
+
+fn bearer(headers: &HeaderMap) -> Option<&[u8]> {
+    let value = headers.get(header::AUTHORIZATION)?.as_bytes();
+    value
+        .strip_prefix(b"Bearer ")
+        .or_else(|| value.strip_prefix(b"bearer "))
+}
+
+impl<K: Kv + 'static> App<K> {
+    fn check_token(&self, headers: &HeaderMap, what: &str) -> Result<()> {
+        let Some(token) = &self.config.token else {
+            return Err(XrpcError::auth(format!(
+                "this server accepts no {what}: it was started without a token \
+                 (set DATAREPO_TOKEN or pass --token to `datarepo serve`)"
+            )));
+        };
+        match bearer(headers) {
+            None => Err(XrpcError::auth(
+                "this request needs an Authorization: Bearer <token> header",
+            )),
+            Some(given) if bool::from(given.ct_eq(token.as_bytes())) => Ok(()),
+            Some(_) => Err(XrpcError::auth("the bearer token is not valid")),
+        }
+    }
+
+    fn authorize_write(&self, headers: &HeaderMap) -> Result<()> {
+        if self.config.read_only {
+            return Err(XrpcError::invalid(
+                "this server is a read-only replica; send writes to the writer",
+            ));
+        }
+        self.check_token(headers, "writes")
+    }
+
+    fn authorize_read(&self, headers: &HeaderMap) -> Result<()> {
+        if self.config.private_reads {
+            self.check_token(headers, "reads")?;
+        }
+        Ok(())
+    }
+
+    async fn repo(&self, id: &str) -> Result<Arc<Repository<K>>> {
+        Ok(self.repos.open(id).await?)
+    }
+
+    /// The repository, created on the first authorized write to it.
+    async fn repo_for_write(&self, id: &str) -> Result<Arc<Repository<K>>> {
+        match self.repos.open(id).await {
+            Err(repo::Error::RepoNotFound(_)) => match self.repos.create(id).await {
+                Err(repo::Error::RepoExists(_)) => Ok(self.repos.open(id).await?),
+                other => {
+                    if other.is_ok() {
+                        tracing::info!(repo = id, "created repository on first write");
+                    }
+                    Ok(other?)
+                }
+            },
+            other => Ok(other?),
+        }
+    }
+
+    /// Applies writes in a task of its own, so that a client that goes
+    /// away (or a request timeout) cannot cancel a commit half-way.
+    async fn commit(
+        &self,
+        repo: Arc<Repository<K>>,
+        writes: Vec<Write>,
+        swap_commit: Option<Cid>,
+    ) -> Result<CommitResult> {
+        let n = writes.len() as u64;
+        let task = tokio::spawn(async move { repo.apply_writes(writes, swap_commit).await });
+        let result = task
+            .await
+            .map_err(|e| XrpcError::internal(format!("write task failed: {e}")))??;
+        self.metrics.records_written.inc_by(n);
+        Ok(result)
+    }
+}
+
+fn body<T: DeserializeOwned>(body: std::result::Result<Bytes, BytesRejection>) -> Result<T> {
+    let bytes = body.map_err(|e| {
+        if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
+            XrpcError::too_large(format!("the request body is too large: {}", e.body_text()))
+        } else {
+            XrpcError::invalid(e.body_text())
+        }
+    })?;
+    serde_json::from_slice(&bytes)
+        .map_err(|e| XrpcError::invalid(format!("the request body is not valid input: {e}")))
+}
+
+fn query<T>(q: std::result::Result<Query<T>, QueryRejection>) -> Result<T> {
+    q.map(|Query(t)| t)
+        .map_err(|e| XrpcError::invalid(e.body_text()))
+}
+
+fn parse_cid(s: &str, field: &str) -> Result<Cid> {
+    Cid::try_from(s).map_err(|e| XrpcError::invalid(format!("{field}: {s:?} is not a CID ({e})")))
+}
+
+fn opt_cid(s: Option<&str>, field: &str) -> Result<Option<Cid>> {
+    s.map(|s| parse_cid(s, field)).transpose()
+}
+
+/// Records are limited by the length of their JSON text (which bounds
+/// their dag-cbor size from above).
+fn check_record_size(app_max: usize, value: &Value) -> Result<()> {
+    let len = serde_json::to_vec(value).map(|v| v.len()).unwrap_or(0);
+    if len > app_max {
+        return Err(XrpcError::too_large(format!(
+            "the record is {len} bytes of JSON; at most {app_max} are allowed"
+        )));
+    }
+    Ok(())
+}
+
+fn commit_json(c: &CommitResult) -> Value {
+    json!({ "cid": c.commit.to_string(), "rev": c.rev.to_string() })
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct CreateRecordInput {
+    repo: String,
+    collection: String,
+    rkey: Option<String>,
+    #[serde(default)]
+    #[allow(dead_code)]
+    validate: Option<bool>,
+    record: Value,
+    swap_commit: Option<String>,
+}
+
+pub(crate) async fn create_record<K: Kv + 'static>(
+    State(app): State<Arc<App<K>>>,
+    headers: HeaderMap,
+    raw: std::result::Result<Bytes, BytesRejection>,
+) -> Result<Json<Value>> {
+    app.authorize_write(&headers)?;
+    let input: CreateRecordInput = body(raw)?;
+    check_record_size(app.config.limits.max_record_bytes, &input.record)?;
+    let swap = opt_cid(input.swap_commit.as_deref(), "swapCommit")?;
+    let repo = app.repo_for_write(&input.repo).await?;
+    let write = Write::Create {
+        collection: input.collection,
+        rkey: input.rkey,
+        value: input.record,
+    };
+    let c = app.commit(Arc::clone(&repo), vec![write], swap).await?;
+    let r = &c.results[0];
+    Ok(Json(json!({
+        "uri": record_uri(repo.id(), &r.collection, &r.rkey),
+        "cid": r.cid.map(|c| c.to_string()),
+        "commit": commit_json(&c),
+        "validationStatus": "unknown",
+    })))
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct PutRecordInput {
+    repo: String,
+    collection: String,
+    rkey: String,
+    #[serde(default)]
+    #[allow(dead_code)]
+    validate: Option<bool>,
+    record: Value,
+    /// `Some(None)`: the record must not exist (an explicit null).
+    #[serde(default, deserialize_with = "nullable")]
+    swap_record: Option<Option<String>>,
+    swap_commit: Option<String>,
+}
+
+fn nullable<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> std::result::Result<Option<Option<String>>, D::Error> {
+    Option::<String>::deserialize(d).map(Some)
+}
+
+pub(crate) async fn put_record<K: Kv + 'static>(
+    State(app): State<Arc<App<K>>>,
+    headers: HeaderMap,
+    raw: std::result::Result<Bytes, BytesRejection>,
+) -> Result<Json<Value>> {
+    app.authorize_write(&headers)?;
+    let input: PutRecordInput = body(raw)?;
+    check_record_size(app.config.limits.max_record_bytes, &input.record)?;
+    let swap_commit = opt_cid(input.swap_commit.as_deref(), "swapCommit")?;
+    let repo = app.repo_for_write(&input.repo).await?;
+    let write = match input.swap_record {
+        // Null: only if absent, which is a create with this rkey.
+        Some(None) => Write::Create {
+            collection: input.collection,
+            rkey: Some(input.rkey),
+            value: input.record,
+        },
+        Some(Some(cid)) => Write::Update {
+            collection: input.collection,
+            rkey: input.rkey,
+            value: input.record,
+            swap_record: Some(parse_cid(&cid, "swapRecord")?),
+        },
+        None => Write::Update {
+            collection: input.collection,
+            rkey: input.rkey,
+            value: input.record,
+            swap_record: None,
+        },
+    };
+    let c = app
+        .commit(Arc::clone(&repo), vec![write], swap_commit)
+        .await
+        .map_err(|e| {
+            if e.message.contains("already exists") {
+                XrpcError::new(StatusCode::BAD_REQUEST, "InvalidSwap", e.message)
+            } else {
+                e
+            }
+        })?;
+    let r = &c.results[0];
+    Ok(Json(json!({
+        "uri": record_uri(repo.id(), &r.collection, &r.rkey),
+        "cid": r.cid.map(|c| c.to_string()),
+        "commit": commit_json(&c),
+        "validationStatus": "unknown",
+    })))
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct DeleteRecordInput {
+    repo: String,
+    collection: String,
+    rkey: String,
+    swap_record: Option<String>,
+    swap_commit: Option<String>,
+}
+
+pub(crate) async fn delete_record<K: Kv + 'static>(
+    State(app): State<Arc<App<K>>>,
+    headers: HeaderMap,
+    raw: std::result::Result<Bytes, BytesRejection>,
+) -> Result<Json<Value>> {
+    app.authorize_write(&headers)?;
+    let input: DeleteRecordInput = body(raw)?;
+    let swap_record = opt_cid(input.swap_record.as_deref(), "swapRecord")?;
+    let swap_commit = opt_cid(input.swap_commit.as_deref(), "swapCommit")?;
+    let repo = app.repo(&input.repo).await?;
+    // Deleting an absent record is not an error in AT Protocol: no commit.
+    if swap_record.is_none()
+        && repo
+            .get_record(&input.collection, &input.rkey)
+            .await?
+            .is_none()
+    {
+        rkey::validate_nsid(&input.collection).map_err(|e| XrpcError::invalid(e.to_string()))?;
+        rkey::validate_record_key(&input.rkey).map_err(|e| XrpcError::invalid(e.to_string()))?;
+        return Ok(Json(json!({})));
+    }
+    let write = Write::Delete {
+        collection: input.collection,
+        rkey: input.rkey,
+        swap_record,
+    };
+    let c = app.commit(repo, vec![write], swap_commit).await?;
+    Ok(Json(json!({ "commit": commit_json(&c) })))
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct ApplyWritesInput {
+    repo: String,
+    #[serde(default)]
+    #[allow(dead_code)]
+    validate: Option<bool>,
+    writes: Vec<Value>,
+    swap_commit: Option<String>,
+}
+
+const CREATE: &str = "com.atproto.repo.applyWrites#create";
+const UPDATE: &str = "com.atproto.repo.applyWrites#update";
+const DELETE: &str = "com.atproto.repo.applyWrites#delete";
+
+fn parse_write(i: usize, w: Value, max_record: usize) -> Result<Write> {
+    #[derive(Deserialize)]
+    struct Fields {
+        #[serde(rename = "$type")]
+        kind: String,
+        collection: String,
+        rkey: Option<String>,
+        value: Option<Value>,
+    }
+    let f: Fields =
+        serde_json::from_value(w).map_err(|e| XrpcError::invalid(format!("writes[{i}]: {e}")))?;
+    let need_rkey = |rkey: Option<String>| {
+        rkey.ok_or_else(|| XrpcError::invalid(format!("writes[{i}]: rkey is required")))
+    };
+    let need_value = |value: Option<Value>| -> Result<Value> {
+        let value =
+            value.ok_or_else(|| XrpcError::invalid(format!("writes[{i}]: value is required")))?;
+        check_record_size(max_record, &value)?;
+        Ok(value)
+    };
+    Ok(match f.kind.as_str() {
+        CREATE => Write::Create {
+            collection: f.collection,
+            rkey: f.rkey,
+            value: need_value(f.value)?,
+        },
+        UPDATE => Write::Update {
+            collection: f.collection,
+            rkey: need_rkey(f.rkey)?,
+            value: need_value(f.value)?,
+            swap_record: None,
+        },
+        DELETE => Write::Delete {
+            collection: f.collection,
+            rkey: need_rkey(f.rkey)?,
+            swap_record: None,
+        },
+        other => {
+            return Err(XrpcError::invalid(format!(
+                "writes[{i}]: unknown $type {other:?} (expected {CREATE}, {UPDATE} or {DELETE})"
+            )));
+        }
+    })
+}
+
+pub(crate) async fn apply_writes<K: Kv + 'static>(
+    State(app): State<Arc<App<K>>>,
+    headers: HeaderMap,
+    raw: std::result::Result<Bytes, BytesRejection>,
+) -> Result<Json<Value>> {
+    app.authorize_write(&headers)?;
+    let input: ApplyWritesInput = body(raw)?;
+    let max = app.config.limits.max_writes;
+    if input.writes.len() > max {
+        return Err(XrpcError::too_large(format!(
+            "{} writes in one applyWrites; at most {max} are allowed",
+            input.writes.len()
+        )));
+    }
+    let limit = app.config.limits.max_record_bytes;
+    let writes = input
+        .writes
+        .into_iter()
+        .enumerate()
+        .map(|(i, w)| parse_write(i, w, limit))
+        .collect::<Result<Vec<_>>>()?;
+    let kinds: Vec<bool> = writes
+        .iter()
+        .map(|w| matches!(w, Write::Create { .. }))
+        .collect();
+    let swap = opt_cid(input.swap_commit.as_deref(), "swapCommit")?;
+    let repo = app.repo_for_write(&input.repo).await?;
+    let c = app.commit(Arc::clone(&repo), writes, swap).await?;
+    let results: Vec<Value> = c
+        .results
+        .iter()
+        .zip(kinds)
+        .map(|(r, create)| match r.cid {
+            Some(cid) => json!({
+                "$type": if create { "com.atproto.repo.applyWrites#createResult" } else { "com.atproto.repo.applyWrites#updateResult" },
+                "uri": record_uri(repo.id(), &r.collection, &r.rkey),
+                "cid": cid.to_string(),
+                "validationStatus": "unknown",
+            }),
+            None => json!({ "$type": "com.atproto.repo.applyWrites#deleteResult" }),
+        })
+        .collect();
+    Ok(Json(
+        json!({ "commit": commit_json(&c), "results": results }),
+    ))
+}
+
+#[derive(Deserialize)]
+pub(crate) struct GetRecordParams {
+    repo: String,
+    collection: String,
+    rkey: String,
+    cid: Option<String>,
+}
+
+pub(crate) async fn get_record<K: Kv + 'static>(
+    State(app): State<Arc<App<K>>>,
+    headers: HeaderMap,
+    params: std::result::Result<Query<GetRecordParams>, QueryRejection>,
+) -> Result<Json<Value>> {
+    app.authorize_read(&headers)?;
+    let p = query(params)?;
+    let want = opt_cid(p.cid.as_deref(), "cid")?;
+    let repo = app.repo(&p.repo).await?;
+    let uri = record_uri(repo.id(), &p.collection, &p.rkey);
+    let record = repo
+        .get_record(&p.collection, &p.rkey)
+        .await?
+        .filter(|r| want.is_none_or(|c| c == r.cid()))
+        .ok_or_else(|| {
+            XrpcError::new(
+                StatusCode::BAD_REQUEST,
+                "RecordNotFound",
+                format!("record not found: {uri}"),
+            )
+        })?;
+    Ok(Json(json!({
+        "uri": uri,
+        "cid": record.cid().to_string(),
+        "value": record.to_json(),
+    })))
+}
+
+#[derive(Deserialize)]
+pub(crate) struct ListRecordsParams {
+    repo: String,
+    collection: String,
+    limit: Option<i64>,
+    cursor: Option<String>,
+    reverse: Option<bool>,
+}
+
+pub(crate) async fn list_records<K: Kv + 'static>(
+    State(app): State<Arc<App<K>>>,
+    headers: HeaderMap,
+    params: std::result::Result<Query<ListRecordsParams>, QueryRejection>,
+) -> Result<Json<Value>> {
+    app.authorize_read(&headers)?;
+    let p = query(params)?;
+    let max = app.config.limits.max_page;
+    let limit = match p.limit {
+        None => 50.min(max),
+        Some(n) if n >= 1 && usize::try_from(n).is_ok_and(|n| n <= max) => {
+            usize::try_from(n).unwrap_or(max)
+        }
+        Some(n) => {
+            return Err(XrpcError::invalid(format!(
+                "limit {n} is out of range (1 to {max})"
+            )));
+        }
+    };
+    rkey::validate_nsid(&p.collection).map_err(|e| XrpcError::invalid(e.to_string()))?;
+    let repo = app.repo(&p.repo).await?;
+    let reverse = p.reverse.unwrap_or(false);
+    let mut page = repo
+        .list_records(&p.collection, p.cursor.as_deref(), reverse, limit + 1)
+        .await?;
+    let more = page.len() > limit;
+    page.truncate(limit);
+    let records: Vec<Value> = page
+        .iter()
+        .map(|(rkey, r)| {
+            json!({
+                "uri": record_uri(repo.id(), &p.collection, rkey),
+                "cid": r.cid().to_string(),
+                "value": r.to_json(),
+            })
+        })
+        .collect();
+    let mut out = json!({ "records": records });
+    if more && let Some((last, _)) = page.last() {
+        out["cursor"] = json!(last);
+    }
+    Ok(Json(out))
+}
+
+#[derive(Deserialize)]
+pub(crate) struct RepoParams {
+    repo: String,
+}
+
+pub(crate) async fn describe_repo<K: Kv + 'static>(
+    State(app): State<Arc<App<K>>>,
+    headers: HeaderMap,
+    params: std::result::Result<Query<RepoParams>, QueryRejection>,
+) -> Result<Json<Value>> {
+    app.authorize_read(&headers)?;
+    let p = query(params)?;
+    let repo = app.repo(&p.repo).await?;
+    let collections: Vec<String> = repo
+        .collections()
+        .await
+        .into_iter()
+        .map(|(n, _)| n)
+        .collect();
+    let id = repo.id();
+    // A repository named by a DID has no verified handle; one named by a
+    // handle is given the did:web of that name.
+    let (did, handle, correct) = if id.starts_with("did:") {
+        (id.to_owned(), "handle.invalid".to_owned(), false)
+    } else {
+        (format!("did:web:{id}"), id.to_owned(), true)
+    };
+    Ok(Json(json!({
+        "handle": handle,
+        "did": did,
+        "didDoc": {},
+        "collections": collections,
+        "handleIsCorrect": correct,
+    })))
+}
+
+#[derive(Deserialize)]
+pub(crate) struct DidParams {
+    did: String,
+    since: Option<String>,
+}
+
+/// Streams a CAR body produced by `write` into the response.
+fn car_response<F, Fut>(write: F) -> Response
+where
+    F: FnOnce(tokio::io::DuplexStream) -> Fut,
+    Fut: Future<Output = std::result::Result<(), repo::Error>> + Send + 'static,
+{
+    let (writer, reader) = tokio::io::duplex(64 * 1024);
+    let task = write(writer);
+    tokio::spawn(async move {
+        if let Err(e) = task.await {
+            // The status is already sent: the client sees a truncated CAR.
+            tracing::warn!(error = %e, "CAR stream failed");
+        }
+    });
+    let body = Body::from_stream(tokio_util::io::ReaderStream::new(reader));
+    ([content_type(CAR)], body).into_response()
+}
+
+pub(crate) async fn get_repo<K: Kv + 'static>(
+    State(app): State<Arc<App<K>>>,
+    headers: HeaderMap,
+    params: std::result::Result<Query<DidParams>, QueryRejection>,
+) -> Result<Response> {
+    app.authorize_read(&headers)?;
+    let p = query(params)?;
+    let since = p
+        .since
+        .as_deref()
+        .map(|s| {
+            rkey::Tid::parse(s)
+                .map_err(|e| XrpcError::invalid(format!("since: {s:?} is not a rev: {e}")))
+        })
+        .transpose()?;
+    let repo = app.repo(&p.did).await?;
+    if let Some(rev) = since {
+        // Fail before the status line if the rev is unknown.
+        repo.commit_at(rev).await?;
+    }
+    Ok(car_response(move |out| async move {
+        repo.export_car(out, since, |_| {}).await.map(|_| ())
+    }))
+}
+
+#[derive(Deserialize)]
+pub(crate) struct SyncRecordParams {
+    did: String,
+    collection: String,
+    rkey: String,
+}
+
+pub(crate) async fn sync_get_record<K: Kv + 'static>(
+    State(app): State<Arc<App<K>>>,
+    headers: HeaderMap,
+    params: std::result::Result<Query<SyncRecordParams>, QueryRejection>,
+) -> Result<Response> {
+    app.authorize_read(&headers)?;
+    let p = query(params)?;
+    rkey::validate_nsid(&p.collection).map_err(|e| XrpcError::invalid(e.to_string()))?;
+    rkey::validate_record_key(&p.rkey).map_err(|e| XrpcError::invalid(e.to_string()))?;
+    let repo = app.repo(&p.did).await?;
+    let (car, found) = repo
+        .export_record_car(Vec::new(), &p.collection, &p.rkey)
+        .await?;
+    if found.is_none() {
+        return Err(XrpcError::new(
+            StatusCode::BAD_REQUEST,
+            "RecordNotFound",
+            format!(
+                "record not found: {}",
+                record_uri(repo.id(), &p.collection, &p.rkey)
+            ),
+        ));
+    }
+    Ok(([content_type(CAR)], car).into_response())
+}
+
+#[derive(Deserialize)]
+pub(crate) struct LatestCommitParams {
+    did: String,
+}
+
+pub(crate) async fn get_latest_commit<K: Kv + 'static>(
+    State(app): State<Arc<App<K>>>,
+    headers: HeaderMap,
+    params: std::result::Result<Query<LatestCommitParams>, QueryRejection>,
+) -> Result<Json<Value>> {
+    app.authorize_read(&headers)?;
+    let p = query(params)?;
+    let repo = app.repo(&p.did).await?;
+    let head = repo.head().await?;
+    Ok(Json(
+        json!({ "cid": head.commit.to_string(), "rev": head.rev.to_string() }),
+    ))
+}
+
+#[derive(Deserialize)]
+pub(crate) struct ListReposParams {
+    limit: Option<i64>,
+    cursor: Option<String>,
+}
+
+pub(crate) async fn list_repos<K: Kv + 'static>(
+    State(app): State<Arc<App<K>>>,
+    headers: HeaderMap,
+    params: std::result::Result<Query<ListReposParams>, QueryRejection>,
+) -> Result<Json<Value>> {
+    app.authorize_read(&headers)?;
+    let p = query(params)?;
+    let limit = match p.limit {
+        None => 500,
+        Some(n @ 1..=1000) => usize::try_from(n).unwrap_or(500),
+        Some(n) => {
+            return Err(XrpcError::invalid(format!(
+                "limit {n} is out of range (1 to 1000)"
+            )));
+        }
+    };
+    let all = app.repos.list().await?;
+    let mut page: Vec<_> = all
+        .into_iter()
+        .filter(|(id, _)| p.cursor.as_deref().is_none_or(|c| id.as_str() > c))
+        .take(limit + 1)
+        .collect();
+    let more = page.len() > limit;
+    page.truncate(limit);
+    let repos: Vec<Value> = page
+        .iter()
+        .map(|(id, head)| {
+            json!({
+                "did": id,
+                "head": head.commit.to_string(),
+                "rev": rkey::Tid::from_u64(head.rev).to_string(),
+                "active": true,
+            })
+        })
+        .collect();
+    let mut out = json!({ "repos": repos });
+    if more && let Some((last, _)) = page.last() {
+        out["cursor"] = json!(last);
+    }
+    Ok(Json(out))
+}
+
+pub(crate) async fn health() -> Json<Value> {
+    Json(json!({ "version": env!("CARGO_PKG_VERSION") }))
+}
+
+pub(crate) async fn metrics<K: Kv + 'static>(State(app): State<Arc<App<K>>>) -> Response {
+    (
+        [content_type(
+            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+        )],
+        app.metrics.encode(),
+    )
+        .into_response()
+}
+
+pub(crate) async fn not_implemented(
+    axum::extract::Path(method): axum::extract::Path<String>,
+) -> XrpcError {
+    XrpcError::new(
+        StatusCode::NOT_IMPLEMENTED,
+        "MethodNotImplemented",
+        format!("this server does not implement {method}"),
+    )
+}
+
+pub(crate) async fn not_found() -> XrpcError {
+    XrpcError::new(
+        StatusCode::NOT_FOUND,
+        "NotFound",
+        "no such endpoint (XRPC methods are under /xrpc/)",
+    )
+}

@@ -1,0 +1,215 @@
+//! datarepo's HTTP API, shaped like AT Protocol's XRPC so existing clients
+//! work: `com.atproto.repo.*` (records) and `com.atproto.sync.*` (CAR
+//! export, latest commit, record proofs, repository list), plus
+//! `/xrpc/_health` and Prometheus metrics at `/metrics`.
+//!
+//! Writes need `Authorization: Bearer <token>`; a server without a token
+//! refuses every write. Reads are public unless [`Config::private_reads`].
+//! Errors are XRPC errors ([`XrpcError`]): a status and
+//! `{"error", "message"}`. Bad input never writes anything.
+
+#![warn(clippy::unwrap_used)]
+
+mod error;
+mod handlers;
+mod metrics;
+
+use std::{sync::Arc, time::Duration};
+
+use axum::{
+    Router,
+    extract::{DefaultBodyLimit, MatchedPath, Request, State},
+    http::{HeaderValue, Method, header},
+    middleware::{self, Next},
+    response::{IntoResponse, Response},
+    routing::{get, post},
+};
+pub use error::XrpcError;
+use repo::Repos;
+use store::Kv;
+use tower_http::{cors::CorsLayer, trace::TraceLayer};
+
+/// Limits on what one request may ask for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Largest request body, in bytes.
+    pub max_body_bytes: usize,
+    /// Largest record, in bytes of dag-cbor.
+    pub max_record_bytes: usize,
+    /// Most records in one `listRecords` page (AT Protocol's maximum is 100).
+    pub max_page: usize,
+    /// Most writes in one `applyWrites`.
+    pub max_writes: usize,
+    /// Longest a request may take.
+    pub request_timeout: Duration,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            max_body_bytes: 4 << 20,
+            max_record_bytes: 1 << 20,
+            max_page: 100,
+            max_writes: 200,
+            request_timeout: Duration::from_secs(30),
+        }
+    }
+}
+
+/// How the server behaves.
+#[derive(Debug, Clone, Default)]
+pub struct Config {
+    /// The bearer token that authorizes writes (`None`: writes refused).
+    pub token: Option<String>,
+    /// Whether reads need the token too.
+    pub private_reads: bool,
+    /// Whether this server is a read-only replica.
+    pub read_only: bool,
+    /// Request limits.
+    pub limits: Limits,
+}
+
+pub(crate) struct App<K> {
+    pub(crate) repos: Arc<Repos<K>>,
+    pub(crate) config: Config,
+    pub(crate) metrics: metrics::Metrics,
+}
+
+/// The router serving `repos` under `config`.
+pub fn router<K: Kv + 'static>(repos: Arc<Repos<K>>, config: Config) -> Router {
+    let limits = config.limits;
+    let app = Arc::new(App {
+        repos,
+        config,
+        metrics: metrics::Metrics::new(),
+    });
+    Router::new()
+        .route(
+            "/xrpc/com.atproto.repo.createRecord",
+            post(handlers::create_record::<K>),
+        )
+        .route(
+            "/xrpc/com.atproto.repo.putRecord",
+            post(handlers::put_record::<K>),
+        )
+        .route(
+            "/xrpc/com.atproto.repo.deleteRecord",
+            post(handlers::delete_record::<K>),
+        )
+        .route(
+            "/xrpc/com.atproto.repo.applyWrites",
+            post(handlers::apply_writes::<K>),
+        )
+        .route(
+            "/xrpc/com.atproto.repo.getRecord",
+            get(handlers::get_record::<K>),
+        )
+        .route(
+            "/xrpc/com.atproto.repo.listRecords",
+            get(handlers::list_records::<K>),
+        )
+        .route(
+            "/xrpc/com.atproto.repo.describeRepo",
+            get(handlers::describe_repo::<K>),
+        )
+        .route(
+            "/xrpc/com.atproto.sync.getRepo",
+            get(handlers::get_repo::<K>),
+        )
+        .route(
+            "/xrpc/com.atproto.sync.getLatestCommit",
+            get(handlers::get_latest_commit::<K>),
+        )
+        .route(
+            "/xrpc/com.atproto.sync.getRecord",
+            get(handlers::sync_get_record::<K>),
+        )
+        .route(
+            "/xrpc/com.atproto.sync.listRepos",
+            get(handlers::list_repos::<K>),
+        )
+        .route("/xrpc/_health", get(handlers::health))
+        .route("/metrics", get(handlers::metrics::<K>))
+        .route(
+            "/xrpc/{method}",
+            axum::routing::any(handlers::not_implemented),
+        )
+        .fallback(handlers::not_found)
+        .layer(middleware::from_fn_with_state(
+            Arc::clone(&app),
+            observe::<K>,
+        ))
+        .layer(DefaultBodyLimit::max(limits.max_body_bytes))
+        .layer(TraceLayer::new_for_http())
+        .layer(
+            CorsLayer::new()
+                .allow_origin(tower_http::cors::Any)
+                .allow_methods([Method::GET, Method::POST, Method::OPTIONS])
+                .allow_headers([header::AUTHORIZATION, header::CONTENT_TYPE])
+                .max_age(Duration::from_secs(86_400)),
+        )
+        .with_state(app)
+}
+
+/// Bounds each request's time and records its metrics.
+async fn observe<K: Kv + 'static>(
+    State(app): State<Arc<App<K>>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let method = request
+        .extensions()
+        .get::<MatchedPath>()
+        .map_or("unmatched", |p| match p.as_str() {
+            "/xrpc/{method}" => "unknown",
+            p => p.trim_start_matches("/xrpc/"),
+        })
+        .to_owned();
+    let clock = tokio::time::Instant::now();
+    let timeout = app.config.limits.request_timeout;
+    let response = match tokio::time::timeout(timeout, next.run(request)).await {
+        Ok(response) => response,
+        Err(_) => XrpcError::new(
+            axum::http::StatusCode::SERVICE_UNAVAILABLE,
+            "RequestTimeout",
+            format!(
+                "the request took longer than {timeout:?}; a write may still complete (check getRecord)"
+            ),
+        )
+        .into_response(),
+    };
+    app.metrics
+        .latency
+        .get_or_create(&metrics::MethodLabels {
+            method: method.clone(),
+        })
+        .observe(clock.elapsed().as_secs_f64());
+    app.metrics
+        .requests
+        .get_or_create(&metrics::RequestLabels {
+            method,
+            status: response.status().as_u16(),
+        })
+        .inc();
+    response
+}
+
+/// Serves `router` on `listener` until `shutdown` resolves, then finishes
+/// the requests in flight (their commits complete) and returns.
+///
+/// # Errors
+///
+/// When the listener fails.
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    router: Router,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    axum::serve(listener, router)
+        .with_graceful_shutdown(shutdown)
+        .await
+}
+
+pub(crate) fn content_type(value: &'static str) -> (header::HeaderName, HeaderValue) {
+    (header::CONTENT_TYPE, HeaderValue::from_static(value))
+}

@@ -1,0 +1,152 @@
+//! A datarepo server on 127.0.0.1 for the tests, stopped when dropped.
+#![allow(dead_code, unreachable_pub)]
+
+use std::{
+    path::PathBuf,
+    sync::{
+        Arc,
+        atomic::{AtomicU64, Ordering},
+    },
+};
+
+use repo::{Env, Repos};
+use serde_json::Value;
+use server::Config;
+use store::{Kv, MemoryKv, SlateKv, Store};
+
+pub const TOKEN: &str = "test-token";
+pub const DID: &str = "did:web:server.example";
+
+pub fn env() -> Env {
+    let t = Arc::new(AtomicU64::new(1_767_225_600_000_000));
+    Env::new(move || t.fetch_add(1000, Ordering::Relaxed), 5)
+}
+
+pub fn config() -> Config {
+    Config {
+        token: Some(TOKEN.into()),
+        ..Config::default()
+    }
+}
+
+pub struct TestServer {
+    pub url: String,
+    pub client: reqwest::Client,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    task: Option<tokio::task::JoinHandle<std::io::Result<()>>>,
+}
+
+impl TestServer {
+    pub async fn start<K: Kv + 'static>(kv: K, config: Config) -> Self {
+        let repos = Arc::new(Repos::new(Arc::new(Store::new(kv)), env()));
+        Self::start_repos(repos, config).await
+    }
+
+    pub async fn start_repos<K: Kv + 'static>(repos: Arc<Repos<K>>, config: Config) -> Self {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let task = tokio::spawn(server::serve(
+            listener,
+            server::router(repos, config),
+            async move {
+                let _ = stopped.await;
+            },
+        ));
+        Self {
+            url,
+            client: reqwest::Client::new(),
+            stop: Some(stop),
+            task: Some(task),
+        }
+    }
+
+    pub async fn memory() -> Self {
+        Self::start(MemoryKv::new(), config()).await
+    }
+
+    /// Stops accepting, waits for requests in flight, and returns.
+    pub async fn stop(mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(task) = self.task.take() {
+            task.await.unwrap().unwrap();
+        }
+    }
+
+    pub fn xrpc(&self, method: &str) -> String {
+        format!("{}/xrpc/{method}", self.url)
+    }
+
+    /// POSTs JSON with the test token; returns (status, body).
+    pub async fn post(&self, method: &str, body: &Value) -> (u16, Value) {
+        self.post_raw(method, body.to_string().into_bytes(), Some(TOKEN))
+            .await
+    }
+
+    pub async fn post_raw(&self, method: &str, body: Vec<u8>, token: Option<&str>) -> (u16, Value) {
+        let mut req = self
+            .client
+            .post(self.xrpc(method))
+            .header("content-type", "application/json")
+            .body(body);
+        if let Some(t) = token {
+            req = req.bearer_auth(t);
+        }
+        let resp = req.send().await.unwrap();
+        let status = resp.status().as_u16();
+        let bytes = resp.bytes().await.unwrap();
+        (
+            status,
+            serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+        )
+    }
+
+    /// GETs with query parameters; returns (status, body).
+    pub async fn get(&self, method: &str, query: &[(&str, &str)]) -> (u16, Value) {
+        let resp = self
+            .client
+            .get(self.xrpc(method))
+            .query(query)
+            .send()
+            .await
+            .unwrap();
+        let status = resp.status().as_u16();
+        let bytes = resp.bytes().await.unwrap();
+        (
+            status,
+            serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+        )
+    }
+
+    pub async fn get_bytes(&self, method: &str, query: &[(&str, &str)]) -> (u16, Vec<u8>) {
+        let resp = self
+            .client
+            .get(self.xrpc(method))
+            .query(query)
+            .send()
+            .await
+            .unwrap();
+        (resp.status().as_u16(), resp.bytes().await.unwrap().to_vec())
+    }
+}
+
+impl Drop for TestServer {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+    }
+}
+
+pub fn tempdir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("datarepo-server-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+pub async fn slate(dir: &std::path::Path) -> SlateKv {
+    SlateKv::open_local(dir).await.unwrap()
+}
