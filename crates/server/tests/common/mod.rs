@@ -32,8 +32,8 @@ pub fn config() -> Config {
 pub struct TestServer {
     pub url: String,
     pub client: reqwest::Client,
-    stop: Option<tokio::sync::oneshot::Sender<()>>,
-    task: Option<tokio::task::JoinHandle<std::io::Result<()>>>,
+    stop: std::sync::Mutex<Option<tokio::sync::oneshot::Sender<()>>>,
+    task: tokio::sync::Mutex<Option<tokio::task::JoinHandle<std::io::Result<()>>>>,
 }
 
 impl TestServer {
@@ -56,8 +56,8 @@ impl TestServer {
         Self {
             url,
             client: reqwest::Client::new(),
-            stop: Some(stop),
-            task: Some(task),
+            stop: std::sync::Mutex::new(Some(stop)),
+            task: tokio::sync::Mutex::new(Some(task)),
         }
     }
 
@@ -66,11 +66,11 @@ impl TestServer {
     }
 
     /// Stops accepting, waits for requests in flight, and returns.
-    pub async fn stop(mut self) {
-        if let Some(stop) = self.stop.take() {
+    pub async fn stop(&self) {
+        if let Some(stop) = self.stop.lock().unwrap().take() {
             let _ = stop.send(());
         }
-        if let Some(task) = self.task.take() {
+        if let Some(task) = self.task.lock().await.take() {
             task.await.unwrap().unwrap();
         }
     }
@@ -134,7 +134,7 @@ impl TestServer {
 
 impl Drop for TestServer {
     fn drop(&mut self) {
-        if let Some(stop) = self.stop.take() {
+        if let Some(stop) = self.stop.get_mut().ok().and_then(Option::take) {
             let _ = stop.send(());
         }
     }
