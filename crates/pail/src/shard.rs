@@ -3,6 +3,7 @@
 
 use std::{collections::BTreeMap, fmt, sync::OnceLock};
 
+use bytes::Bytes;
 use cid::Cid;
 use ipld_core::ipld::Ipld;
 use multihash_codetable::{Code, MultihashDigest};
@@ -101,7 +102,8 @@ pub(crate) fn key_head(key: &[u8]) -> u64 {
 #[derive(Clone)]
 pub struct Shard {
     cid: Cid,
-    bytes: Vec<u8>,
+    /// The encoded block; `cid` is always the hash of exactly these bytes.
+    bytes: Bytes,
     config: ShardConfig,
     spans: Vec<Span>,
     /// The keys as one string, made on first use by [`Shard::key`], so that
@@ -163,7 +165,7 @@ impl Shard {
     pub(crate) fn from_parts(bytes: Vec<u8>, config: ShardConfig, spans: Vec<Span>) -> Self {
         Self {
             cid: shard_cid(&bytes),
-            bytes,
+            bytes: Bytes::from(bytes),
             config,
             spans,
             key_text: OnceLock::new(),
@@ -260,7 +262,7 @@ impl Shard {
             entries.push((key.as_str(), value));
         }
         let shard = Self::from_entries(config, entries)?;
-        if shard.bytes != bytes {
+        if shard.bytes[..] != *bytes {
             return Err(invalid("not in canonical dag-cbor form"));
         }
         Ok(shard)
@@ -270,6 +272,13 @@ impl Shard {
     #[must_use]
     pub fn cid(&self) -> Cid {
         self.cid
+    }
+
+    /// The shard's encoded bytes, shared (no copy): the block to store
+    /// under [`Shard::cid`].
+    #[must_use]
+    pub fn encoded(&self) -> Bytes {
+        self.bytes.clone()
     }
 
     /// The shard's encoded bytes.

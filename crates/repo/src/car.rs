@@ -20,7 +20,7 @@ use bytes::Bytes;
 use cid::Cid;
 use pail::{EntriesOptions, Shard, ShardFetcher};
 use rkey::{Nsid, RecordKey, Tid};
-use store::{Commit, Head, Kv, RecordChange, Store};
+use store::{Block, Commit, Head, Kv, RecordChange, Store};
 use tokio::io::{AsyncRead, AsyncWrite};
 
 use crate::{
@@ -124,7 +124,7 @@ impl<K: Kv> Repository<K> {
             blocks: 0,
             bytes: 0,
         };
-        w.block(head.commit, &commit_bytes).await?;
+        w.block(head.commit, commit_bytes.bytes()).await?;
         match since {
             None => {
                 let mut stack = vec![Step::Shard(head.data)];
@@ -153,7 +153,7 @@ impl<K: Kv> Repository<K> {
                                 .get_block(&cid)
                                 .await?
                                 .ok_or(Error::MissingBlock(cid))?;
-                            w.block(cid, &bytes).await?;
+                            w.block(cid, bytes.bytes()).await?;
                         }
                     }
                     progress(w.blocks);
@@ -173,7 +173,7 @@ impl<K: Kv> Repository<K> {
                             .get_block(&cid)
                             .await?
                             .ok_or(Error::MissingBlock(cid))?;
-                        w.block(cid, &bytes).await?;
+                        w.block(cid, bytes.bytes()).await?;
                         progress(w.blocks);
                     }
                 }
@@ -242,7 +242,7 @@ impl<K: Kv> Repository<K> {
             blocks: 0,
             bytes: 0,
         };
-        w.block(head.commit, &commit_bytes).await?;
+        w.block(head.commit, commit_bytes.bytes()).await?;
         let path = std::mem::take(
             &mut *recording
                 .seen
@@ -257,7 +257,7 @@ impl<K: Kv> Repository<K> {
                 .get_block(&cid)
                 .await?
                 .ok_or(Error::MissingBlock(cid))?;
-            w.block(cid, &bytes).await?;
+            w.block(cid, bytes.bytes()).await?;
         }
         Ok((w.car.finish().await.map_err(io_err)?, found))
     }
@@ -265,7 +265,7 @@ impl<K: Kv> Repository<K> {
 
 /// Shards from an imported file's blocks, else from the store.
 struct ImportBlocks<'a, K> {
-    blocks: &'a HashMap<Cid, Bytes>,
+    blocks: &'a HashMap<Cid, Block>,
     store: &'a Store<K>,
     decoded: Mutex<HashMap<Cid, Arc<Shard>>>,
 }
@@ -280,10 +280,10 @@ impl<K: Kv> ShardFetcher for ImportBlocks<'_, K> {
         {
             return Ok(Arc::clone(shard));
         }
-        let Some(bytes) = self.blocks.get(cid) else {
+        let Some(block) = self.blocks.get(cid) else {
             return self.store.get_shard(cid).await;
         };
-        let shard = Shard::decode(bytes)?;
+        let shard = Shard::decode(block.bytes())?;
         if shard.cid() != *cid {
             return Err(pail::Error::InvalidShard {
                 reason: format!("block {cid} does not hash to its CID"),
@@ -330,7 +330,7 @@ impl<K: Kv> Repos<K> {
                 )));
             }
         };
-        let mut blocks: HashMap<Cid, Bytes> = HashMap::new();
+        let mut blocks: HashMap<Cid, Block> = HashMap::new();
         while let Some((cid, bytes)) = reader
             .next_block()
             .await
@@ -341,17 +341,17 @@ impl<K: Kv> Repos<K> {
                     "block {cid} uses an unsupported hash (only sha2-256)"
                 )));
             }
-            if !verify(&cid, &bytes) {
-                return Err(car_err(format!(
+            let block = Block::verify(cid, Bytes::from(bytes)).map_err(|_| {
+                car_err(format!(
                     "block {cid} does not hash to its CID (the file is corrupt or was tampered with)"
-                )));
-            }
-            blocks.insert(cid, Bytes::from(bytes));
+                ))
+            })?;
+            blocks.insert(cid, block);
         }
         let commit_bytes = blocks
             .get(&root)
             .ok_or_else(|| car_err(format!("the root commit {root} is not in the file")))?;
-        let commit = CommitData::decode(root, commit_bytes)
+        let commit = CommitData::decode(root, commit_bytes.bytes())
             .map_err(|e| car_err(format!("the root is not a datarepo commit: {e}")))?;
         rkey::validate_repo_id(&commit.repo).map_err(|e| Error::InvalidRepoId {
             id: commit.repo.clone(),
@@ -380,16 +380,14 @@ impl<K: Kv> Repos<K> {
         .map_err(|e| car_err(format!("the commit's tree is invalid or incomplete: {e}")))?;
 
         // Everything the commit reaches: its shards, its records.
-        let mut keep: Vec<(Cid, Bytes)> = vec![(root, commit_bytes.clone())];
+        let mut keep: Vec<Block> = vec![commit_bytes.clone()];
         let decoded = std::mem::take(
             &mut *fetcher
                 .decoded
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner),
         );
-        for (cid, shard) in &decoded {
-            keep.push((*cid, Bytes::copy_from_slice(shard.bytes())));
-        }
+        keep.extend(decoded.values().map(|shard| Block::from_shard(shard)));
         let mut records_seen = HashSet::new();
         for (key, cid) in &entries {
             let (collection, rkey) = key
@@ -401,10 +399,10 @@ impl<K: Kv> Repos<K> {
                 continue;
             }
             match blocks.get(cid) {
-                Some(bytes) => {
-                    Record::from_block(*cid, bytes.clone())
+                Some(block) => {
+                    Record::from_block(block.clone())
                         .map_err(|e| car_err(format!("record {key}: {e}")))?;
-                    keep.push((*cid, bytes.clone()));
+                    keep.push(block.clone());
                 }
                 None if store.get_block(cid).await?.is_some() => {}
                 None => {
@@ -520,9 +518,4 @@ impl<K: Kv> Repos<K> {
             unreachable,
         })
     }
-}
-
-fn verify(cid: &Cid, bytes: &[u8]) -> bool {
-    use multihash_codetable::MultihashDigest as _;
-    multihash_codetable::Code::Sha2_256.digest(bytes).digest() == cid.hash().digest()
 }

@@ -5,7 +5,7 @@ use cid::Cid;
 use rkey::Tid;
 use serde::{Deserialize, Serialize};
 
-use crate::{Error, record::block_cid};
+use crate::Error;
 
 /// A commit: one state of a repository.
 ///
@@ -26,11 +26,11 @@ pub struct CommitData {
 }
 
 impl CommitData {
-    /// The commit's block: its CID and dag-cbor bytes.
-    pub fn encode(&self) -> (Cid, Bytes) {
+    /// The commit's dag-cbor block.
+    pub fn encode(&self) -> store::Block {
         // A struct of strings and links always encodes.
         let bytes = serde_ipld_dagcbor::to_vec(self).unwrap_or_default();
-        (block_cid(&bytes), Bytes::from(bytes))
+        store::Block::new(0x71, Bytes::from(bytes))
     }
 
     /// Decodes a commit block, checking that it is canonical.
@@ -42,7 +42,7 @@ impl CommitData {
         let malformed = |reason: String| Error::MalformedBlock { cid, reason };
         let commit: Self = serde_ipld_dagcbor::from_slice(bytes)
             .map_err(|e| malformed(format!("not a commit: {e}")))?;
-        if commit.encode().1 != bytes {
+        if commit.encode().bytes()[..] != *bytes {
             return Err(malformed("not a canonical commit encoding".into()));
         }
         Ok(commit)

@@ -30,6 +30,6 @@ pub use commit::CommitData;
 pub use error::Error;
 pub use record::Record;
 pub use repository::{
-    CollectionInfo, CommitResult, DEFAULT_MAX_SHARD_SIZE, Env, HeadInfo, LogEntry, RecordDiff,
-    Repos, Repository, Write, WriteResult, record_uri,
+    CollectionInfo, CommitResult, DEFAULT_MAX_KEY_LENGTH, DEFAULT_MAX_SHARD_SIZE, Env, HeadInfo,
+    LogEntry, RecordDiff, Repos, Repository, Write, WriteResult, default_shard_config, record_uri,
 };

@@ -29,8 +29,7 @@ const BASE64: base64::engine::GeneralPurpose = base64::engine::GeneralPurpose::n
 /// A record: its dag-cbor block and that block's CID.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Record {
-    cid: Cid,
-    bytes: Bytes,
+    block: store::Block,
 }
 
 impl Record {
@@ -68,19 +67,23 @@ impl Record {
     fn from_ipld(ipld: &Ipld) -> Self {
         // Encoding an `Ipld` without floats cannot fail.
         let bytes = serde_ipld_dagcbor::to_vec(ipld).unwrap_or_default();
-        let cid = block_cid(&bytes);
         Self {
-            cid,
-            bytes: Bytes::from(bytes),
+            block: store::Block::new(DAG_CBOR, Bytes::from(bytes)),
         }
     }
 
-    /// A record from a stored block, checked to be a canonical dag-cbor map.
+    /// The record's block.
+    pub fn block(&self) -> &store::Block {
+        &self.block
+    }
+
+    /// A record from a block, checked to be a canonical dag-cbor map.
     ///
     /// # Errors
     ///
     /// [`Error::MalformedBlock`] when it is not.
-    pub fn from_block(cid: Cid, bytes: Bytes) -> Result<Self, Error> {
+    pub fn from_block(block: store::Block) -> Result<Self, Error> {
+        let (cid, bytes) = (block.cid(), block.bytes());
         let malformed = |reason: String| Error::MalformedBlock { cid, reason };
         if cid.codec() != DAG_CBOR {
             return Err(malformed(format!(
@@ -88,7 +91,7 @@ impl Record {
                 cid.codec()
             )));
         }
-        let ipld: Ipld = serde_ipld_dagcbor::from_slice(&bytes)
+        let ipld: Ipld = serde_ipld_dagcbor::from_slice(bytes)
             .map_err(|e| malformed(format!("not dag-cbor: {e}")))?;
         if !matches!(ipld, Ipld::Map(_)) {
             return Err(malformed("a record must be a map".into()));
@@ -98,38 +101,33 @@ impl Record {
         if canonical != bytes.as_ref() {
             return Err(malformed("not canonical dag-cbor".into()));
         }
-        Ok(Self { cid, bytes })
+        Ok(Self { block })
     }
 
-    /// A record from a block the store already checked against its CID.
-    pub(crate) fn verified(cid: Cid, bytes: Bytes) -> Self {
-        Self { cid, bytes }
+    /// A record from a stored block, without re-checking its encoding
+    /// (records are checked when they are written or imported).
+    pub(crate) fn stored(block: store::Block) -> Self {
+        Self { block }
     }
 
     /// The record's CID.
     pub fn cid(&self) -> Cid {
-        self.cid
+        self.block.cid()
     }
 
     /// The record's dag-cbor bytes.
     pub fn bytes(&self) -> &Bytes {
-        &self.bytes
+        self.block.bytes()
     }
 
     /// The record as AT Protocol JSON.
     pub fn to_json(&self) -> Value {
-        match serde_ipld_dagcbor::from_slice::<Ipld>(&self.bytes) {
+        match serde_ipld_dagcbor::from_slice::<Ipld>(self.bytes()) {
             Ok(ipld) => ipld_to_json(&ipld),
             // Records are checked when built; an undecodable one is a bug.
             Err(_) => Value::Null,
         }
     }
-}
-
-/// The CIDv1 (dag-cbor, sha2-256) of a block.
-pub(crate) fn block_cid(bytes: &[u8]) -> Cid {
-    use multihash_codetable::MultihashDigest as _;
-    Cid::new_v1(DAG_CBOR, multihash_codetable::Code::Sha2_256.digest(bytes))
 }
 
 /// Whether `cid` is a CIDv1 with sha2-256 (the only hash the store verifies).

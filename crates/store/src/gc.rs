@@ -132,7 +132,7 @@ impl<K: Kv> Store<K> {
                 missing += 1;
                 continue;
             };
-            if let Ok(ipld) = serde_ipld_dagcbor::from_slice::<Ipld>(&bytes) {
+            if let Ok(ipld) = serde_ipld_dagcbor::from_slice::<Ipld>(bytes.bytes()) {
                 let mut found = Vec::new();
                 links(&ipld, &mut found);
                 todo.extend(

@@ -95,10 +95,15 @@ impl Durability {
     }
 }
 
+/// A key held inline (no separate allocation, so a search touches only
+/// the map's own nodes) up to 64 bytes; every datarepo key but long record
+/// paths fits.
+type InlineKey = smallvec::SmallVec<[u8; 64]>;
+
 /// A `BTreeMap` behind a lock: for tests, and as a model.
 #[derive(Debug, Default, Clone)]
 pub struct MemoryKv {
-    map: Arc<RwLock<BTreeMap<Vec<u8>, Bytes>>>,
+    map: Arc<RwLock<BTreeMap<InlineKey, Bytes>>>,
 }
 
 impl MemoryKv {
@@ -109,10 +114,12 @@ impl MemoryKv {
     }
 }
 
-fn bounds(range: &KeyRange) -> (Bound<Vec<u8>>, Bound<Vec<u8>>) {
+fn bounds(range: &KeyRange) -> (Bound<InlineKey>, Bound<InlineKey>) {
     (
-        Bound::Included(range.start.clone()),
-        range.end.clone().map_or(Bound::Unbounded, Bound::Excluded),
+        Bound::Included(InlineKey::from_slice(&range.start)),
+        range.end.as_deref().map_or(Bound::Unbounded, |e| {
+            Bound::Excluded(InlineKey::from_slice(e))
+        }),
     )
 }
 
@@ -133,10 +140,10 @@ impl Kv for MemoryKv {
         for op in ops {
             match op {
                 WriteOp::Put(k, v) => {
-                    map.insert(k, v);
+                    map.insert(InlineKey::from_slice(&k), v);
                 }
                 WriteOp::Delete(k) => {
-                    map.remove(&k);
+                    map.remove(k.as_slice());
                 }
             }
         }
@@ -154,7 +161,7 @@ impl Kv for MemoryKv {
             .read()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         let iter = map.range(bounds(range));
-        let pick = |(k, v): (&Vec<u8>, &Bytes)| (Bytes::copy_from_slice(k), v.clone());
+        let pick = |(k, v): (&InlineKey, &Bytes)| (Bytes::copy_from_slice(k), v.clone());
         let out: Vec<_> = if reverse {
             iter.rev().take(limit).map(pick).collect()
         } else {

@@ -15,11 +15,13 @@
 
 #![warn(clippy::unwrap_used)]
 
+mod block;
 mod error;
 mod gc;
 mod kv;
 mod store;
 
+pub use block::Block;
 pub use error::{Conflict, Error};
 pub use gc::{GcReport, Retention};
 pub use kv::{

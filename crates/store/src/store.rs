@@ -12,7 +12,7 @@ use keycodec::{RecordType, records};
 use pail::{Shard, ShardFetcher};
 use sha2::Digest;
 
-use crate::{Error, Kv, WriteOp};
+use crate::{Block, Error, Kv, WriteOp};
 
 const SHA2_256: u64 = 0x12;
 
@@ -69,8 +69,8 @@ pub struct Commit {
     pub expected: Option<Cid>,
     /// The new head.
     pub head: Head,
-    /// New blocks (commit, record and shard blocks), each checked against its CID.
-    pub blocks: Vec<(Cid, Bytes)>,
+    /// New blocks (commit, record and shard blocks).
+    pub blocks: Vec<Block>,
     /// Record index changes.
     pub records: Vec<RecordChange>,
     /// Collection declarations to set, as (collection, opaque bytes).
@@ -106,7 +106,7 @@ impl PendingCommit {
 }
 
 /// Checks that `bytes` hash to `cid`.
-fn verify(cid: &Cid, bytes: &[u8]) -> Result<bool, Error> {
+pub(crate) fn verify(cid: &Cid, bytes: &[u8]) -> Result<bool, Error> {
     if cid.hash().code() != SHA2_256 {
         return Err(Error::UnsupportedHash { cid: *cid });
     }
@@ -246,14 +246,15 @@ impl<K: Kv> Store<K> {
     ///
     /// [`Error::Corrupt`] when the stored bytes do not hash to `cid`, or a
     /// storage error.
-    pub async fn get_block(&self, cid: &Cid) -> Result<Option<Bytes>, Error> {
+    pub async fn get_block(&self, cid: &Cid) -> Result<Option<Block>, Error> {
         let Some(bytes) = self.kv.get(&block_key(cid)).await? else {
             return Ok(None);
         };
-        if !verify(cid, &bytes)? {
-            return Err(Error::Corrupt { cid: *cid });
+        match Block::verify(*cid, bytes) {
+            Ok(block) => Ok(Some(block)),
+            Err(Error::HashMismatch { cid }) => Err(Error::Corrupt { cid }),
+            Err(e) => Err(e),
         }
-        Ok(Some(bytes))
     }
 
     /// A repository's head, if it exists.
@@ -276,9 +277,8 @@ impl<K: Kv> Store<K> {
     ///
     /// [`Error::Conflict`] when the head moved (nothing is written),
     /// [`Error::DurabilityTimeout`] when durability is not confirmed in time
-    /// (outcome unknown),
-    /// [`Error::HashMismatch`] for a block that does not match its CID
-    /// (nothing is written), or a storage error (nothing acknowledged).
+    /// (outcome unknown), or a storage error (nothing acknowledged). Blocks
+    /// are [`Block`]s: their CIDs were checked when they were made.
     pub async fn commit(&self, commit: Commit) -> Result<(), Error> {
         self.stage_commit(commit).await?.durable().await
     }
@@ -291,18 +291,14 @@ impl<K: Kv> Store<K> {
     ///
     /// # Errors
     ///
-    /// [`Error::Conflict`] when the head moved (nothing is written),
-    /// [`Error::HashMismatch`] for a block that does not match its CID
-    /// (nothing is written), or a storage error.
+    /// [`Error::Conflict`] when the head moved (nothing is written), or a
+    /// storage error.
     pub async fn stage_commit(&self, commit: Commit) -> Result<PendingCommit, Error> {
         let mut ops = Vec::with_capacity(
             commit.blocks.len() + commit.records.len() + commit.collections.len() + 2,
         );
-        for (cid, bytes) in &commit.blocks {
-            if !verify(cid, bytes)? {
-                return Err(Error::HashMismatch { cid: *cid });
-            }
-            ops.push(WriteOp::Put(block_key(cid), bytes.clone()));
+        for block in &commit.blocks {
+            ops.push(WriteOp::Put(block_key(&block.cid()), block.bytes().clone()));
         }
         ops.push(WriteOp::Put(
             records::head_key(&commit.repo),

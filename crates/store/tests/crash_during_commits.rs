@@ -18,7 +18,7 @@ use bytes::Bytes;
 use cid::Cid;
 use common::tempdir;
 use multihash_codetable::{Code, MultihashDigest};
-use store::{Commit, Head, RecordChange, SlateKv, Store};
+use store::{Block, Commit, Head, RecordChange, SlateKv, Store};
 
 const REPO: &str = "did:web:crash.example";
 
@@ -55,7 +55,7 @@ async fn crash_child() {
                 repo: REPO.into(),
                 expected: head.map(|h| h.commit),
                 head: Head { commit: c, rev },
-                blocks: vec![(c, cb), (r, rb)],
+                blocks: vec![Block::verify(c, cb).unwrap(), Block::verify(r, rb).unwrap()],
                 records: vec![RecordChange {
                     collection: "app.crash.rec".into(),
                     rkey: format!("r{rev:08}"),

@@ -23,7 +23,7 @@ use slatedb::object_store::{
     self, GetOptions, GetResult, ListResult, MultipartUpload, ObjectMeta, ObjectStore,
     PutMultipartOptions, PutOptions, PutPayload, PutResult, local::LocalFileSystem, path::Path,
 };
-use store::{Commit, Head, RecordChange, SlateKv, Store};
+use store::{Block, Commit, Head, RecordChange, SlateKv, Store};
 
 /// Fails every `every`-th data call (never when 0; all when 1), and while
 /// failing delays every 7th call by 20 ms.
@@ -135,7 +135,10 @@ fn commit(expected: Option<cid::Cid>, rev: u64) -> Commit {
         repo: REPO.into(),
         expected,
         head: Head { commit: c, rev },
-        blocks: vec![(c, bytes), (r, rbytes)],
+        blocks: vec![
+            Block::verify(c, bytes).unwrap(),
+            Block::verify(r, rbytes).unwrap(),
+        ],
         records: vec![RecordChange {
             collection: "a.b.c".into(),
             rkey: format!("r{rev:05}"),

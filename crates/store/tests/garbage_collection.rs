@@ -12,7 +12,7 @@ use common::block;
 use ipld_core::ipld::Ipld;
 use multihash_codetable::{Code, MultihashDigest};
 use pail::{Shard, ShardConfig};
-use store::{Commit, Head, Kv, MemoryKv, Retention, Store};
+use store::{Block, Commit, Head, Kv, MemoryKv, Retention, Store};
 
 const REPO: &str = "did:web:gc";
 
@@ -69,7 +69,10 @@ async fn write_commits<K: Kv>(store: &Store<K>, from: u64, n: u64) -> Vec<Cid> {
                 repo: REPO.into(),
                 expected: head.map(|h| h.commit),
                 head: Head { commit: ccid, rev },
-                blocks,
+                blocks: blocks
+                    .into_iter()
+                    .map(|(c, b)| Block::verify(c, b).unwrap())
+                    .collect(),
                 records: vec![],
                 collections: Vec::new(),
             })
@@ -84,7 +87,7 @@ async fn write_commits<K: Kv>(store: &Store<K>, from: u64, n: u64) -> Vec<Cid> {
 
 async fn data_root<K: Kv>(store: &Store<K>, commit: Cid) -> Cid {
     let bytes = store.get_block(&commit).await.unwrap().unwrap();
-    let Ipld::Map(map) = serde_ipld_dagcbor::from_slice::<Ipld>(&bytes).unwrap() else {
+    let Ipld::Map(map) = serde_ipld_dagcbor::from_slice::<Ipld>(bytes.bytes()).unwrap() else {
         panic!()
     };
     let Some(Ipld::Link(root)) = map.get("data") else {

@@ -7,7 +7,7 @@ mod common;
 use std::time::Duration;
 
 use common::{block, tempdir};
-use store::{Commit, Error, Head, Location, RecordChange, SlateKv, Store};
+use store::{Block, Commit, Error, Head, Location, RecordChange, SlateKv, Store};
 
 fn commit(expected: Option<cid::Cid>, rev: u64) -> Commit {
     let (c, bytes) = block(rev);
@@ -15,7 +15,7 @@ fn commit(expected: Option<cid::Cid>, rev: u64) -> Commit {
         repo: "did:web:one".into(),
         expected,
         head: Head { commit: c, rev },
-        blocks: vec![(c, bytes)],
+        blocks: vec![Block::verify(c, bytes).unwrap()],
         records: vec![RecordChange {
             collection: "a.b.c".into(),
             rkey: format!("r{rev}"),

@@ -6,12 +6,19 @@ mod common;
 
 use bytes::Bytes;
 use common::{block, tempdir};
-use store::{Commit, Error, Head, Kv, MemoryKv, RecordChange, SlateKv, Store, WriteOp};
+use store::{Block, Commit, Error, Head, Kv, MemoryKv, RecordChange, SlateKv, Store, WriteOp};
 
 async fn blocks_are_verified<K: Kv>(store: &Store<K>) {
     let (cid, bytes) = block(1);
     store.put_blocks(&[(cid, bytes.clone())]).await.unwrap();
-    assert_eq!(store.get_block(&cid).await.unwrap(), Some(bytes));
+    assert_eq!(
+        store
+            .get_block(&cid)
+            .await
+            .unwrap()
+            .map(|b| b.bytes().clone()),
+        Some(bytes)
+    );
     let (other, _) = block(2);
     assert_eq!(store.get_block(&other).await.unwrap(), None);
     // Offering wrong bytes for a CID writes nothing.
@@ -44,7 +51,7 @@ fn commit(repo: &str, expected: Option<cid::Cid>, n: u64, records: Vec<RecordCha
         repo: repo.into(),
         expected,
         head: Head { commit: c, rev: n },
-        blocks: vec![(c, bytes)],
+        blocks: vec![Block::verify(c, bytes).unwrap()],
         records,
         collections: Vec::new(),
     }
@@ -86,19 +93,12 @@ async fn commits_are_atomic_and_compare_and_swap<K: Kv>(store: &Store<K>) {
     assert_eq!(store.record(repo, "a.b.c", "z").await.unwrap(), None);
     assert_eq!(store.get_block(&stale.head.commit).await.unwrap(), None);
 
-    // A bad block in a commit writes nothing either.
-    let mut bad = commit(
-        repo,
-        Some(c1.head.commit),
-        3,
-        vec![rec("a.b.c", "z", Some(3))],
-    );
-    bad.blocks.push((block(77).0, Bytes::from_static(b"wrong")));
+    // A commit's blocks are `Block`s: bytes that do not match their CID
+    // cannot become one.
     assert!(matches!(
-        store.commit(bad).await,
+        Block::verify(block(77).0, Bytes::from_static(b"wrong")),
         Err(Error::HashMismatch { .. })
     ));
-    assert_eq!(store.record(repo, "a.b.c", "z").await.unwrap(), None);
 
     let c2 = commit(
         repo,

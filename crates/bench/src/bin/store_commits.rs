@@ -17,7 +17,7 @@ use std::{
 use bytes::Bytes;
 use cid::Cid;
 use multihash_codetable::{Code, MultihashDigest};
-use store::{Commit, Head, Kv, RecordChange, SlateKv, SlateOptions, Store, WriteOp};
+use store::{Block, Commit, Head, Kv, RecordChange, SlateKv, SlateOptions, Store, WriteOp};
 
 fn block(tag: &str, n: u64) -> (Cid, Bytes) {
     let bytes = Bytes::from(format!("{tag} {n} {}", "r".repeat(200)));
@@ -31,7 +31,10 @@ fn commit(repo: &str, expected: Option<Cid>, rev: u64) -> Commit {
         repo: repo.to_owned(),
         expected,
         head: Head { commit: c, rev },
-        blocks: vec![(c, cb), (r, rb)],
+        blocks: vec![
+            Block::verify(c, cb).expect("block"),
+            Block::verify(r, rb).expect("block"),
+        ],
         records: vec![RecordChange {
             collection: "app.bench.post".into(),
             rkey: format!("r{rev:08}"),
@@ -72,7 +75,7 @@ async fn run(flush: Duration, writers: usize, secs: f64, raw: bool) -> f64 {
                         let mut ops: Vec<WriteOp> = c
                             .blocks
                             .iter()
-                            .map(|(cid, b)| WriteOp::Put(cid.to_bytes(), b.clone()))
+                            .map(|b| WriteOp::Put(b.cid().to_bytes(), b.bytes().clone()))
                             .collect();
                         ops.push(WriteOp::Put(
                             repo.as_bytes().to_vec(),

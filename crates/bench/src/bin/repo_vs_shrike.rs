@@ -1,0 +1,170 @@
+//! datarepo against `shrike` (AT Protocol's Merkle Search Tree repository in
+//! Rust), in memory, on the same records, in the same run:
+//!
+//! 1. N small records, a new root after every insert. shrike: MST insert of
+//!    the record's CID, then `root_cid()` (its nodes encoded and hashed);
+//!    the record bytes are pre-encoded for it. datarepo: one full commit per
+//!    record through `Repository::apply_writes` (JSON to dag-cbor, record
+//!    block, Pail update, commit block, record index, store write).
+//! 2. CAR export of the N-record repository (median of several runs).
+//!
+//! Run: `cargo run --release -p datarepo-bench --bin repo-vs-shrike [-- --n 100000]`
+#![allow(clippy::disallowed_methods, clippy::unwrap_used)] // a benchmark measures wall time
+
+use std::{
+    sync::Arc,
+    time::{Duration, Instant},
+};
+
+use repo::{Env, Record, Repos, Write};
+use serde_json::{Value, json};
+use shrike::{
+    crypto::K256SigningKey,
+    mst::{MemBlockStore, Tree},
+    syntax::{Did, Nsid, RecordKey, TidClock},
+};
+use store::{MemoryKv, Store};
+
+const COLLECTION: &str = "app.bsky.feed.post";
+
+fn records(n: usize) -> Vec<(String, Value)> {
+    // TIDs one millisecond apart, as a busy account makes them.
+    (0..n)
+        .map(|i| {
+            let tid = rkey::Tid::from_parts(1_767_225_600_000_000 + i as u64 * 1000, 7).unwrap();
+            let value = json!({
+                "$type": COLLECTION,
+                "text": format!("post number {i}, a short message"),
+                "createdAt": "2026-01-01T00:00:00.000Z",
+            });
+            (tid.to_string(), value)
+        })
+        .collect()
+}
+
+fn median(mut v: Vec<Duration>) -> Duration {
+    v.sort();
+    v[v.len() / 2]
+}
+
+fn main() {
+    let n: usize = datarepo_bench::arg("--n", 100_000);
+    let runs: usize = datarepo_bench::arg("--runs", 5);
+    let recs = records(n);
+    // Pre-encoded records for shrike (datarepo encodes its own from JSON).
+    let encoded: Vec<(String, Record)> = recs
+        .iter()
+        .map(|(k, v)| (k.clone(), Record::from_json(COLLECTION, v.clone()).unwrap()))
+        .collect();
+
+    // 1. shrike: insert + new root per record.
+    let start = Instant::now();
+    let mut tree = Tree::new(Box::new(MemBlockStore::new()));
+    for (rkey, record) in &encoded {
+        let cid = shrike::cbor::Cid::compute(shrike::cbor::Codec::Drisl, record.bytes());
+        tree.insert(format!("{COLLECTION}/{rkey}"), cid).unwrap();
+        std::hint::black_box(tree.root_cid().unwrap());
+    }
+    let shrike_insert = start.elapsed();
+
+    // 1. datarepo: one commit per record.
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let clock = Arc::new(std::sync::atomic::AtomicU64::new(1_767_225_600_000_000));
+    let env = Env::new(
+        move || clock.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+        1,
+    );
+    let max_size: u64 = datarepo_bench::arg("--max-size", repo::DEFAULT_MAX_SHARD_SIZE);
+    let repos = Repos::new(Arc::new(Store::new(MemoryKv::new())), env).with_shard_config(
+        pail::ShardConfig {
+            max_size,
+            ..pail::ShardConfig::default()
+        },
+    );
+    let repo = rt.block_on(repos.create("did:plc:bench")).unwrap();
+    let start = Instant::now();
+    rt.block_on(async {
+        for (rkey, value) in &recs {
+            repo.apply_writes(
+                vec![Write::Create {
+                    collection: COLLECTION.into(),
+                    rkey: Some(rkey.clone()),
+                    value: value.clone(),
+                }],
+                None,
+            )
+            .await
+            .unwrap();
+        }
+    });
+    let ours_insert = start.elapsed();
+
+    // 2. CAR export. shrike needs a signed commit to export.
+    let did = Did::try_from("did:plc:bench").unwrap();
+    let mut shrike_repo = shrike::repo::repo::Repo::new(did, TidClock::new(1).unwrap());
+    let collection = Nsid::try_from(COLLECTION).unwrap();
+    for (rkey, record) in &encoded {
+        shrike_repo
+            .create(
+                &collection,
+                &RecordKey::try_from(rkey.as_str()).unwrap(),
+                record.bytes(),
+            )
+            .unwrap();
+    }
+    let key = K256SigningKey::from_bytes(&[7; 32]).unwrap();
+    shrike_repo.commit(&key).unwrap();
+    let mut shrike_car_len = 0;
+    let shrike_export = median(
+        (0..runs)
+            .map(|_| {
+                let start = Instant::now();
+                let car = shrike_repo.export_car().unwrap();
+                let t = start.elapsed();
+                shrike_car_len = car.len();
+                t
+            })
+            .collect(),
+    );
+    let mut ours_car_len = 0;
+    let ours_export = median(
+        (0..runs)
+            .map(|_| {
+                let start = Instant::now();
+                let (car, _) = rt
+                    .block_on(repo.export_car(Vec::with_capacity(32 << 20), None, |_| {}))
+                    .unwrap();
+                let t = start.elapsed();
+                ours_car_len = car.len();
+                t
+            })
+            .collect(),
+    );
+
+    println!("records: {n} (one commit / new root each), in memory");
+    println!(
+        "insert+root  shrike   {:>8.3} s  ({:>7.0} records/s)",
+        shrike_insert.as_secs_f64(),
+        n as f64 / shrike_insert.as_secs_f64()
+    );
+    println!(
+        "commit       datarepo {:>8.3} s  ({:>7.0} commits/s)  ratio shrike/datarepo {:.2}x",
+        ours_insert.as_secs_f64(),
+        n as f64 / ours_insert.as_secs_f64(),
+        shrike_insert.as_secs_f64() / ours_insert.as_secs_f64()
+    );
+    println!(
+        "export CAR   shrike   {:>8.1} ms  ({} bytes, median of {runs})",
+        shrike_export.as_secs_f64() * 1e3,
+        shrike_car_len
+    );
+    println!(
+        "export CAR   datarepo {:>8.1} ms  ({} bytes, median of {runs})  ratio shrike/datarepo {:.2}x",
+        ours_export.as_secs_f64() * 1e3,
+        ours_car_len,
+        shrike_export.as_secs_f64() / ours_export.as_secs_f64()
+    );
+}
