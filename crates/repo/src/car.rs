@@ -263,6 +263,19 @@ impl<K: Kv> Repository<K> {
     }
 }
 
+/// A record's block from the imported file, else from the store (it was
+/// checked to be in one of them).
+async fn record_block<K: Kv>(
+    blocks: &HashMap<Cid, Block>,
+    store: &Store<K>,
+    cid: Cid,
+) -> Result<Block, Error> {
+    match blocks.get(&cid) {
+        Some(block) => Ok(block.clone()),
+        None => store.get_block(&cid).await?.ok_or(Error::MissingBlock(cid)),
+    }
+}
+
 /// Shards from an imported file's blocks, else from the store.
 struct ImportBlocks<'a, K> {
     blocks: &'a HashMap<Cid, Block>,
@@ -431,7 +444,7 @@ impl<K: Kv> Repos<K> {
                         index.push(RecordChange {
                             collection: collection.to_owned(),
                             rkey: rkey.to_owned(),
-                            cid: Some(*cid),
+                            record: Some(record_block(&blocks, store, *cid).await?),
                         });
                     }
                 }
@@ -460,10 +473,14 @@ impl<K: Kv> Repos<K> {
                 let diff = pail::diff(&fetcher, old, commit.data).await?;
                 for change in diff.keys {
                     if let Some((collection, rkey)) = change.key.split_once('/') {
+                        let record = match change.new {
+                            Some(cid) => Some(record_block(&blocks, store, cid).await?),
+                            None => None,
+                        };
                         index.push(RecordChange {
                             collection: collection.to_owned(),
                             rkey: rkey.to_owned(),
-                            cid: change.new,
+                            record,
                         });
                     }
                 }
@@ -471,7 +488,7 @@ impl<K: Kv> Repos<K> {
         }
         let mut new_collections = Vec::new();
         for change in &index {
-            if change.cid.is_none() {
+            if change.record.is_none() {
                 continue;
             }
             match declared.get(&change.collection) {

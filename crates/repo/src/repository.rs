@@ -604,7 +604,7 @@ impl<K: Kv> Repository<K> {
                     if seen_blocks.insert(record.cid()) {
                         blocks.push(record.block().clone());
                     }
-                    (collection, rkey, Some(record.cid()), swap, create)
+                    (collection, rkey, Some(record), swap, create)
                 }
                 Checked::Delete {
                     collection,
@@ -612,6 +612,7 @@ impl<K: Kv> Repository<K> {
                     swap,
                 } => (collection, rkey, None, swap, false),
             };
+            let new_cid = new.as_ref().map(Record::cid);
             let info = match state.collections.get(collection.as_str()) {
                 Some(info) => info,
                 None => added_collections
@@ -622,7 +623,7 @@ impl<K: Kv> Repository<K> {
                         info
                     }),
             };
-            if new.is_some() {
+            if new_cid.is_some() {
                 info.key.check(&rkey)?;
             }
             let path = pail_key(collection.as_str(), rkey.as_str());
@@ -638,7 +639,7 @@ impl<K: Kv> Repository<K> {
             if create && old.is_some() {
                 return Err(Error::RecordExists(uri()));
             }
-            if new.is_none() && old.is_none() {
+            if new_cid.is_none() && old.is_none() {
                 return Err(Error::RecordNotFound(uri()));
             }
             if let Some(expected) = swap
@@ -650,20 +651,20 @@ impl<K: Kv> Repository<K> {
                     actual: describe(old),
                 });
             }
-            match new {
+            match new_cid {
                 Some(cid) => batch.put(&path, cid).await?,
                 None => batch.del(&path).await?,
             }
-            current.insert(path, new);
+            current.insert(path, new_cid);
             index.push(RecordChange {
                 collection: collection.as_str().to_owned(),
                 rkey: rkey.as_str().to_owned(),
-                cid: new,
+                record: new.map(|r| r.block().clone()),
             });
             results.push(WriteResult {
                 collection: collection.as_str().to_owned(),
                 rkey: rkey.into_string(),
-                cid: new,
+                cid: new_cid,
             });
         }
         let mutation = batch.commit();
@@ -714,10 +715,11 @@ impl<K: Kv> Repository<K> {
     ///
     /// A storage error.
     pub async fn get_record(&self, collection: &str, rkey: &str) -> Result<Option<Record>, Error> {
-        let Some(cid) = self.store.record(&self.id, collection, rkey).await? else {
-            return Ok(None);
-        };
-        self.load_record(cid).await.map(Some)
+        Ok(self
+            .store
+            .record_block(&self.id, collection, rkey)
+            .await?
+            .map(Record::stored))
     }
 
     async fn load_record(&self, cid: Cid) -> Result<Record, Error> {
@@ -744,13 +746,12 @@ impl<K: Kv> Repository<K> {
     ) -> Result<Vec<(String, Record)>, Error> {
         let rows = self
             .store
-            .list_records(&self.id, collection, cursor, reverse, limit)
+            .list_record_blocks(&self.id, collection, cursor, reverse, limit)
             .await?;
-        let mut out = Vec::with_capacity(rows.len());
-        for (rkey, cid) in rows {
-            out.push((rkey, self.load_record(cid).await?));
-        }
-        Ok(out)
+        Ok(rows
+            .into_iter()
+            .map(|(k, block)| (k, Record::stored(block)))
+            .collect())
     }
 
     /// Up to `limit` record keys of `collection` after `cursor`, in order,

@@ -29,6 +29,6 @@ pub use kv::{
     SlateOptions, WriteOp,
 };
 pub use store::{
-    Commit, DEFAULT_DURABILITY_TIMEOUT, DEFAULT_SHARD_CACHE_BYTES, Head, PendingCommit,
-    RecordChange, Store,
+    Commit, DEFAULT_DURABILITY_TIMEOUT, DEFAULT_SHARD_CACHE_BYTES, Head, INLINE_RECORD_BYTES,
+    PendingCommit, RecordChange, Store,
 };

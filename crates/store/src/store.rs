@@ -55,8 +55,37 @@ pub struct RecordChange {
     pub collection: String,
     /// The record key.
     pub rkey: String,
-    /// The record's new CID, or `None` when it is deleted.
-    pub cid: Option<Cid>,
+    /// The record's new block, or `None` when it is deleted.
+    ///
+    /// The index entry holds its CID and, for records up to
+    /// [`INLINE_RECORD_BYTES`], a copy of its bytes: reading or listing
+    /// records is then one lookup, not one per record.
+    pub record: Option<Block>,
+}
+
+/// Records up to this size are copied into their index entry.
+pub const INLINE_RECORD_BYTES: usize = 4096;
+
+/// An index entry: the record's CID bytes, then (optionally) its bytes.
+fn index_value(block: &Block) -> Bytes {
+    let bytes = block.bytes();
+    let mut out = block.cid().to_bytes();
+    if bytes.len() <= INLINE_RECORD_BYTES {
+        out.extend_from_slice(bytes);
+    }
+    Bytes::from(out)
+}
+
+/// Splits an index entry into the CID and the inline bytes (if any).
+fn parse_index_value(value: &Bytes) -> Result<(Cid, Option<Bytes>), Error> {
+    let mut cursor = std::io::Cursor::new(value.as_ref());
+    let cid = Cid::read_bytes(&mut cursor).map_err(|e| Error::Malformed {
+        what: "record index entry",
+        reason: e.to_string(),
+    })?;
+    let at = usize::try_from(cursor.position()).unwrap_or(usize::MAX);
+    let rest = value.slice(at.min(value.len())..);
+    Ok((cid, (!rest.is_empty()).then_some(rest)))
 }
 
 /// Everything one commit writes, atomically.
@@ -310,8 +339,8 @@ impl<K: Kv> Store<K> {
         ));
         for r in &commit.records {
             let key = records::record_index_key(&commit.repo, &r.collection, &r.rkey);
-            ops.push(match r.cid {
-                Some(cid) => WriteOp::Put(key, Bytes::from(cid.to_bytes())),
+            ops.push(match &r.record {
+                Some(block) => WriteOp::Put(key, index_value(block)),
                 None => WriteOp::Delete(key),
             });
         }
@@ -436,6 +465,61 @@ impl<K: Kv> Store<K> {
         reverse: bool,
         limit: usize,
     ) -> Result<Vec<(String, Cid)>, Error> {
+        let rows = self
+            .index_rows(repo, collection, cursor, reverse, limit)
+            .await?;
+        rows.into_iter()
+            .map(|(rkey, value)| Ok((rkey, parse_index_value(&value)?.0)))
+            .collect()
+    }
+
+    /// Like [`Store::list_records`], with each record's block (checked
+    /// against its CID): one range scan for records kept inline in the
+    /// index, and concurrent block reads for the others.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Corrupt`], [`Error::Malformed`] or a storage error.
+    pub async fn list_record_blocks(
+        &self,
+        repo: &str,
+        collection: &str,
+        cursor: Option<&str>,
+        reverse: bool,
+        limit: usize,
+    ) -> Result<Vec<(String, Block)>, Error> {
+        let rows = self
+            .index_rows(repo, collection, cursor, reverse, limit)
+            .await?;
+        let blocks =
+            futures::future::try_join_all(rows.iter().map(|(_, value)| self.index_block(value)))
+                .await?;
+        Ok(rows.into_iter().map(|(k, _)| k).zip(blocks).collect())
+    }
+
+    async fn index_block(&self, value: &Bytes) -> Result<Block, Error> {
+        let (cid, inline) = parse_index_value(value)?;
+        match inline {
+            Some(bytes) => match Block::verify(cid, bytes) {
+                Ok(block) => Ok(block),
+                Err(Error::HashMismatch { cid }) => Err(Error::Corrupt { cid }),
+                Err(e) => Err(e),
+            },
+            None => self.get_block(&cid).await?.ok_or_else(|| Error::Malformed {
+                what: "record index entry",
+                reason: format!("names block {cid}, which is not stored"),
+            }),
+        }
+    }
+
+    async fn index_rows(
+        &self,
+        repo: &str,
+        collection: &str,
+        cursor: Option<&str>,
+        reverse: bool,
+        limit: usize,
+    ) -> Result<Vec<(String, Bytes)>, Error> {
         let mut range = records::record_index_range(repo, collection);
         if let Some(c) = cursor {
             let key = records::record_index_key(repo, collection, c);
@@ -451,16 +535,17 @@ impl<K: Kv> Store<K> {
         let rows = self.kv.scan(&range, reverse, limit).await?;
         rows.into_iter()
             .map(|(k, v)| {
-                let malformed = |reason: String| Error::Malformed {
+                let decoded = records::decode_key(&k).map_err(|e| Error::Malformed {
                     what: "record index entry",
-                    reason,
-                };
-                let decoded = records::decode_key(&k).map_err(|e| malformed(e.to_string()))?;
+                    reason: e.to_string(),
+                })?;
                 let records::DecodedKey::RecordIndex { rkey, .. } = decoded else {
-                    return Err(malformed("not a record index key".into()));
+                    return Err(Error::Malformed {
+                        what: "record index entry",
+                        reason: "not a record index key".into(),
+                    });
                 };
-                let cid = Cid::try_from(v.as_ref()).map_err(|e| malformed(e.to_string()))?;
-                Ok((rkey.into_owned(), cid))
+                Ok((rkey.into_owned(), v))
             })
             .collect()
     }
@@ -481,12 +566,29 @@ impl<K: Kv> Store<K> {
             .get(&records::record_index_key(repo, collection, rkey))
             .await?
         {
-            Some(v) => Cid::try_from(v.as_ref())
-                .map(Some)
-                .map_err(|e| Error::Malformed {
-                    what: "record index entry",
-                    reason: e.to_string(),
-                }),
+            Some(v) => Ok(Some(parse_index_value(&v)?.0)),
+            None => Ok(None),
+        }
+    }
+
+    /// A record's block (checked against its CID), in one lookup when the
+    /// record is kept inline in the index.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Corrupt`], [`Error::Malformed`] or a storage error.
+    pub async fn record_block(
+        &self,
+        repo: &str,
+        collection: &str,
+        rkey: &str,
+    ) -> Result<Option<Block>, Error> {
+        match self
+            .kv
+            .get(&records::record_index_key(repo, collection, rkey))
+            .await?
+        {
+            Some(v) => self.index_block(&v).await.map(Some),
             None => Ok(None),
         }
     }

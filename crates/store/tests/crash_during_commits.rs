@@ -55,11 +55,14 @@ async fn crash_child() {
                 repo: REPO.into(),
                 expected: head.map(|h| h.commit),
                 head: Head { commit: c, rev },
-                blocks: vec![Block::verify(c, cb).unwrap(), Block::verify(r, rb).unwrap()],
+                blocks: vec![
+                    Block::verify(c, cb).unwrap(),
+                    Block::verify(r, rb.clone()).unwrap(),
+                ],
                 records: vec![RecordChange {
                     collection: "app.crash.rec".into(),
                     rkey: format!("r{rev:08}"),
-                    cid: Some(r),
+                    record: Some(Block::verify(r, rb).unwrap()),
                 }],
                 collections: Vec::new(),
             })

@@ -137,12 +137,12 @@ fn commit(expected: Option<cid::Cid>, rev: u64) -> Commit {
         head: Head { commit: c, rev },
         blocks: vec![
             Block::verify(c, bytes).unwrap(),
-            Block::verify(r, rbytes).unwrap(),
+            Block::verify(r, rbytes.clone()).unwrap(),
         ],
         records: vec![RecordChange {
             collection: "a.b.c".into(),
             rkey: format!("r{rev:05}"),
-            cid: Some(r),
+            record: Some(Block::verify(r, rbytes).unwrap()),
         }],
         collections: Vec::new(),
     }

@@ -15,11 +15,11 @@ fn commit(expected: Option<cid::Cid>, rev: u64) -> Commit {
         repo: "did:web:one".into(),
         expected,
         head: Head { commit: c, rev },
-        blocks: vec![Block::verify(c, bytes).unwrap()],
+        blocks: vec![Block::verify(c, bytes.clone()).unwrap()],
         records: vec![RecordChange {
             collection: "a.b.c".into(),
             rkey: format!("r{rev}"),
-            cid: Some(c),
+            record: Some(Block::verify(c, bytes).unwrap()),
         }],
         collections: Vec::new(),
     }

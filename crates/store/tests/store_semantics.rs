@@ -61,7 +61,10 @@ fn rec(collection: &str, rkey: &str, n: Option<u64>) -> RecordChange {
     RecordChange {
         collection: collection.into(),
         rkey: rkey.into(),
-        cid: n.map(|n| block(n).0),
+        record: n.map(|n| {
+            let (cid, bytes) = block(n);
+            Block::verify(cid, bytes).unwrap()
+        }),
     }
 }
 

@@ -33,12 +33,12 @@ fn commit(repo: &str, expected: Option<Cid>, rev: u64) -> Commit {
         head: Head { commit: c, rev },
         blocks: vec![
             Block::verify(c, cb).expect("block"),
-            Block::verify(r, rb).expect("block"),
+            Block::verify(r, rb.clone()).expect("block"),
         ],
         records: vec![RecordChange {
             collection: "app.bench.post".into(),
             rkey: format!("r{rev:08}"),
-            cid: Some(r),
+            record: Some(Block::verify(r, rb).expect("block")),
         }],
         collections: Vec::new(),
     }
