@@ -7,6 +7,12 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+/// mimalloc: the server allocates many small, short-lived buffers per
+/// request across threads, where it beats glibc's allocator (measured in
+/// `docs/benchmarks.md`, server load test).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 mod keys;
 mod pail_cmd;
 mod repo_cmd;
