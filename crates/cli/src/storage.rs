@@ -14,7 +14,7 @@ pub(crate) struct StoreArgs {
     /// or s3://bucket/prefix (settings from the AWS_* environment variables).
     #[arg(long, global = true, env = "DATAREPO_STORE", default_value = "./data")]
     store: String,
-    /// A SlateDB settings file (.toml, .json or .yaml) replacing datarepo's defaults.
+    /// A SlateDB settings file (.toml, .json or .yaml); its fields override datarepo's defaults.
     #[arg(long, global = true, env = "DATAREPO_STORE_SETTINGS")]
     store_settings: Option<PathBuf>,
 }

@@ -137,13 +137,30 @@ impl Kv for MemoryKv {
             .map
             .write()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        for op in ops {
-            match op {
-                WriteOp::Put(k, v) => {
-                    map.insert(InlineKey::from_slice(&k), v);
-                }
-                WriteOp::Delete(k) => {
-                    map.remove(k.as_slice());
+        // A batch of puts as large as the map is merged in one pass (sorted
+        // and bulk-built), not inserted key by key.
+        let bulk = ops.len() >= 4096
+            && ops.len() * 2 >= map.len()
+            && ops.iter().all(|op| matches!(op, WriteOp::Put(..)));
+        if bulk {
+            let mut batch: BTreeMap<InlineKey, Bytes> = ops
+                .into_iter()
+                .filter_map(|op| match op {
+                    WriteOp::Put(k, v) => Some((InlineKey::from_slice(&k), v)),
+                    WriteOp::Delete(_) => None,
+                })
+                .collect();
+            // `append` keeps `batch`'s value for keys in both: later writes win.
+            map.append(&mut batch);
+        } else {
+            for op in ops {
+                match op {
+                    WriteOp::Put(k, v) => {
+                        map.insert(InlineKey::from_slice(&k), v);
+                    }
+                    WriteOp::Delete(k) => {
+                        map.remove(k.as_slice());
+                    }
                 }
             }
         }
@@ -266,9 +283,8 @@ impl std::fmt::Display for Location {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct SlateOptions {
-    /// A SlateDB settings file (`.toml`, `.json` or `.yaml`); when given it
-    /// replaces datarepo's defaults entirely (fields it omits take SlateDB's
-    /// defaults, e.g. a 100 ms WAL flush interval and no compression).
+    /// A SlateDB settings file (`.toml`, `.json` or `.yaml`) whose fields
+    /// override datarepo's defaults; fields it omits keep them.
     pub settings_file: Option<std::path::PathBuf>,
     /// The WAL flush interval when no settings file is given (default
     /// [`DEFAULT_FLUSH_INTERVAL`] for a local directory,
@@ -289,19 +305,38 @@ pub const DEFAULT_S3_FLUSH_INTERVAL: std::time::Duration = std::time::Duration::
 
 impl SlateOptions {
     fn settings(&self, default_flush: std::time::Duration) -> Result<slatedb::Settings, Error> {
-        match &self.settings_file {
-            Some(path) => slatedb::Settings::from_file(path).map_err(|e| Error::Location {
-                location: path.display().to_string(),
-                reason: format!("unreadable SlateDB settings file: {e}"),
-            }),
-            None => Ok(slatedb::Settings {
-                flush_interval: Some(self.flush_interval.unwrap_or(default_flush)),
-                // LZ4: less than half the bytes on disk for record blocks at
-                // about the same speed (docs/benchmarks.md).
-                compression_codec: Some(slatedb::config::CompressionCodec::Lz4),
-                ..slatedb::Settings::default()
-            }),
+        let defaults = slatedb::Settings {
+            flush_interval: Some(self.flush_interval.unwrap_or(default_flush)),
+            // LZ4: less than half the bytes on disk for record blocks at
+            // about the same speed (docs/benchmarks.md).
+            compression_codec: Some(slatedb::config::CompressionCodec::Lz4),
+            ..slatedb::Settings::default()
+        };
+        let Some(path) = &self.settings_file else {
+            return Ok(defaults);
+        };
+        // The file's fields override datarepo's defaults; fields it omits
+        // keep them.
+        use figment::providers::Format as _;
+        let unreadable = |reason: String| Error::Location {
+            location: path.display().to_string(),
+            reason: format!("unreadable SlateDB settings file: {reason}"),
+        };
+        let base = figment::Figment::from(defaults);
+        let merged = match path.extension().and_then(|e| e.to_str()) {
+            Some("json") => base.merge(figment::providers::Json::file(path)),
+            Some("toml") => base.merge(figment::providers::Toml::file(path)),
+            Some("yaml" | "yml") => base.merge(figment::providers::Yaml::file(path)),
+            _ => {
+                return Err(unreadable(
+                    "the name must end in .toml, .json, .yaml or .yml".into(),
+                ));
+            }
+        };
+        if !path.is_file() {
+            return Err(unreadable("no such file".into()));
         }
+        merged.extract().map_err(|e| unreadable(e.to_string()))
     }
 }
 
@@ -501,5 +536,47 @@ impl Kv for SlateKv {
             }
         }
         Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_settings_file_overrides_only_what_it_names() {
+        let dir = std::env::temp_dir().join(format!("datarepo-settings-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("slatedb.toml");
+        std::fs::write(&file, "l0_sst_size_bytes = 1234\n").unwrap();
+        let options = SlateOptions {
+            settings_file: Some(file.clone()),
+            ..SlateOptions::default()
+        };
+        let settings = options.settings(DEFAULT_FLUSH_INTERVAL).unwrap();
+        assert_eq!(settings.l0_sst_size_bytes, 1234);
+        assert_eq!(settings.flush_interval, Some(DEFAULT_FLUSH_INTERVAL));
+        assert_eq!(
+            settings.compression_codec,
+            Some(slatedb::config::CompressionCodec::Lz4)
+        );
+        std::fs::write(&file, "flush_interval = \"50ms\"\n").unwrap();
+        let settings = options.settings(DEFAULT_FLUSH_INTERVAL).unwrap();
+        assert_eq!(
+            settings.flush_interval,
+            Some(std::time::Duration::from_millis(50))
+        );
+        std::fs::write(&file, "l0_sst_size_bytes = \"many\"\n").unwrap();
+        let err = options.settings(DEFAULT_FLUSH_INTERVAL).unwrap_err();
+        assert!(
+            err.to_string().contains("unreadable SlateDB settings file"),
+            "{err}"
+        );
+        let missing = SlateOptions {
+            settings_file: Some(dir.join("missing.toml")),
+            ..SlateOptions::default()
+        };
+        assert!(missing.settings(DEFAULT_FLUSH_INTERVAL).is_err());
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }
