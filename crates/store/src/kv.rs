@@ -200,6 +200,7 @@ impl Kv for MemoryKv {
 #[derive(Clone)]
 pub struct SlateKv {
     db: Handle,
+    read_ahead: usize,
 }
 
 #[derive(Clone)]
@@ -286,11 +287,18 @@ pub struct SlateOptions {
     /// A SlateDB settings file (`.toml`, `.json` or `.yaml`) whose fields
     /// override datarepo's defaults; fields it omits keep them.
     pub settings_file: Option<std::path::PathBuf>,
+    /// Bytes each range scan fetches ahead from an SST file (default
+    /// [`DEFAULT_SCAN_READ_AHEAD`]).
+    pub scan_read_ahead_bytes: Option<usize>,
     /// The WAL flush interval when no settings file is given (default
     /// [`DEFAULT_FLUSH_INTERVAL`] for a local directory,
     /// [`DEFAULT_S3_FLUSH_INTERVAL`] on S3).
     pub flush_interval: Option<std::time::Duration>,
 }
+
+/// Bytes a range scan fetches ahead from an SST file: SlateDB's default
+/// (one block at a time); see `docs/benchmarks.md` for the measurement.
+pub const DEFAULT_SCAN_READ_AHEAD: usize = 1;
 
 /// How often SlateDB flushes its write-ahead log to a local directory, and so
 /// how long a commit waits to become durable (commits arriving together share
@@ -363,7 +371,7 @@ impl SlateKv {
             Location::Local(_) => DEFAULT_FLUSH_INTERVAL,
             Location::S3 { .. } => DEFAULT_S3_FLUSH_INTERVAL,
         };
-        Self::build(&path, store, options.settings(default_flush)?).await
+        Self::build(&path, store, options, options.settings(default_flush)?).await
     }
 
     /// Opens (creating if needed) the database at `path` in any object
@@ -387,12 +395,19 @@ impl SlateKv {
         store: Arc<dyn ObjectStore>,
         options: &SlateOptions,
     ) -> Result<Self, Error> {
-        Self::build(path, store, options.settings(DEFAULT_FLUSH_INTERVAL)?).await
+        Self::build(
+            path,
+            store,
+            options,
+            options.settings(DEFAULT_FLUSH_INTERVAL)?,
+        )
+        .await
     }
 
     async fn build(
         path: &str,
         store: Arc<dyn ObjectStore>,
+        options: &SlateOptions,
         settings: slatedb::Settings,
     ) -> Result<Self, Error> {
         let db = Db::builder(path.to_owned(), store)
@@ -401,6 +416,9 @@ impl SlateKv {
             .await?;
         Ok(Self {
             db: Handle::Writer(Arc::new(db)),
+            read_ahead: options
+                .scan_read_ahead_bytes
+                .unwrap_or(DEFAULT_SCAN_READ_AHEAD),
         })
     }
 
@@ -422,6 +440,7 @@ impl SlateKv {
         let reader = DbReader::open(path, store, DbReaderMode::default(), options).await?;
         Ok(Self {
             db: Handle::Reader(Arc::new(reader)),
+            read_ahead: DEFAULT_SCAN_READ_AHEAD,
         })
     }
 
@@ -515,6 +534,7 @@ impl Kv for SlateKv {
             } else {
                 IterationOrder::Ascending
             },
+            read_ahead_bytes: self.read_ahead,
             ..ScanOptions::default()
         };
         let start = range.start.clone();
