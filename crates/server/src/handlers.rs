@@ -90,17 +90,33 @@ impl<K: Kv + 'static> App<K> {
         writes: Vec<Write>,
         swap_commit: Option<Cid>,
     ) -> Result<CommitResult> {
+        self.try_commit(repo, writes, swap_commit)
+            .await
+            .map_err(XrpcError::from)
+    }
+
+    /// [`App::commit`], keeping the repository's error for callers that
+    /// map some errors their own way.
+    async fn try_commit(
+        &self,
+        repo: Arc<Repository<K>>,
+        writes: Vec<Write>,
+        swap_commit: Option<Cid>,
+    ) -> std::result::Result<CommitResult, repo::Error> {
         let n = writes.len() as u64;
         let task = tokio::spawn(async move { repo.apply_writes(writes, swap_commit).await });
-        let result = task
-            .await
-            .map_err(|e| XrpcError::internal(format!("write task failed: {e}")))??;
+        let result = task.await.map_err(|e| {
+            repo::Error::Io(std::io::Error::other(format!("write task failed: {e}")))
+        })??;
         self.metrics.records_written.inc_by(n);
         Ok(result)
     }
 }
 
-fn body<T: DeserializeOwned>(body: std::result::Result<Bytes, BytesRejection>) -> Result<T> {
+/// The request body's length and its JSON parsed as `T`.
+fn body<T: DeserializeOwned>(
+    body: std::result::Result<Bytes, BytesRejection>,
+) -> Result<(T, usize)> {
     let bytes = body.map_err(|e| {
         if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
             XrpcError::too_large(format!("the request body is too large: {}", e.body_text()))
@@ -109,6 +125,7 @@ fn body<T: DeserializeOwned>(body: std::result::Result<Bytes, BytesRejection>) -
         }
     })?;
     serde_json::from_slice(&bytes)
+        .map(|t| (t, bytes.len()))
         .map_err(|e| XrpcError::invalid(format!("the request body is not valid input: {e}")))
 }
 
@@ -126,8 +143,13 @@ fn opt_cid(s: Option<&str>, field: &str) -> Result<Option<Cid>> {
 }
 
 /// Records are limited by the length of their JSON text (which bounds
-/// their dag-cbor size from above).
-fn check_record_size(app_max: usize, value: &Value) -> Result<()> {
+/// their dag-cbor size from above). A body within the limit holds no record
+/// over it (serializing parsed JSON never lengthens it), so only larger
+/// bodies pay for measuring.
+fn check_record_size(app_max: usize, body_len: usize, value: &Value) -> Result<()> {
+    if body_len <= app_max {
+        return Ok(());
+    }
     let len = serde_json::to_vec(value).map(|v| v.len()).unwrap_or(0);
     if len > app_max {
         return Err(XrpcError::too_large(format!(
@@ -160,8 +182,8 @@ pub(crate) async fn create_record<K: Kv + 'static>(
     raw: std::result::Result<Bytes, BytesRejection>,
 ) -> Result<Json<Value>> {
     app.authorize_write(&headers)?;
-    let input: CreateRecordInput = body(raw)?;
-    check_record_size(app.config.limits.max_record_bytes, &input.record)?;
+    let (input, len): (CreateRecordInput, _) = body(raw)?;
+    check_record_size(app.config.limits.max_record_bytes, len, &input.record)?;
     let swap = opt_cid(input.swap_commit.as_deref(), "swapCommit")?;
     let repo = app.repo_for_write(&input.repo).await?;
     let write = Write::Create {
@@ -207,8 +229,8 @@ pub(crate) async fn put_record<K: Kv + 'static>(
     raw: std::result::Result<Bytes, BytesRejection>,
 ) -> Result<Json<Value>> {
     app.authorize_write(&headers)?;
-    let input: PutRecordInput = body(raw)?;
-    check_record_size(app.config.limits.max_record_bytes, &input.record)?;
+    let (input, len): (PutRecordInput, _) = body(raw)?;
+    check_record_size(app.config.limits.max_record_bytes, len, &input.record)?;
     let swap_commit = opt_cid(input.swap_commit.as_deref(), "swapCommit")?;
     let repo = app.repo_for_write(&input.repo).await?;
     let write = match input.swap_record {
@@ -232,14 +254,14 @@ pub(crate) async fn put_record<K: Kv + 'static>(
         },
     };
     let c = app
-        .commit(Arc::clone(&repo), vec![write], swap_commit)
+        .try_commit(Arc::clone(&repo), vec![write], swap_commit)
         .await
-        .map_err(|e| {
-            if e.message.contains("already exists") {
-                XrpcError::new(StatusCode::BAD_REQUEST, "InvalidSwap", e.message)
-            } else {
-                e
+        .map_err(|e| match e {
+            // `swapRecord: null` asked for an absent record.
+            repo::Error::RecordExists(_) => {
+                XrpcError::new(StatusCode::BAD_REQUEST, "InvalidSwap", e.to_string())
             }
+            e => XrpcError::from(e),
         })?;
     let r = &c.results[0];
     Ok(Json(json!({
@@ -266,7 +288,7 @@ pub(crate) async fn delete_record<K: Kv + 'static>(
     raw: std::result::Result<Bytes, BytesRejection>,
 ) -> Result<Json<Value>> {
     app.authorize_write(&headers)?;
-    let input: DeleteRecordInput = body(raw)?;
+    let (input, _): (DeleteRecordInput, _) = body(raw)?;
     let swap_record = opt_cid(input.swap_record.as_deref(), "swapRecord")?;
     let swap_commit = opt_cid(input.swap_commit.as_deref(), "swapCommit")?;
     let repo = app.repo(&input.repo).await?;
@@ -305,7 +327,7 @@ const CREATE: &str = "com.atproto.repo.applyWrites#create";
 const UPDATE: &str = "com.atproto.repo.applyWrites#update";
 const DELETE: &str = "com.atproto.repo.applyWrites#delete";
 
-fn parse_write(i: usize, w: Value, max_record: usize) -> Result<Write> {
+fn parse_write(i: usize, w: Value, max_record: usize, body_len: usize) -> Result<Write> {
     #[derive(Deserialize)]
     struct Fields {
         #[serde(rename = "$type")]
@@ -322,7 +344,7 @@ fn parse_write(i: usize, w: Value, max_record: usize) -> Result<Write> {
     let need_value = |value: Option<Value>| -> Result<Value> {
         let value =
             value.ok_or_else(|| XrpcError::invalid(format!("writes[{i}]: value is required")))?;
-        check_record_size(max_record, &value)?;
+        check_record_size(max_record, body_len, &value)?;
         Ok(value)
     };
     Ok(match f.kind.as_str() {
@@ -356,7 +378,7 @@ pub(crate) async fn apply_writes<K: Kv + 'static>(
     raw: std::result::Result<Bytes, BytesRejection>,
 ) -> Result<Json<Value>> {
     app.authorize_write(&headers)?;
-    let input: ApplyWritesInput = body(raw)?;
+    let (input, len): (ApplyWritesInput, _) = body(raw)?;
     let max = app.config.limits.max_writes;
     if input.writes.len() > max {
         return Err(XrpcError::too_large(format!(
@@ -369,7 +391,7 @@ pub(crate) async fn apply_writes<K: Kv + 'static>(
         .writes
         .into_iter()
         .enumerate()
-        .map(|(i, w)| parse_write(i, w, limit))
+        .map(|(i, w)| parse_write(i, w, limit, len))
         .collect::<Result<Vec<_>>>()?;
     let kinds: Vec<bool> = writes
         .iter()
