@@ -8,7 +8,10 @@ use std::sync::Arc;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .unwrap();
     rt.block_on(async {
         let repos = repo::Repos::new(
             Arc::new(store::Store::new(store::MemoryKv::new())),

@@ -193,7 +193,8 @@ pub const DEFAULT_SHARD_CACHE_BYTES: usize = 256 << 20;
 /// naming the CID, never silently wrong data), and decoded shards are cached.
 /// Commits are serialized by a lock around the head compare-and-swap, but
 /// wait for durability after releasing it, so commits that arrive together
-/// share one durable write.
+/// share one durable write. Commits run on a Tokio runtime with timers
+/// enabled (the durability wait is bounded).
 #[derive(Debug)]
 pub struct Store<K> {
     kv: K,
