@@ -71,6 +71,30 @@ struct Writer<W> {
 }
 
 impl<W: AsyncWrite + Unpin + Send> Writer<W> {
+    /// A CAR whose root is `commit`, with the commit block written first.
+    async fn start<K: Kv>(out: W, store: &Store<K>, commit: Cid) -> Result<Self, Error> {
+        let mut w = Self {
+            car: iroh_car::CarWriter::new(iroh_car::CarHeader::new_v1(vec![commit]), out),
+            seen: HashSet::new(),
+            blocks: 0,
+            bytes: 0,
+        };
+        w.copy(store, commit).await?;
+        Ok(w)
+    }
+
+    /// Writes a stored block (checked against its CID) once.
+    async fn copy<K: Kv>(&mut self, store: &Store<K>, cid: Cid) -> Result<(), Error> {
+        if self.seen.contains(&cid) {
+            return Ok(());
+        }
+        let block = store
+            .get_block(&cid)
+            .await?
+            .ok_or(Error::MissingBlock(cid))?;
+        self.block(cid, block.bytes()).await
+    }
+
     async fn block(&mut self, cid: Cid, bytes: &[u8]) -> Result<(), Error> {
         if self.seen.insert(cid) {
             self.car.write(cid, bytes).await.map_err(io_err)?;
@@ -114,17 +138,7 @@ impl<K: Kv> Repository<K> {
     ) -> Result<(W, ExportReport), Error> {
         let head = self.head().await?;
         let store = self.store();
-        let commit_bytes = store
-            .get_block(&head.commit)
-            .await?
-            .ok_or(Error::MissingBlock(head.commit))?;
-        let mut w = Writer {
-            car: iroh_car::CarWriter::new(iroh_car::CarHeader::new_v1(vec![head.commit]), out),
-            seen: HashSet::new(),
-            blocks: 0,
-            bytes: 0,
-        };
-        w.block(head.commit, commit_bytes.bytes()).await?;
+        let mut w = Writer::start(out, store, head.commit).await?;
         match since {
             None => {
                 let mut stack = vec![Step::Shard(head.data)];
@@ -149,11 +163,7 @@ impl<K: Kv> Repository<K> {
                             if w.seen.contains(&cid) {
                                 continue;
                             }
-                            let bytes = store
-                                .get_block(&cid)
-                                .await?
-                                .ok_or(Error::MissingBlock(cid))?;
-                            w.block(cid, bytes.bytes()).await?;
+                            w.copy(store, cid).await?;
                         }
                     }
                     progress(w.blocks);
@@ -169,11 +179,7 @@ impl<K: Kv> Repository<K> {
                 }
                 for change in diff.keys {
                     if let Some(cid) = change.new {
-                        let bytes = store
-                            .get_block(&cid)
-                            .await?
-                            .ok_or(Error::MissingBlock(cid))?;
-                        w.block(cid, bytes.bytes()).await?;
+                        w.copy(store, cid).await?;
                         progress(w.blocks);
                     }
                 }
@@ -226,23 +232,13 @@ impl<K: Kv> Repository<K> {
     ) -> Result<(W, Option<Cid>), Error> {
         let head = self.head().await?;
         let store = self.store();
-        let commit_bytes = store
-            .get_block(&head.commit)
-            .await?
-            .ok_or(Error::MissingBlock(head.commit))?;
         let recording = Recording {
             inner: &**store,
             seen: Mutex::new(Vec::new()),
         };
         let key = crate::repository::pail_key(collection, rkey);
         let found = pail::get(&recording, head.data, &key).await?;
-        let mut w = Writer {
-            car: iroh_car::CarWriter::new(iroh_car::CarHeader::new_v1(vec![head.commit]), out),
-            seen: HashSet::new(),
-            blocks: 0,
-            bytes: 0,
-        };
-        w.block(head.commit, commit_bytes.bytes()).await?;
+        let mut w = Writer::start(out, store, head.commit).await?;
         let path = std::mem::take(
             &mut *recording
                 .seen
@@ -253,11 +249,7 @@ impl<K: Kv> Repository<K> {
             w.block(shard.cid(), shard.bytes()).await?;
         }
         if let Some(cid) = found {
-            let bytes = store
-                .get_block(&cid)
-                .await?
-                .ok_or(Error::MissingBlock(cid))?;
-            w.block(cid, bytes.bytes()).await?;
+            w.copy(store, cid).await?;
         }
         Ok((w.car.finish().await.map_err(io_err)?, found))
     }

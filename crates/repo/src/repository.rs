@@ -338,10 +338,9 @@ impl<K: Kv> Repos<K> {
             return Ok(Arc::clone(repo));
         }
         validate_repo_id(id)?;
-        let Some(head) = self.store.head(id).await? else {
+        let Some(head) = load_head(&self.store, id).await? else {
             return Err(Error::RepoNotFound(id.to_owned()));
         };
-        let commit = load_commit(&self.store, head.commit).await?;
         let mut collections = HashMap::new();
         for (name, bytes) in self.store.collections(id).await? {
             let info = CollectionInfo::decode(&name, &bytes)?;
@@ -350,15 +349,8 @@ impl<K: Kv> Repos<K> {
         let repo = Arc::new(Repository {
             store: Arc::clone(&self.store),
             id: id.to_owned(),
-            tids: self.env.tids(Some(commit.rev))?,
-            state: tokio::sync::Mutex::new(State {
-                head: HeadInfo {
-                    commit: head.commit,
-                    rev: commit.rev,
-                    data: commit.data,
-                },
-                collections,
-            }),
+            tids: self.env.tids(Some(head.rev))?,
+            state: tokio::sync::Mutex::new(State { head, collections }),
         });
         open.insert(id.to_owned(), Arc::clone(&repo));
         Ok(repo)
@@ -382,6 +374,19 @@ fn validate_repo_id(id: &str) -> Result<(), Error> {
         id: id.to_owned(),
         reason: e.to_string(),
     })
+}
+
+/// A repository's stored head with its commit's rev and Pail root.
+async fn load_head<K: Kv>(store: &Store<K>, id: &str) -> Result<Option<HeadInfo>, Error> {
+    let Some(head) = store.head(id).await? else {
+        return Ok(None);
+    };
+    let commit = load_commit(store, head.commit).await?;
+    Ok(Some(HeadInfo {
+        commit: head.commit,
+        rev: commit.rev,
+        data: commit.data,
+    }))
 }
 
 /// Reads and decodes a commit block.
@@ -491,17 +496,9 @@ impl<K: Kv> Repository<K> {
     ///
     /// A storage error.
     pub async fn head(&self) -> Result<HeadInfo, Error> {
-        let head = self
-            .store
-            .head(&self.id)
+        load_head(&self.store, &self.id)
             .await?
-            .ok_or_else(|| Error::RepoNotFound(self.id.clone()))?;
-        let commit = load_commit(&self.store, head.commit).await?;
-        Ok(HeadInfo {
-            commit: head.commit,
-            rev: commit.rev,
-            data: commit.data,
-        })
+            .ok_or_else(|| Error::RepoNotFound(self.id.clone()))
     }
 
     /// Applies `writes` as one commit, all or nothing.
@@ -545,17 +542,7 @@ impl<K: Kv> Repository<K> {
     }
 
     async fn reload(&self, state: &mut State) -> Result<(), Error> {
-        let head = self
-            .store
-            .head(&self.id)
-            .await?
-            .ok_or_else(|| Error::RepoNotFound(self.id.clone()))?;
-        let commit = load_commit(&self.store, head.commit).await?;
-        state.head = HeadInfo {
-            commit: head.commit,
-            rev: commit.rev,
-            data: commit.data,
-        };
+        state.head = self.head().await?;
         for (name, bytes) in self.store.collections(&self.id).await? {
             let info = CollectionInfo::decode(&name, &bytes)?;
             state.collections.insert(name, info);

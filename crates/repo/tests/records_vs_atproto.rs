@@ -7,20 +7,7 @@ use serde_json::{Value, json};
 
 const COLLECTION: &str = "com.example.record";
 
-/// Deterministic splitmix64, so a failure reproduces.
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
+use testkit::Rng;
 
 const CIDS: [&str; 2] = [
     "bafyreie5737gdxlw5i64vzichcalba3z2v5n6icifvx5xytvske7mr3hpm",
@@ -35,7 +22,7 @@ fn value(rng: &mut Rng, depth: u32) -> Value {
         2 => {
             // Safe integers (JS's limit) of every magnitude, both signs.
             let bits = rng.below(53);
-            let n = (rng.next() >> (64 - bits.max(1))) as i64;
+            let n = (rng.next_u64() >> (64 - bits.max(1))) as i64;
             json!(if rng.below(2) == 0 { n } else { -n })
         }
         3 => {
@@ -52,7 +39,7 @@ fn value(rng: &mut Rng, depth: u32) -> Value {
         4 => json!({ "$link": CIDS[rng.below(2) as usize] }),
         5 => {
             let len = rng.below(20) as usize;
-            let bytes: Vec<u8> = (0..len).map(|_| rng.next() as u8).collect();
+            let bytes: Vec<u8> = (0..len).map(|_| rng.next_u64() as u8).collect();
             use base64::Engine as _;
             json!({ "$bytes": base64::engine::general_purpose::STANDARD_NO_PAD.encode(bytes) })
         }

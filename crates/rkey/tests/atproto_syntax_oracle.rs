@@ -3,23 +3,7 @@
 
 use rkey::{Tid, validate_did, validate_handle, validate_nsid, validate_record_key};
 
-/// Deterministic splitmix64, so a failure reproduces.
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-    fn pick(&mut self, s: &[char]) -> char {
-        s[self.below(s.len())]
-    }
-}
+use testkit::Rng;
 
 fn corpus() -> Vec<String> {
     let rkey_chars: Vec<char> = ('A'..='Z')
@@ -169,23 +153,26 @@ fn corpus() -> Vec<String> {
     }
     // Random valid-alphabet keys, TIDs, NSIDs, and mutated variants.
     for _ in 0..3000 {
-        let len = 1 + rng.below(20);
+        let len = 1 + rng.below(20) as usize;
         out.push((0..len).map(|_| rng.pick(&rkey_chars)).collect());
         let len = if rng.below(4) == 0 {
             520
         } else {
-            1 + rng.below(40)
+            1 + rng.below(40) as usize
         };
         out.push((0..len).map(|_| rng.pick(&rkey_chars)).collect());
-        out.push(Tid::from_u64(rng.next()).to_string());
-        let mut tid: Vec<char> = Tid::from_u64(rng.next() >> 1).to_string().chars().collect();
-        let i = rng.below(13);
+        out.push(Tid::from_u64(rng.next_u64()).to_string());
+        let mut tid: Vec<char> = Tid::from_u64(rng.next_u64() >> 1)
+            .to_string()
+            .chars()
+            .collect();
+        let i = rng.below(13) as usize;
         tid[i] = rng.pick(&tid_chars);
         out.push(tid.into_iter().collect());
-        let segments = 2 + rng.below(4);
+        let segments = 2 + rng.below(4) as usize;
         let nsid: Vec<String> = (0..segments)
             .map(|_| {
-                let len = 1 + rng.below(8);
+                let len = 1 + rng.below(8) as usize;
                 (0..len).map(|_| rng.pick(&nsid_chars)).collect()
             })
             .collect();

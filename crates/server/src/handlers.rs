@@ -159,6 +159,17 @@ fn check_record_size(app_max: usize, body_len: usize, value: &Value) -> Result<(
     Ok(())
 }
 
+/// createRecord's and putRecord's output for a commit of one write.
+fn record_write_output(repo: &str, c: &CommitResult) -> Value {
+    let r = &c.results[0];
+    json!({
+        "uri": record_uri(repo, &r.collection, &r.rkey),
+        "cid": r.cid.map(|c| c.to_string()),
+        "commit": commit_json(c),
+        "validationStatus": "unknown",
+    })
+}
+
 fn commit_json(c: &CommitResult) -> Value {
     json!({ "cid": c.commit.to_string(), "rev": c.rev.to_string() })
 }
@@ -192,13 +203,7 @@ pub(crate) async fn create_record<K: Kv + 'static>(
         value: input.record,
     };
     let c = app.commit(Arc::clone(&repo), vec![write], swap).await?;
-    let r = &c.results[0];
-    Ok(Json(json!({
-        "uri": record_uri(repo.id(), &r.collection, &r.rkey),
-        "cid": r.cid.map(|c| c.to_string()),
-        "commit": commit_json(&c),
-        "validationStatus": "unknown",
-    })))
+    Ok(Json(record_write_output(repo.id(), &c)))
 }
 
 #[derive(Deserialize)]
@@ -263,13 +268,7 @@ pub(crate) async fn put_record<K: Kv + 'static>(
             }
             e => XrpcError::from(e),
         })?;
-    let r = &c.results[0];
-    Ok(Json(json!({
-        "uri": record_uri(repo.id(), &r.collection, &r.rkey),
-        "cid": r.cid.map(|c| c.to_string()),
-        "commit": commit_json(&c),
-        "validationStatus": "unknown",
-    })))
+    Ok(Json(record_write_output(repo.id(), &c)))
 }
 
 #[derive(Deserialize)]

@@ -562,14 +562,21 @@ impl<K: Kv> Store<K> {
         collection: &str,
         rkey: &str,
     ) -> Result<Option<Cid>, Error> {
-        match self
-            .kv
-            .get(&records::record_index_key(repo, collection, rkey))
-            .await?
-        {
+        match self.index_entry(repo, collection, rkey).await? {
             Some(v) => Ok(Some(parse_index_value(&v)?.0)),
             None => Ok(None),
         }
+    }
+
+    async fn index_entry(
+        &self,
+        repo: &str,
+        collection: &str,
+        rkey: &str,
+    ) -> Result<Option<Bytes>, Error> {
+        self.kv
+            .get(&records::record_index_key(repo, collection, rkey))
+            .await
     }
 
     /// A record's block (checked against its CID), in one lookup when the
@@ -584,11 +591,7 @@ impl<K: Kv> Store<K> {
         collection: &str,
         rkey: &str,
     ) -> Result<Option<Block>, Error> {
-        match self
-            .kv
-            .get(&records::record_index_key(repo, collection, rkey))
-            .await?
-        {
+        match self.index_entry(repo, collection, rkey).await? {
             Some(v) => self.index_block(&v).await.map(Some),
             None => Ok(None),
         }
