@@ -11,6 +11,7 @@ use std::{
     sync::Arc,
 };
 
+use cid::Cid;
 use clap::{Args, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
 use repo::{Env, Repos, Repository, Write, record_uri};
@@ -78,6 +79,8 @@ pub(crate) enum RepoCommand {
         /// Fail unless the record does not exist yet.
         #[arg(long)]
         create: bool,
+        #[command(flatten)]
+        swap: SwapArgs,
     },
     /// Print a record.
     Get {
@@ -95,6 +98,8 @@ pub(crate) enum RepoCommand {
         collection: String,
         /// The record key.
         rkey: String,
+        #[command(flatten)]
+        swap: SwapArgs,
     },
     /// List a collection's records in record key order.
     Ls {
@@ -138,6 +143,33 @@ pub(crate) enum RepoCommand {
     },
     /// Counts: records per collection, commits.
     Stats,
+}
+
+/// Compare-and-swap preconditions of a write.
+#[derive(Debug, Args)]
+pub(crate) struct SwapArgs {
+    /// Fail (changing nothing) unless the head commit is this CID.
+    #[arg(long)]
+    swap_commit: Option<String>,
+    /// Fail (changing nothing) unless the record's current CID is this.
+    #[arg(long)]
+    swap_record: Option<String>,
+}
+
+impl SwapArgs {
+    fn parse(&self) -> Result<(Option<Cid>, Option<Cid>)> {
+        let cid = |s: &Option<String>, flag: &str| {
+            s.as_deref()
+                .map(|s| {
+                    Cid::try_from(s).map_err(|e| format!("--{flag}: {s:?} is not a CID ({e})"))
+                })
+                .transpose()
+        };
+        Ok((
+            cid(&self.swap_commit, "swap-commit")?,
+            cid(&self.swap_record, "swap-record")?,
+        ))
+    }
 }
 
 type Result<T> = std::result::Result<T, String>;
@@ -286,7 +318,12 @@ async fn execute(s: &Session, args: &RepoArgs, cmd: RepoCommand) -> Result<ExitC
             rkey,
             file,
             create,
+            swap,
         } => {
+            let (swap_commit, swap_record) = swap.parse()?;
+            if create && swap_record.is_some() {
+                return Err("--create and --swap-record contradict each other: a record that must not exist has no current CID".into());
+            }
             // Check the names before waiting on standard input.
             rkey::validate_nsid(&collection).map_err(|e| e.to_string())?;
             if let Some(rkey) = &rkey {
@@ -304,10 +341,13 @@ async fn execute(s: &Session, args: &RepoArgs, cmd: RepoCommand) -> Result<ExitC
                     collection,
                     rkey,
                     value,
-                    swap_record: None,
+                    swap_record,
                 },
             };
-            let c = repo.apply_writes(vec![write], None).await.map_err(e)?;
+            let c = repo
+                .apply_writes(vec![write], swap_commit)
+                .await
+                .map_err(e)?;
             let r = &c.results[0];
             let uri = record_uri(repo.id(), &r.collection, &r.rkey);
             let cid = r.cid.map(|c| c.to_string()).unwrap_or_default();
@@ -339,16 +379,21 @@ async fn execute(s: &Session, args: &RepoArgs, cmd: RepoCommand) -> Result<ExitC
                 || serde_json::to_string_pretty(&value).unwrap_or_default(),
             );
         }
-        RepoCommand::Rm { collection, rkey } => {
+        RepoCommand::Rm {
+            collection,
+            rkey,
+            swap,
+        } => {
+            let (swap_commit, swap_record) = swap.parse()?;
             let repo = s.repo(args).await?;
             let c = repo
                 .apply_writes(
                     vec![Write::Delete {
                         collection: collection.clone(),
                         rkey: rkey.clone(),
-                        swap_record: None,
+                        swap_record,
                     }],
-                    None,
+                    swap_commit,
                 )
                 .await
                 .map_err(e)?;

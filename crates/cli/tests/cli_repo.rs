@@ -132,6 +132,29 @@ fn records_round_trip_through_the_cli() {
         assert_eq!(seen, expected, "reverse={reverse}");
     }
 
+    // Compare-and-swap: the right record CID and head commit succeed.
+    let head = ok_json(&store, &["log", "--limit", "1"], "")["commits"][0]["cid"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let current = ok_json(&store, &["get", POST, rkey0], "")["cid"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    ok_json(
+        &store,
+        &[
+            "put",
+            POST,
+            rkey0,
+            "--swap-record",
+            &current,
+            "--swap-commit",
+            &head,
+        ],
+        &json!({"text": "post 0"}).to_string(),
+    );
+
     // Delete, history, diff.
     let log_before = ok_json(&store, &["log"], "")["commits"]
         .as_array()

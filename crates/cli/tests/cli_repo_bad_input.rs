@@ -8,6 +8,8 @@ use std::path::Path;
 use serde_json::{Value, json};
 
 const DID: &str = "did:web:bad.example";
+/// A CID that is neither the head nor any record here.
+const STALE: &str = "bafyreie5737gdxlw5i64vzichcalba3z2v5n6icifvx5xytvske7mr3hpm";
 
 fn run(store: &Path, args: &[&str], stdin: &str) -> std::process::Output {
     let mut full = vec!["--store", store.to_str().unwrap(), "--repo", DID];
@@ -114,6 +116,38 @@ fn bad_input_changes_nothing() {
             vec!["get", "com.example.a", "k1", "--at", "2222222222222"],
             "",
             "no commit with rev",
+        ),
+        (
+            vec!["rm", "com.example.a", "k1", "--swap-record", STALE],
+            "",
+            "as the write expected",
+        ),
+        (
+            vec!["put", "com.example.a", "k1", "--swap-record", STALE],
+            "{}",
+            "as the write expected",
+        ),
+        (
+            vec!["put", "com.example.a", "k1", "--swap-commit", STALE],
+            "{}",
+            "as the write expected",
+        ),
+        (
+            vec!["rm", "com.example.a", "k1", "--swap-commit", "notacid"],
+            "",
+            "not a CID",
+        ),
+        (
+            vec![
+                "put",
+                "com.example.a",
+                "k9",
+                "--create",
+                "--swap-record",
+                STALE,
+            ],
+            "{}",
+            "contradict",
         ),
     ];
     for (args, stdin, needle) in &cases {
