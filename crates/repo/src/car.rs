@@ -376,7 +376,7 @@ impl<K: Kv> Repos<K> {
             store,
             decoded: Mutex::new(HashMap::new()),
         };
-        let mut entries: Vec<(String, Cid)> = Vec::new();
+        let mut entries: Vec<(String, Cid)> = Vec::with_capacity(blocks.len());
         pail::for_each_entry(&fetcher, commit.data, &EntriesOptions::default(), |k, v| {
             entries.push((k.to_owned(), v));
             std::ops::ControlFlow::Continue(())
@@ -385,7 +385,8 @@ impl<K: Kv> Repos<K> {
         .map_err(|e| car_err(format!("the commit's tree is invalid or incomplete: {e}")))?;
 
         // Everything the commit reaches: its shards, its records.
-        let mut keep: Vec<Block> = vec![commit_bytes.clone()];
+        let mut keep: Vec<Block> = Vec::with_capacity(blocks.len());
+        keep.push(commit_bytes.clone());
         let decoded = std::mem::take(
             &mut *fetcher
                 .decoded
@@ -422,7 +423,7 @@ impl<K: Kv> Repos<K> {
         // Hold the open-repositories lock: no handle writes meanwhile.
         let open = self.lock_open().await;
         let current = store.head(&commit.repo).await?;
-        let mut index: Vec<RecordChange> = Vec::new();
+        let mut index: Vec<RecordChange> = Vec::with_capacity(entries.len());
         let mut declared: HashMap<String, CollectionInfo> = HashMap::new();
         for (name, bytes) in store.collections(&commit.repo).await? {
             if let Ok(info) = serde_json::from_slice::<CollectionInfo>(&bytes) {

@@ -420,7 +420,6 @@ impl<K> std::fmt::Debug for Repository<K> {
 }
 
 /// A write after validation, before it meets the repository's state.
-#[derive(Clone)]
 enum Checked {
     Put {
         collection: Nsid,
@@ -575,7 +574,7 @@ impl<K: Kv> Repository<K> {
         let mut index = Vec::with_capacity(checked.len());
         let mut new_collections: Vec<(String, Bytes)> = Vec::new();
         let mut added_collections: HashMap<String, CollectionInfo> = HashMap::new();
-        for write in checked.iter().cloned() {
+        for write in checked {
             let (collection, rkey, new, swap, create) = match write {
                 Checked::Put {
                     collection,
@@ -585,21 +584,29 @@ impl<K: Kv> Repository<K> {
                     swap,
                 } => {
                     let rkey = match rkey {
-                        Some(k) => k,
-                        None => RecordKey::new(self.tids.next_tid()?.to_string())?,
+                        Some(k) => std::borrow::Cow::Borrowed(k),
+                        None => std::borrow::Cow::Owned(RecordKey::new(
+                            self.tids.next_tid()?.to_string(),
+                        )?),
                     };
                     if seen_blocks.insert(record.cid()) {
                         blocks.push(record.block().clone());
                     }
-                    (collection, rkey, Some(record), swap, create)
+                    (collection, rkey, Some(record), *swap, *create)
                 }
                 Checked::Delete {
                     collection,
                     rkey,
                     swap,
-                } => (collection, rkey, None, swap, false),
+                } => (
+                    collection,
+                    std::borrow::Cow::Borrowed(rkey),
+                    None,
+                    *swap,
+                    false,
+                ),
             };
-            let new_cid = new.as_ref().map(Record::cid);
+            let new_cid = new.map(Record::cid);
             let info = match state.collections.get(collection.as_str()) {
                 Some(info) => info,
                 None => added_collections
@@ -650,7 +657,7 @@ impl<K: Kv> Repository<K> {
             });
             results.push(WriteResult {
                 collection: collection.as_str().to_owned(),
-                rkey: rkey.into_string(),
+                rkey: rkey.into_owned().into_string(),
                 cid: new_cid,
             });
         }

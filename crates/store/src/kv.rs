@@ -143,13 +143,12 @@ impl Kv for MemoryKv {
             && ops.len() * 2 >= map.len()
             && ops.iter().all(|op| matches!(op, WriteOp::Put(..)));
         if bulk {
-            let mut batch: BTreeMap<InlineKey, Bytes> = ops
-                .into_iter()
-                .filter_map(|op| match op {
-                    WriteOp::Put(k, v) => Some((InlineKey::from_slice(&k), v)),
-                    WriteOp::Delete(_) => None,
-                })
-                .collect();
+            let mut puts = Vec::with_capacity(ops.len());
+            puts.extend(ops.into_iter().filter_map(|op| match op {
+                WriteOp::Put(k, v) => Some((InlineKey::from_slice(&k), v)),
+                WriteOp::Delete(_) => None,
+            }));
+            let mut batch: BTreeMap<InlineKey, Bytes> = puts.into_iter().collect();
             // `append` keeps `batch`'s value for keys in both: later writes win.
             map.append(&mut batch);
         } else {

@@ -11,6 +11,11 @@
 //! Run: `cargo run --release -p datarepo-bench --bin repo-vs-shrike [-- --n 100000]`
 #![allow(clippy::disallowed_methods, clippy::unwrap_used)] // a benchmark measures wall time
 
+/// The allocator the `datarepo` binary ships with (shrike, measured in the
+/// same process, gets it too).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use std::{
     sync::Arc,
     time::{Duration, Instant},
