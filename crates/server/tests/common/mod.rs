@@ -105,15 +105,7 @@ impl TestServer {
 
     /// GETs with query parameters; returns (status, body).
     pub async fn get(&self, method: &str, query: &[(&str, &str)]) -> (u16, Value) {
-        let resp = self
-            .client
-            .get(self.xrpc(method))
-            .query(query)
-            .send()
-            .await
-            .unwrap();
-        let status = resp.status().as_u16();
-        let bytes = resp.bytes().await.unwrap();
+        let (status, bytes) = self.get_bytes(method, query).await;
         (
             status,
             serde_json::from_slice(&bytes).unwrap_or(Value::Null),
