@@ -13,14 +13,15 @@ use store::{SlateKv, Store};
 
 #[test]
 fn gc_deletes_unreachable_blocks() {
-    let dir = common::tempdir("gc");
+    let tmp = testkit::tempdir("gc");
+    let dir = tmp.path();
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .unwrap();
     rt.block_on(async {
-        let kv = SlateKv::open_local(&dir).await.unwrap();
+        let kv = SlateKv::open_local(dir).await.unwrap();
         let store = Store::new(kv.clone());
         let bytes = Bytes::from_static(b"an orphan block");
         let cid = Cid::new_v1(0x55, Code::Sha2_256.digest(&bytes));
@@ -29,7 +30,7 @@ fn gc_deletes_unreachable_blocks() {
     });
     let out = Command::new(env!("CARGO_BIN_EXE_datarepo"))
         .args(["gc", "--json"])
-        .env("DATAREPO_STORE", &dir)
+        .env("DATAREPO_STORE", dir)
         .output()
         .unwrap();
     assert!(
@@ -45,7 +46,6 @@ fn gc_deletes_unreachable_blocks() {
         .output()
         .unwrap();
     assert!(String::from_utf8_lossy(&out.stdout).contains("0 deleted"));
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]

@@ -5,7 +5,7 @@ use std::{path::Path, process::Command};
 
 mod common;
 
-use common::{datarepo, json_lines, tempdir};
+use common::{datarepo, json_lines};
 use serde_json::{Value, json};
 
 const V1: &str = "bafkreiem4twkqzsq2aj4shbycd4yvoj2cx72vezicletlhi7dijjciqpui";
@@ -65,8 +65,9 @@ fn car(dir: &Path, name: &str) -> String {
 
 #[test]
 fn car_file_commands_round_trip() {
-    let dir = tempdir("pail");
-    let a = car(&dir, "a.car");
+    let tmp = testkit::tempdir("pail");
+    let dir = tmp.path();
+    let a = car(dir, "a.car");
     for (k, v) in [
         ("apple", V1),
         ("apricot", V1),
@@ -106,7 +107,7 @@ fn car_file_commands_round_trip() {
     );
 
     // A copy that diverges, then diff and merge.
-    let b = car(&dir, "b.car");
+    let b = car(dir, "b.car");
     std::fs::copy(&a, &b).unwrap();
     datarepo(&["pail", "del", "--path", &b, "apple"], "");
     datarepo(&["pail", "put", "--path", &b, "cherry", V2], "");
@@ -163,8 +164,9 @@ fn car_file_commands_round_trip() {
 
 #[test]
 fn corrupt_car_files_are_rejected() {
-    let dir = tempdir("pail");
-    let a = car(&dir, "a.car");
+    let tmp = testkit::tempdir("pail");
+    let dir = tmp.path();
+    let a = car(dir, "a.car");
     datarepo(&["pail", "put", "--path", &a, "k", V1], "");
     let mut bytes = std::fs::read(&a).unwrap();
     let n = bytes.len();
@@ -179,7 +181,7 @@ fn corrupt_car_files_are_rejected() {
         Some(1)
     );
     assert_eq!(
-        datarepo(&["pail", "ls", "--path", &car(&dir, "missing.car")], "")
+        datarepo(&["pail", "ls", "--path", &car(dir, "missing.car")], "")
             .status
             .code(),
         Some(1)

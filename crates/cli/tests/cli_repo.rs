@@ -48,7 +48,8 @@ fn all_records(store: &Path) -> Vec<Value> {
 
 #[test]
 fn records_round_trip_through_the_cli() {
-    let dir = common::tempdir("repo");
+    let tmp = testkit::tempdir("repo");
+    let dir = tmp.path();
     let store = dir.join("data");
     let init = ok_json(&store, &["init"], "");
     assert_eq!(init["repo"], DID);
@@ -194,5 +195,4 @@ fn records_round_trip_through_the_cli() {
     assert_eq!(a["head"], b["head"]);
     assert_eq!(a["records"], b["records"]);
     assert_eq!(all_records(&store), all_records(&fresh));
-    let _ = std::fs::remove_dir_all(&dir);
 }

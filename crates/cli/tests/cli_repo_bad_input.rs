@@ -29,7 +29,8 @@ fn stats(store: &Path) -> Value {
 
 #[test]
 fn bad_input_changes_nothing() {
-    let dir = common::tempdir("repo-bad");
+    let tmp = testkit::tempdir("repo-bad");
+    let dir = tmp.path();
     let store = dir.join("data");
     assert!(run(&store, &["init"], "").status.success());
     assert!(
@@ -187,5 +188,4 @@ fn bad_input_changes_nothing() {
     let out = common::datarepo(&["--store", store.to_str().unwrap(), "stats"], "");
     assert!(String::from_utf8_lossy(&out.stderr).contains("DATAREPO_REPO"));
     assert_eq!(json!(before["records"]), json!(1));
-    let _ = std::fs::remove_dir_all(&dir);
 }

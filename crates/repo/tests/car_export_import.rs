@@ -75,12 +75,10 @@ fn ipld_car_reads_the_export() {
     common::rt().block_on(async {
         let (repos, _) = populated().await;
         let car = export(&repos, None).await;
-        let dir = std::env::temp_dir().join(format!("datarepo-car-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("repo.car");
+        let dir = testkit::tempdir("car");
+        let path = dir.path().join("repo.car");
         std::fs::write(&path, &car).unwrap();
         let answer = testkit::run_node("car-read.mjs", &format!("{}\n", path.display()));
-        std::fs::remove_dir_all(&dir).unwrap();
         let oracle: serde_json::Value = serde_json::from_str(&answer[0]).unwrap();
         let head = repos.open(DID).await.unwrap().head().await.unwrap();
         assert_eq!(oracle["roots"], json!([head.commit.to_string()]));

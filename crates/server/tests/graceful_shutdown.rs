@@ -10,8 +10,9 @@ use serde_json::json;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn acknowledged_writes_survive_shutdown() {
-    let dir = common::tempdir("shutdown");
-    let kv = common::slate(&dir).await;
+    let tmp = testkit::tempdir("shutdown");
+    let dir = tmp.path();
+    let kv = common::slate(dir).await;
     let srv = Arc::new(TestServer::start(kv.clone(), common::config()).await);
     let mut writers = Vec::new();
     for w in 0..32 {
@@ -46,7 +47,7 @@ async fn acknowledged_writes_survive_shutdown() {
     kv.close().await.unwrap();
     assert!(acked.len() > 10, "only {} writes acknowledged", acked.len());
 
-    let kv = common::slate(&dir).await;
+    let kv = common::slate(dir).await;
     let repos = repo::Repos::new(Arc::new(store::Store::new(kv.clone())), common::env());
     let repo = repos.open(DID).await.unwrap();
     let stored = repo
@@ -57,5 +58,4 @@ async fn acknowledged_writes_survive_shutdown() {
         assert!(stored.contains(rkey), "acknowledged {rkey} is missing");
     }
     kv.close().await.unwrap();
-    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -11,8 +11,10 @@ use serde_json::json;
 use server::Config;
 use store::{Location, SlateKv};
 
-fn locations() -> Vec<Location> {
-    let mut out = vec![Location::Local(common::tempdir("replica"))];
+/// The local directory lives as long as the returned guard.
+fn locations() -> (testkit::TempDir, Vec<Location>) {
+    let tmp = testkit::tempdir("replica");
+    let mut out = vec![Location::Local(tmp.path().to_owned())];
     match std::env::var("DATAREPO_TEST_S3") {
         Ok(base) => out.push(
             format!("{base}/server-replica-{}", std::process::id())
@@ -24,16 +26,14 @@ fn locations() -> Vec<Location> {
             "CI must provide DATAREPO_TEST_S3"
         ),
     }
-    out
+    (tmp, out)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn replica_follows_the_writer() {
-    for location in locations() {
+    let (_tmp, locations) = locations();
+    for location in locations {
         follows(&location).await;
-        if let Location::Local(dir) = location {
-            let _ = std::fs::remove_dir_all(&dir);
-        }
     }
 }
 

@@ -10,8 +10,9 @@ const POST: &str = "app.bsky.feed.post";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn records_lifecycle() {
-    let dir = common::tempdir("lifecycle");
-    let srv = TestServer::start(common::slate(&dir).await, common::config()).await;
+    let tmp = testkit::tempdir("lifecycle");
+    let dir = tmp.path();
+    let srv = TestServer::start(common::slate(dir).await, common::config()).await;
 
     let (s, created) = srv
         .post(
@@ -185,5 +186,4 @@ async fn records_lifecycle() {
         assert!(described.get(field).is_some(), "describeRepo lacks {field}");
     }
     srv.stop().await;
-    let _ = std::fs::remove_dir_all(&dir);
 }

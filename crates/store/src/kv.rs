@@ -567,9 +567,8 @@ mod tests {
 
     #[test]
     fn a_settings_file_overrides_only_what_it_names() {
-        let dir = std::env::temp_dir().join(format!("datarepo-settings-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let file = dir.join("slatedb.toml");
+        let dir = testkit::tempdir("settings");
+        let file = dir.path().join("slatedb.toml");
         std::fs::write(&file, "l0_sst_size_bytes = 1234\n").unwrap();
         let options = SlateOptions {
             settings_file: Some(file.clone()),
@@ -595,10 +594,9 @@ mod tests {
             "{err}"
         );
         let missing = SlateOptions {
-            settings_file: Some(dir.join("missing.toml")),
+            settings_file: Some(dir.path().join("missing.toml")),
             ..SlateOptions::default()
         };
         assert!(missing.settings(DEFAULT_FLUSH_INTERVAL).is_err());
-        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -16,7 +16,6 @@ use std::{
 
 use bytes::Bytes;
 use cid::Cid;
-use common::tempdir;
 use multihash_codetable::{Code, MultihashDigest};
 use store::{Block, Commit, Head, RecordChange, SlateKv, Store};
 
@@ -89,14 +88,15 @@ async fn acknowledged_commits_survive_sigkill() {
     if std::env::var_os("DATAREPO_CRASH_CHILD").is_some() {
         return;
     }
-    let dir = tempdir("crash");
+    let tmp = testkit::tempdir("crash");
+    let dir = tmp.path();
     let mut rng = Rng(0xc7a5);
     let mut acked_total = 0u64;
     let mut verified = 0u64;
     for round in 0..12 {
         let mut child = Command::new(std::env::current_exe().unwrap())
             .args(["--exact", "crash_child", "--nocapture", "--test-threads=1"])
-            .env("DATAREPO_CRASH_CHILD", &dir)
+            .env("DATAREPO_CRASH_CHILD", dir)
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
@@ -121,7 +121,7 @@ async fn acknowledged_commits_survive_sigkill() {
         child.wait().unwrap();
         let acked = reader.join().unwrap();
 
-        let kv = SlateKv::open_local(&dir).await.unwrap();
+        let kv = SlateKv::open_local(dir).await.unwrap();
         let store = Store::new(kv.clone());
         let head = store.head(REPO).await.unwrap();
         let head_rev = head.map_or(0, |h| h.rev);
@@ -168,5 +168,4 @@ async fn acknowledged_commits_survive_sigkill() {
         assert!(acked > 0 || round > 0, "the child acknowledged nothing");
     }
     eprintln!("{acked_total} commits acknowledged over 12 SIGKILLs; all present after each reopen");
-    let _ = std::fs::remove_dir_all(&dir);
 }

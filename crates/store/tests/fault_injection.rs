@@ -17,7 +17,7 @@ use std::{
 
 use async_trait::async_trait;
 use bytes::Bytes;
-use common::{block, tempdir};
+use common::block;
 use futures::stream::BoxStream;
 use slatedb::object_store::{
     self, GetOptions, GetResult, ListResult, MultipartUpload, ObjectMeta, ObjectStore,
@@ -179,8 +179,9 @@ async fn consistent(store: &Store<SlateKv>) -> u64 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn faults_surface_as_errors_and_never_leave_partial_commits() {
-    let dir = tempdir("faults");
-    let local: Arc<dyn ObjectStore> = Arc::new(LocalFileSystem::new_with_prefix(&dir).unwrap());
+    let tmp = testkit::tempdir("faults");
+    let dir = tmp.path();
+    let local: Arc<dyn ObjectStore> = Arc::new(LocalFileSystem::new_with_prefix(dir).unwrap());
     let faulty = Arc::new(Faulty {
         inner: Arc::clone(&local),
         every: AtomicU64::new(0),

@@ -6,7 +6,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{block, tempdir};
+use common::block;
 use store::{Block, Commit, Error, Head, Location, RecordChange, SlateKv, Store};
 
 fn commit(expected: Option<cid::Cid>, rev: u64) -> Commit {
@@ -26,9 +26,11 @@ fn commit(expected: Option<cid::Cid>, rev: u64) -> Commit {
 }
 
 /// The locations to test: a local directory, and S3-compatible storage when
-/// `scripts/test` provides it (`DATAREPO_TEST_S3`).
-fn locations(name: &str) -> Vec<Location> {
-    let mut out = vec![Location::Local(tempdir(name))];
+/// `scripts/test` provides it (`DATAREPO_TEST_S3`). The local directory
+/// lives as long as the returned guard.
+fn locations(name: &str) -> (testkit::TempDir, Vec<Location>) {
+    let tmp = testkit::tempdir(name);
+    let mut out = vec![Location::Local(tmp.path().to_owned())];
     match std::env::var("DATAREPO_TEST_S3") {
         Ok(base) => out.push(
             format!("{base}/{name}-{}", std::process::id())
@@ -40,12 +42,13 @@ fn locations(name: &str) -> Vec<Location> {
             "CI must provide DATAREPO_TEST_S3"
         ),
     }
-    out
+    (tmp, out)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_second_writer_fences_the_first() {
-    for location in locations("fence") {
+    let (_tmp, locations) = locations("fence");
+    for location in locations {
         second_writer_fences_the_first(&location).await;
     }
 }
@@ -81,7 +84,8 @@ async fn second_writer_fences_the_first(location: &Location) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn readers_see_new_commits_within_the_refresh_interval() {
-    for location in locations("reader") {
+    let (_tmp, locations) = locations("reader");
+    for location in locations {
         readers_follow(&location).await;
     }
 }

@@ -5,7 +5,7 @@
 mod common;
 
 use bytes::Bytes;
-use common::{block, tempdir};
+use common::block;
 use store::{Block, Commit, Error, Head, Kv, MemoryKv, RecordChange, SlateKv, Store, WriteOp};
 
 async fn blocks_are_verified<K: Kv>(store: &Store<K>) {
@@ -208,20 +208,21 @@ async fn in_memory() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn slatedb_local_directory() {
-    let dir = tempdir("semantics");
-    let kv = SlateKv::open_local(&dir).await.unwrap();
+    let tmp = testkit::tempdir("semantics");
+    let dir = tmp.path();
+    let kv = SlateKv::open_local(dir).await.unwrap();
     all(&Store::new(kv.clone())).await;
     kv.close().await.unwrap();
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn acknowledged_commits_survive_reopening() {
-    let dir = tempdir("reopen");
+    let tmp = testkit::tempdir("reopen");
+    let dir = tmp.path();
     let repo = "did:web:durable";
     let mut last = None;
     {
-        let kv = SlateKv::open_local(&dir).await.unwrap();
+        let kv = SlateKv::open_local(dir).await.unwrap();
         let store = Store::new(kv.clone());
         for n in 1..=20 {
             let c = commit(repo, last, n, vec![rec("a.b.c", &format!("r{n}"), Some(n))]);
@@ -230,7 +231,7 @@ async fn acknowledged_commits_survive_reopening() {
         }
         kv.close().await.unwrap();
     }
-    let kv = SlateKv::open_local(&dir).await.unwrap();
+    let kv = SlateKv::open_local(dir).await.unwrap();
     let store = Store::new(kv.clone());
     assert_eq!(store.head(repo).await.unwrap().map(|h| h.commit), last);
     assert_eq!(store.commit_log(repo, false, 100).await.unwrap().len(), 20);
@@ -243,7 +244,6 @@ async fn acknowledged_commits_survive_reopening() {
         20
     );
     kv.close().await.unwrap();
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

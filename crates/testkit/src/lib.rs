@@ -17,6 +17,22 @@ pub fn oracles_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/oracles")
 }
 
+pub use tempfile::TempDir;
+
+/// A fresh temporary directory named after `what`, removed (with everything
+/// in it) when the returned guard drops, also when a test panics.
+///
+/// # Panics
+///
+/// When the directory cannot be created.
+#[must_use]
+pub fn tempdir(what: &str) -> TempDir {
+    tempfile::Builder::new()
+        .prefix(&format!("datarepo-{what}-"))
+        .tempdir()
+        .expect("create a temporary directory")
+}
+
 /// Runs `node tests/oracles/<script>` with `input` on stdin and returns its
 /// stdout lines.
 ///

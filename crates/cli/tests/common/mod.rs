@@ -3,7 +3,6 @@
 
 use std::{
     io::Write,
-    path::PathBuf,
     process::{Command, Output, Stdio},
 };
 
@@ -34,16 +33,4 @@ pub fn json_lines(out: &Output) -> Vec<Value> {
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect()
-}
-
-/// A fresh temporary directory, distinct per test process and thread.
-pub fn tempdir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!(
-        "datarepo-cli-{name}-{}-{:?}",
-        std::process::id(),
-        std::thread::current().id()
-    ));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
 }

@@ -1,12 +1,9 @@
 //! A datarepo server on 127.0.0.1 for the tests, stopped when dropped.
 #![allow(dead_code, unreachable_pub)]
 
-use std::{
-    path::PathBuf,
-    sync::{
-        Arc,
-        atomic::{AtomicU64, Ordering},
-    },
+use std::sync::{
+    Arc,
+    atomic::{AtomicU64, Ordering},
 };
 
 use repo::{Env, Repos};
@@ -130,13 +127,6 @@ impl Drop for TestServer {
             let _ = stop.send(());
         }
     }
-}
-
-pub fn tempdir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("datarepo-server-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
 }
 
 pub async fn slate(dir: &std::path::Path) -> SlateKv {
