@@ -211,6 +211,15 @@ impl Draft {
         }
     }
 
+    /// The data CID of slot `i`, if it has data.
+    fn data_cid(&self, i: usize, a: &Arena) -> Option<Cid> {
+        let data = match self.slots[i] {
+            Slot::Owned(e) => a.get(a.entries[e as usize].val.data?),
+            Slot::Base(b) => split_value(self.base().value_bytes(b as usize)).1?,
+        };
+        cbor::read_cid(data, &mut 0)
+    }
+
     /// The key of slot `i`, as arena bytes (copied in for base entries).
     fn owned_key(&self, i: usize, a: &mut Arena) -> Bytes {
         match self.slots[i] {
@@ -470,16 +479,21 @@ impl<'f, F: ShardFetcher> Batch<'f, F> {
         Ok((path, d, offset))
     }
 
-    /// Puts `value` under `key`.
+    /// Puts `value` under `key`; returns the value it replaced, if any.
     ///
     /// # Errors
     ///
     /// [`Error::ShardLimit`] when the target shard would exceed `maxSize`
     /// and cannot be split; the batch is then as it was before this call.
     /// Fetch errors also leave the batch's contents unchanged.
-    pub async fn put(&mut self, key: &str, value: Cid) -> Result<(), Error> {
+    pub async fn put(&mut self, key: &str, value: Cid) -> Result<Option<Cid>, Error> {
         let (_, d, offset) = self.traverse(key).await?;
         let skey = &key[offset..];
+        // `traverse` stops at the draft that holds `key` if anything does.
+        let old = self.drafts[d]
+            .search(skey.as_bytes(), &self.arena)
+            .ok()
+            .and_then(|i| self.drafts[d].data_cid(i, &self.arena));
         let config = self.drafts[d].config;
         let max_chars = usize::try_from(config.max_key_length)
             .unwrap_or(usize::MAX)
@@ -500,7 +514,7 @@ impl<'f, F: ShardFetcher> Batch<'f, F> {
         };
 
         let Some(undo) = self.put_entry(d, entry_key, entry_val) else {
-            return Ok(());
+            return Ok(old);
         };
         if self.drafts[d].size() as u64 > config.max_size
             && let Err(e) = self.split(d, undo.index())
@@ -521,7 +535,7 @@ impl<'f, F: ShardFetcher> Batch<'f, F> {
                 other => other,
             });
         }
-        Ok(())
+        Ok(old)
     }
 
     /// New drafts for a key longer than `maxKeyLength` characters: each holds
@@ -683,21 +697,22 @@ impl<'f, F: ShardFetcher> Batch<'f, F> {
         Ok(())
     }
 
-    /// Deletes `key`. Deleting an absent key, or a key that only names a
-    /// link to a shard, changes nothing.
+    /// Deletes `key`; returns the value it had, if any. Deleting an absent
+    /// key, or a key that only names a link to a shard, changes nothing.
     ///
     /// # Errors
     ///
     /// When a shard on the way cannot be fetched.
-    pub async fn del(&mut self, key: &str) -> Result<(), Error> {
+    pub async fn del(&mut self, key: &str) -> Result<Option<Cid>, Error> {
         let (mut path, d, offset) = self.traverse(key).await?;
         let skey = &key.as_bytes()[offset..];
         let a = &mut self.arena;
         let Ok(i) = self.drafts[d].search(skey, a) else {
-            return Ok(());
+            return Ok(None);
         };
+        let old = self.drafts[d].data_cid(i, a);
         match self.drafts[d].shape(i, a) {
-            (_, false) => return Ok(()),
+            (_, false) => return Ok(None),
             (true, true) => {
                 let val = self.drafts[d].val(i, a);
                 let k = self.drafts[d].owned_key(i, a);
@@ -709,7 +724,7 @@ impl<'f, F: ShardFetcher> Batch<'f, F> {
                     },
                 );
                 self.drafts[d].set(i, slot, a);
-                return Ok(());
+                return Ok(old);
             }
             (false, true) => {
                 self.drafts[d].remove(i, a);
@@ -741,7 +756,7 @@ impl<'f, F: ShardFetcher> Batch<'f, F> {
             self.drafts[parent].remove(slot, a);
             current = parent;
         }
-        Ok(())
+        Ok(old)
     }
 
     /// Encodes and hashes every changed shard, once; returns the new root,

@@ -236,7 +236,7 @@ pub async fn merge<F: ShardFetcher>(
             match change.new {
                 Some(value) => batch.put(&change.key, value).await?,
                 None => batch.del(&change.key).await?,
-            }
+            };
         }
     }
     Ok(batch.commit())

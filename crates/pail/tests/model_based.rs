@@ -1,7 +1,8 @@
 //! Model-based property tests: after any sequence of puts, deletes and
 //! batches at small `maxSize` (so shards split and merge often), `get` and
 //! `entries` (with every kind of range, reverse and limit) agree with a
-//! `BTreeMap`; and a batch gives the same root as its operations one by one.
+//! `BTreeMap`; a batch's puts and deletes report the values they replace;
+//! and a batch gives the same root as its operations one by one.
 
 mod common;
 
@@ -67,13 +68,16 @@ fn run(blocks: &MemoryBlocks, mut root: Cid, ops: &[Op], model: &mut BTreeMap<St
                     let mut failed = None;
                     for (k, v) in items {
                         let r = match v {
+                            // Each call reports the value it replaced.
                             Some(v) => {
-                                model.insert(k.clone(), value(*v));
-                                batch.put(k, value(*v)).await
+                                let previous = model.insert(k.clone(), value(*v));
+                                let r = batch.put(k, value(*v)).await;
+                                r.map(|old| assert_eq!(old, previous, "put {k:?}"))
                             }
                             None => {
-                                model.remove(k);
-                                batch.del(k).await
+                                let previous = model.remove(k);
+                                let r = batch.del(k).await;
+                                r.map(|old| assert_eq!(old, previous, "del {k:?}"))
                             }
                         };
                         if let Err(e) = r {

@@ -188,7 +188,7 @@ fn apply(
                     match v {
                         Some(v) => batch.put(k, *v).await?,
                         None => batch.del(k).await?,
-                    }
+                    };
                 }
                 batch.commit()
             }

@@ -1,10 +1,7 @@
 //! [`Repos`] (every repository in a store) and [`Repository`] (one of them):
 //! writes as commits, reads, history.
 
-use std::{
-    collections::{HashMap, HashSet},
-    sync::Arc,
-};
+use std::{collections::HashMap, sync::Arc};
 
 use bytes::Bytes;
 use cid::Cid;
@@ -566,11 +563,9 @@ impl<K: Kv> Repository<K> {
             });
         }
         let mut batch = Batch::new(&*self.store, state.head.data).await?;
-        // Each path's CID as of the writes before it in this commit.
-        let mut current: HashMap<String, Option<Cid>> = HashMap::new();
         let mut results = Vec::with_capacity(checked.len());
-        let mut blocks: Vec<Block> = Vec::new();
-        let mut seen_blocks = HashSet::new();
+        // The store writes a block given twice once.
+        let mut blocks: Vec<Block> = Vec::with_capacity(checked.len() + 4);
         let mut index = Vec::with_capacity(checked.len());
         let mut new_collections: Vec<(String, Bytes)> = Vec::new();
         let mut added_collections: HashMap<String, CollectionInfo> = HashMap::new();
@@ -589,9 +584,7 @@ impl<K: Kv> Repository<K> {
                             self.tids.next_tid()?.to_string(),
                         )?),
                     };
-                    if seen_blocks.insert(record.cid()) {
-                        blocks.push(record.block().clone());
-                    }
+                    blocks.push(record.block().clone());
                     (collection, rkey, Some(record), *swap, *create)
                 }
                 Checked::Delete {
@@ -621,13 +614,12 @@ impl<K: Kv> Repository<K> {
                 info.key.check(&rkey)?;
             }
             let path = pail_key(collection.as_str(), rkey.as_str());
-            let old = match current.get(&path) {
-                Some(cid) => *cid,
-                None => {
-                    self.store
-                        .record(&self.id, collection.as_str(), rkey.as_str())
-                        .await?
-                }
+            // The Pail is the record map: its previous value is the record's
+            // current CID, as of the writes before this one in the commit.
+            // Any error below abandons the whole batch.
+            let old = match new_cid {
+                Some(cid) => batch.put(&path, cid).await?,
+                None => batch.del(&path).await?,
             };
             let uri = || record_uri(&self.id, collection.as_str(), rkey.as_str());
             if create && old.is_some() {
@@ -645,11 +637,6 @@ impl<K: Kv> Repository<K> {
                     actual: describe(old),
                 });
             }
-            match new_cid {
-                Some(cid) => batch.put(&path, cid).await?,
-                None => batch.del(&path).await?,
-            }
-            current.insert(path, new_cid);
             index.push(RecordChange {
                 collection: collection.as_str().to_owned(),
                 rkey: rkey.as_str().to_owned(),
