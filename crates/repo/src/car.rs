@@ -11,13 +11,13 @@
 //! written; then the blocks, head, commit-log entry and record index go in
 //! one atomic commit.
 
-use std::{
-    collections::{HashMap, HashSet},
-    sync::{Arc, Mutex},
-};
+use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
+// Sets and maps keyed by CIDs (and names) from the store or a CAR file: a
+// randomly seeded fast hash, several times cheaper than SipHash here.
 use cid::Cid;
+use foldhash::{HashMap, HashMapExt, HashSet, HashSetExt};
 use pail::{EntriesOptions, Shard, ShardFetcher};
 use rkey::{Nsid, RecordKey, Tid};
 use store::{Block, Commit, Head, Kv, RecordChange, Store};
@@ -95,12 +95,19 @@ impl<W: AsyncWrite + Unpin + Send> Writer<W> {
         self.block(cid, block.bytes()).await
     }
 
+    /// Writes a block once.
     async fn block(&mut self, cid: Cid, bytes: &[u8]) -> Result<(), Error> {
         if self.seen.insert(cid) {
-            self.car.write(cid, bytes).await.map_err(io_err)?;
-            self.blocks += 1;
-            self.bytes += bytes.len() as u64;
+            self.write_new(cid, bytes).await?;
         }
+        Ok(())
+    }
+
+    /// Writes a block the caller has just added to `seen`.
+    async fn write_new(&mut self, cid: Cid, bytes: &[u8]) -> Result<(), Error> {
+        self.car.write(cid, bytes).await.map_err(io_err)?;
+        self.blocks += 1;
+        self.bytes += bytes.len() as u64;
         Ok(())
     }
 }
@@ -112,9 +119,86 @@ fn io_err(e: iroh_car::Error) -> Error {
     }
 }
 
-enum Step {
-    Shard(Cid),
-    Record(Cid),
+/// A shard being walked by the export, and the key prefix of its entries.
+struct Frame {
+    shard: Arc<Shard>,
+    next: usize,
+    prefix: usize,
+}
+
+/// Index rows read per range scan by [`IndexPages`].
+const INDEX_PAGE: usize = 1024;
+
+/// The export's record blocks, read from the record index a page at a time.
+///
+/// The walk meets a collection's records in rkey order, the index's order,
+/// so one range scan replaces a point read per record. A row is used only
+/// when its CID is the one the walk wants (a commit made since the walk
+/// began may have changed the index); otherwise the caller reads the block.
+struct IndexPages<'a, K> {
+    store: &'a Store<K>,
+    repo: &'a str,
+    collection: String,
+    page: std::collections::VecDeque<(String, Block)>,
+    /// The last rkey read, where the next page starts.
+    cursor: Option<String>,
+    exhausted: bool,
+}
+
+impl<'a, K: Kv> IndexPages<'a, K> {
+    fn new(store: &'a Store<K>, repo: &'a str) -> Self {
+        Self {
+            store,
+            repo,
+            collection: String::new(),
+            page: std::collections::VecDeque::new(),
+            cursor: None,
+            exhausted: true,
+        }
+    }
+
+    /// The indexed block of the record at Pail key `key` if it is `cid`.
+    /// Calls must come in key order.
+    async fn block(&mut self, key: &str, cid: Cid) -> Result<Option<Block>, Error> {
+        let Some((collection, rkey)) = key.split_once('/') else {
+            return Ok(None);
+        };
+        if collection != self.collection {
+            collection.clone_into(&mut self.collection);
+            self.page.clear();
+            self.cursor = None;
+            self.exhausted = false;
+        }
+        loop {
+            match self.page.front() {
+                Some((k, _)) if k.as_str() < rkey => {
+                    self.page.pop_front();
+                }
+                Some((k, block)) if k == rkey => {
+                    let found = (block.cid() == cid).then(|| block.clone());
+                    self.page.pop_front();
+                    return Ok(found);
+                }
+                Some(_) => return Ok(None),
+                None if self.exhausted => return Ok(None),
+                None => {
+                    let rows = self
+                        .store
+                        .list_record_blocks(
+                            self.repo,
+                            &self.collection,
+                            self.cursor.as_deref(),
+                            false,
+                            INDEX_PAGE,
+                        )
+                        .await?;
+                    self.exhausted = rows.len() < INDEX_PAGE;
+                    self.cursor = rows.last().map(|(k, _)| k.clone());
+                    self.page.extend(rows);
+                }
+            }
+        }
+    }
 }
 
 impl<K: Kv> Repository<K> {
@@ -141,30 +225,51 @@ impl<K: Kv> Repository<K> {
         let mut w = Writer::start(out, store, head.commit).await?;
         match since {
             None => {
-                let mut stack = vec![Step::Shard(head.data)];
-                while let Some(step) = stack.pop() {
-                    match step {
-                        Step::Shard(cid) => {
-                            if w.seen.contains(&cid) {
-                                continue;
-                            }
-                            let shard = store.get_shard(&cid).await?;
-                            w.block(cid, shard.bytes()).await?;
-                            for i in (0..shard.len()).rev() {
-                                if let Some(link) = shard.link(i) {
-                                    stack.push(Step::Shard(link));
-                                }
-                                if let Some(data) = shard.data(i) {
-                                    stack.push(Step::Record(data));
-                                }
-                            }
-                        }
-                        Step::Record(cid) => {
-                            if w.seen.contains(&cid) {
-                                continue;
-                            }
-                            w.copy(store, cid).await?;
-                        }
+                // Pre-order: each shard, then for each entry its record and
+                // then its child shard's subtree. Records come in key order.
+                let mut records = IndexPages::new(store, self.id());
+                let root = store.get_shard(&head.data).await?;
+                w.block(head.data, root.bytes()).await?;
+                let mut frames = vec![Frame {
+                    shard: root,
+                    next: 0,
+                    prefix: 0,
+                }];
+                // The key of the entry being visited: its frame's prefix,
+                // then the entry's own key.
+                let mut key = String::new();
+                while let Some(top) = frames.last_mut() {
+                    let i = top.next;
+                    if i == top.shard.len() {
+                        frames.pop();
+                        continue;
+                    }
+                    top.next += 1;
+                    key.truncate(top.prefix);
+                    key.push_str(top.shard.key(i));
+                    let (data, link) = (top.shard.data(i), top.shard.link(i));
+                    if let Some(cid) = data
+                        && w.seen.insert(cid)
+                    {
+                        let block = match records.block(&key, cid).await? {
+                            Some(block) => block,
+                            None => store
+                                .get_block(&cid)
+                                .await?
+                                .ok_or(Error::MissingBlock(cid))?,
+                        };
+                        w.write_new(cid, block.bytes()).await?;
+                    }
+                    if let Some(cid) = link
+                        && w.seen.insert(cid)
+                    {
+                        let shard = store.get_shard(&cid).await?;
+                        w.write_new(cid, shard.bytes()).await?;
+                        frames.push(Frame {
+                            shard,
+                            next: 0,
+                            prefix: key.len(),
+                        });
                     }
                     progress(w.blocks);
                 }

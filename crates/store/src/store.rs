@@ -77,6 +77,20 @@ fn index_value(block: &Block) -> Bytes {
 }
 
 /// Splits an index entry into the CID and the inline bytes (if any).
+/// The record of an index entry: `Ok` the verified block when it is kept
+/// inline, `Err` its CID when it is stored only as a block.
+fn inline_block(value: &Bytes) -> Result<Result<Block, Cid>, Error> {
+    let (cid, inline) = parse_index_value(value)?;
+    Ok(match inline {
+        Some(bytes) => match Block::verify(cid, bytes) {
+            Ok(block) => Ok(block),
+            Err(Error::HashMismatch { cid }) => return Err(Error::Corrupt { cid }),
+            Err(e) => return Err(e),
+        },
+        None => Err(cid),
+    })
+}
+
 fn parse_index_value(value: &Bytes) -> Result<(Cid, Option<Bytes>), Error> {
     let mut cursor = std::io::Cursor::new(value.as_ref());
     let cid = Cid::read_bytes(&mut cursor).map_err(|e| Error::Malformed {
@@ -492,25 +506,45 @@ impl<K: Kv> Store<K> {
         let rows = self
             .index_rows(repo, collection, cursor, reverse, limit)
             .await?;
-        let blocks =
-            futures::future::try_join_all(rows.iter().map(|(_, value)| self.index_block(value)))
-                .await?;
-        Ok(rows.into_iter().map(|(k, _)| k).zip(blocks).collect())
+        // Inline records are checked here; the others are read together.
+        let rows = rows
+            .into_iter()
+            .map(|(rkey, value)| Ok((rkey, inline_block(&value)?)))
+            .collect::<Result<Vec<_>, Error>>()?;
+        let stored = rows.iter().filter_map(|(_, b)| b.as_ref().err());
+        let mut fetched = futures::future::try_join_all(stored.map(|cid| self.indexed_block(*cid)))
+            .await?
+            .into_iter();
+        rows.into_iter()
+            .map(|(rkey, block)| match block {
+                Ok(block) => Ok((rkey, block)),
+                // One fetched block per `Err`, in order.
+                Err(cid) => {
+                    fetched
+                        .next()
+                        .map(|block| (rkey, block))
+                        .ok_or_else(|| Error::Malformed {
+                            what: "record index entry",
+                            reason: format!("no block read for {cid}"),
+                        })
+                }
+            })
+            .collect()
     }
 
     async fn index_block(&self, value: &Bytes) -> Result<Block, Error> {
-        let (cid, inline) = parse_index_value(value)?;
-        match inline {
-            Some(bytes) => match Block::verify(cid, bytes) {
-                Ok(block) => Ok(block),
-                Err(Error::HashMismatch { cid }) => Err(Error::Corrupt { cid }),
-                Err(e) => Err(e),
-            },
-            None => self.get_block(&cid).await?.ok_or_else(|| Error::Malformed {
-                what: "record index entry",
-                reason: format!("names block {cid}, which is not stored"),
-            }),
+        match inline_block(value)? {
+            Ok(block) => Ok(block),
+            Err(cid) => self.indexed_block(cid).await,
         }
+    }
+
+    /// The block a record index entry names (not kept inline).
+    async fn indexed_block(&self, cid: Cid) -> Result<Block, Error> {
+        self.get_block(&cid).await?.ok_or_else(|| Error::Malformed {
+            what: "record index entry",
+            reason: format!("names block {cid}, which is not stored"),
+        })
     }
 
     async fn index_rows(
