@@ -11,6 +11,7 @@
 //!    and 16 concurrent writers to one repository (group commit).
 //!
 //! Run: `cargo run --release -p datarepo-bench --bin repo-scale [-- --n 1000000 --batch 10000 --secs 5]`
+//! (`--only-apply 1` stops after step 1, `--only-import 1` after the in-memory import)
 #![allow(clippy::disallowed_methods, clippy::unwrap_used)] // a benchmark measures wall time
 
 /// The allocator the `datarepo` binary ships with (shrike, measured in the
@@ -216,6 +217,9 @@ fn main() {
             car.len() as f64 / (1 << 20) as f64
         );
         drop(fresh);
+        if datarepo_bench::arg("--only-import", 0) == 1 {
+            return;
+        }
 
         // 3b. pages on SlateDB in a local directory.
         let dir = std::env::temp_dir().join(format!("datarepo-bench-repo-ls-{}", std::process::id()));
