@@ -499,7 +499,7 @@ impl<K: Kv> Repos<K> {
                 .unwrap_or_else(std::sync::PoisonError::into_inner),
         );
         keep.extend(decoded.values().map(|shard| Block::from_shard(shard)));
-        let mut records_seen = HashSet::new();
+        let mut records_seen = HashSet::with_capacity(entries.len());
         for (key, cid) in &entries {
             let (collection, rkey) = key
                 .split_once('/')
