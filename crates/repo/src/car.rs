@@ -14,8 +14,6 @@
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
-// Sets and maps keyed by CIDs (and names) from the store or a CAR file: a
-// randomly seeded fast hash, several times cheaper than SipHash here.
 use cid::Cid;
 use foldhash::{HashMap, HashMapExt, HashSet, HashSetExt};
 use pail::{EntriesOptions, Shard, ShardFetcher};
@@ -65,6 +63,8 @@ fn car_err(e: impl std::fmt::Display) -> Error {
 
 struct Writer<W> {
     car: iroh_car::CarWriter<W>,
+    /// Blocks written. This file's sets and maps use foldhash: randomly
+    /// seeded, and several times cheaper than SipHash on CIDs.
     seen: HashSet<Cid>,
     blocks: u64,
     bytes: u64,

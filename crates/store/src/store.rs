@@ -76,7 +76,6 @@ fn index_value(block: &Block) -> Bytes {
     Bytes::from(out)
 }
 
-/// Splits an index entry into the CID and the inline bytes (if any).
 /// The record of an index entry: `Ok` the verified block when it is kept
 /// inline, `Err` its CID when it is stored only as a block.
 fn inline_block(value: &Bytes) -> Result<Result<Block, Cid>, Error> {
@@ -91,6 +90,7 @@ fn inline_block(value: &Bytes) -> Result<Result<Block, Cid>, Error> {
     })
 }
 
+/// Splits an index entry into the CID and the inline bytes (if any).
 fn parse_index_value(value: &Bytes) -> Result<(Cid, Option<Bytes>), Error> {
     let mut cursor = std::io::Cursor::new(value.as_ref());
     let cid = Cid::read_bytes(&mut cursor).map_err(|e| Error::Malformed {
