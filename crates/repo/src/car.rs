@@ -360,10 +360,41 @@ impl<K: Kv> Repository<K> {
     }
 }
 
+/// A CAR file's blocks, each checked against its CID, by CID.
+///
+/// Keyed by version, codec and SHA-256 digest (import accepts no other
+/// hash): 48 bytes a key rather than a 96-byte `Cid`, for a map that holds
+/// every block of the file.
+#[derive(Default)]
+struct FileBlocks(HashMap<(u8, u64, [u8; 32]), Block>);
+
+impl FileBlocks {
+    fn key(cid: &Cid) -> Option<(u8, u64, [u8; 32])> {
+        let version = u8::from(cid.version() == cid::Version::V1);
+        Some((version, cid.codec(), cid.hash().digest().try_into().ok()?))
+    }
+
+    /// Adds a block (with a sha2-256 CID; others are never looked up).
+    fn insert(&mut self, block: Block) {
+        if let Some(key) = Self::key(&block.cid()) {
+            self.0.insert(key, block);
+        }
+    }
+
+    fn get(&self, cid: &Cid) -> Option<&Block> {
+        let block = self.0.get(&Self::key(cid)?)?;
+        (block.cid() == *cid).then_some(block)
+    }
+
+    fn len(&self) -> usize {
+        self.0.len()
+    }
+}
+
 /// A record's block from the imported file, else from the store (it was
 /// checked to be in one of them).
 async fn record_block<K: Kv>(
-    blocks: &HashMap<Cid, Block>,
+    blocks: &FileBlocks,
     store: &Store<K>,
     cid: Cid,
 ) -> Result<Block, Error> {
@@ -375,7 +406,7 @@ async fn record_block<K: Kv>(
 
 /// Shards from an imported file's blocks, else from the store.
 struct ImportBlocks<'a, K> {
-    blocks: &'a HashMap<Cid, Block>,
+    blocks: &'a FileBlocks,
     store: &'a Store<K>,
     decoded: Mutex<HashMap<Cid, Arc<Shard>>>,
 }
@@ -440,7 +471,7 @@ impl<K: Kv> Repos<K> {
                 )));
             }
         };
-        let mut blocks: HashMap<Cid, Block> = HashMap::new();
+        let mut blocks = FileBlocks::default();
         while let Some((cid, bytes)) = reader
             .next_block()
             .await
@@ -456,7 +487,7 @@ impl<K: Kv> Repos<K> {
                     "block {cid} does not hash to its CID (the file is corrupt or was tampered with)"
                 ))
             })?;
-            blocks.insert(cid, block);
+            blocks.insert(block);
         }
         let commit_bytes = blocks
             .get(&root)
