@@ -52,7 +52,7 @@ async fn follows(location: &Location) {
         .await
         .unwrap();
     let repos = Arc::new(repo::Repos::new(
-        Arc::new(store::Store::new(reader)),
+        Arc::new(store::Store::new(reader.clone())),
         common::env(),
     ));
     let replica = TestServer::start_repos(
@@ -109,5 +109,8 @@ async fn follows(location: &Location) {
     );
     replica.stop().await;
     writer.stop().await;
+    // Both handles stop their background work before the directory goes
+    // (a reader refreshes its checkpoint in the manifest).
+    reader.close().await.unwrap();
     kv.close().await.unwrap();
 }
