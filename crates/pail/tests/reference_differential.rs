@@ -13,9 +13,10 @@ mod common;
 use std::collections::BTreeMap;
 
 use cid::Cid;
-use common::{Rng, all_entries, empty_tree, model_entries, value};
+use common::{all_entries, empty_tree, model_entries, value};
 use pail::{Batch, Error, ShardConfig};
 use serde_json::{Value, json};
+use testkit::Rng;
 
 #[derive(Debug, Clone)]
 enum Op {
@@ -33,8 +34,8 @@ struct Workload {
 
 fn workload(seed: u64) -> Workload {
     let mut rng = Rng(seed);
-    let max_size = [1024, 1536, 2048, 3072, 4096][rng.below(5)];
-    let max_key_length = [64, 64, 16, 8][rng.below(4)];
+    let max_size = [1024, 1536, 2048, 3072, 4096][rng.index(5)];
+    let max_key_length = [64, 64, 16, 8][rng.index(4)];
     let ascii: Vec<char> = "abcde".chars().collect();
     let wide: Vec<char> = "aéßñΩ€漢字ー".chars().collect();
     let stems: Vec<String> = (0..3)
@@ -47,37 +48,37 @@ fn workload(seed: u64) -> Workload {
         value(counter)
     };
     let key = |rng: &mut Rng, live: &Vec<String>| -> String {
-        match rng.below(10) {
+        match rng.index(10) {
             0..=2 => {
-                let len = 1 + rng.below(10);
+                let len = 1 + rng.index(10);
                 rng.string(&ascii, len)
             }
             3 | 4 => {
                 let user = rng.string(&ascii, 2);
-                let len = 1 + rng.below(6);
+                let len = 1 + rng.index(6);
                 format!("users/{user}/posts/{}", rng.string(&ascii, len))
             }
             5 => {
                 // Around maxKeyLength: exactly at, one under, one over.
-                let len = max_key_length - 1 + rng.below(3);
+                let len = max_key_length - 1 + rng.index(3);
                 rng.string(&['a', 'b'], len)
             }
             6 => {
                 // Longer than maxKeyLength, often sharing a stem.
-                let stem = &stems[rng.below(stems.len())];
-                let tail_len = 1 + rng.below(2 * max_key_length + 5);
+                let stem = &stems[rng.index(stems.len())];
+                let tail_len = 1 + rng.index(2 * max_key_length + 5);
                 let tail = rng.string(&['x', 'y', 'z'], tail_len);
                 format!("{stem}{tail}")
             }
             // The exact stem as a plain key, rarely: a later longer key
             // through it hits the reference's data-loss bug.
-            7 if rng.below(8) == 0 => stems[rng.below(stems.len())].clone(),
-            7 => format!("{}{}", rng.string(&ascii, 1), stems[rng.below(stems.len())]),
+            7 if rng.index(8) == 0 => stems[rng.index(stems.len())].clone(),
+            7 => format!("{}{}", rng.string(&ascii, 1), stems[rng.index(stems.len())]),
             8 => {
-                let len = 1 + rng.below(8);
+                let len = 1 + rng.index(8);
                 rng.string(&wide, len)
             }
-            _ if !live.is_empty() => live[rng.below(live.len())].clone(),
+            _ if !live.is_empty() => live[rng.index(live.len())].clone(),
             _ => "fallback".to_owned(),
         }
     };
@@ -96,7 +97,7 @@ fn workload(seed: u64) -> Workload {
     };
     let mut ops = Vec::new();
     for _ in 0..160 {
-        match rng.below(20) {
+        match rng.index(20) {
             0..=10 => {
                 let k = key(&mut rng, &live);
                 if risky(&k, &live) {
@@ -107,20 +108,20 @@ fn workload(seed: u64) -> Workload {
             }
             11 | 12 if !live.is_empty() => {
                 // Overwrite.
-                let k = live[rng.below(live.len())].clone();
+                let k = live[rng.index(live.len())].clone();
                 ops.push(Op::Put(k, next_value()));
             }
             13..=16 if !live.is_empty() => {
-                let i = rng.below(live.len());
+                let i = rng.index(live.len());
                 ops.push(Op::Del(live.swap_remove(i)));
             }
             17 => ops.push(Op::Del(key(&mut rng, &live))),
             _ => {
-                let with_dels = rng.below(2) == 0;
+                let with_dels = rng.index(2) == 0;
                 let mut items = Vec::new();
-                for _ in 0..1 + rng.below(30) {
-                    if with_dels && !live.is_empty() && rng.below(4) == 0 {
-                        let i = rng.below(live.len());
+                for _ in 0..1 + rng.index(30) {
+                    if with_dels && !live.is_empty() && rng.index(4) == 0 {
+                        let i = rng.index(live.len());
                         items.push((live.swap_remove(i), None));
                     } else {
                         let k = key(&mut rng, &live);

@@ -11,22 +11,11 @@ use serde_json::json;
 use server::Config;
 use store::{Location, SlateKv};
 
-/// The local directory lives as long as the returned guard.
+/// The locations to test (see `testkit::store_locations`); the local
+/// directory lives as long as the returned guard.
 fn locations() -> (testkit::TempDir, Vec<Location>) {
-    let tmp = testkit::tempdir("replica");
-    let mut out = vec![Location::Local(tmp.path().to_owned())];
-    match std::env::var("DATAREPO_TEST_S3") {
-        Ok(base) => out.push(
-            format!("{base}/server-replica-{}", std::process::id())
-                .parse()
-                .unwrap(),
-        ),
-        Err(_) => assert!(
-            std::env::var_os("CI").is_none(),
-            "CI must provide DATAREPO_TEST_S3"
-        ),
-    }
-    (tmp, out)
+    let (tmp, locations) = testkit::store_locations("replica");
+    (tmp, locations.iter().map(|l| l.parse().unwrap()).collect())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

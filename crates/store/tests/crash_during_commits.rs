@@ -72,17 +72,6 @@ async fn crash_child() {
     }
 }
 
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self
-            .0
-            .wrapping_mul(6_364_136_223_846_793_005)
-            .wrapping_add(1_442_695_040_888_963_407);
-        self.0 >> 33
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn acknowledged_commits_survive_sigkill() {
     if std::env::var_os("DATAREPO_CRASH_CHILD").is_some() {
@@ -90,7 +79,7 @@ async fn acknowledged_commits_survive_sigkill() {
     }
     let tmp = testkit::tempdir("crash");
     let dir = tmp.path();
-    let mut rng = Rng(0xc7a5);
+    let mut rng = testkit::Rng(0xc7a5);
     let mut acked_total = 0u64;
     let mut verified = 0u64;
     for round in 0..12 {
@@ -116,7 +105,7 @@ async fn acknowledged_commits_survive_sigkill() {
             last
         });
         // Let it open and commit for a random while, then kill it mid-flight.
-        std::thread::sleep(Duration::from_millis(300 + rng.next() % 700));
+        std::thread::sleep(Duration::from_millis(300 + rng.below(700)));
         child.kill().unwrap(); // SIGKILL on Unix
         child.wait().unwrap();
         let acked = reader.join().unwrap();

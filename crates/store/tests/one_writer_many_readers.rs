@@ -25,24 +25,11 @@ fn commit(expected: Option<cid::Cid>, rev: u64) -> Commit {
     }
 }
 
-/// The locations to test: a local directory, and S3-compatible storage when
-/// `scripts/test` provides it (`DATAREPO_TEST_S3`). The local directory
-/// lives as long as the returned guard.
+/// The locations to test (see `testkit::store_locations`); the local
+/// directory lives as long as the returned guard.
 fn locations(name: &str) -> (testkit::TempDir, Vec<Location>) {
-    let tmp = testkit::tempdir(name);
-    let mut out = vec![Location::Local(tmp.path().to_owned())];
-    match std::env::var("DATAREPO_TEST_S3") {
-        Ok(base) => out.push(
-            format!("{base}/{name}-{}", std::process::id())
-                .parse()
-                .unwrap(),
-        ),
-        Err(_) => assert!(
-            std::env::var_os("CI").is_none(),
-            "CI must provide DATAREPO_TEST_S3"
-        ),
-    }
-    (tmp, out)
+    let (tmp, locations) = testkit::store_locations(name);
+    (tmp, locations.iter().map(|l| l.parse().unwrap()).collect())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -33,6 +33,29 @@ pub fn tempdir(what: &str) -> TempDir {
         .expect("create a temporary directory")
 }
 
+/// Where the storage tests run, as `--store` location strings: a fresh
+/// local directory (removed when the returned guard drops), and a prefix on
+/// the S3-compatible server that `scripts/test` provides as
+/// `DATAREPO_TEST_S3`.
+///
+/// # Panics
+///
+/// Under CI (`CI` set) without `DATAREPO_TEST_S3`: the S3 tests must not be
+/// skipped there.
+#[must_use]
+pub fn store_locations(name: &str) -> (TempDir, Vec<String>) {
+    let tmp = tempdir(name);
+    let mut out = vec![tmp.path().display().to_string()];
+    match std::env::var("DATAREPO_TEST_S3") {
+        Ok(base) => out.push(format!("{base}/{name}-{}", std::process::id())),
+        Err(_) => assert!(
+            std::env::var_os("CI").is_none(),
+            "CI must provide DATAREPO_TEST_S3"
+        ),
+    }
+    (tmp, out)
+}
+
 /// Runs `node tests/oracles/<script>` with `input` on stdin and returns its
 /// stdout lines.
 ///
@@ -131,6 +154,18 @@ impl Rng {
     /// A number below `n` (which must not be 0).
     pub fn below(&mut self, n: u64) -> u64 {
         self.next_u64() % n
+    }
+
+    /// An index below `len` (which must not be 0).
+    pub fn index(&mut self, len: usize) -> usize {
+        (self.next_u64() % len as u64) as usize
+    }
+
+    /// `len` characters drawn from `alphabet` (which must not be empty).
+    pub fn string(&mut self, alphabet: &[char], len: usize) -> String {
+        (0..len)
+            .map(|_| alphabet[self.index(alphabet.len())])
+            .collect()
     }
 
     /// One of `items` (which must not be empty).
