@@ -83,7 +83,13 @@ impl Record {
     ///
     /// [`Error::MalformedBlock`] when it is not.
     pub fn from_block(block: store::Block) -> Result<Self, Error> {
-        let (cid, bytes) = (block.cid(), block.bytes());
+        Self::check_encoding(block.cid(), block.bytes())?;
+        Ok(Self { block })
+    }
+
+    /// Checks that `bytes`, the block `cid`, is a record: a canonical
+    /// dag-cbor map under a dag-cbor CID.
+    pub(crate) fn check_encoding(cid: Cid, bytes: &[u8]) -> Result<(), Error> {
         let malformed = |reason: String| Error::MalformedBlock { cid, reason };
         if cid.codec() != DAG_CBOR {
             return Err(malformed(format!(
@@ -98,10 +104,10 @@ impl Record {
         }
         let canonical = serde_ipld_dagcbor::to_vec(&ipld)
             .map_err(|e| malformed(format!("cannot re-encode: {e}")))?;
-        if canonical != bytes.as_ref() {
+        if canonical != bytes {
             return Err(malformed("not canonical dag-cbor".into()));
         }
-        Ok(Self { block })
+        Ok(())
     }
 
     /// A record from a stored block, without re-checking its encoding
