@@ -364,13 +364,15 @@ impl<K: Kv> Repository<K> {
 /// (a block given twice is kept once), found by CID through a table of
 /// their positions.
 ///
-/// The table holds 4-byte positions hashed from the SHA-256 digest (import
-/// accepts no other hash), not CIDs: ~10 MiB for a million blocks where a
-/// map from CID to block takes ~350 MiB, and a walk of a file written in
-/// pre-order reads `blocks` front to back.
+/// The table holds positions and hashes of the SHA-256 digest (import
+/// accepts no other hash), not CIDs: ~32 MiB for a million blocks where a
+/// map from CID to block takes ~350 MiB; growing it rehashes without
+/// touching the blocks; and a walk of a file written in pre-order reads
+/// `blocks` front to back.
 struct FileBlocks {
     blocks: Vec<Block>,
-    positions: hashbrown::HashTable<u32>,
+    /// (hash, position in `blocks`).
+    positions: hashbrown::HashTable<(u64, u32)>,
     hasher: foldhash::fast::RandomState,
 }
 
@@ -383,34 +385,36 @@ impl FileBlocks {
         }
     }
 
-    fn hash(hasher: &foldhash::fast::RandomState, cid: &Cid) -> u64 {
-        std::hash::BuildHasher::hash_one(hasher, cid.hash().digest())
+    fn hash(&self, cid: &Cid) -> u64 {
+        std::hash::BuildHasher::hash_one(&self.hasher, cid.hash().digest())
     }
 
     /// Adds a block unless the file gave it before.
     fn insert(&mut self, block: Block) -> Result<(), Error> {
         let cid = block.cid();
-        if self.position(&cid).is_some() {
+        let hash = self.hash(&cid);
+        if self.find(hash, &cid).is_some() {
             return Ok(());
         }
         let position = u32::try_from(self.blocks.len())
             .map_err(|_| car_err("the file has more than 4,294,967,295 blocks"))?;
         self.blocks.push(block);
-        let (blocks, hasher) = (&self.blocks, &self.hasher);
         self.positions
-            .insert_unique(Self::hash(hasher, &cid), position, |&p| {
-                Self::hash(hasher, &blocks[p as usize].cid())
-            });
+            .insert_unique(hash, (hash, position), |&(hash, _)| hash);
         Ok(())
+    }
+
+    fn find(&self, hash: u64, cid: &Cid) -> Option<usize> {
+        self.positions
+            .find(hash, |&(h, p)| {
+                h == hash && self.blocks[p as usize].cid() == *cid
+            })
+            .map(|&(_, p)| p as usize)
     }
 
     /// Where the block `cid` is in [`FileBlocks::blocks`].
     fn position(&self, cid: &Cid) -> Option<usize> {
-        self.positions
-            .find(Self::hash(&self.hasher, cid), |&p| {
-                self.blocks[p as usize].cid() == *cid
-            })
-            .map(|&p| p as usize)
+        self.find(self.hash(cid), cid)
     }
 
     fn get(&self, cid: &Cid) -> Option<&Block> {
@@ -681,18 +685,20 @@ impl<K: Kv> Repos<K> {
         check_keys(&entries)?;
         let records_in_file = check_records(&blocks, &entries, store).await?;
 
-        // Everything the commit reaches: its shards, its records.
+        // The commit and its shards. Records come with their index changes
+        // (the changed ones; the others are in the store already).
         let decoded = std::mem::take(
             &mut *fetcher
                 .decoded
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner),
         );
-        let mut keep: Vec<Block> = Vec::with_capacity(1 + decoded.len() + records_in_file.len());
+        let mut keep: Vec<Block> = Vec::with_capacity(1 + decoded.len());
         keep.push(commit_block);
         keep.extend(decoded.values().map(|shard| Block::from_shard(shard)));
-        keep.extend(records_in_file.iter().map(|&p| blocks.blocks[p].clone()));
-        let unreachable = blocks.len() as u64 + 1 - keep.len() as u64;
+        let records = entries.len() as u64;
+        let reached = keep.len() + records_in_file.len();
+        let unreachable = blocks.len().saturating_sub(reached) as u64;
 
         // Hold the open-repositories lock: no handle writes meanwhile.
         let open = self.lock_open().await;
@@ -706,7 +712,9 @@ impl<K: Kv> Repos<K> {
         }
         match current {
             None => {
-                for entry in &entries {
+                // Consumed as it goes: each key's memory serves the next
+                // change's strings.
+                for entry in entries {
                     if let Some((collection, rkey)) = entry.key.split_once('/') {
                         index.push(RecordChange {
                             collection: collection.to_owned(),
@@ -723,7 +731,7 @@ impl<K: Kv> Repos<K> {
                         repo: commit.repo,
                         commit: root,
                         rev: commit.rev,
-                        records: entries.len() as u64,
+                        records,
                         blocks: 0,
                         unreachable,
                     });
@@ -777,7 +785,6 @@ impl<K: Kv> Repos<K> {
                 }
             }
         }
-        let written = keep.len() as u64;
         store
             .commit(Commit {
                 repo: commit.repo.clone(),
@@ -797,8 +804,8 @@ impl<K: Kv> Repos<K> {
             repo: commit.repo,
             commit: root,
             rev: commit.rev,
-            records: entries.len() as u64,
-            blocks: written,
+            records,
+            blocks: reached as u64,
             unreachable,
         })
     }

@@ -564,8 +564,6 @@ impl<K: Kv> Repository<K> {
         }
         let mut batch = Batch::new(&*self.store, state.head.data).await?;
         let mut results = Vec::with_capacity(checked.len());
-        // The store writes a block given twice once.
-        let mut blocks: Vec<Block> = Vec::with_capacity(checked.len() + 4);
         let mut index = Vec::with_capacity(checked.len());
         let mut new_collections: Vec<(String, Bytes)> = Vec::new();
         let mut added_collections: HashMap<String, CollectionInfo> = HashMap::new();
@@ -584,7 +582,6 @@ impl<K: Kv> Repository<K> {
                             self.tids.next_tid()?.to_string(),
                         )?),
                     };
-                    blocks.push(record.block().clone());
                     (collection, rkey, Some(record), *swap, *create)
                 }
                 Checked::Delete {
@@ -657,6 +654,8 @@ impl<K: Kv> Repository<K> {
         };
         let commit_block = commit.encode();
         let commit_cid = commit_block.cid();
+        // The records' blocks come with their index changes.
+        let mut blocks: Vec<Block> = Vec::with_capacity(mutation.additions.len() + 1);
         blocks.extend(mutation.additions.iter().map(|s| Block::from_shard(s)));
         blocks.push(commit_block);
         let pending = self

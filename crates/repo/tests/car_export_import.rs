@@ -109,6 +109,9 @@ fn import_reproduces_the_repository() {
         let fresh = common::repos();
         let report = fresh.import_car(&car[..], Some(DID)).await.unwrap();
         assert_eq!(report.records, 299);
+        // Every block of the file is reached and stored once.
+        assert_eq!(report.unreachable, 0);
+        assert_eq!(report.blocks, count_blocks(&car).await as u64);
         let (a, b) = (
             repos.open(DID).await.unwrap(),
             fresh.open(DID).await.unwrap(),

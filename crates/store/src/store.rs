@@ -55,7 +55,8 @@ pub struct RecordChange {
     pub collection: String,
     /// The record key.
     pub rkey: String,
-    /// The record's new block, or `None` when it is deleted.
+    /// The record's new block, or `None` when it is deleted. The commit
+    /// stores the block too.
     ///
     /// The index entry holds its CID and, for records up to
     /// [`INLINE_RECORD_BYTES`], a copy of its bytes: reading or listing
@@ -68,11 +69,16 @@ pub const INLINE_RECORD_BYTES: usize = 4096;
 
 /// An index entry: the record's CID bytes, then (optionally) its bytes.
 fn index_value(block: &Block) -> Bytes {
-    let bytes = block.bytes();
-    let mut out = block.cid().to_bytes();
-    if bytes.len() <= INLINE_RECORD_BYTES {
-        out.extend_from_slice(bytes);
-    }
+    let (cid, bytes) = (block.cid(), block.bytes());
+    let inline = if bytes.len() <= INLINE_RECORD_BYTES {
+        bytes.as_ref()
+    } else {
+        &[]
+    };
+    let mut out = Vec::with_capacity(cid.encoded_len() + inline.len());
+    // Writing to a Vec cannot fail.
+    let _ = cid.write_bytes(&mut out);
+    out.extend_from_slice(inline);
     Bytes::from(out)
 }
 
@@ -112,7 +118,8 @@ pub struct Commit {
     pub expected: Option<Cid>,
     /// The new head.
     pub head: Head,
-    /// New blocks (commit, record and shard blocks).
+    /// New blocks besides the records' (which come with `records`): the
+    /// commit and shard blocks.
     pub blocks: Vec<Block>,
     /// Record index changes.
     pub records: Vec<RecordChange>,
@@ -339,7 +346,7 @@ impl<K: Kv> Store<K> {
     /// storage error.
     pub async fn stage_commit(&self, commit: Commit) -> Result<PendingCommit, Error> {
         let mut ops = Vec::with_capacity(
-            commit.blocks.len() + commit.records.len() + commit.collections.len() + 2,
+            commit.blocks.len() + 2 * commit.records.len() + commit.collections.len() + 2,
         );
         for block in &commit.blocks {
             ops.push(WriteOp::Put(block_key(&block.cid()), block.bytes().clone()));
@@ -354,10 +361,13 @@ impl<K: Kv> Store<K> {
         ));
         for r in &commit.records {
             let key = records::record_index_key(&commit.repo, &r.collection, &r.rkey);
-            ops.push(match &r.record {
-                Some(block) => WriteOp::Put(key, index_value(block)),
-                None => WriteOp::Delete(key),
-            });
+            match &r.record {
+                Some(block) => {
+                    ops.push(WriteOp::Put(block_key(&block.cid()), block.bytes().clone()));
+                    ops.push(WriteOp::Put(key, index_value(block)));
+                }
+                None => ops.push(WriteOp::Delete(key)),
+            }
         }
         for (collection, bytes) in &commit.collections {
             ops.push(WriteOp::Put(

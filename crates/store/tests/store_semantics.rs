@@ -84,6 +84,12 @@ async fn commits_are_atomic_and_compare_and_swap<K: Kv>(store: &Store<K>) {
         store.record(repo, "a.b.c", "x").await.unwrap(),
         Some(block(1).0)
     );
+    // A record change stores its record's block: `blocks` held only the
+    // commit's.
+    assert_eq!(
+        store.get_block(&block(2).0).await.unwrap().map(|b| b.cid()),
+        Some(block(2).0)
+    );
 
     // A stale writer gets a conflict and writes nothing.
     let stale = commit(repo, None, 2, vec![rec("a.b.c", "z", Some(3))]);
@@ -95,6 +101,7 @@ async fn commits_are_atomic_and_compare_and_swap<K: Kv>(store: &Store<K>) {
     assert_eq!(store.head(repo).await.unwrap(), Some(c1.head));
     assert_eq!(store.record(repo, "a.b.c", "z").await.unwrap(), None);
     assert_eq!(store.get_block(&stale.head.commit).await.unwrap(), None);
+    assert_eq!(store.get_block(&block(3).0).await.unwrap(), None);
 
     // A commit's blocks are `Block`s: bytes that do not match their CID
     // cannot become one.
