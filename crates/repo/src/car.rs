@@ -559,34 +559,15 @@ async fn check_records<K: Kv>(
     };
     // Decoding and re-encoding each record is most of an import's CPU:
     // spread over the cores, reporting the first bad record in tree order.
-    let threads = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
-    let error = if threads < 2 || in_file.len() < PARALLEL_CHECK_MIN {
-        check(&in_file)
-    } else {
-        let part_len = in_file.len().div_ceil(threads.min(8));
-        std::thread::scope(|scope| {
-            let parts: Vec<_> = in_file
-                .chunks(part_len)
-                .map(|part| scope.spawn(move || check(part)))
-                .collect();
-            // Every part is joined; the earliest part's error wins.
-            parts.into_iter().fold(None, |first, part| {
-                let error = part
-                    .join()
-                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-                first.or(error)
-            })
-        })
-    };
+    let error = crate::parallel::in_parts(&in_file, check)
+        .into_iter()
+        .flatten()
+        .next();
     match error {
         Some(e) => Err(e),
         None => Ok(in_file.into_iter().map(|(_, p)| p).collect()),
     }
 }
-
-/// Below this many records, checking them on other threads costs more than
-/// it saves.
-const PARALLEL_CHECK_MIN: usize = 4096;
 
 /// Shards from an imported file's blocks, else from the store.
 struct ImportBlocks<'a, K> {

@@ -22,6 +22,8 @@
 mod car;
 mod commit;
 mod error;
+mod json_cbor;
+mod parallel;
 mod record;
 mod repository;
 

@@ -5,8 +5,6 @@
 //! integers (floats are rejected), and every record is an object whose
 //! `$type` is its collection.
 
-use std::collections::BTreeMap;
-
 use base64::Engine as _;
 use bytes::Bytes;
 use cid::Cid;
@@ -19,7 +17,7 @@ const DAG_CBOR: u64 = 0x71;
 const SHA2_256: u64 = 0x12;
 
 /// Standard base64; padding is accepted on input and never written.
-const BASE64: base64::engine::GeneralPurpose = base64::engine::GeneralPurpose::new(
+pub(crate) const BASE64: base64::engine::GeneralPurpose = base64::engine::GeneralPurpose::new(
     &base64::alphabet::STANDARD,
     base64::engine::GeneralPurposeConfig::new()
         .with_encode_padding(false)
@@ -42,34 +40,37 @@ impl Record {
     ///
     /// [`Error::InvalidRecord`] naming the path of the first invalid value.
     pub fn from_json(collection: &str, value: Value) -> Result<Self, Error> {
-        let Value::Object(mut map) = value else {
+        Self::from_json_ref(collection, &value)
+    }
+
+    /// [`Record::from_json`] of a borrowed value.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidRecord`] naming the path of the first invalid value
+    /// (in dag-cbor key order).
+    pub fn from_json_ref(collection: &str, value: &Value) -> Result<Self, Error> {
+        let Value::Object(map) = value else {
             return Err(Error::InvalidRecord(format!(
                 "a record must be a JSON object, not {}",
-                kind(&value)
+                kind(value)
             )));
         };
-        match map.get("$type") {
-            None => {
-                map.insert("$type".into(), Value::String(collection.into()));
-            }
-            Some(Value::String(t)) if t == collection => {}
+        let fill_type = match map.get("$type") {
+            None => Some(collection),
+            Some(Value::String(t)) if t == collection => None,
             Some(other) => {
                 return Err(Error::InvalidRecord(format!(
                     "$type is {other}, but the record is written to collection {collection}"
                 )));
             }
-        }
+        };
+        let mut out = Vec::with_capacity(128);
         let mut path = String::from("$");
-        let ipld = object_to_ipld(map, &mut path)?;
-        Ok(Self::from_ipld(&ipld))
-    }
-
-    fn from_ipld(ipld: &Ipld) -> Self {
-        // Encoding an `Ipld` without floats cannot fail.
-        let bytes = serde_ipld_dagcbor::to_vec(ipld).unwrap_or_default();
-        Self {
-            block: store::Block::new(DAG_CBOR, Bytes::from(bytes)),
-        }
+        crate::json_cbor::map(map, fill_type, &mut out, &mut path)?;
+        Ok(Self {
+            block: store::Block::new(DAG_CBOR, Bytes::from(out)),
+        })
     }
 
     /// The record's block.
@@ -141,7 +142,7 @@ pub(crate) fn is_supported(cid: &Cid) -> bool {
     cid.hash().code() == SHA2_256
 }
 
-fn kind(v: &Value) -> &'static str {
+pub(crate) fn kind(v: &Value) -> &'static str {
     match v {
         Value::Null => "null",
         Value::Bool(_) => "a boolean",
@@ -149,85 +150,6 @@ fn kind(v: &Value) -> &'static str {
         Value::String(_) => "a string",
         Value::Array(_) => "an array",
         Value::Object(_) => "an object",
-    }
-}
-
-fn to_ipld(value: Value, path: &mut String) -> Result<Ipld, Error> {
-    Ok(match value {
-        Value::Null => Ipld::Null,
-        Value::Bool(b) => Ipld::Bool(b),
-        Value::Number(n) => match (n.as_i64(), n.as_u64()) {
-            (Some(i), _) => Ipld::Integer(i.into()),
-            (None, Some(u)) => Ipld::Integer(u.into()),
-            _ => {
-                return Err(Error::InvalidRecord(format!(
-                    "{path}: {n} is not an integer (records allow integers only; store decimals as strings)"
-                )));
-            }
-        },
-        Value::String(s) => Ipld::String(s),
-        Value::Array(items) => {
-            let len = path.len();
-            let mut list = Vec::with_capacity(items.len());
-            for (i, item) in items.into_iter().enumerate() {
-                path.push_str(&format!("[{i}]"));
-                list.push(to_ipld(item, path)?);
-                path.truncate(len);
-            }
-            Ipld::List(list)
-        }
-        Value::Object(map) => object_to_ipld(map, path)?,
-    })
-}
-
-fn object_to_ipld(map: Map<String, Value>, path: &mut String) -> Result<Ipld, Error> {
-    if let Some(special) = special(&map, path)? {
-        return Ok(special);
-    }
-    let len = path.len();
-    let mut out = BTreeMap::new();
-    for (k, v) in map {
-        path.push('.');
-        path.push_str(&k);
-        let v = to_ipld(v, path)?;
-        path.truncate(len);
-        out.insert(k, v);
-    }
-    Ok(Ipld::Map(out))
-}
-
-/// `{"$link": cid}` and `{"$bytes": base64}`.
-fn special(map: &Map<String, Value>, path: &str) -> Result<Option<Ipld>, Error> {
-    let (key, value) = match (map.get("$link"), map.get("$bytes")) {
-        (Some(v), None) => ("$link", v),
-        (None, Some(v)) => ("$bytes", v),
-        (None, None) => return Ok(None),
-        (Some(_), Some(_)) => {
-            return Err(Error::InvalidRecord(format!(
-                "{path}: an object cannot hold both $link and $bytes"
-            )));
-        }
-    };
-    if map.len() != 1 {
-        return Err(Error::InvalidRecord(format!(
-            "{path}: an object with {key} must have no other fields"
-        )));
-    }
-    let Value::String(s) = value else {
-        return Err(Error::InvalidRecord(format!(
-            "{path}.{key}: must be a string, not {}",
-            kind(value)
-        )));
-    };
-    if key == "$link" {
-        let cid = Cid::try_from(s.as_str())
-            .map_err(|e| Error::InvalidRecord(format!("{path}.$link: {s:?} is not a CID ({e})")))?;
-        Ok(Some(Ipld::Link(cid)))
-    } else {
-        let bytes = BASE64.decode(s).map_err(|e| {
-            Error::InvalidRecord(format!("{path}.$bytes: not standard base64 ({e})"))
-        })?;
-        Ok(Some(Ipld::Bytes(bytes)))
     }
 }
 

@@ -442,7 +442,7 @@ fn check(write: Write) -> Result<Checked, Error> {
             let collection = Nsid::new(collection)?;
             Checked::Put {
                 rkey: rkey.map(RecordKey::new).transpose()?,
-                record: Record::from_json(collection.as_str(), value)?,
+                record: Record::from_json_ref(collection.as_str(), &value)?,
                 collection,
                 create: true,
                 swap: None,
@@ -457,7 +457,7 @@ fn check(write: Write) -> Result<Checked, Error> {
             let collection = Nsid::new(collection)?;
             Checked::Put {
                 rkey: Some(RecordKey::new(rkey)?),
-                record: Record::from_json(collection.as_str(), value)?,
+                record: Record::from_json_ref(collection.as_str(), &value)?,
                 collection,
                 create: false,
                 swap: swap_record,
@@ -513,6 +513,9 @@ impl<K: Kv> Repository<K> {
         writes: Vec<Write>,
         swap_commit: Option<Cid>,
     ) -> Result<CommitResult, Error> {
+        // Checked on this thread: measured, checking a 10,000-write batch on
+        // both cores was slower (each batch's new threads start with fresh
+        // allocator heaps).
         let checked = writes
             .into_iter()
             .map(check)
