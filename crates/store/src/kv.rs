@@ -98,7 +98,58 @@ impl Durability {
 /// A key held inline (no separate allocation, so a search touches only
 /// the map's own nodes) up to 64 bytes; every datarepo key but long record
 /// paths fits.
-type InlineKey = smallvec::SmallVec<[u8; 64]>;
+///
+/// Ordered as its bytes are, compared 8 bytes at a time: datarepo's keys
+/// share long prefixes (a repository's index keys agree on their first
+/// ~30 bytes), so a search spends most of its time comparing them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+struct InlineKey(smallvec::SmallVec<[u8; 64]>);
+
+impl InlineKey {
+    fn from_slice(key: &[u8]) -> Self {
+        Self(smallvec::SmallVec::from_slice(key))
+    }
+}
+
+impl std::ops::Deref for InlineKey {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+impl std::borrow::Borrow<[u8]> for InlineKey {
+    fn borrow(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+impl Ord for InlineKey {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        compare_bytes(&self.0, &other.0)
+    }
+}
+
+impl PartialOrd for InlineKey {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+/// `a.cmp(b)` for byte strings, a word at a time.
+fn compare_bytes(a: &[u8], b: &[u8]) -> std::cmp::Ordering {
+    let (mut wa, mut wb) = (a.chunks_exact(8), b.chunks_exact(8));
+    for (x, y) in wa.by_ref().zip(wb.by_ref()) {
+        let x = u64::from_be_bytes(x.try_into().unwrap_or_default());
+        let y = u64::from_be_bytes(y.try_into().unwrap_or_default());
+        if x != y {
+            return x.cmp(&y);
+        }
+    }
+    let equal = a.len().min(b.len()) / 8 * 8;
+    a[equal..].cmp(&b[equal..])
+}
 
 /// A `BTreeMap` behind a lock: for tests, and as a model.
 #[derive(Debug, Default, Clone)]
@@ -564,6 +615,24 @@ impl Kv for SlateKv {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    proptest::proptest! {
+        /// Word-at-a-time comparison orders keys as their bytes do (the
+        /// map's lookups by `&[u8]` rely on it): keys of every length
+        /// around word boundaries, mostly sharing a prefix.
+        #[test]
+        fn inline_keys_order_as_their_bytes(
+            prefix in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..40),
+            a in proptest::collection::vec(0u8..4, 0..20),
+            b in proptest::collection::vec(0u8..4, 0..20),
+        ) {
+            let a = [prefix.as_slice(), &a].concat();
+            let b = [prefix.as_slice(), &b].concat();
+            let (ka, kb) = (InlineKey::from_slice(&a), InlineKey::from_slice(&b));
+            proptest::prop_assert_eq!(ka.cmp(&kb), a.cmp(&b));
+            proptest::prop_assert_eq!(ka == kb, a == b);
+        }
+    }
 
     #[test]
     fn a_settings_file_overrides_only_what_it_names() {
