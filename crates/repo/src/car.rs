@@ -393,18 +393,24 @@ impl FileBlocks {
     fn insert(&mut self, block: Block) -> Result<(), Error> {
         let cid = block.cid();
         let hash = self.hash(&cid);
-        if self.find(hash, &cid).is_some() {
-            return Ok(());
-        }
         let position = u32::try_from(self.blocks.len())
             .map_err(|_| car_err("the file has more than 4,294,967,295 blocks"))?;
-        self.blocks.push(block);
-        self.positions
-            .insert_unique(hash, (hash, position), |&(hash, _)| hash);
+        let blocks = &self.blocks;
+        let entry = self.positions.entry(
+            hash,
+            |&(h, p)| h == hash && blocks[p as usize].cid() == cid,
+            |&(h, _)| h,
+        );
+        if let hashbrown::hash_table::Entry::Vacant(slot) = entry {
+            slot.insert((hash, position));
+            self.blocks.push(block);
+        }
         Ok(())
     }
 
-    fn find(&self, hash: u64, cid: &Cid) -> Option<usize> {
+    /// Where the block `cid` is in [`FileBlocks::blocks`].
+    fn position(&self, cid: &Cid) -> Option<usize> {
+        let hash = self.hash(cid);
         self.positions
             .find(hash, |&(h, p)| {
                 h == hash && self.blocks[p as usize].cid() == *cid
@@ -412,9 +418,13 @@ impl FileBlocks {
             .map(|&(_, p)| p as usize)
     }
 
-    /// Where the block `cid` is in [`FileBlocks::blocks`].
-    fn position(&self, cid: &Cid) -> Option<usize> {
-        self.find(self.hash(cid), cid)
+    /// [`FileBlocks::position`], trying `guess` first: a walk of a file
+    /// written in pre-order meets its blocks one after another.
+    fn position_from(&self, guess: usize, cid: &Cid) -> Option<usize> {
+        match self.blocks.get(guess) {
+            Some(block) if block.cid() == *cid => Some(guess),
+            _ => self.position(cid),
+        }
     }
 
     fn get(&self, cid: &Cid) -> Option<&Block> {
@@ -441,25 +451,42 @@ async fn read_car<R: AsyncRead + Unpin + Send>(input: R) -> Result<(Cid, FileBlo
             )));
         }
     };
-    let mut blocks = FileBlocks::new();
-    while let Some((cid, bytes)) = reader
-        .next_block()
-        .await
-        .map_err(|e| car_err(format!("truncated or malformed block: {e}")))?
-    {
-        if !is_supported(&cid) {
-            return Err(car_err(format!(
-                "block {cid} uses an unsupported hash (only sha2-256)"
-            )));
+    // Read, then hash on every core, then index: the same outcome as
+    // checking block by block (the first bad block in file order is the
+    // error, and a read error counts only after the blocks before it).
+    let mut read = Vec::new();
+    let read_error = loop {
+        match reader.next_block().await {
+            Ok(Some((cid, bytes))) => read.push((cid, Bytes::from(bytes))),
+            Ok(None) => break None,
+            Err(e) => break Some(car_err(format!("truncated or malformed block: {e}"))),
         }
-        let block = Block::verify(cid, Bytes::from(bytes)).map_err(|_| {
-            car_err(format!(
-                "block {cid} does not hash to its CID (the file is corrupt or was tampered with)"
-            ))
-        })?;
-        blocks.insert(block)?;
+    };
+    let verified = crate::parallel::in_parts(&read, |part| {
+        part.iter()
+            .map(|(cid, bytes)| {
+                if !is_supported(cid) {
+                    return Err(car_err(format!(
+                        "block {cid} uses an unsupported hash (only sha2-256)"
+                    )));
+                }
+                Block::verify(*cid, bytes.clone()).map_err(|_| {
+                    car_err(format!(
+                        "block {cid} does not hash to its CID (the file is corrupt or was tampered with)"
+                    ))
+                })
+            })
+            .collect::<Vec<_>>()
+    });
+    drop(read);
+    let mut blocks = FileBlocks::new();
+    for block in verified.into_iter().flatten() {
+        blocks.insert(block?)?;
     }
-    Ok((root, blocks))
+    match read_error {
+        Some(e) => Err(e),
+        None => Ok((root, blocks)),
+    }
 }
 
 /// A record's block from the imported file, else from the store.
@@ -650,9 +677,13 @@ impl<K: Kv> Repos<K> {
             decoded: Mutex::new(HashMap::new()),
         };
         let mut entries: Vec<TreeEntry> = Vec::with_capacity(blocks.len());
+        let mut next = 0;
         pail::for_each_entry(&fetcher, commit.data, &EntriesOptions::default(), |k, v| {
-            let record = match blocks.position(&v) {
-                Some(p) => Located::File(p),
+            let record = match blocks.position_from(next, &v) {
+                Some(p) => {
+                    next = p + 1;
+                    Located::File(p)
+                }
                 None => Located::Stored(Box::new(v)),
             };
             entries.push(TreeEntry {

@@ -359,15 +359,18 @@ impl<K: Kv> Store<K> {
             records::commit_log_key(&commit.repo, commit.head.rev),
             Bytes::from(commit.head.commit.to_bytes()),
         ));
+        // The records' blocks, then their index rows: index keys of a
+        // commit often come in order, and a store that sorts a batch finds
+        // them as one run.
+        for block in commit.records.iter().filter_map(|r| r.record.as_ref()) {
+            ops.push(WriteOp::Put(block_key(&block.cid()), block.bytes().clone()));
+        }
         for r in &commit.records {
             let key = records::record_index_key(&commit.repo, &r.collection, &r.rkey);
-            match &r.record {
-                Some(block) => {
-                    ops.push(WriteOp::Put(block_key(&block.cid()), block.bytes().clone()));
-                    ops.push(WriteOp::Put(key, index_value(block)));
-                }
-                None => ops.push(WriteOp::Delete(key)),
-            }
+            ops.push(match &r.record {
+                Some(block) => WriteOp::Put(key, index_value(block)),
+                None => WriteOp::Delete(key),
+            });
         }
         for (collection, bytes) in &commit.collections {
             ops.push(WriteOp::Put(
