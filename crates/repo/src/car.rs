@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
 use cid::Cid;
-use foldhash::{HashMap, HashMapExt, HashSet, HashSetExt};
+use foldhash::{HashMap, HashMapExt, HashSet};
 use pail::{EntriesOptions, Shard, ShardFetcher};
 use rkey::{Nsid, RecordKey, Tid};
 use store::{Block, Commit, Head, Kv, RecordChange, Store};
@@ -63,11 +63,44 @@ fn car_err(e: impl std::fmt::Display) -> Error {
 
 struct Writer<W> {
     car: iroh_car::CarWriter<W>,
-    /// Blocks written. This file's sets and maps use foldhash: randomly
-    /// seeded, and several times cheaper than SipHash on CIDs.
-    seen: HashSet<Cid>,
+    /// Blocks written.
+    seen: SeenCids,
     blocks: u64,
     bytes: u64,
+}
+
+/// A set of CIDs, kept small: a CIDv1 with a SHA-256 digest (every block
+/// datarepo writes) as its codec and digest, 40 bytes instead of a 96-byte
+/// `Cid`, anything else whole. This file's sets and maps use foldhash:
+/// randomly seeded, and several times cheaper than SipHash on CIDs.
+#[derive(Default)]
+struct SeenCids {
+    sha256: HashSet<(u64, [u8; 32])>,
+    other: HashSet<Cid>,
+}
+
+impl SeenCids {
+    fn compact(cid: &Cid) -> Option<(u64, [u8; 32])> {
+        if cid.version() != cid::Version::V1 || !is_supported(cid) {
+            return None;
+        }
+        Some((cid.codec(), cid.hash().digest().try_into().ok()?))
+    }
+
+    /// Adds `cid`; `false` if it was there.
+    fn insert(&mut self, cid: Cid) -> bool {
+        match Self::compact(&cid) {
+            Some(key) => self.sha256.insert(key),
+            None => self.other.insert(cid),
+        }
+    }
+
+    fn contains(&self, cid: &Cid) -> bool {
+        match Self::compact(cid) {
+            Some(key) => self.sha256.contains(&key),
+            None => self.other.contains(cid),
+        }
+    }
 }
 
 impl<W: AsyncWrite + Unpin + Send> Writer<W> {
@@ -75,7 +108,7 @@ impl<W: AsyncWrite + Unpin + Send> Writer<W> {
     async fn start<K: Kv>(out: W, store: &Store<K>, commit: Cid) -> Result<Self, Error> {
         let mut w = Self {
             car: iroh_car::CarWriter::new(iroh_car::CarHeader::new_v1(vec![commit]), out),
-            seen: HashSet::new(),
+            seen: SeenCids::default(),
             blocks: 0,
             bytes: 0,
         };
@@ -124,6 +157,15 @@ struct Frame {
     shard: Arc<Shard>,
     next: usize,
     prefix: usize,
+}
+
+/// `a == b`, digests first: two CIDs the export compares usually differ
+/// there if at all, and comparing them whole compares 64-byte buffers.
+fn same_cid(a: &Cid, b: &Cid) -> bool {
+    a.hash().digest() == b.hash().digest()
+        && a.hash().code() == b.hash().code()
+        && a.codec() == b.codec()
+        && a.version() == b.version()
 }
 
 /// Index rows read per range scan by [`IndexPages`].
@@ -175,7 +217,7 @@ impl<'a, K: Kv> IndexPages<'a, K> {
                     self.page.pop_front();
                 }
                 Some((k, block)) if k == rkey => {
-                    let found = (block.cid() == cid).then(|| block.clone());
+                    let found = same_cid(&block.cid(), &cid).then(|| block.clone());
                     self.page.pop_front();
                     return Ok(found);
                 }

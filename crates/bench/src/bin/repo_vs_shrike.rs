@@ -6,7 +6,8 @@
 //!    the record bytes are pre-encoded for it. datarepo: one full commit per
 //!    record through `Repository::apply_writes` (JSON to dag-cbor, record
 //!    block, Pail update, commit block, record index, store write).
-//! 2. CAR export of the N-record repository (median of several runs).
+//! 2. CAR export of the N-record repository (median of several runs, the
+//!    two exporters alternating).
 //!
 //! Run: `cargo run --release -p datarepo-bench --bin repo-vs-shrike [-- --n 100000]`
 #![allow(clippy::disallowed_methods, clippy::unwrap_used)] // a benchmark measures wall time
@@ -122,32 +123,23 @@ fn main() {
     }
     let key = K256SigningKey::from_bytes(&[7; 32]).unwrap();
     shrike_repo.commit(&key).unwrap();
-    let mut shrike_car_len = 0;
-    let shrike_export = median(
-        (0..runs)
-            .map(|_| {
-                let start = Instant::now();
-                let car = shrike_repo.export_car().unwrap();
-                let t = start.elapsed();
-                shrike_car_len = car.len();
-                t
-            })
-            .collect(),
-    );
-    let mut ours_car_len = 0;
-    let ours_export = median(
-        (0..runs)
-            .map(|_| {
-                let start = Instant::now();
-                let (car, _) = rt
-                    .block_on(repo.export_car(Vec::with_capacity(32 << 20), None, |_| {}))
-                    .unwrap();
-                let t = start.elapsed();
-                ours_car_len = car.len();
-                t
-            })
-            .collect(),
-    );
+    // Alternating, so that both see the same state of this noisy machine.
+    let (mut shrike_times, mut ours_times) = (Vec::new(), Vec::new());
+    let (mut shrike_car_len, mut ours_car_len) = (0, 0);
+    for _ in 0..runs {
+        let start = Instant::now();
+        let car = shrike_repo.export_car().unwrap();
+        shrike_times.push(start.elapsed());
+        shrike_car_len = car.len();
+        drop(car);
+        let start = Instant::now();
+        let (car, _) = rt
+            .block_on(repo.export_car(Vec::with_capacity(32 << 20), None, |_| {}))
+            .unwrap();
+        ours_times.push(start.elapsed());
+        ours_car_len = car.len();
+    }
+    let (shrike_export, ours_export) = (median(shrike_times), median(ours_times));
 
     println!("records: {n} (one commit / new root each), in memory");
     println!(
