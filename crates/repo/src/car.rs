@@ -864,3 +864,37 @@ impl<K: Kv> Repos<K> {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use multihash_codetable::{Code, MultihashDigest};
+
+    use super::*;
+
+    #[test]
+    fn seen_cids_tell_versions_codecs_and_hashes_apart() {
+        let sha = Code::Sha2_256.digest(b"block");
+        let cids = [
+            Cid::new_v1(0x71, sha),
+            Cid::new_v1(0x55, sha),
+            Cid::new_v0(sha).unwrap(),
+            Cid::new_v1(0x71, Code::Sha2_512.digest(b"block")),
+            Cid::new_v1(0x71, Code::Sha2_256.digest(b"other")),
+        ];
+        let mut seen = SeenCids::default();
+        for cid in cids {
+            assert!(!seen.contains(&cid));
+            assert!(seen.insert(cid), "{cid} is new");
+        }
+        for cid in cids {
+            assert!(seen.contains(&cid));
+            assert!(!seen.insert(cid), "{cid} was seen");
+        }
+        assert!(same_cid(&cids[0], &cids[0]));
+        for (i, a) in cids.iter().enumerate() {
+            for b in &cids[i + 1..] {
+                assert!(!same_cid(a, b), "{a} vs {b}");
+            }
+        }
+    }
+}
