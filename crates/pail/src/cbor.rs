@@ -17,7 +17,10 @@
 //! Writing it here (rather than through `serde_ipld_dagcbor`) lets a shard
 //! keep every entry's bytes and reuse them unchanged; the test
 //! `encoding_matches_serde_ipld_dagcbor` checks that the bytes are exactly
-//! what `serde_ipld_dagcbor` produces, and decoding goes through it.
+//! what `serde_ipld_dagcbor` produces. Decoding reads this layout in place
+//! and accepts the bytes only if re-encoding what it read gives them back;
+//! anything else goes through `serde_ipld_dagcbor`, to say what is wrong
+//! (a property test checks the two accept exactly the same bytes).
 
 use cid::{Cid, multihash::Multihash};
 
@@ -122,7 +125,7 @@ pub(crate) fn write_trailer(out: &mut Vec<u8>, max_size: u64, max_key_length: u6
 }
 
 /// Reads a CBOR head at `bytes[*pos]` of the given major type; returns its
-/// argument. Only used on bytes this crate wrote or already validated.
+/// argument. Bounds-checked: `None` on anything else, never a panic.
 pub(crate) fn read_head(bytes: &[u8], pos: &mut usize, major: u8) -> Option<u64> {
     let first = *bytes.get(*pos)?;
     if first >> 5 != major {
@@ -148,6 +151,43 @@ pub(crate) fn read_head(bytes: &[u8], pos: &mut usize, major: u8) -> Option<u64>
     };
     *pos += len;
     Some(n)
+}
+
+/// Reads the bytes before a shard's first entry; returns the entry count.
+pub(crate) fn read_header(bytes: &[u8], pos: &mut usize) -> Option<u64> {
+    *pos = 0;
+    expect(bytes, pos, &[0xa3])?;
+    expect(bytes, pos, ENTRIES_KEY)?;
+    read_head(bytes, pos, MAJOR_ARRAY)
+}
+
+/// Reads an entry `[key, value]` at `bytes[*pos]`.
+pub(crate) fn read_entry<'a>(bytes: &'a [u8], pos: &mut usize) -> Option<(&'a str, ShardValue)> {
+    if *bytes.get(*pos)? != 0x82 {
+        return None;
+    }
+    *pos += 1;
+    let len = usize::try_from(read_head(bytes, pos, MAJOR_TEXT)?).ok()?;
+    let key = bytes.get(*pos..pos.checked_add(len)?)?;
+    *pos += len;
+    let key = std::str::from_utf8(key).ok()?;
+    Some((key, read_value(bytes, pos)?))
+}
+
+/// Reads the bytes after a shard's last entry, which must end `bytes`;
+/// returns (`maxSize`, `maxKeyLength`).
+pub(crate) fn read_trailer(bytes: &[u8], mut pos: usize) -> Option<(u64, u64)> {
+    expect(bytes, &mut pos, MAX_SIZE_KEY)?;
+    let max_size = read_head(bytes, &mut pos, MAJOR_UINT)?;
+    expect(bytes, &mut pos, MAX_KEY_LENGTH_KEY)?;
+    let max_key_length = read_head(bytes, &mut pos, MAJOR_UINT)?;
+    (pos == bytes.len()).then_some((max_size, max_key_length))
+}
+
+/// Skips `expected` at `bytes[*pos]`, if it is there.
+fn expect(bytes: &[u8], pos: &mut usize, expected: &[u8]) -> Option<()> {
+    let end = pos.checked_add(expected.len())?;
+    (bytes.get(*pos..end)? == expected).then(|| *pos = end)
 }
 
 /// Reads a CID link at `bytes[*pos]`.

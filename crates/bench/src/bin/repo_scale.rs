@@ -11,7 +11,11 @@
 //!    and 16 concurrent writers to one repository (group commit).
 //!
 //! Run: `cargo run --release -p datarepo-bench --bin repo-scale [-- --n 1000000 --batch 10000 --secs 5]`
-//! (`--only-apply 1` stops after step 1, `--only-import 1` after the in-memory import)
+//! (`--only-apply 1` stops after step 1, `--only-import 1` after the in-memory import;
+//! `--write-car FILE` saves the exported CAR, and `--import-car FILE` only
+//! imports that file into memory, in a process that did nothing else before,
+//! as `datarepo import` would: the in-run import reuses memory the export
+//! freed, which this VM otherwise has to fault in)
 #![allow(clippy::disallowed_methods, clippy::unwrap_used)] // a benchmark measures wall time
 
 /// The allocator the `datarepo` binary ships with (shrike, measured in the
@@ -136,7 +140,37 @@ async fn durable_commits(writers: usize, secs: f64) -> f64 {
     rate
 }
 
+/// Imports `car` into a fresh in-memory store; prints time and memory.
+async fn import(car: &[u8]) {
+    let base = current_mib();
+    reset_peak();
+    let fresh = Repos::new(Arc::new(Store::new(MemoryKv::new())), env());
+    let start = Instant::now();
+    let imported = fresh.import_car(car, None).await.unwrap();
+    let t = start.elapsed();
+    println!(
+        "import {} records, memory: {:.2} s, {:.0} records/s, peak {:.0} MiB (+{:.0}, CAR {:.0} MiB included)",
+        imported.records,
+        t.as_secs_f64(),
+        imported.records as f64 / t.as_secs_f64(),
+        peak_mib(),
+        peak_mib() - base,
+        car.len() as f64 / (1 << 20) as f64
+    );
+}
+
 fn main() {
+    let import_car: String = datarepo_bench::arg("--import-car", String::new());
+    if !import_car.is_empty() {
+        let car = std::fs::read(&import_car).unwrap();
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap()
+            .block_on(import(&car));
+        return;
+    }
     let n: u64 = datarepo_bench::arg("--n", 1_000_000);
     let batch: u64 = datarepo_bench::arg("--batch", 10_000);
     let secs: f64 = datarepo_bench::arg("--secs", 5.0);
@@ -199,24 +233,13 @@ fn main() {
             report.blocks,
             car.len() as f64 / (1 << 20) as f64
         );
+        let write_car: String = datarepo_bench::arg("--write-car", String::new());
+        if !write_car.is_empty() {
+            std::fs::write(&write_car, &car).unwrap();
+        }
         drop(repo);
         drop(repos);
-        let base = current_mib();
-        reset_peak();
-        let fresh = Repos::new(Arc::new(Store::new(MemoryKv::new())), env());
-        let start = Instant::now();
-        let imported = fresh.import_car(&car[..], None).await.unwrap();
-        let t = start.elapsed();
-        println!(
-            "import {} records, memory: {:.2} s, {:.0} records/s, peak {:.0} MiB (+{:.0}, CAR {:.0} MiB included)",
-            imported.records,
-            t.as_secs_f64(),
-            imported.records as f64 / t.as_secs_f64(),
-            peak_mib(),
-            peak_mib() - base,
-            car.len() as f64 / (1 << 20) as f64
-        );
-        drop(fresh);
+        import(&car).await;
         if datarepo_bench::arg("--only-import", 0) == 1 {
             return;
         }

@@ -55,7 +55,7 @@ fn median(mut v: Vec<Duration>) -> Duration {
 
 fn main() {
     let n: usize = datarepo_bench::arg("--n", 100_000);
-    let runs: usize = datarepo_bench::arg("--runs", 5);
+    let runs: usize = datarepo_bench::arg("--runs", 9);
     let recs = records(n);
     // Pre-encoded records for shrike (datarepo encodes its own from JSON).
     let encoded: Vec<(String, Record)> = recs
