@@ -513,9 +513,8 @@ impl<K: Kv> Repository<K> {
         writes: Vec<Write>,
         swap_commit: Option<Cid>,
     ) -> Result<CommitResult, Error> {
-        // Checked on this thread: measured, checking a 10,000-write batch on
-        // both cores was slower (each batch's new threads start with fresh
-        // allocator heaps).
+        // On this thread: spreading a batch's checks over threads measured
+        // slower (docs/benchmarks.md).
         let checked = writes
             .into_iter()
             .map(check)
