@@ -1,13 +1,14 @@
 //! AT Protocol JSON straight to canonical dag-cbor, checked on the way.
 //!
 //! The output is what `serde_ipld_dagcbor` writes for the same data as an
-//! `Ipld` value (pinned by `tests/records_vs_atproto.rs`, which compares
-//! against both it and the npm reference): shortest-form heads, map keys
-//! ordered by length and then bytewise, links as tag 42 over the CID bytes
-//! behind a zero byte. Writing it directly, rather than building an `Ipld`
-//! tree and serializing that (which buffers every map entry separately to
-//! sort them), makes one allocation per record plus one per map (to sort its
-//! keys).
+//! `Ipld` value (pinned by `tests/record_encoding_boundaries.rs`, and by
+//! `tests/records_vs_atproto.rs` against the npm reference): shortest-form
+//! heads, map keys ordered by length and then bytewise, links as tag 42
+//! over the CID bytes behind a zero byte. Writing it directly, rather than
+//! building an `Ipld` tree and serializing that (which buffers every map
+//! entry separately to sort them), makes one allocation per record plus one
+//! per map (to sort its keys). The CBOR head writer repeats the dozen lines
+//! of `pail`'s, which that crate keeps private.
 
 use std::fmt::Write as _;
 
