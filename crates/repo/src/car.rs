@@ -437,12 +437,9 @@ impl FileBlocks {
         let hash = self.hash(&cid);
         let position = u32::try_from(self.blocks.len())
             .map_err(|_| car_err("the file has more than 4,294,967,295 blocks"))?;
-        let blocks = &self.blocks;
-        let entry = self.positions.entry(
-            hash,
-            |&(h, p)| h == hash && blocks[p as usize].cid() == cid,
-            |&(h, _)| h,
-        );
+        let entry = self
+            .positions
+            .entry(hash, is_at(&self.blocks, hash, &cid), |&(h, _)| h);
         if let hashbrown::hash_table::Entry::Vacant(slot) = entry {
             slot.insert((hash, position));
             self.blocks.push(block);
@@ -454,9 +451,7 @@ impl FileBlocks {
     fn position(&self, cid: &Cid) -> Option<usize> {
         let hash = self.hash(cid);
         self.positions
-            .find(hash, |&(h, p)| {
-                h == hash && self.blocks[p as usize].cid() == *cid
-            })
+            .find(hash, is_at(&self.blocks, hash, cid))
             .map(|&(_, p)| p as usize)
     }
 
@@ -476,6 +471,12 @@ impl FileBlocks {
     fn len(&self) -> usize {
         self.blocks.len()
     }
+}
+
+/// Whether a table entry of [`FileBlocks`] is the block `cid` (whose
+/// digest hashes to `hash`).
+fn is_at<'a>(blocks: &'a [Block], hash: u64, cid: &'a Cid) -> impl Fn(&(u64, u32)) -> bool + 'a {
+    move |&(h, p)| h == hash && blocks[p as usize].cid() == *cid
 }
 
 /// Reads a CAR v1 file with one root: the root and the file's blocks, each
@@ -504,15 +505,15 @@ async fn read_car<R: AsyncRead + Unpin + Send>(input: R) -> Result<(Cid, FileBlo
             Err(e) => break Some(car_err(format!("truncated or malformed block: {e}"))),
         }
     };
-    let verified = crate::parallel::in_parts(&read, |part| {
-        part.iter()
+    let verified = crate::parallel::in_parts(&mut read, |part| {
+        part.iter_mut()
             .map(|(cid, bytes)| {
                 if !is_supported(cid) {
                     return Err(car_err(format!(
                         "block {cid} uses an unsupported hash (only sha2-256)"
                     )));
                 }
-                Block::verify(*cid, bytes.clone()).map_err(|_| {
+                Block::verify(*cid, std::mem::take(bytes)).map_err(|_| {
                     car_err(format!(
                         "block {cid} does not hash to its CID (the file is corrupt or was tampered with)"
                     ))
@@ -628,7 +629,7 @@ async fn check_records<K: Kv>(
     };
     // Decoding and re-encoding each record is most of an import's CPU:
     // spread over the cores, reporting the first bad record in tree order.
-    let error = crate::parallel::in_parts(&in_file, check)
+    let error = crate::parallel::in_parts(&mut in_file, |part| check(part))
         .into_iter()
         .flatten()
         .next();

@@ -5,10 +5,14 @@ const MIN_PARALLEL_ITEMS: usize = 4096;
 
 /// Runs `f` on consecutive parts of `items` and returns its results in the
 /// parts' order: on one part in this thread when `items` is short or the
-/// machine has one core, else on one part per core (at most 8).
+/// machine has one core, else on one part per core (at most 8). `f` may
+/// take items out of its part.
 ///
 /// A panic in `f` is resumed in the caller.
-pub(crate) fn in_parts<T: Sync, R: Send>(items: &[T], f: impl Fn(&[T]) -> R + Sync) -> Vec<R> {
+pub(crate) fn in_parts<T: Send, R: Send>(
+    items: &mut [T],
+    f: impl Fn(&mut [T]) -> R + Sync,
+) -> Vec<R> {
     let threads = std::thread::available_parallelism()
         .map_or(1, std::num::NonZero::get)
         .min(8);
@@ -18,7 +22,7 @@ pub(crate) fn in_parts<T: Sync, R: Send>(items: &[T], f: impl Fn(&[T]) -> R + Sy
     let f = &f;
     std::thread::scope(|scope| {
         let parts: Vec<_> = items
-            .chunks(items.len().div_ceil(threads))
+            .chunks_mut(items.len().div_ceil(threads))
             .map(|part| scope.spawn(move || f(part)))
             .collect();
         parts
