@@ -816,6 +816,10 @@ impl<K: Kv> Repos<K> {
                 }
             }
         }
+        // The index changes hold the records' blocks; the rest of the file
+        // goes before the store takes the commit.
+        drop(fetcher);
+        drop(blocks);
         let mut new_collections = Vec::new();
         for change in &index {
             if change.record.is_none() {
@@ -841,7 +845,7 @@ impl<K: Kv> Repos<K> {
             }
         }
         store
-            .commit(Commit {
+            .bulk_commit(Commit {
                 repo: commit.repo.clone(),
                 expected: current.map(|h| h.commit),
                 head: Head {

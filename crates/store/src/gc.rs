@@ -8,7 +8,10 @@
 //! roots are read, so any block written by a commit that lands later is not
 //! a candidate, and any commit that landed earlier is a root. A commit is
 //! built on the current head, so the old blocks it reuses are reachable from
-//! a root that was read.
+//! a root that was read. A bulk commit writes its blocks before its head
+//! ([`Store::bulk_commit`]); a collection and bulk commits in one process
+//! exclude each other; a collection in another process fences this
+//! process's writer, so a bulk commit in progress fails instead of landing.
 
 use std::collections::HashSet;
 
@@ -68,6 +71,7 @@ impl<K: Kv> Store<K> {
         retention: Retention,
         mut progress: impl FnMut(usize, usize),
     ) -> Result<GcReport, Error> {
+        let _no_bulk_commits = self.gc_lock.write().await;
         // 1. The candidates: every block stored now.
         let mut candidates: Vec<(Vec<u8>, u64)> = Vec::new();
         let mut range = RecordType::Block.range();

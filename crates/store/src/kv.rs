@@ -67,6 +67,14 @@ pub trait Kv: Send + Sync {
         reverse: bool,
         limit: usize,
     ) -> impl Future<Output = Result<Vec<(Bytes, Bytes)>, Error>> + Send;
+
+    /// The size, in key and value bytes, above which this store would
+    /// rather take a large write as several batches; `None` when one batch
+    /// of any size is best. [`Store::bulk_commit`](crate::Store::bulk_commit)
+    /// writes a large commit's blocks ahead in batches of about this size.
+    fn bulk_batch_bytes(&self) -> Option<usize> {
+        None
+    }
 }
 
 /// A pending write's durability; see [`Kv::apply`].
@@ -553,7 +561,17 @@ fn object_store(location: &Location) -> Result<(String, Arc<dyn ObjectStore>), E
     }
 }
 
+/// [`SlateKv`]'s bulk write batches: SlateDB holds a whole batch (its
+/// operations, the WAL buffer and the memtable) in memory at once, so a
+/// 1,000,000-record import written as one batch peaked at several times the
+/// data's size (`docs/repo.md`).
+const SLATE_BULK_BATCH_BYTES: usize = 32 << 20;
+
 impl Kv for SlateKv {
+    fn bulk_batch_bytes(&self) -> Option<usize> {
+        Some(SLATE_BULK_BATCH_BYTES)
+    }
+
     async fn get(&self, key: &[u8]) -> Result<Option<Bytes>, Error> {
         Ok(match &self.db {
             Handle::Writer(db) => db.get(key).await?,

@@ -163,6 +163,11 @@ pub(crate) fn verify(cid: &Cid, bytes: &[u8]) -> Result<bool, Error> {
     Ok(sha2::Sha256::digest(bytes).as_slice() == cid.hash().digest())
 }
 
+/// The blocks of the records a commit sets.
+fn record_blocks(records: &[RecordChange]) -> impl Iterator<Item = &Block> {
+    records.iter().filter_map(|r| r.record.as_ref())
+}
+
 /// The storage key of a block.
 pub(crate) fn block_key(cid: &Cid) -> Vec<u8> {
     // Writing to a Vec cannot fail.
@@ -220,6 +225,10 @@ pub const DEFAULT_SHARD_CACHE_BYTES: usize = 256 << 20;
 pub struct Store<K> {
     kv: K,
     commit_lock: tokio::sync::Mutex<()>,
+    /// Held shared by [`Store::bulk_commit`] and exclusively by
+    /// [`Store::gc`]: blocks written ahead of their commit are unreachable
+    /// until it lands, and a collection must not see them in between.
+    pub(crate) gc_lock: tokio::sync::RwLock<()>,
     cache: Mutex<ShardCache>,
     durability_timeout: std::time::Duration,
 }
@@ -239,6 +248,7 @@ impl<K: Kv> Store<K> {
         Self {
             kv,
             commit_lock: tokio::sync::Mutex::new(()),
+            gc_lock: tokio::sync::RwLock::new(()),
             cache: Mutex::new(ShardCache {
                 limit,
                 ..ShardCache::default()
@@ -345,11 +355,77 @@ impl<K: Kv> Store<K> {
     /// [`Error::Conflict`] when the head moved (nothing is written), or a
     /// storage error.
     pub async fn stage_commit(&self, commit: Commit) -> Result<PendingCommit, Error> {
+        self.stage(commit, true).await
+    }
+
+    /// [`Store::commit`] for a commit too large for one write batch (an
+    /// import's). Its blocks, the commit's and its records', are written
+    /// first, in batches of about [`Kv::bulk_batch_bytes`] each made
+    /// durable; then the head, the commit log, the record index and the
+    /// collections change in one atomic batch, as in `commit`, so readers
+    /// see all of the new state or none of it. A failed bulk commit (a
+    /// conflict, a storage error) leaves the blocks it wrote ahead
+    /// unreferenced until the next garbage collection. A collection in this
+    /// process waits for bulk commits in progress, and they for it, so none
+    /// deletes blocks written ahead before the head that names them lands.
+    /// A collection in another process opens the database as its writer,
+    /// which fences this one: the bulk commit then fails instead of landing
+    /// on deleted blocks.
+    ///
+    /// Over a store that takes one batch of any size (`bulk_batch_bytes`
+    /// is `None`), this is [`Store::commit`].
+    ///
+    /// # Errors
+    ///
+    /// As [`Store::commit`].
+    pub async fn bulk_commit(&self, commit: Commit) -> Result<(), Error> {
+        let Some(limit) = self.kv.bulk_batch_bytes() else {
+            return self.commit(commit).await;
+        };
+        let _no_gc = self.gc_lock.read().await;
+        // Checked again, atomically, with the final batch; checked here so
+        // that a stale import writes nothing.
+        self.check_head(&commit.repo, commit.expected).await?;
+        let blocks = commit.blocks.iter().chain(record_blocks(&commit.records));
+        let (mut ops, mut bytes) = (Vec::new(), 0);
+        for block in blocks {
+            let key = block_key(&block.cid());
+            bytes += key.len() + block.bytes().len();
+            ops.push(WriteOp::Put(key, block.bytes().clone()));
+            if bytes >= limit {
+                self.kv.write(std::mem::take(&mut ops)).await?;
+                bytes = 0;
+            }
+        }
+        if !ops.is_empty() {
+            self.kv.write(ops).await?;
+        }
+        self.stage(commit, false).await?.durable().await
+    }
+
+    async fn check_head(&self, repo: &str, expected: Option<Cid>) -> Result<(), Error> {
+        let actual = self.head(repo).await?.map(|h| h.commit);
+        if actual == expected {
+            Ok(())
+        } else {
+            Err(Error::Conflict(Box::new(crate::error::Conflict {
+                repo: repo.to_owned(),
+                expected,
+                actual,
+            })))
+        }
+    }
+
+    /// Checks the head and applies `commit`, its blocks too unless they
+    /// were written already (`with_blocks` false).
+    async fn stage(&self, commit: Commit, with_blocks: bool) -> Result<PendingCommit, Error> {
         let mut ops = Vec::with_capacity(
             commit.blocks.len() + 2 * commit.records.len() + commit.collections.len() + 2,
         );
-        for block in &commit.blocks {
-            ops.push(WriteOp::Put(block_key(&block.cid()), block.bytes().clone()));
+        if with_blocks {
+            for block in &commit.blocks {
+                ops.push(WriteOp::Put(block_key(&block.cid()), block.bytes().clone()));
+            }
         }
         ops.push(WriteOp::Put(
             records::head_key(&commit.repo),
@@ -362,8 +438,10 @@ impl<K: Kv> Store<K> {
         // The records' blocks, then their index rows: index keys of a
         // commit often come in order, and a store that sorts a batch finds
         // them as one run.
-        for block in commit.records.iter().filter_map(|r| r.record.as_ref()) {
-            ops.push(WriteOp::Put(block_key(&block.cid()), block.bytes().clone()));
+        if with_blocks {
+            for block in record_blocks(&commit.records) {
+                ops.push(WriteOp::Put(block_key(&block.cid()), block.bytes().clone()));
+            }
         }
         for r in &commit.records {
             let key = records::record_index_key(&commit.repo, &r.collection, &r.rkey);
@@ -380,14 +458,7 @@ impl<K: Kv> Store<K> {
         }
         let durability = {
             let _serial = self.commit_lock.lock().await;
-            let actual = self.head(&commit.repo).await?.map(|h| h.commit);
-            if actual != commit.expected {
-                return Err(Error::Conflict(Box::new(crate::error::Conflict {
-                    repo: commit.repo,
-                    expected: commit.expected,
-                    actual,
-                })));
-            }
+            self.check_head(&commit.repo, commit.expected).await?;
             self.kv.apply(ops).await?
         };
         Ok(PendingCommit {
