@@ -259,6 +259,7 @@ impl Kv for MemoryKv {
 pub struct SlateKv {
     db: Handle,
     read_ahead: usize,
+    bulk_batch_bytes: usize,
 }
 
 #[derive(Clone)]
@@ -352,6 +353,10 @@ pub struct SlateOptions {
     /// [`DEFAULT_FLUSH_INTERVAL`] for a local directory,
     /// [`DEFAULT_S3_FLUSH_INTERVAL`] on S3).
     pub flush_interval: Option<std::time::Duration>,
+    /// The size of the batches in which a bulk commit (an import) writes
+    /// its blocks ahead of the repository's state (default
+    /// [`DEFAULT_BULK_BATCH_BYTES`]).
+    pub bulk_batch_bytes: Option<usize>,
 }
 
 /// Bytes a range scan fetches ahead from an SST file. SlateDB's default
@@ -480,6 +485,7 @@ impl SlateKv {
             read_ahead: options
                 .scan_read_ahead_bytes
                 .unwrap_or(DEFAULT_SCAN_READ_AHEAD),
+            bulk_batch_bytes: options.bulk_batch_bytes.unwrap_or(DEFAULT_BULK_BATCH_BYTES),
         })
     }
 
@@ -502,6 +508,7 @@ impl SlateKv {
         Ok(Self {
             db: Handle::Reader(Arc::new(reader)),
             read_ahead: DEFAULT_SCAN_READ_AHEAD,
+            bulk_batch_bytes: DEFAULT_BULK_BATCH_BYTES,
         })
     }
 
@@ -564,12 +571,13 @@ fn object_store(location: &Location) -> Result<(String, Arc<dyn ObjectStore>), E
 /// [`SlateKv`]'s bulk write batches: SlateDB holds a whole batch (its
 /// operations, the WAL buffer and the memtable) in memory at once, so a
 /// 1,000,000-record import written as one batch peaked at several times the
-/// data's size (`docs/repo.md`).
-const SLATE_BULK_BATCH_BYTES: usize = 32 << 20;
+/// data's size; 8 MiB batches measured the same as 32 MiB
+/// (`docs/benchmarks.md`).
+pub const DEFAULT_BULK_BATCH_BYTES: usize = 32 << 20;
 
 impl Kv for SlateKv {
     fn bulk_batch_bytes(&self) -> Option<usize> {
-        Some(SLATE_BULK_BATCH_BYTES)
+        Some(self.bulk_batch_bytes)
     }
 
     async fn get(&self, key: &[u8]) -> Result<Option<Bytes>, Error> {
