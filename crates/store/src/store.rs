@@ -419,46 +419,52 @@ impl<K: Kv> Store<K> {
     /// Checks the head and applies `commit`, its blocks too unless they
     /// were written already (`with_blocks` false).
     async fn stage(&self, commit: Commit, with_blocks: bool) -> Result<PendingCommit, Error> {
-        let mut ops = Vec::with_capacity(
-            commit.blocks.len() + 2 * commit.records.len() + commit.collections.len() + 2,
-        );
+        let Commit {
+            repo,
+            expected,
+            head,
+            blocks,
+            records,
+            collections,
+        } = commit;
+        let block_op = |block: Block| WriteOp::Put(block_key(&block.cid()), block.bytes().clone());
+        let mut ops = Vec::with_capacity(blocks.len() + 2 * records.len() + collections.len() + 2);
         if with_blocks {
-            for block in &commit.blocks {
-                ops.push(WriteOp::Put(block_key(&block.cid()), block.bytes().clone()));
-            }
+            ops.extend(blocks.into_iter().map(block_op));
         }
+        ops.push(WriteOp::Put(records::head_key(&repo), head.encode()));
         ops.push(WriteOp::Put(
-            records::head_key(&commit.repo),
-            commit.head.encode(),
-        ));
-        ops.push(WriteOp::Put(
-            records::commit_log_key(&commit.repo, commit.head.rev),
-            Bytes::from(commit.head.commit.to_bytes()),
+            records::commit_log_key(&repo, head.rev),
+            Bytes::from(head.commit.to_bytes()),
         ));
         // The records' blocks, then their index rows: index keys of a
         // commit often come in order, and a store that sorts a batch finds
-        // them as one run.
-        if with_blocks {
-            for block in record_blocks(&commit.records) {
-                ops.push(WriteOp::Put(block_key(&block.cid()), block.bytes().clone()));
+        // them as one run. Each change is dropped as it is turned into
+        // operations, so that a large commit's memory serves its own keys.
+        let mut index = Vec::with_capacity(records.len());
+        for r in records {
+            let key = records::record_index_key(&repo, &r.collection, &r.rkey);
+            match r.record {
+                Some(block) => {
+                    index.push(WriteOp::Put(key, index_value(&block)));
+                    if with_blocks {
+                        ops.push(block_op(block));
+                    }
+                }
+                None => index.push(WriteOp::Delete(key)),
             }
         }
-        for r in &commit.records {
-            let key = records::record_index_key(&commit.repo, &r.collection, &r.rkey);
-            ops.push(match &r.record {
-                Some(block) => WriteOp::Put(key, index_value(block)),
-                None => WriteOp::Delete(key),
-            });
-        }
-        for (collection, bytes) in &commit.collections {
+        ops.append(&mut index);
+        drop(index);
+        for (collection, bytes) in collections {
             ops.push(WriteOp::Put(
-                records::collection_key(&commit.repo, collection),
-                bytes.clone(),
+                records::collection_key(&repo, &collection),
+                bytes,
             ));
         }
         let durability = {
             let _serial = self.commit_lock.lock().await;
-            self.check_head(&commit.repo, commit.expected).await?;
+            self.check_head(&repo, expected).await?;
             self.kv.apply(ops).await?
         };
         Ok(PendingCommit {
