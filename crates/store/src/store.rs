@@ -431,6 +431,8 @@ impl<K: Kv> Store<K> {
         let mut ops = Vec::with_capacity(blocks.len() + 2 * records.len() + collections.len() + 2);
         if with_blocks {
             ops.extend(blocks.into_iter().map(block_op));
+        } else {
+            drop(blocks);
         }
         ops.push(WriteOp::Put(records::head_key(&repo), head.encode()));
         ops.push(WriteOp::Put(
