@@ -8,11 +8,9 @@
 //!
 //! The child is this test binary itself, run with `DATAREPO_BULK_CRASH_CHILD`.
 
-use std::{
-    io::{BufRead, BufReader},
-    process::{Command, Stdio},
-    time::Duration,
-};
+mod common;
+
+use std::time::Duration;
 
 use bytes::Bytes;
 use ipld_core::ipld::Ipld;
@@ -101,36 +99,13 @@ async fn bulk_commits_are_whole_or_absent_after_sigkill() {
     let mut rng = testkit::Rng(0xb0c5);
     let (mut acked, mut collected) = (0, 0);
     for round in 0..8 {
-        let mut child = Command::new(std::env::current_exe().unwrap())
-            .args([
-                "--exact",
-                "bulk_crash_child",
-                "--nocapture",
-                "--test-threads=1",
-            ])
-            .env("DATAREPO_BULK_CRASH_CHILD", dir)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let stdout = child.stdout.take().unwrap();
-        let reader = std::thread::spawn(move || {
-            let mut last = 0u64;
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                if let Some(rev) = line
-                    .strip_prefix("ACK ")
-                    .and_then(|r| r.trim().parse().ok())
-                {
-                    last = rev;
-                }
-            }
-            last
-        });
-        std::thread::sleep(Duration::from_millis(300 + rng.below(700)));
-        child.kill().unwrap(); // SIGKILL on Unix
-        child.wait().unwrap();
-        acked = acked.max(reader.join().unwrap());
+        let last = common::run_then_kill(
+            "bulk_crash_child",
+            "DATAREPO_BULK_CRASH_CHILD",
+            dir,
+            Duration::from_millis(300 + rng.below(700)),
+        );
+        acked = acked.max(last);
 
         let kv = open(dir).await;
         let store = Store::new(kv.clone());

@@ -8,11 +8,7 @@
 
 mod common;
 
-use std::{
-    io::{BufRead, BufReader},
-    process::{Command, Stdio},
-    time::Duration,
-};
+use std::time::Duration;
 
 use bytes::Bytes;
 use cid::Cid;
@@ -83,32 +79,13 @@ async fn acknowledged_commits_survive_sigkill() {
     let mut acked_total = 0u64;
     let mut verified = 0u64;
     for round in 0..12 {
-        let mut child = Command::new(std::env::current_exe().unwrap())
-            .args(["--exact", "crash_child", "--nocapture", "--test-threads=1"])
-            .env("DATAREPO_CRASH_CHILD", dir)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let stdout = child.stdout.take().unwrap();
-        let reader = std::thread::spawn(move || {
-            let mut last = 0u64;
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                if let Some(rev) = line
-                    .strip_prefix("ACK ")
-                    .and_then(|r| r.trim().parse().ok())
-                {
-                    last = rev;
-                }
-            }
-            last
-        });
         // Let it open and commit for a random while, then kill it mid-flight.
-        std::thread::sleep(Duration::from_millis(300 + rng.below(700)));
-        child.kill().unwrap(); // SIGKILL on Unix
-        child.wait().unwrap();
-        let acked = reader.join().unwrap();
+        let acked = common::run_then_kill(
+            "crash_child",
+            "DATAREPO_CRASH_CHILD",
+            dir,
+            Duration::from_millis(300 + rng.below(700)),
+        );
 
         let kv = SlateKv::open_local(dir).await.unwrap();
         let store = Store::new(kv.clone());
