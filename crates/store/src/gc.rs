@@ -64,8 +64,10 @@ impl<K: Kv> Store<K> {
     ///
     /// # Errors
     ///
-    /// A storage error, or [`Error::Corrupt`] for a reachable block whose
-    /// bytes do not match its CID (nothing is deleted then).
+    /// A storage error ([`Error::DurabilityTimeout`] when a batch of
+    /// deletions is not confirmed durable in time), or [`Error::Corrupt`]
+    /// for a reachable block whose bytes do not match its CID (nothing is
+    /// deleted then).
     pub async fn gc(
         &self,
         retention: Retention,
@@ -165,14 +167,14 @@ impl<K: Kv> Store<K> {
                 batch.push(WriteOp::Delete(key));
             }
             if batch.len() >= PAGE {
-                self.kv().write(std::mem::take(&mut batch)).await?;
+                self.write_durably(std::mem::take(&mut batch)).await?;
             }
             if i % PAGE == 0 {
                 progress(i, total);
             }
         }
         if !batch.is_empty() {
-            self.kv().write(batch).await?;
+            self.write_durably(batch).await?;
         }
         progress(total, total);
         Ok(report)

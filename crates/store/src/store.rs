@@ -289,7 +289,8 @@ impl<K: Kv> Store<K> {
     ///
     /// # Errors
     ///
-    /// [`Error::HashMismatch`] (nothing is written) or a storage error.
+    /// [`Error::HashMismatch`] (nothing is written),
+    /// [`Error::DurabilityTimeout`] or a storage error.
     pub async fn put_blocks(&self, blocks: &[(Cid, Bytes)]) -> Result<(), Error> {
         let mut ops = Vec::with_capacity(blocks.len());
         for (cid, bytes) in blocks {
@@ -298,7 +299,18 @@ impl<K: Kv> Store<K> {
             }
             ops.push(WriteOp::Put(block_key(cid), bytes.clone()));
         }
-        self.kv.write(ops).await
+        self.write_durably(ops).await
+    }
+
+    /// Applies `ops` and waits, at most the durability timeout, until they
+    /// are durable.
+    pub(crate) async fn write_durably(&self, ops: Vec<WriteOp>) -> Result<(), Error> {
+        PendingCommit {
+            durability: self.kv.apply(ops).await?,
+            timeout: self.durability_timeout,
+        }
+        .durable()
+        .await
     }
 
     /// A block's bytes, checked against its CID.
@@ -393,12 +405,12 @@ impl<K: Kv> Store<K> {
             bytes += key.len() + block.bytes().len();
             ops.push(WriteOp::Put(key, block.bytes().clone()));
             if bytes >= limit {
-                self.kv.write(std::mem::take(&mut ops)).await?;
+                self.write_durably(std::mem::take(&mut ops)).await?;
                 bytes = 0;
             }
         }
         if !ops.is_empty() {
-            self.kv.write(ops).await?;
+            self.write_durably(ops).await?;
         }
         self.stage(commit, false).await?.durable().await
     }

@@ -1,7 +1,8 @@
 //! Fault injection: an object store that fails a fraction of calls (and
-//! delays others) under SlateDB. Commits then fail with a typed error or
-//! succeed whole; no partial commit is ever visible; and once the faults
-//! stop, a reopened store works and holds every acknowledged commit.
+//! delays others) under SlateDB. Commits, bulk commits too, then fail with
+//! a typed error or succeed whole; no partial commit is ever visible; and
+//! once the faults stop, a reopened store works and holds every
+//! acknowledged commit.
 
 mod common;
 
@@ -239,8 +240,24 @@ async fn faults_surface_as_errors_and_never_leave_partial_commits() {
         ),
         "{outage:?}"
     );
+    // A bulk commit (an import) on the current head fails the same way,
+    // while writing its blocks ahead, within the durability timeout.
+    let now = store.head(REPO).await.unwrap().unwrap();
+    let bulk = tokio::time::timeout(
+        Duration::from_secs(20),
+        store.bulk_commit(commit(Some(now.commit), now.rev + 1)),
+    )
+    .await
+    .expect("a bulk commit during an outage gives up in time");
+    assert!(
+        matches!(
+            bulk,
+            Err(store::Error::DurabilityTimeout(_) | store::Error::Unavailable(_))
+        ),
+        "{bulk:?}"
+    );
     eprintln!(
-        "transient faults: {} commits acknowledged; outage: {outage:?}",
+        "transient faults: {} commits acknowledged; outage: {outage:?}; bulk: {bulk:?}",
         transient_acked - 5
     );
     faulty.every.store(0, Ordering::Relaxed);
