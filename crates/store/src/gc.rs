@@ -123,7 +123,10 @@ impl<K: Kv> Store<K> {
             }
         }
 
-        // 3. Mark.
+        // 3. Mark. A root is a commit, whose `prev` is not followed: an
+        // imported repository's first commit names a predecessor it never
+        // had, and a retained commit's predecessor is a root or is dropped.
+        let root_set: HashSet<Cid> = roots.iter().copied().collect();
         let mut reachable: HashSet<Cid> = HashSet::new();
         let mut missing = 0;
         let mut todo = roots;
@@ -138,7 +141,12 @@ impl<K: Kv> Store<K> {
                 missing += 1;
                 continue;
             };
-            if let Ok(ipld) = serde_ipld_dagcbor::from_slice::<Ipld>(bytes.bytes()) {
+            if let Ok(mut ipld) = serde_ipld_dagcbor::from_slice::<Ipld>(bytes.bytes()) {
+                if root_set.contains(&cid)
+                    && let Ipld::Map(commit) = &mut ipld
+                {
+                    commit.remove("prev");
+                }
                 let mut found = Vec::new();
                 links(&ipld, &mut found);
                 todo.extend(

@@ -162,3 +162,30 @@ async fn collecting_while_committing_loses_nothing_reachable() {
     store.gc(Retention::Last(1), |_, _| {}).await.unwrap();
     tree_intact(&store, *roots.last().unwrap(), 32).await;
 }
+
+#[tokio::test]
+async fn a_first_commit_naming_an_unknown_predecessor_is_not_missing_anything() {
+    // As after an import: the repository's first stored commit has a
+    // `prev` that was never in this store.
+    let store = Store::with_cache_bytes(MemoryKv::new(), 0);
+    let shard = Shard::empty(ShardConfig::default());
+    let never_stored = Cid::new_v1(0x71, Code::Sha2_256.digest(b"an older commit"));
+    let (commit, bytes) = commit_block(shard.cid(), Some(never_stored));
+    store
+        .commit(Commit {
+            repo: REPO.into(),
+            expected: None,
+            head: Head { commit, rev: 9 },
+            blocks: vec![
+                Block::verify(commit, bytes).unwrap(),
+                Block::verify(shard.cid(), Bytes::copy_from_slice(shard.bytes())).unwrap(),
+            ],
+            records: vec![],
+            collections: Vec::new(),
+        })
+        .await
+        .unwrap();
+    let report = store.gc(Retention::All, |_, _| {}).await.unwrap();
+    assert_eq!(report.missing, 0, "{report:?}");
+    assert_eq!((report.reachable, report.deleted), (2, 0), "{report:?}");
+}
