@@ -5,7 +5,7 @@ use std::{io, path::PathBuf, process::ExitCode};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::json;
-use store::{Location, Retention, SlateKv, SlateOptions, Store};
+use store::{GcProgress, Location, Retention, SlateKv, SlateOptions, Store};
 
 /// Where the data lives; global to every command that touches storage.
 #[derive(Debug, Args)]
@@ -59,17 +59,32 @@ pub(crate) fn gc(store_args: &StoreArgs, args: &GcArgs, json_mode: bool) -> io::
             Some(n) => Retention::Last(usize::try_from(n).unwrap_or(usize::MAX)),
             None => Retention::All,
         };
-        let bar = ProgressBar::new(0);
-        bar.set_style(
+        let bar = ProgressBar::new_spinner();
+        let counting = ProgressStyle::with_template("{spinner} {msg} {pos} blocks")
+            .unwrap_or_else(|_| ProgressStyle::default_spinner());
+        let sweeping =
             ProgressStyle::with_template("{msg} [{bar:40}] {pos}/{len} blocks ({eta} left)")
                 .unwrap_or_else(|_| ProgressStyle::default_bar())
-                .progress_chars("=> "),
-        );
-        bar.set_message("sweeping");
+                .progress_chars("=> ");
+        bar.set_style(counting);
         let report = store
-            .gc(retention, |done, total| {
-                bar.set_length(total as u64);
-                bar.set_position(done as u64);
+            .gc(retention, |p| match p {
+                GcProgress::Listing { listed } => {
+                    bar.set_message("listing");
+                    bar.set_position(listed as u64);
+                }
+                GcProgress::Marking { reached } => {
+                    bar.set_message("marking reachable");
+                    bar.set_position(reached as u64);
+                }
+                GcProgress::Sweeping { done, total } => {
+                    if bar.length() != Some(total as u64) {
+                        bar.set_style(sweeping.clone());
+                        bar.set_message("deleting");
+                        bar.set_length(total as u64);
+                    }
+                    bar.set_position(done as u64);
+                }
             })
             .await;
         bar.finish_and_clear();

@@ -23,7 +23,7 @@ mod store;
 
 pub use block::Block;
 pub use error::{Conflict, Error};
-pub use gc::{GcReport, Retention};
+pub use gc::{GcProgress, GcReport, Retention};
 pub use kv::{
     DEFAULT_BULK_BATCH_BYTES, DEFAULT_FLUSH_INTERVAL, DEFAULT_S3_FLUSH_INTERVAL,
     DEFAULT_SCAN_READ_AHEAD, Durability, Kv, Location, MemoryKv, SlateKv, SlateOptions, WriteOp,

@@ -186,7 +186,7 @@ async fn collection_waits_for_blocks_written_ahead() {
     arrived.notified().await;
     let gc = tokio::spawn({
         let store = Arc::clone(&store);
-        async move { store.gc(Retention::All, |_, _| {}).await }
+        async move { store.gc(Retention::All, |_| {}).await }
     });
     tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     assert!(!gc.is_finished(), "collection ran during a bulk commit");

@@ -130,7 +130,7 @@ async fn bulk_commits_are_whole_or_absent_after_sigkill() {
             "round {round}: a partial commit is visible in the record index"
         );
 
-        let report = store.gc(Retention::All, |_, _| {}).await.unwrap();
+        let report = store.gc(Retention::All, |_| {}).await.unwrap();
         assert_eq!(report.missing, 0, "round {round}: {report:?}");
         collected += report.deleted;
         let blocks = kv

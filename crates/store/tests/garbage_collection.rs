@@ -117,7 +117,7 @@ async fn retention_all_keeps_history_and_drops_orphans() {
     let roots = write_commits(&store, 1, 5).await;
     let (orphan, bytes) = block(999_999);
     store.put_blocks(&[(orphan, bytes)]).await.unwrap();
-    let report = store.gc(Retention::All, |_, _| {}).await.unwrap();
+    let report = store.gc(Retention::All, |_| {}).await.unwrap();
     // The orphan, and the empty root shard no commit points to.
     assert_eq!(report.deleted, 2, "{report:?}");
     assert!(store.get_block(&orphan).await.unwrap().is_none());
@@ -130,18 +130,14 @@ async fn retention_all_keeps_history_and_drops_orphans() {
 async fn retention_last_keeps_the_head_tree_only() {
     let store = Store::with_cache_bytes(MemoryKv::new(), 0);
     let roots = write_commits(&store, 1, 5).await;
-    let report = store.gc(Retention::Last(1), |_, _| {}).await.unwrap();
+    let report = store.gc(Retention::Last(1), |_| {}).await.unwrap();
     assert!(report.deleted > 12, "old records and shards go: {report:?}");
     tree_intact(&store, *roots.last().unwrap(), 5).await;
     // An old record only the first commit reached is gone.
     assert!(store.get_block(&block(1000).0).await.unwrap().is_none());
     // A second pass finds nothing more.
     assert_eq!(
-        store
-            .gc(Retention::Last(1), |_, _| {})
-            .await
-            .unwrap()
-            .deleted,
+        store.gc(Retention::Last(1), |_| {}).await.unwrap().deleted,
         0
     );
 }
@@ -155,11 +151,11 @@ async fn collecting_while_committing_loses_nothing_reachable() {
         tokio::spawn(async move { write_commits(&store, 3, 30).await })
     };
     for _ in 0..20 {
-        store.gc(Retention::Last(1), |_, _| {}).await.unwrap();
+        store.gc(Retention::Last(1), |_| {}).await.unwrap();
         tokio::task::yield_now().await;
     }
     let roots = writer.await.unwrap();
-    store.gc(Retention::Last(1), |_, _| {}).await.unwrap();
+    store.gc(Retention::Last(1), |_| {}).await.unwrap();
     tree_intact(&store, *roots.last().unwrap(), 32).await;
 }
 
@@ -185,7 +181,146 @@ async fn a_first_commit_naming_an_unknown_predecessor_is_not_missing_anything() 
         })
         .await
         .unwrap();
-    let report = store.gc(Retention::All, |_, _| {}).await.unwrap();
+    let report = store.gc(Retention::All, |_| {}).await.unwrap();
     assert_eq!(report.missing, 0, "{report:?}");
     assert_eq!((report.reachable, report.deleted), (2, 0), "{report:?}");
+}
+
+/// Commits one more key (with its record) on the current head; the new
+/// tree shares every shard off the key's path with the previous one.
+async fn put_one<K: Kv>(store: &Store<K>, key: &str, record: (Cid, Bytes)) -> Cid {
+    let head = store.head(REPO).await.unwrap().unwrap();
+    let mut batch = pail::Batch::new(store, data_root(store, head.commit).await)
+        .await
+        .unwrap();
+    batch.put(key, record.0).await.unwrap();
+    let m = batch.commit();
+    let (commit, bytes) = commit_block(m.root, Some(head.commit));
+    let mut blocks = vec![
+        Block::verify(commit, bytes).unwrap(),
+        Block::verify(record.0, record.1).unwrap(),
+    ];
+    blocks.extend(m.additions.iter().map(|s| Block::from_shard(s)));
+    store
+        .commit(Commit {
+            repo: REPO.into(),
+            expected: Some(head.commit),
+            head: Head {
+                commit,
+                rev: head.rev + 1,
+            },
+            blocks,
+            records: vec![],
+            collections: Vec::new(),
+        })
+        .await
+        .unwrap();
+    m.root
+}
+
+/// A [`MemoryKv`] that counts point reads and can hold the first scan of
+/// repository heads (a collection's step after listing blocks) until
+/// released.
+#[derive(Clone, Default)]
+struct WatchedKv {
+    inner: MemoryKv,
+    gets: Arc<std::sync::atomic::AtomicUsize>,
+    hold: Option<(Arc<tokio::sync::Notify>, Arc<tokio::sync::Notify>)>,
+    held: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl Kv for WatchedKv {
+    async fn get(&self, key: &[u8]) -> Result<Option<Bytes>, store::Error> {
+        self.gets.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.inner.get(key).await
+    }
+
+    async fn apply(&self, ops: Vec<store::WriteOp>) -> Result<store::Durability, store::Error> {
+        self.inner.apply(ops).await
+    }
+
+    async fn scan(
+        &self,
+        range: &keycodec::KeyRange,
+        reverse: bool,
+        limit: usize,
+    ) -> Result<Vec<(Bytes, Bytes)>, store::Error> {
+        if let Some((arrived, release)) = &self.hold
+            && range.start == keycodec::RecordType::Head.range().start
+            && !self.held.swap(true, std::sync::atomic::Ordering::Relaxed)
+        {
+            arrived.notify_one();
+            release.notified().await;
+        }
+        self.inner.scan(range, reverse, limit).await
+    }
+}
+
+#[tokio::test]
+async fn marking_reads_only_the_roots_again() {
+    let kv = WatchedKv::default();
+    let store = Store::with_cache_bytes(kv.clone(), 0);
+    write_commits(&store, 1, 5).await;
+    let before = kv.gets.load(std::sync::atomic::Ordering::Relaxed);
+    let report = store.gc(Retention::All, |_| {}).await.unwrap();
+    let gets = kv.gets.load(std::sync::atomic::Ordering::Relaxed) - before;
+    // The listing read every block; marking fetched only the five commits
+    // (to drop their `prev`) and the head.
+    assert!(report.listed > 60, "{report:?}");
+    assert_eq!(gets, 6, "{report:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn blocks_reached_through_a_commit_made_after_the_listing_stay() {
+    let (arrived, release) = (
+        Arc::new(tokio::sync::Notify::new()),
+        Arc::new(tokio::sync::Notify::new()),
+    );
+    let kv = WatchedKv {
+        hold: Some((Arc::clone(&arrived), Arc::clone(&release))),
+        ..WatchedKv::default()
+    };
+    let store = Arc::new(Store::with_cache_bytes(kv, 0));
+    write_commits(&store, 1, 3).await;
+    let gc = tokio::spawn({
+        let store = Arc::clone(&store);
+        async move { store.gc(Retention::Last(1), |_| {}).await }
+    });
+    // Blocks are listed; a commit lands before the roots are read. Only it
+    // is retained, and it reaches most of its tree through listed shards.
+    arrived.notified().await;
+    let root = put_one(&store, "app.gc.rec/zz", block(777_777)).await;
+    release.notify_one();
+    let report = gc.await.unwrap().unwrap();
+    assert!(report.deleted > 0, "{report:?}");
+    tree_intact(&store, root, 3).await;
+    let zz = pail::get(&*store, root, "app.gc.rec/zz").await.unwrap();
+    assert_eq!(zz, Some(block(777_777).0));
+}
+
+#[tokio::test]
+async fn corrupt_blocks_are_deleted_when_unreachable_and_stop_it_when_reachable() {
+    let store = Store::with_cache_bytes(MemoryKv::new(), 0);
+    let roots = write_commits(&store, 1, 2).await;
+    let corrupt = |cid: Cid| {
+        store::WriteOp::Put(
+            keycodec::records::block_key(&cid.to_bytes()),
+            Bytes::from_static(b"not these bytes"),
+        )
+    };
+    // The first commit's root shard is unreachable under Last(1).
+    store.kv().write(vec![corrupt(roots[0])]).await.unwrap();
+    store.gc(Retention::Last(1), |_| {}).await.unwrap();
+    assert!(store.get_block(&roots[0]).await.unwrap().is_none());
+
+    // The head's root shard is reachable: the collection stops, deleting nothing.
+    let (orphan, bytes) = block(999_999);
+    store.put_blocks(&[(orphan, bytes)]).await.unwrap();
+    store.kv().write(vec![corrupt(roots[1])]).await.unwrap();
+    let err = store.gc(Retention::Last(1), |_| {}).await.unwrap_err();
+    assert!(
+        matches!(err, store::Error::Corrupt { cid } if cid == roots[1]),
+        "{err}"
+    );
+    assert!(store.get_block(&orphan).await.unwrap().is_some());
 }
