@@ -14,7 +14,7 @@ use std::{
 use cid::Cid;
 use clap::{Args, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
-use repo::{Env, Repos, Repository, Write, record_uri};
+use repo::{Env, ImportProgress, Repos, Repository, Write, record_uri};
 use rkey::{Clock, KeyType, SystemClock, Tid, TidGenerator};
 use serde_json::{Value, json};
 use store::{SlateKv, Store};
@@ -556,9 +556,35 @@ async fn execute(s: &Session, args: &RepoArgs, cmd: RepoCommand) -> Result<ExitC
             let bar = bar("importing [{bar:40}] {bytes}/{total_bytes} ({eta} left)");
             bar.set_length(len);
             let reader = bar.wrap_async_read(tokio::io::BufReader::with_capacity(1 << 20, f));
+            let writing =
+                ProgressStyle::with_template("writing blocks [{bar:40}] {pos}/{len} ({eta} left)")
+                    .unwrap_or_else(|_| ProgressStyle::default_bar())
+                    .progress_chars("=> ");
+            let waiting = ProgressStyle::with_template("{spinner} {msg}")
+                .unwrap_or_else(|_| ProgressStyle::default_spinner());
             let report = s
                 .repos
-                .import_car(reader, args.repo.as_deref())
+                .import_car_with_progress(reader, args.repo.as_deref(), |step| match step {
+                    ImportProgress::Checking => {
+                        bar.set_style(waiting.clone());
+                        bar.set_message("checking the commit, its tree and its records");
+                        bar.enable_steady_tick(std::time::Duration::from_millis(100));
+                    }
+                    ImportProgress::Writing { written, total } => {
+                        if bar.length() != Some(total as u64) {
+                            bar.disable_steady_tick();
+                            bar.reset();
+                            bar.set_length(total as u64);
+                            bar.set_style(writing.clone());
+                        }
+                        bar.set_position(written as u64);
+                    }
+                    ImportProgress::Committing => {
+                        bar.set_style(waiting.clone());
+                        bar.set_message("committing the repository's head and record index");
+                        bar.enable_steady_tick(std::time::Duration::from_millis(100));
+                    }
+                })
                 .await
                 .map_err(|err| format!("{}: {err} (nothing was imported)", file.display()))?;
             bar.finish_and_clear();

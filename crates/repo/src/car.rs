@@ -57,6 +57,23 @@ pub struct ImportReport {
     pub unreachable: u64,
 }
 
+/// How far an import is, after the file has been read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ImportProgress {
+    /// The file is read and its blocks verified; the commit's tree and
+    /// records are being checked.
+    Checking,
+    /// Writing the repository's blocks: `written` of `total`.
+    Writing {
+        /// Blocks written so far.
+        written: usize,
+        /// Blocks to write.
+        total: usize,
+    },
+    /// The blocks are stored; the repository's state is being committed.
+    Committing,
+}
+
 fn car_err(e: impl std::fmt::Display) -> Error {
     Error::InvalidCar(e.to_string())
 }
@@ -694,7 +711,25 @@ impl<K: Kv> Repos<K> {
         input: R,
         expected_repo: Option<&str>,
     ) -> Result<ImportReport, Error> {
+        self.import_car_with_progress(input, expected_repo, |_| {})
+            .await
+    }
+
+    /// [`Repos::import_car`], calling `progress` at each step after the
+    /// file has been read (a caller follows the reading itself through
+    /// `input`).
+    ///
+    /// # Errors
+    ///
+    /// As [`Repos::import_car`].
+    pub async fn import_car_with_progress<R: AsyncRead + Unpin + Send>(
+        &self,
+        input: R,
+        expected_repo: Option<&str>,
+        mut progress: impl FnMut(ImportProgress) + Send,
+    ) -> Result<ImportReport, Error> {
         let (root, blocks) = read_car(input).await?;
+        progress(ImportProgress::Checking);
         let commit_block = blocks
             .get(&root)
             .ok_or_else(|| car_err(format!("the root commit {root} is not in the file")))?
@@ -845,17 +880,26 @@ impl<K: Kv> Repos<K> {
             }
         }
         store
-            .bulk_commit(Commit {
-                repo: commit.repo.clone(),
-                expected: current.map(|h| h.commit),
-                head: Head {
-                    commit: root,
-                    rev: commit.rev.as_u64(),
+            .bulk_commit(
+                Commit {
+                    repo: commit.repo.clone(),
+                    expected: current.map(|h| h.commit),
+                    head: Head {
+                        commit: root,
+                        rev: commit.rev.as_u64(),
+                    },
+                    blocks: keep,
+                    records: index,
+                    collections: new_collections,
                 },
-                blocks: keep,
-                records: index,
-                collections: new_collections,
-            })
+                |written, total| {
+                    progress(if written < total {
+                        ImportProgress::Writing { written, total }
+                    } else {
+                        ImportProgress::Committing
+                    });
+                },
+            )
             .await?;
         drop(open);
         self.forget(&commit.repo).await;

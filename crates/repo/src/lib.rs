@@ -27,7 +27,7 @@ mod parallel;
 mod record;
 mod repository;
 
-pub use car::{ExportReport, ImportReport};
+pub use car::{ExportReport, ImportProgress, ImportReport};
 pub use commit::CommitData;
 pub use error::Error;
 pub use record::Record;

@@ -385,13 +385,21 @@ impl<K: Kv> Store<K> {
     /// on deleted blocks.
     ///
     /// Over a store that takes one batch of any size (`bulk_batch_bytes`
-    /// is `None`), this is [`Store::commit`].
+    /// is `None`), this is [`Store::commit`]. `progress(written, total)`
+    /// follows the blocks written ahead.
     ///
     /// # Errors
     ///
     /// As [`Store::commit`].
-    pub async fn bulk_commit(&self, commit: Commit) -> Result<(), Error> {
+    pub async fn bulk_commit(
+        &self,
+        commit: Commit,
+        mut progress: impl FnMut(usize, usize) + Send,
+    ) -> Result<(), Error> {
+        let total = commit.blocks.len() + record_blocks(&commit.records).count();
         let Some(limit) = self.kv.bulk_batch_bytes() else {
+            // One batch: the blocks are written with the state.
+            progress(total, total);
             return self.commit(commit).await;
         };
         let _no_gc = self.gc_lock.read().await;
@@ -399,19 +407,23 @@ impl<K: Kv> Store<K> {
         // that a stale import writes nothing.
         self.check_head(&commit.repo, commit.expected).await?;
         let blocks = commit.blocks.iter().chain(record_blocks(&commit.records));
-        let (mut ops, mut bytes) = (Vec::new(), 0);
+        let (mut ops, mut bytes, mut written) = (Vec::new(), 0, 0);
+        progress(0, total);
         for block in blocks {
             let key = block_key(&block.cid());
             bytes += key.len() + block.bytes().len();
             ops.push(WriteOp::Put(key, block.bytes().clone()));
             if bytes >= limit {
+                written += ops.len();
                 self.write_durably(std::mem::take(&mut ops)).await?;
+                progress(written, total);
                 bytes = 0;
             }
         }
         if !ops.is_empty() {
             self.write_durably(ops).await?;
         }
+        progress(total, total);
         self.stage(commit, false).await?.durable().await
     }
 

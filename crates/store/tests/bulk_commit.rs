@@ -125,7 +125,13 @@ async fn blocks_go_ahead_in_batches_and_the_state_changes_at_once() {
         ..RecordingKv::default()
     };
     let store = Store::new(kv.clone());
-    store.bulk_commit(commit(200, None)).await.unwrap();
+    let mut progress = Vec::new();
+    store
+        .bulk_commit(commit(200, None), |written, total| {
+            progress.push((written, total));
+        })
+        .await
+        .unwrap();
 
     let batches = kv.batches.lock().unwrap().clone();
     let (last, ahead) = batches.split_last().unwrap();
@@ -135,6 +141,14 @@ async fn blocks_go_ahead_in_batches_and_the_state_changes_at_once() {
     assert!(
         !last.iter().any(|k| is_block_key(k)),
         "no block in the final batch"
+    );
+    // Progress follows the blocks written ahead, batch by batch.
+    assert_eq!(progress.first(), Some(&(0, 201)));
+    assert_eq!(progress.last(), Some(&(201, 201)));
+    assert!(progress.len() > ahead.len(), "{progress:?}");
+    assert!(
+        progress.windows(2).all(|w| w[0].0 <= w[1].0),
+        "{progress:?}"
     );
 
     // The oracle: the same commit through `Store::commit` on a plain map.
@@ -147,7 +161,10 @@ async fn blocks_go_ahead_in_batches_and_the_state_changes_at_once() {
 async fn a_store_that_takes_any_batch_gets_one() {
     let kv = RecordingKv::default();
     let store = Store::new(kv.clone());
-    store.bulk_commit(commit(200, None)).await.unwrap();
+    store
+        .bulk_commit(commit(200, None), |_, _| {})
+        .await
+        .unwrap();
     assert_eq!(kv.batches.lock().unwrap().len(), 1);
 }
 
@@ -160,10 +177,13 @@ async fn a_stale_bulk_commit_writes_nothing() {
     let store = Store::new(kv.clone());
     let first = commit(3, None);
     let head = first.head.commit;
-    store.bulk_commit(first).await.unwrap();
+    store.bulk_commit(first, |_, _| {}).await.unwrap();
     let before = everything(&kv).await;
 
-    let err = store.bulk_commit(commit(200, None)).await.unwrap_err();
+    let err = store
+        .bulk_commit(commit(200, None), |_, _| {})
+        .await
+        .unwrap_err();
     assert!(matches!(err, Error::Conflict(_)), "{err}");
     assert_eq!(everything(&kv).await, before);
     assert_eq!(store.head(REPO).await.unwrap().unwrap().commit, head);
@@ -181,7 +201,7 @@ async fn collection_waits_for_blocks_written_ahead() {
     let store = Arc::new(Store::new(kv.clone()));
     let bulk = tokio::spawn({
         let store = Arc::clone(&store);
-        async move { store.bulk_commit(commit(200, None)).await }
+        async move { store.bulk_commit(commit(200, None), |_, _| {}).await }
     });
     arrived.notified().await;
     let gc = tokio::spawn({

@@ -83,7 +83,7 @@ async fn bulk_crash_child() {
         let rev = head.map_or(1, |h| h.rev + 1);
         let next = commit(rev, head);
         let landed = next.head;
-        store.bulk_commit(next).await.unwrap();
+        store.bulk_commit(next, |_, _| {}).await.unwrap();
         println!("ACK {rev}");
         head = Some(landed);
     }

@@ -245,7 +245,7 @@ async fn faults_surface_as_errors_and_never_leave_partial_commits() {
     let now = store.head(REPO).await.unwrap().unwrap();
     let bulk = tokio::time::timeout(
         Duration::from_secs(20),
-        store.bulk_commit(commit(Some(now.commit), now.rev + 1)),
+        store.bulk_commit(commit(Some(now.commit), now.rev + 1), |_, _| {}),
     )
     .await
     .expect("a bulk commit during an outage gives up in time");
