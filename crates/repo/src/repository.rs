@@ -674,7 +674,8 @@ impl<K: Kv> Repository<K> {
                 collections: new_collections,
             })
             .await?;
-        self.store.cache_shards(&mutation.additions);
+        self.store
+            .cache_shards(&mutation.additions, &mutation.removals);
         state.head = HeadInfo {
             commit: commit_cid,
             rev: commit.rev,

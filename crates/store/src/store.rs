@@ -191,6 +191,18 @@ impl ShardCache {
         self.map.get(cid).cloned()
     }
 
+    fn remove(&mut self, cid: &Cid) {
+        if let Some(shard) = self.map.remove(cid) {
+            self.bytes -= shard.bytes().len();
+        }
+        // `order` still names removed shards; it is compacted when they
+        // outnumber the cached ones, so it stays within twice the map.
+        if self.order.len() > 2 * self.map.len() + 64 {
+            let map = &self.map;
+            self.order.retain(|c| map.contains_key(c));
+        }
+    }
+
     fn insert(&mut self, shard: Arc<Shard>) {
         let cid = shard.cid();
         if self.map.contains_key(&cid) || shard.bytes().len() > self.limit {
@@ -275,12 +287,21 @@ impl<K: Kv> Store<K> {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// Puts decoded shards the caller just built (and is committing) into
-    /// the shard cache, so the next write need not fetch and decode them.
-    /// Each shard's CID was computed from its bytes when it was built.
-    pub fn cache_shards<'s>(&self, shards: impl IntoIterator<Item = &'s Arc<Shard>>) {
+    /// Updates the shard cache after a commit: drops the shards it
+    /// `replaced` (the tree no longer uses them; a later read of one that
+    /// another tree shares fetches it again) and puts in the decoded
+    /// shards it `added`, so the next write need not fetch and decode them.
+    /// Each added shard's CID was computed from its bytes when it was built.
+    pub fn cache_shards<'s>(
+        &self,
+        added: impl IntoIterator<Item = &'s Arc<Shard>>,
+        replaced: &[Cid],
+    ) {
         let mut cache = self.cache();
-        for shard in shards {
+        for cid in replaced {
+            cache.remove(cid);
+        }
+        for shard in added {
             cache.insert(Arc::clone(shard));
         }
     }
@@ -812,5 +833,50 @@ impl<K: Kv> ShardFetcher for Store<K> {
         let shard = Arc::new(shard);
         self.cache().insert(Arc::clone(&shard));
         Ok(shard)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use pail::{ShardConfig, ShardValue};
+
+    use super::*;
+
+    fn shard(n: u64) -> Arc<Shard> {
+        let value = Shard::empty(ShardConfig::default()).cid();
+        let key = format!("key{n}");
+        Arc::new(
+            Shard::from_entries(
+                ShardConfig::default(),
+                [(key.as_str(), ShardValue::Data(value))],
+            )
+            .unwrap_or_else(|e| panic!("{e}")),
+        )
+    }
+
+    /// A commit replaces the shard it added before: the cache holds one
+    /// shard, and its eviction order stays bounded.
+    #[test]
+    fn replaced_shards_leave_the_cache_and_its_order() {
+        let mut cache = ShardCache {
+            limit: usize::MAX,
+            ..ShardCache::default()
+        };
+        let mut previous: Option<Arc<Shard>> = None;
+        for n in 0..10_000 {
+            let next = shard(n);
+            if let Some(p) = previous {
+                cache.remove(&p.cid());
+            }
+            cache.insert(Arc::clone(&next));
+            previous = Some(next);
+        }
+        assert_eq!(cache.map.len(), 1);
+        assert_eq!(cache.bytes, previous.map_or(0, |s| s.bytes().len()));
+        assert!(
+            cache.order.len() <= 2 * cache.map.len() + 65,
+            "{}",
+            cache.order.len()
+        );
     }
 }

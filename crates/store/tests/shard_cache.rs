@@ -110,3 +110,26 @@ async fn corrupt_or_missing_shards_are_errors() {
     let err = store.get_shard(&s.cid()).await.unwrap_err();
     assert!(err.to_string().contains(&s.cid().to_string()), "{err}");
 }
+
+#[tokio::test]
+async fn shards_a_commit_replaced_leave_the_cache() {
+    let kv = CountingKv::default();
+    let gets = Arc::clone(&kv.gets);
+    let store = Store::new(kv);
+    let (old, new) = (shard(1), shard(2));
+    let blocks: Vec<_> = [&old, &new]
+        .iter()
+        .map(|s| (s.cid(), Bytes::copy_from_slice(s.bytes())))
+        .collect();
+    store.put_blocks(&blocks).await.unwrap();
+    store.cache_shards([&old], &[]);
+    store.cache_shards([&new], &[old.cid()]);
+    store.get_shard(&new.cid()).await.unwrap();
+    assert_eq!(gets.load(Ordering::Relaxed), 0, "the added shard is cached");
+    store.get_shard(&old.cid()).await.unwrap();
+    assert_eq!(
+        gets.load(Ordering::Relaxed),
+        1,
+        "the replaced one is read again"
+    );
+}
