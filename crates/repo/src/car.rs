@@ -697,9 +697,12 @@ impl<K: Kv> Repos<K> {
     /// it forward to the file's commit.
     ///
     /// Every block is checked against its CID and the commit, every shard
-    /// and every record are checked before anything is written; then all of
-    /// it lands in one atomic commit. With `expected_repo`, the commit must
-    /// belong to that repository.
+    /// and every record are checked before anything is written; then the
+    /// blocks are stored (ahead, in bounded batches, on SlateDB) and the
+    /// repository's head, commit log and record index change in one atomic
+    /// batch ([`store::Store::bulk_commit`]): readers see all of the import
+    /// or none of it. With `expected_repo`, the commit must belong to that
+    /// repository.
     ///
     /// # Errors
     ///
