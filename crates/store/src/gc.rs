@@ -236,16 +236,20 @@ impl<K: Kv> Store<K> {
                 continue;
             }
             let is_root = root_set.contains(&cid);
-            let found = match listed.get(&cid) {
+            let fetched;
+            let found: &[Cid] = match listed.get(&cid) {
                 Some(Listed { content, .. }) if !is_root => match content {
-                    Content::Links(links) => links.to_vec(),
+                    Content::Links(links) => links,
                     Content::Leaf => continue,
                     Content::Corrupt => return Err(Error::Corrupt { cid }),
                 },
                 // A root (read again to drop its `prev`), or a block written
                 // since the listing.
                 _ => match self.get_block(&cid).await? {
-                    Some(block) => links_of(block.bytes(), is_root),
+                    Some(block) => {
+                        fetched = links_of(block.bytes(), is_root);
+                        &fetched
+                    }
                     None => {
                         missing += 1;
                         continue;
@@ -254,8 +258,8 @@ impl<K: Kv> Store<K> {
             };
             todo.extend(
                 found
-                    .into_iter()
-                    .filter(|c| !reachable.contains(c) && !commits.contains(c)),
+                    .iter()
+                    .filter(|c| !reachable.contains(*c) && !commits.contains(*c)),
             );
         }
 

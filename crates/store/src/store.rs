@@ -168,6 +168,11 @@ fn record_blocks(records: &[RecordChange]) -> impl Iterator<Item = &Block> {
     records.iter().filter_map(|r| r.record.as_ref())
 }
 
+/// The write that stores `block`.
+fn block_put(block: &Block) -> WriteOp {
+    WriteOp::Put(block_key(&block.cid()), block.bytes().clone())
+}
+
 /// The storage key of a block.
 pub(crate) fn block_key(cid: &Cid) -> Vec<u8> {
     // Writing to a Vec cannot fail.
@@ -431,9 +436,11 @@ impl<K: Kv> Store<K> {
         let (mut ops, mut bytes, mut written) = (Vec::new(), 0, 0);
         progress(0, total);
         for block in blocks {
-            let key = block_key(&block.cid());
-            bytes += key.len() + block.bytes().len();
-            ops.push(WriteOp::Put(key, block.bytes().clone()));
+            let op = block_put(block);
+            if let WriteOp::Put(key, value) = &op {
+                bytes += key.len() + value.len();
+            }
+            ops.push(op);
             if bytes >= limit {
                 written += ops.len();
                 self.write_durably(std::mem::take(&mut ops)).await?;
@@ -472,10 +479,9 @@ impl<K: Kv> Store<K> {
             records,
             collections,
         } = commit;
-        let block_op = |block: Block| WriteOp::Put(block_key(&block.cid()), block.bytes().clone());
         let mut ops = Vec::with_capacity(blocks.len() + 2 * records.len() + collections.len() + 2);
         if with_blocks {
-            ops.extend(blocks.into_iter().map(block_op));
+            ops.extend(blocks.iter().map(block_put));
         } else {
             drop(blocks);
         }
@@ -495,7 +501,7 @@ impl<K: Kv> Store<K> {
                 Some(block) => {
                     index.push(WriteOp::Put(key, index_value(&block)));
                     if with_blocks {
-                        ops.push(block_op(block));
+                        ops.push(block_put(&block));
                     }
                 }
                 None => index.push(WriteOp::Delete(key)),
@@ -571,12 +577,11 @@ impl<K: Kv> Store<K> {
         collection: &str,
         bytes: Bytes,
     ) -> Result<(), Error> {
-        self.kv
-            .write(vec![WriteOp::Put(
-                records::collection_key(repo, collection),
-                bytes,
-            )])
-            .await
+        self.write_durably(vec![WriteOp::Put(
+            records::collection_key(repo, collection),
+            bytes,
+        )])
+        .await
     }
 
     /// A repository's collection declarations as (collection, bytes), in
