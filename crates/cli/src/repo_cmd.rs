@@ -538,7 +538,7 @@ async fn execute(s: &Session, args: &RepoArgs, cmd: RepoCommand) -> Result<ExitC
             } else {
                 print(json_mode, &out, || {
                     format!(
-                        "exported {} blocks ({} bytes) to {}; root {} (rev {})",
+                        "exported {} blocks ({} bytes of block data) to {}; root {} (rev {})",
                         report.blocks,
                         report.bytes,
                         file.display(),

@@ -209,6 +209,14 @@ pub fn record_uri(repo: &str, collection: &str, rkey: &str) -> String {
     format!("at://{repo}/{collection}/{rkey}")
 }
 
+/// Checks that `collection/rkey` can name a record at all, so a read of a
+/// malformed name is an error rather than "not found".
+fn check_path(collection: &str, rkey: &str) -> Result<(), Error> {
+    rkey::validate_nsid(collection)?;
+    rkey::validate_record_key(rkey)?;
+    Ok(())
+}
+
 /// The Pail key of a record.
 pub(crate) fn pail_key(collection: &str, rkey: &str) -> String {
     let mut key = String::with_capacity(collection.len() + 1 + rkey.len());
@@ -696,8 +704,10 @@ impl<K: Kv> Repository<K> {
     ///
     /// # Errors
     ///
-    /// A storage error.
+    /// [`Error::Syntax`] when `collection` is not an NSID or `rkey` not a
+    /// record key (no such record could exist), or a storage error.
     pub async fn get_record(&self, collection: &str, rkey: &str) -> Result<Option<Record>, Error> {
+        check_path(collection, rkey)?;
         Ok(self
             .store
             .record_block(&self.id, collection, rkey)
@@ -719,7 +729,8 @@ impl<K: Kv> Repository<K> {
     ///
     /// # Errors
     ///
-    /// A storage error.
+    /// [`Error::Syntax`] when `collection` is not an NSID, or a storage
+    /// error.
     pub async fn list_records(
         &self,
         collection: &str,
@@ -727,6 +738,7 @@ impl<K: Kv> Repository<K> {
         reverse: bool,
         limit: usize,
     ) -> Result<Vec<(String, Record)>, Error> {
+        rkey::validate_nsid(collection)?;
         let rows = self
             .store
             .list_record_blocks(&self.id, collection, cursor, reverse, limit)
@@ -742,13 +754,15 @@ impl<K: Kv> Repository<K> {
     ///
     /// # Errors
     ///
-    /// A storage error.
+    /// [`Error::Syntax`] when `collection` is not an NSID, or a storage
+    /// error.
     pub async fn list_keys(
         &self,
         collection: &str,
         cursor: Option<&str>,
         limit: usize,
     ) -> Result<Vec<String>, Error> {
+        rkey::validate_nsid(collection)?;
         let rows = self
             .store
             .list_records(&self.id, collection, cursor, false, limit)
@@ -873,6 +887,7 @@ impl<K: Kv> Repository<K> {
     ///
     /// # Errors
     ///
+    /// [`Error::Syntax`] for a malformed `collection` or `rkey`,
     /// [`Error::RevNotFound`], or a storage error (including a block that
     /// garbage collection removed).
     pub async fn record_at(
@@ -881,6 +896,7 @@ impl<K: Kv> Repository<K> {
         collection: &str,
         rkey: &str,
     ) -> Result<Option<Record>, Error> {
+        check_path(collection, rkey)?;
         let entry = self.commit_at(rev).await?;
         let key = pail_key(collection, rkey);
         match pail::get(&*self.store, entry.commit.data, &key).await? {

@@ -246,6 +246,43 @@ fn bad_repository_ids_are_rejected() {
 }
 
 #[test]
+fn reads_of_malformed_names_are_syntax_errors_not_misses() {
+    common::rt().block_on(async {
+        let repos = common::repos();
+        let repo = repos.create(DID).await.unwrap();
+        let c = repo
+            .apply_writes(vec![create(POST, Some("a"), "hi")], None)
+            .await
+            .unwrap();
+        for (collection, rkey) in [("bad..nsid", "a"), (POST, "a/b"), (POST, ".."), (POST, "")] {
+            let err = repo.get_record(collection, rkey).await.unwrap_err();
+            assert!(
+                matches!(err, Error::Syntax(_)),
+                "{collection} {rkey:?}: {err}"
+            );
+            let err = repo.record_at(c.rev, collection, rkey).await.unwrap_err();
+            assert!(
+                matches!(err, Error::Syntax(_)),
+                "{collection} {rkey:?}: {err}"
+            );
+        }
+        for collection in ["bad..nsid", "", "app.bsky.feed.post/a"] {
+            let err = repo
+                .list_records(collection, None, false, 10)
+                .await
+                .unwrap_err();
+            assert!(matches!(err, Error::Syntax(_)), "{collection}: {err}");
+            let err = repo.list_keys(collection, None, 10).await.unwrap_err();
+            assert!(matches!(err, Error::Syntax(_)), "{collection}: {err}");
+        }
+        // Well-formed names that hold nothing are misses, not errors.
+        assert!(repo.get_record(POST, "b").await.unwrap().is_none());
+        assert!(repo.get_record(LIKE, "a").await.unwrap().is_none());
+        assert!(repo.get_record(POST, "a").await.unwrap().is_some());
+    });
+}
+
+#[test]
 fn two_handles_on_one_store_take_turns() {
     common::rt().block_on(async {
         let store = std::sync::Arc::new(store::Store::new(store::MemoryKv::new()));

@@ -298,8 +298,6 @@ pub(crate) async fn delete_record<K: Kv + 'static>(
             .await?
             .is_none()
     {
-        rkey::validate_nsid(&input.collection).map_err(|e| XrpcError::invalid(e.to_string()))?;
-        rkey::validate_record_key(&input.rkey).map_err(|e| XrpcError::invalid(e.to_string()))?;
         return Ok(Json(json!({})));
     }
     let write = Write::Delete {

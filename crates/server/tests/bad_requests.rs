@@ -70,6 +70,8 @@ async fn bad_writes_are_rejected_and_write_nothing() {
         ("com.atproto.repo.createRecord", create(json!({})), Some("wrong"), 401, "AuthRequired"),
         ("com.atproto.repo.createRecord", create(json!({})), None, 401, "AuthRequired"),
         ("com.atproto.repo.deleteRecord", json!({"repo": DID, "collection": POST, "rkey": "a", "swapRecord": first["commit"]["cid"]}).to_string().into_bytes(), Some(TOKEN), 400, "InvalidSwap"),
+        ("com.atproto.repo.deleteRecord", json!({"repo": DID, "collection": "bad..nsid", "rkey": "a"}).to_string().into_bytes(), Some(TOKEN), 400, "InvalidRequest"),
+        ("com.atproto.repo.deleteRecord", json!({"repo": DID, "collection": POST, "rkey": "a/b"}).to_string().into_bytes(), Some(TOKEN), 400, "InvalidRequest"),
         ("com.atproto.repo.applyWrites", json!({"repo": DID, "writes": many}).to_string().into_bytes(), Some(TOKEN), 413, "PayloadTooLarge"),
         ("com.atproto.repo.applyWrites", json!({"repo": DID, "writes": [
             {"$type": "com.atproto.repo.applyWrites#create", "collection": POST, "rkey": "ok", "value": {}},
@@ -120,6 +122,18 @@ async fn bad_reads_get_clear_errors() {
             vec![("repo", DID), ("collection", POST), ("rkey", "zzz")],
             400,
             "RecordNotFound",
+        ),
+        (
+            "com.atproto.repo.getRecord",
+            vec![("repo", DID), ("collection", "bad..nsid"), ("rkey", "a")],
+            400,
+            "InvalidRequest",
+        ),
+        (
+            "com.atproto.repo.getRecord",
+            vec![("repo", DID), ("collection", POST), ("rkey", "a/b")],
+            400,
+            "InvalidRequest",
         ),
         (
             "com.atproto.repo.getRecord",
