@@ -343,7 +343,8 @@ impl<K: Kv> Repos<K> {
             return Ok(Arc::clone(repo));
         }
         validate_repo_id(id)?;
-        let Some(head) = load_head(&self.store, id).await? else {
+        // The latest head, durable or not: this handle's commits build on it.
+        let Some(head) = head_info(&self.store, self.store.head(id).await?).await? else {
             return Err(Error::RepoNotFound(id.to_owned()));
         };
         let mut collections = HashMap::new();
@@ -381,9 +382,9 @@ fn validate_repo_id(id: &str) -> Result<(), Error> {
     })
 }
 
-/// A repository's stored head with its commit's rev and Pail root.
-async fn load_head<K: Kv>(store: &Store<K>, id: &str) -> Result<Option<HeadInfo>, Error> {
-    let Some(head) = store.head(id).await? else {
+/// A stored head with its commit's rev and Pail root.
+async fn head_info<K: Kv>(store: &Store<K>, head: Option<Head>) -> Result<Option<HeadInfo>, Error> {
+    let Some(head) = head else {
         return Ok(None);
     };
     let commit = load_commit(store, head.commit).await?;
@@ -493,14 +494,16 @@ impl<K: Kv> Repository<K> {
         &self.id
     }
 
-    /// The current head, as stored (a read-only replica sees new commits
-    /// as they arrive).
+    /// The current durable head: a commit still waiting for its flush is
+    /// not shown until it can no longer be lost (a read-only replica sees
+    /// new commits as they arrive). Record reads, listings and the log use
+    /// the same view.
     ///
     /// # Errors
     ///
     /// A storage error.
     pub async fn head(&self) -> Result<HeadInfo, Error> {
-        load_head(&self.store, &self.id)
+        head_info(&self.store, self.store.durable_head(&self.id).await?)
             .await?
             .ok_or_else(|| Error::RepoNotFound(self.id.clone()))
     }
@@ -548,7 +551,10 @@ impl<K: Kv> Repository<K> {
     }
 
     async fn reload(&self, state: &mut State) -> Result<(), Error> {
-        state.head = self.head().await?;
+        // The latest head, durable or not: the next commit builds on it.
+        state.head = head_info(&self.store, self.store.head(&self.id).await?)
+            .await?
+            .ok_or_else(|| Error::RepoNotFound(self.id.clone()))?;
         for (name, bytes) in self.store.collections(&self.id).await? {
             let info = CollectionInfo::decode(&name, &bytes)?;
             state.collections.insert(name, info);

@@ -19,7 +19,7 @@ use cid::Cid;
 use ipld_core::ipld::Ipld;
 use keycodec::{KeyRange, RecordType, records};
 
-use crate::{Error, Kv, Store, WriteOp};
+use crate::{Error, Kv, Store, WriteOp, store::View};
 
 /// Which commits keep their blocks alive.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -208,7 +208,9 @@ impl<K: Kv> Store<K> {
                 Retention::All => usize::MAX,
                 Retention::Last(n) => n.max(1),
             };
-            let log = self.commit_log(&repo, true, usize::MAX).await?;
+            let log = self
+                .commit_log_in(&repo, true, usize::MAX, View::Written)
+                .await?;
             commits.extend(log.iter().map(|(_, c)| *c));
             roots.extend(log.into_iter().take(limit).map(|(_, c)| c));
             if let Some(h) = self.head(&repo).await? {

@@ -13,8 +13,7 @@ use bytes::Bytes;
 use keycodec::KeyRange;
 use slatedb::{
     Db, DbReader, DbReaderMode, IterationOrder, WriteBatch,
-    config::DbReaderOptions,
-    config::ScanOptions,
+    config::{DbReaderOptions, DurabilityLevel, ReadOptions, ScanOptions},
     object_store::{ObjectStore, aws::AmazonS3Builder, local::LocalFileSystem},
 };
 
@@ -67,6 +66,33 @@ pub trait Kv: Send + Sync {
         reverse: bool,
         limit: usize,
     ) -> impl Future<Output = Result<Vec<(Bytes, Bytes)>, Error>> + Send;
+
+    /// [`Kv::get`], seeing only writes that are already durable: a write
+    /// still waiting for its flush (which a crash would lose) is invisible,
+    /// and the value before it, if durable, is returned instead. The
+    /// default suits a store whose writes are durable once applied.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Unavailable`] when the store cannot be read.
+    fn get_durable(&self, key: &[u8]) -> impl Future<Output = Result<Option<Bytes>, Error>> + Send {
+        self.get(key)
+    }
+
+    /// [`Kv::scan`], seeing only writes that are already durable, as
+    /// [`Kv::get_durable`] does.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Unavailable`] when the store cannot be read.
+    fn scan_durable(
+        &self,
+        range: &KeyRange,
+        reverse: bool,
+        limit: usize,
+    ) -> impl Future<Output = Result<Vec<(Bytes, Bytes)>, Error>> + Send {
+        self.scan(range, reverse, limit)
+    }
 
     /// The size, in key and value bytes, above which this store would
     /// rather take a large write as several batches; `None` when one batch
@@ -523,6 +549,19 @@ impl SlateKv {
         Self::open(&Location::Local(dir.to_path_buf())).await
     }
 
+    /// Makes every write applied so far durable now, rather than at the
+    /// next WAL flush interval; a read-only opener has nothing to flush.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Unavailable`] when the flush fails.
+    pub async fn flush(&self) -> Result<(), Error> {
+        match &self.db {
+            Handle::Writer(db) => db.flush().await.map_err(Error::from),
+            Handle::Reader(_) => Ok(()),
+        }
+    }
+
     /// Flushes and closes the database; later calls fail.
     ///
     /// # Errors
@@ -581,10 +620,21 @@ impl Kv for SlateKv {
     }
 
     async fn get(&self, key: &[u8]) -> Result<Option<Bytes>, Error> {
-        Ok(match &self.db {
-            Handle::Writer(db) => db.get(key).await?,
-            Handle::Reader(r) => r.get(key).await?,
-        })
+        self.get_at(key, DurabilityLevel::Memory).await
+    }
+
+    async fn get_durable(&self, key: &[u8]) -> Result<Option<Bytes>, Error> {
+        self.get_at(key, DurabilityLevel::Remote).await
+    }
+
+    async fn scan_durable(
+        &self,
+        range: &KeyRange,
+        reverse: bool,
+        limit: usize,
+    ) -> Result<Vec<(Bytes, Bytes)>, Error> {
+        self.scan_at(range, reverse, limit, DurabilityLevel::Remote)
+            .await
     }
 
     async fn apply(&self, ops: Vec<WriteOp>) -> Result<Durability, Error> {
@@ -607,6 +657,29 @@ impl Kv for SlateKv {
         reverse: bool,
         limit: usize,
     ) -> Result<Vec<(Bytes, Bytes)>, Error> {
+        self.scan_at(range, reverse, limit, DurabilityLevel::Memory)
+            .await
+    }
+}
+
+impl SlateKv {
+    /// A get that sees writes down to `level` (`Remote`: durable only). A
+    /// reader sees only durable data whatever the level.
+    async fn get_at(&self, key: &[u8], level: DurabilityLevel) -> Result<Option<Bytes>, Error> {
+        let options = ReadOptions::new().with_durability_filter(level);
+        Ok(match &self.db {
+            Handle::Writer(db) => db.get_with_options(key, &options).await?,
+            Handle::Reader(r) => r.get_with_options(key, &options).await?,
+        })
+    }
+
+    async fn scan_at(
+        &self,
+        range: &KeyRange,
+        reverse: bool,
+        limit: usize,
+        level: DurabilityLevel,
+    ) -> Result<Vec<(Bytes, Bytes)>, Error> {
         let options = ScanOptions {
             order: if reverse {
                 IterationOrder::Descending
@@ -614,6 +687,7 @@ impl Kv for SlateKv {
                 IterationOrder::Ascending
             },
             read_ahead_bytes: self.read_ahead,
+            durability_filter: level,
             ..ScanOptions::default()
         };
         let start = range.start.clone();

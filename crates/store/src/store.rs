@@ -8,7 +8,7 @@ use std::{
 
 use bytes::Bytes;
 use cid::Cid;
-use keycodec::{RecordType, records};
+use keycodec::{KeyRange, RecordType, records};
 use pail::{Shard, ShardFetcher};
 use sha2::Digest;
 
@@ -230,6 +230,16 @@ impl ShardCache {
 /// Default bound on the decoded-shard cache: 256 MiB of shard bytes.
 pub const DEFAULT_SHARD_CACHE_BYTES: usize = 256 << 20;
 
+/// Which writes a read sees.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum View {
+    /// Every applied write, durable or not: what writers and gc build on
+    /// (gc must keep a pending commit's blocks).
+    Written,
+    /// Only durable writes: what a crash would leave, so what clients see.
+    Durable,
+}
+
 /// datarepo's storage over a [`Kv`].
 ///
 /// Every block read is checked against its CID (corruption is an error
@@ -356,15 +366,53 @@ impl<K: Kv> Store<K> {
         }
     }
 
-    /// A repository's head, if it exists.
+    /// A repository's latest head, if it exists, including one whose
+    /// commit is still waiting to be durable: what the next commit builds
+    /// on. Show readers [`Store::durable_head`] instead.
     ///
     /// # Errors
     ///
     /// [`Error::Malformed`] or a storage error.
     pub async fn head(&self, repo: &str) -> Result<Option<Head>, Error> {
-        match self.kv.get(&records::head_key(repo)).await? {
+        self.head_in(repo, View::Written).await
+    }
+
+    /// A repository's head as a crash would leave it: the latest whose
+    /// commit is durable. Every read of records, logs and heads that a
+    /// client sees goes through this view, so nobody is shown a commit that
+    /// could still be lost.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Malformed`] or a storage error.
+    pub async fn durable_head(&self, repo: &str) -> Result<Option<Head>, Error> {
+        self.head_in(repo, View::Durable).await
+    }
+
+    async fn head_in(&self, repo: &str, view: View) -> Result<Option<Head>, Error> {
+        match self.kv_get(&records::head_key(repo), view).await? {
             Some(bytes) => Head::decode(&bytes).map(Some),
             None => Ok(None),
+        }
+    }
+
+    async fn kv_get(&self, key: &[u8], view: View) -> Result<Option<Bytes>, Error> {
+        match view {
+            View::Written => self.kv.get(key).await,
+            View::Durable => self.kv.get_durable(key).await,
+        }
+    }
+
+    async fn kv_scan(
+        &self,
+        range: &KeyRange,
+        reverse: bool,
+        limit: usize,
+        view: View,
+    ) -> Result<Vec<(Bytes, Bytes)>, Error> {
+        match view {
+            View::Written => self.kv.scan(range, reverse, limit).await,
+            View::Durable => self.kv.scan_durable(range, reverse, limit).await,
         }
     }
 
@@ -532,7 +580,10 @@ impl<K: Kv> Store<K> {
     ///
     /// [`Error::Malformed`] or a storage error.
     pub async fn commit_at(&self, repo: &str, rev: u64) -> Result<Option<Cid>, Error> {
-        match self.kv.get(&records::commit_log_key(repo, rev)).await? {
+        match self
+            .kv_get(&records::commit_log_key(repo, rev), View::Durable)
+            .await?
+        {
             Some(v) => Cid::try_from(v.as_ref())
                 .map(Some)
                 .map_err(|e| Error::Malformed {
@@ -550,8 +601,7 @@ impl<K: Kv> Store<K> {
     /// [`Error::Malformed`] or a storage error.
     pub async fn repos(&self) -> Result<Vec<(String, Head)>, Error> {
         let rows = self
-            .kv
-            .scan(&RecordType::Head.range(), false, usize::MAX)
+            .kv_scan(&RecordType::Head.range(), false, usize::MAX, View::Durable)
             .await?;
         rows.into_iter()
             .map(|(k, v)| match records::decode_key(&k) {
@@ -709,7 +759,7 @@ impl<K: Kv> Store<K> {
                 range.start = after;
             }
         }
-        let rows = self.kv.scan(&range, reverse, limit).await?;
+        let rows = self.kv_scan(&range, reverse, limit, View::Durable).await?;
         rows.into_iter()
             .map(|(k, v)| {
                 let decoded = records::decode_key(&k).map_err(|e| Error::Malformed {
@@ -750,9 +800,11 @@ impl<K: Kv> Store<K> {
         collection: &str,
         rkey: &str,
     ) -> Result<Option<Bytes>, Error> {
-        self.kv
-            .get(&records::record_index_key(repo, collection, rkey))
-            .await
+        self.kv_get(
+            &records::record_index_key(repo, collection, rkey),
+            View::Durable,
+        )
+        .await
     }
 
     /// A record's block (checked against its CID), in one lookup when the
@@ -773,8 +825,8 @@ impl<K: Kv> Store<K> {
         }
     }
 
-    /// Up to `limit` commit-log entries of a repository as (rev, commit CID),
-    /// newest first when `reverse`.
+    /// Up to `limit` durable commit-log entries of a repository as
+    /// (rev, commit CID), newest first when `reverse`.
     ///
     /// # Errors
     ///
@@ -785,9 +837,19 @@ impl<K: Kv> Store<K> {
         reverse: bool,
         limit: usize,
     ) -> Result<Vec<(u64, Cid)>, Error> {
+        self.commit_log_in(repo, reverse, limit, View::Durable)
+            .await
+    }
+
+    pub(crate) async fn commit_log_in(
+        &self,
+        repo: &str,
+        reverse: bool,
+        limit: usize,
+        view: View,
+    ) -> Result<Vec<(u64, Cid)>, Error> {
         let rows = self
-            .kv
-            .scan(&records::commit_log_range(repo), reverse, limit)
+            .kv_scan(&records::commit_log_range(repo), reverse, limit, view)
             .await?;
         rows.into_iter()
             .map(|(k, v)| {
