@@ -85,7 +85,13 @@ pub(crate) fn run(store: &StoreArgs, args: &ServeArgs) -> Result<ExitCode, Strin
         .enable_all()
         .build()
         .map_err(|e| e.to_string())?;
-    rt.block_on(async {
+    let result = rt.block_on(async {
+        // Bind first: opening the store as its writer fences any writer
+        // already serving it, so a server that then could not listen would
+        // have stopped the running one for nothing.
+        let listener = tokio::net::TcpListener::bind(args.addr)
+            .await
+            .map_err(|e| format!("cannot listen on {}: {e}", args.addr))?;
         let kv = if args.replica {
             let location: Location = store
                 .location()
@@ -118,9 +124,6 @@ pub(crate) fn run(store: &StoreArgs, args: &ServeArgs) -> Result<ExitCode, Strin
                 "no write token: writes will be refused (set DATAREPO_TOKEN or pass --token)"
             );
         }
-        let listener = tokio::net::TcpListener::bind(args.addr)
-            .await
-            .map_err(|e| format!("cannot listen on {}: {e}", args.addr))?;
         let addr = listener.local_addr().map_err(|e| e.to_string())?;
         tracing::info!(
             %addr,
@@ -130,10 +133,27 @@ pub(crate) fn run(store: &StoreArgs, args: &ServeArgs) -> Result<ExitCode, Strin
         );
         let served =
             server::serve(listener, server::router(repos, config), shutdown_signal()).await;
-        let closed = kv.close().await;
+        // Every acknowledged write is already durable; closing only flushes
+        // what no one was told about, so a close that hangs (an object store
+        // gone, a data directory removed) must not keep the process alive.
+        let closed = tokio::time::timeout(CLOSE_TIMEOUT, kv.close()).await;
         served.map_err(|e| format!("server failed: {e}"))?;
-        closed.map_err(|e| format!("closing the store: {e}"))?;
+        match closed {
+            Ok(closed) => closed.map_err(|e| format!("closing the store: {e}"))?,
+            Err(_) => {
+                return Err(format!(
+                    "closing the store took over {} s; stopped without it (every acknowledged write was already durable)",
+                    CLOSE_TIMEOUT.as_secs()
+                ));
+            }
+        }
         tracing::info!("stopped");
         Ok(ExitCode::SUCCESS)
-    })
+    });
+    // Background store tasks may still be running after a timed-out close.
+    rt.shutdown_timeout(Duration::from_secs(1));
+    result
 }
+
+/// How long a stopping server waits for the store to close.
+const CLOSE_TIMEOUT: Duration = Duration::from_secs(30);

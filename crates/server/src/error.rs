@@ -82,6 +82,16 @@ impl From<repo::Error> for XrpcError {
                     message,
                 )
             }
+            // Another writer opened the store: this server cannot write
+            // again, and the operator must act (not a bug in a request).
+            E::Store(store::Error::Fenced) => {
+                tracing::error!(error = %message, "writes fenced");
+                Self::new(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "ServiceUnavailable",
+                    message,
+                )
+            }
             E::Store(store::Error::Conflict(_)) => Self::new(
                 StatusCode::CONFLICT,
                 "Conflict",
