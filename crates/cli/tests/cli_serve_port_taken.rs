@@ -52,6 +52,16 @@ fn serve(store: &str, port: u16) -> Command {
     cmd
 }
 
+/// A server process, killed if the test ends early so it cannot outlive it.
+struct Server(std::process::Child);
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 #[test]
 fn a_second_server_that_cannot_listen_leaves_the_first_writing() {
     let tmp = testkit::tempdir("serve-port-taken");
@@ -62,11 +72,13 @@ fn a_second_server_that_cannot_listen_leaves_the_first_writing() {
         .local_addr()
         .unwrap()
         .port();
-    let mut first = serve(store, port)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut first = Server(
+        serve(store, port)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
     let up = (0..600).any(|_| {
         std::thread::sleep(Duration::from_millis(50));
         status(port, "GET", "/xrpc/_health", "") == Some(200)
@@ -82,11 +94,11 @@ fn a_second_server_that_cannot_listen_leaves_the_first_writing() {
     // The first server still writes, and stops cleanly on SIGTERM.
     assert_eq!(create(port, "after"), Some(200));
     let term = Command::new("kill")
-        .args(["-TERM", &first.id().to_string()])
+        .args(["-TERM", &first.0.id().to_string()])
         .status()
         .unwrap();
     assert!(term.success());
-    assert!(first.wait().unwrap().success());
+    assert!(first.0.wait().unwrap().success());
 
     let out = common::datarepo(&["--store", store, "--repo", DID, "ls", POST, "--json"], "");
     assert!(out.status.success(), "{out:?}");
