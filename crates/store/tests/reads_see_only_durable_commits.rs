@@ -46,15 +46,14 @@ async fn a_pending_commit_is_invisible_to_readers_until_durable() {
     let first_head = first.head;
     let second = commit(2, Some(first_head), "b");
     let second_head = second.head;
-    {
-        // Flush interval default (short): the first commit is durable.
-        let store = Store::new(SlateKv::open_local(dir.path()).await.unwrap());
-        store.commit(first).await.unwrap();
-        store.kv().close().await.unwrap();
-    }
-
+    // One store throughout: reopening would replay the WAL, and SlateDB's
+    // flush of the recovered memtable could make the pending commit durable.
     let kv = open(dir.path()).await;
     let store = Store::new(kv.clone());
+    let landed = store.stage_commit(first).await.unwrap();
+    kv.flush().await.unwrap();
+    landed.durable().await.unwrap();
+
     let pending = store.stage_commit(second).await.unwrap();
 
     // Writers (and gc) see the pending commit: the next commit builds on it.
