@@ -78,10 +78,11 @@ pub(crate) struct App<K> {
 /// The router serving `repos` under `config`.
 pub fn router<K: Kv + 'static>(repos: Arc<Repos<K>>, config: Config) -> Router {
     let limits = config.limits;
+    let engine = Arc::clone(&repos);
     let app = Arc::new(App {
         repos,
         config,
-        metrics: metrics::Metrics::new(),
+        metrics: metrics::Metrics::new(move || engine.store().kv().engine_metrics()),
     });
     Router::new()
         .route(

@@ -1,12 +1,15 @@
-//! Prometheus metrics: requests and latency per XRPC method and status.
+//! Prometheus metrics: requests and latency per XRPC method and status,
+//! and the storage engine's own metrics (`datarepo_slatedb_*`).
 
 use std::sync::Mutex;
 
 use prometheus_client::{
-    encoding::EncodeLabelSet,
-    metrics::{counter::Counter, family::Family, histogram::Histogram},
+    collector::Collector,
+    encoding::{DescriptorEncoder, EncodeLabelSet},
+    metrics::{MetricType, counter::Counter, family::Family, histogram::Histogram},
     registry::Registry,
 };
+use store::{EngineMetric, EngineMetricValue};
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub(crate) struct RequestLabels {
@@ -35,8 +38,11 @@ pub(crate) struct Metrics {
 }
 
 impl Metrics {
-    pub(crate) fn new() -> Self {
+    /// The server's metrics; `engine` reads the storage engine's at each
+    /// scrape.
+    pub(crate) fn new(engine: impl Fn() -> Vec<EngineMetric> + Send + Sync + 'static) -> Self {
         let mut registry = Registry::with_prefix("datarepo");
+        registry.register_collector(Box::new(EngineCollector(Box::new(engine))));
         let requests = Family::<RequestLabels, Counter>::default();
         let latency = Family::<MethodLabels, Histogram, fn() -> Histogram>::new_with_constructor(
             latency_histogram,
@@ -76,4 +82,79 @@ impl Metrics {
         let _ = prometheus_client::encoding::text::encode(&mut out, &registry);
         out
     }
+}
+
+/// Exports the storage engine's metrics, read at each scrape, under their
+/// dotted names made Prometheus names (`slatedb.db.l0_sst_count` becomes
+/// `datarepo_slatedb_db_l0_sst_count`).
+struct EngineCollector(Box<dyn Fn() -> Vec<EngineMetric> + Send + Sync>);
+
+impl std::fmt::Debug for EngineCollector {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("EngineCollector")
+    }
+}
+
+impl Collector for EngineCollector {
+    fn encode(&self, mut encoder: DescriptorEncoder<'_>) -> Result<(), std::fmt::Error> {
+        let mut metrics = (self.0)();
+        // One descriptor per name, then each of its label sets.
+        metrics.sort_by(|a, b| a.name.cmp(&b.name));
+        for family in metrics.chunk_by(|a, b| a.name == b.name) {
+            let first = &family[0];
+            let metric_type = match first.value {
+                EngineMetricValue::Counter(_) => MetricType::Counter,
+                EngineMetricValue::Gauge(_) => MetricType::Gauge,
+                EngineMetricValue::Histogram { .. } => MetricType::Histogram,
+            };
+            let name = prometheus_name(&first.name);
+            let mut metric = encoder.encode_descriptor(&name, &first.help, None, metric_type)?;
+            for series in family {
+                // A name whose series disagree on their type is the
+                // engine's bug; keep the scrape well-formed by skipping them.
+                if std::mem::discriminant(&series.value) != std::mem::discriminant(&first.value) {
+                    continue;
+                }
+                let mut series_encoder = metric.encode_family(&series.labels)?;
+                match &series.value {
+                    EngineMetricValue::Counter(n) => {
+                        series_encoder
+                            .encode_counter::<Vec<(String, String)>, u64, u64>(n, None)?;
+                    }
+                    EngineMetricValue::Gauge(n) => series_encoder.encode_gauge(n)?,
+                    EngineMetricValue::Histogram {
+                        count,
+                        sum,
+                        buckets,
+                    } => {
+                        // The encoder writes `f64::MAX` as `+Inf`.
+                        let buckets: Vec<(f64, u64)> = buckets
+                            .iter()
+                            .map(|&(bound, n)| {
+                                (if bound.is_finite() { bound } else { f64::MAX }, n)
+                            })
+                            .collect();
+                        series_encoder.encode_histogram::<Vec<(String, String)>>(
+                            *sum, *count, &buckets, None,
+                        )?;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `name` with every character a Prometheus metric name cannot hold
+/// replaced by `_`.
+fn prometheus_name(name: &str) -> String {
+    name.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
 }

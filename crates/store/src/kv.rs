@@ -17,6 +17,8 @@ use slatedb::{
     object_store::{ObjectStore, aws::AmazonS3Builder, local::LocalFileSystem},
 };
 
+use slatedb_common::metrics::DefaultMetricsRecorder;
+
 use crate::Error;
 
 /// One change in an atomic write.
@@ -100,6 +102,80 @@ pub trait Kv: Send + Sync {
     /// writes a large commit's blocks ahead in batches of about this size.
     fn bulk_batch_bytes(&self) -> Option<usize> {
         None
+    }
+
+    /// The storage engine's own measurements, read now; empty for a store
+    /// that keeps none.
+    fn engine_metrics(&self) -> Vec<EngineMetric> {
+        Vec::new()
+    }
+}
+
+/// One of the storage engine's own measurements (for SlateDB: memtable
+/// bytes, L0 SSTs and stalls, flushes, compactions, cache hits, object
+/// store requests), as read at one moment; a server exports them next to
+/// its own metrics.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EngineMetric {
+    /// The engine's dotted name, e.g. `slatedb.db.l0_sst_count`.
+    pub name: String,
+    /// What it measures, in the engine's words.
+    pub help: String,
+    /// Labels telling apart the series of one name.
+    pub labels: Vec<(String, String)>,
+    /// Its value.
+    pub value: EngineMetricValue,
+}
+
+/// An [`EngineMetric`]'s value.
+#[derive(Debug, Clone, PartialEq)]
+pub enum EngineMetricValue {
+    /// A count that only grows.
+    Counter(u64),
+    /// A level that goes up and down.
+    Gauge(i64),
+    /// A distribution of observations.
+    Histogram {
+        /// Observations made.
+        count: u64,
+        /// Their sum.
+        sum: f64,
+        /// Per bucket, its upper bound and the observations in it (not
+        /// cumulative); the last bucket's bound is `f64::INFINITY`.
+        buckets: Vec<(f64, u64)>,
+    },
+}
+
+impl From<slatedb_common::metrics::Metric> for EngineMetric {
+    fn from(metric: slatedb_common::metrics::Metric) -> Self {
+        use slatedb_common::metrics::MetricValue;
+        let value = match metric.value {
+            MetricValue::Counter(n) => EngineMetricValue::Counter(n),
+            MetricValue::Gauge(n) | MetricValue::UpDownCounter(n) => EngineMetricValue::Gauge(n),
+            MetricValue::Histogram {
+                count,
+                sum,
+                boundaries,
+                bucket_counts,
+                ..
+            } => EngineMetricValue::Histogram {
+                count,
+                sum,
+                // `bucket_counts` has one more entry than `boundaries`: the
+                // observations above the last boundary.
+                buckets: boundaries
+                    .into_iter()
+                    .chain(std::iter::once(f64::INFINITY))
+                    .zip(bucket_counts)
+                    .collect(),
+            },
+        };
+        Self {
+            name: metric.name,
+            help: metric.description,
+            labels: metric.labels,
+            value,
+        }
     }
 }
 
@@ -286,6 +362,8 @@ pub struct SlateKv {
     db: Handle,
     read_ahead: usize,
     bulk_batch_bytes: usize,
+    /// SlateDB's metrics (a writer's; a reader records none).
+    metrics: Option<Arc<DefaultMetricsRecorder>>,
 }
 
 #[derive(Clone)]
@@ -502,12 +580,15 @@ impl SlateKv {
         options: &SlateOptions,
         settings: slatedb::Settings,
     ) -> Result<Self, Error> {
+        let metrics = Arc::new(DefaultMetricsRecorder::new());
         let db = Db::builder(path.to_owned(), store)
             .with_settings(settings)
+            .with_metrics_recorder(metrics.clone())
             .build()
             .await?;
         Ok(Self {
             db: Handle::Writer(Arc::new(db)),
+            metrics: Some(metrics),
             read_ahead: options
                 .scan_read_ahead_bytes
                 .unwrap_or(DEFAULT_SCAN_READ_AHEAD),
@@ -535,6 +616,7 @@ impl SlateKv {
             db: Handle::Reader(Arc::new(reader)),
             read_ahead: DEFAULT_SCAN_READ_AHEAD,
             bulk_batch_bytes: DEFAULT_BULK_BATCH_BYTES,
+            metrics: None,
         })
     }
 
@@ -617,6 +699,18 @@ pub const DEFAULT_BULK_BATCH_BYTES: usize = 32 << 20;
 impl Kv for SlateKv {
     fn bulk_batch_bytes(&self) -> Option<usize> {
         Some(self.bulk_batch_bytes)
+    }
+
+    fn engine_metrics(&self) -> Vec<EngineMetric> {
+        self.metrics.as_ref().map_or_else(Vec::new, |recorder| {
+            recorder
+                .snapshot()
+                .all()
+                .iter()
+                .cloned()
+                .map(EngineMetric::from)
+                .collect()
+        })
     }
 
     async fn get(&self, key: &[u8]) -> Result<Option<Bytes>, Error> {
