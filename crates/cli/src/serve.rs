@@ -6,7 +6,10 @@ use clap::Args;
 use repo::Repos;
 use store::{Location, SlateKv, Store};
 
-use crate::{repo_cmd, storage::StoreArgs};
+use crate::{
+    repo_cmd,
+    storage::{self, StoreArgs},
+};
 
 /// `datarepo serve`.
 #[derive(Debug, Args)]
@@ -39,6 +42,14 @@ pub(crate) struct ServeArgs {
     /// Longest a request may take, in seconds.
     #[arg(long, default_value_t = 30)]
     request_timeout_secs: u64,
+    /// Collect garbage every N seconds while serving, alongside the writes
+    /// (as `datarepo gc` does; off by default).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..), conflicts_with = "replica")]
+    gc_interval_secs: Option<u64>,
+    /// With --gc-interval-secs: keep only the newest N commits of each
+    /// repository and what they reach (by default every commit is kept).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..), requires = "gc_interval_secs")]
+    gc_keep_last: Option<u64>,
     /// Log format: text or json.
     #[arg(long, default_value = "text", value_parser = ["text", "json"])]
     log_format: String,
@@ -131,8 +142,23 @@ pub(crate) fn run(store: &StoreArgs, args: &ServeArgs) -> Result<ExitCode, Strin
             replica = args.replica,
             "datarepo serving on http://{addr}"
         );
-        let served =
-            server::serve(listener, server::router(repos, config), shutdown_signal()).await;
+        let server = server::Server::new(repos, config);
+        let gc = args.gc_interval_secs.map(|secs| {
+            let schedule = server::GcSchedule {
+                interval: Duration::from_secs(secs),
+                retention: storage::retention(args.gc_keep_last),
+            };
+            tracing::info!(
+                every_secs = secs,
+                keep_last = args.gc_keep_last,
+                "collecting garbage while serving"
+            );
+            server.spawn_gc(schedule)
+        });
+        let served = server::serve(listener, server.router(), shutdown_signal()).await;
+        if let Some(gc) = gc {
+            gc.stop().await;
+        }
         // Every acknowledged write is already durable; closing only flushes
         // what no one was told about, so a close that hangs (an object store
         // gone, a data directory removed) must not keep the process alive.

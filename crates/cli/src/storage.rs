@@ -47,6 +47,15 @@ pub(crate) struct GcArgs {
     keep_last: Option<u64>,
 }
 
+/// The commits a collection keeps: the newest `keep_last` of each
+/// repository, or all.
+pub(crate) fn retention(keep_last: Option<u64>) -> Retention {
+    match keep_last {
+        Some(n) => Retention::Last(usize::try_from(n).unwrap_or(usize::MAX)),
+        None => Retention::All,
+    }
+}
+
 pub(crate) fn gc(store_args: &StoreArgs, args: &GcArgs, json_mode: bool) -> io::Result<ExitCode> {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -55,10 +64,7 @@ pub(crate) fn gc(store_args: &StoreArgs, args: &GcArgs, json_mode: bool) -> io::
     let result = rt.block_on(async {
         let kv = store_args.open().await?;
         let store = Store::new(kv.clone());
-        let retention = match args.keep_last {
-            Some(n) => Retention::Last(usize::try_from(n).unwrap_or(usize::MAX)),
-            None => Retention::All,
-        };
+        let retention = retention(args.keep_last);
         let bar = ProgressBar::new_spinner();
         let counting = ProgressStyle::with_template("{spinner} {msg} {pos} blocks")
             .unwrap_or_else(|_| ProgressStyle::default_spinner());
@@ -101,15 +107,24 @@ pub(crate) fn gc(store_args: &StoreArgs, args: &GcArgs, json_mode: bool) -> io::
                 println!(
                     "{}",
                     json!({"listed": r.listed, "reachable": r.reachable, "deleted": r.deleted,
-                           "bytes_freed": r.bytes_freed, "missing": r.missing})
+                           "bytes_freed": r.bytes_freed, "missing": r.missing,
+                           "commits_dropped": r.commits_dropped})
                 );
             } else {
                 println!(
-                    "{} blocks listed, {} reachable, {} deleted ({} bytes freed){}",
+                    "{} blocks listed, {} reachable, {} deleted ({} bytes freed){}{}",
                     r.listed,
                     r.reachable,
                     r.deleted,
                     r.bytes_freed,
+                    if r.commits_dropped > 0 {
+                        format!(
+                            "; {} older commits left the log (history now starts at the oldest kept)",
+                            r.commits_dropped
+                        )
+                    } else {
+                        String::new()
+                    },
                     if r.missing > 0 {
                         format!("; {} linked blocks were already missing", r.missing)
                     } else {

@@ -11,6 +11,7 @@
 #![warn(clippy::unwrap_used)]
 
 mod error;
+mod gc;
 mod handlers;
 mod metrics;
 
@@ -25,6 +26,7 @@ use axum::{
     routing::{get, post},
 };
 pub use error::XrpcError;
+pub use gc::{GcSchedule, GcTask};
 use repo::Repos;
 use store::Kv;
 use tower_http::{cors::CorsLayer, trace::TraceLayer};
@@ -75,15 +77,54 @@ pub(crate) struct App<K> {
     pub(crate) metrics: metrics::Metrics,
 }
 
-/// The router serving `repos` under `config`.
+/// The router serving `repos` under `config` (a [`Server`] without
+/// garbage collection).
 pub fn router<K: Kv + 'static>(repos: Arc<Repos<K>>, config: Config) -> Router {
-    let limits = config.limits;
-    let engine = Arc::clone(&repos);
-    let app = Arc::new(App {
-        repos,
-        config,
-        metrics: metrics::Metrics::new(move || engine.store().kv().engine_metrics()),
-    });
+    Server::new(repos, config).router()
+}
+
+/// A server over some repositories: its router and, when asked for,
+/// garbage collection alongside the requests.
+pub struct Server<K> {
+    app: Arc<App<K>>,
+}
+
+impl<K> std::fmt::Debug for Server<K> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Server")
+            .field("config", &self.app.config)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<K: Kv + 'static> Server<K> {
+    /// A server serving `repos` under `config`.
+    pub fn new(repos: Arc<Repos<K>>, config: Config) -> Self {
+        let engine = Arc::clone(&repos);
+        Self {
+            app: Arc::new(App {
+                repos,
+                config,
+                metrics: metrics::Metrics::new(move || engine.store().kv().engine_metrics()),
+            }),
+        }
+    }
+
+    /// Starts collecting garbage on `schedule` (its outcomes go to the log
+    /// and to the `datarepo_gc_*` metrics) until [`GcTask::stop`]. Must be
+    /// called within a Tokio runtime; a read-only server's collections fail.
+    pub fn spawn_gc(&self, schedule: GcSchedule) -> GcTask {
+        gc::spawn(Arc::clone(&self.app), schedule)
+    }
+
+    /// The HTTP routes.
+    pub fn router(&self) -> Router {
+        router_for(Arc::clone(&self.app))
+    }
+}
+
+fn router_for<K: Kv + 'static>(app: Arc<App<K>>) -> Router {
+    let limits = app.config.limits;
     Router::new()
         .route(
             "/xrpc/com.atproto.repo.createRecord",

@@ -1,12 +1,12 @@
 //! Prometheus metrics: requests and latency per XRPC method and status,
 //! and the storage engine's own metrics (`datarepo_slatedb_*`).
 
-use std::sync::Mutex;
+use std::sync::{Mutex, atomic::AtomicU64};
 
 use prometheus_client::{
     collector::Collector,
     encoding::{DescriptorEncoder, EncodeLabelSet},
-    metrics::{MetricType, counter::Counter, family::Family, histogram::Histogram},
+    metrics::{MetricType, counter::Counter, family::Family, gauge::Gauge, histogram::Histogram},
     registry::Registry,
 };
 use store::{EngineMetric, EngineMetricValue};
@@ -35,6 +35,7 @@ pub(crate) struct Metrics {
     pub(crate) requests: Family<RequestLabels, Counter>,
     pub(crate) latency: Family<MethodLabels, Histogram, fn() -> Histogram>,
     pub(crate) records_written: Counter,
+    pub(crate) gc: GcMetrics,
 }
 
 impl Metrics {
@@ -48,6 +49,7 @@ impl Metrics {
             latency_histogram,
         );
         let records_written = Counter::default();
+        let gc = GcMetrics::new(&mut registry);
         registry.register(
             "http_requests",
             "HTTP requests by XRPC method and status",
@@ -68,6 +70,7 @@ impl Metrics {
             requests,
             latency,
             records_written,
+            gc,
         }
     }
 
@@ -81,6 +84,63 @@ impl Metrics {
         // Writing to a String cannot fail.
         let _ = prometheus_client::encoding::text::encode(&mut out, &registry);
         out
+    }
+}
+
+/// What the server's garbage collections did (all zero without one).
+pub(crate) struct GcMetrics {
+    /// Collections by outcome, `ok` or `failed`.
+    pub(crate) runs: Family<OutcomeLabels, Counter>,
+    pub(crate) blocks_deleted: Counter,
+    pub(crate) bytes_freed: Counter,
+    pub(crate) blocks_reachable: Gauge,
+    pub(crate) last_duration_seconds: Gauge<f64, AtomicU64>,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub(crate) struct OutcomeLabels {
+    pub(crate) outcome: &'static str,
+}
+
+impl GcMetrics {
+    fn new(registry: &mut Registry) -> Self {
+        let metrics = Self {
+            runs: Family::default(),
+            blocks_deleted: Counter::default(),
+            bytes_freed: Counter::default(),
+            blocks_reachable: Gauge::default(),
+            last_duration_seconds: Gauge::default(),
+        };
+        // Both outcomes are exported from the start, at zero.
+        for outcome in ["ok", "failed"] {
+            drop(metrics.runs.get_or_create(&OutcomeLabels { outcome }));
+        }
+        registry.register(
+            "gc_runs",
+            "Garbage collections run by the server, by outcome (ok, failed)",
+            metrics.runs.clone(),
+        );
+        registry.register(
+            "gc_blocks_deleted",
+            "Blocks deleted by the server's garbage collections",
+            metrics.blocks_deleted.clone(),
+        );
+        registry.register(
+            "gc_freed_bytes",
+            "Bytes of the blocks the server's garbage collections deleted",
+            metrics.bytes_freed.clone(),
+        );
+        registry.register(
+            "gc_reachable_blocks",
+            "Blocks the retained commits reached at the last garbage collection",
+            metrics.blocks_reachable.clone(),
+        );
+        registry.register(
+            "gc_last_duration_seconds",
+            "How long the last garbage collection took",
+            metrics.last_duration_seconds.clone(),
+        );
+        metrics
     }
 }
 

@@ -2,7 +2,8 @@
 //!
 //! A commit's link to its predecessor does not keep the predecessor alive:
 //! with [`Retention::Last`], the oldest retained commit's `prev` may name a
-//! collected commit (history is truncated there).
+//! collected commit (history is truncated there), and the commit log keeps
+//! only the retained commits.
 //!
 //! Safe while writes continue: the candidate blocks are listed *before* the
 //! roots are read, so any block written by a commit that lands later is not
@@ -26,7 +27,8 @@ use crate::{Error, Kv, Store, WriteOp, store::View};
 pub enum Retention {
     /// Every commit in every repository's commit log.
     All,
-    /// The newest `n` commits (at least 1: the head) of each repository.
+    /// The newest `n` commits (at least 1: the head) of each repository;
+    /// older commits leave the commit log.
     Last(usize),
 }
 
@@ -65,6 +67,9 @@ pub struct GcReport {
     pub bytes_freed: u64,
     /// Links to blocks that were not stored (nothing to keep alive).
     pub missing: usize,
+    /// Commit-log entries removed: those of commits older than the
+    /// retained ones, whose blocks went with them.
+    pub commits_dropped: usize,
 }
 
 const DAG_CBOR: u64 = 0x71;
@@ -191,6 +196,7 @@ impl<K: Kv> Store<K> {
         // collected to be skipped when met as links.
         let mut roots = Vec::new();
         let mut commits: HashSet<Cid> = HashSet::new();
+        let mut dropped_log_keys = Vec::new();
         let heads = self
             .kv()
             .scan(&RecordType::Head.range(), false, usize::MAX)
@@ -212,6 +218,11 @@ impl<K: Kv> Store<K> {
                 .commit_log_in(&repo, true, usize::MAX, View::Written)
                 .await?;
             commits.extend(log.iter().map(|(_, c)| *c));
+            dropped_log_keys.extend(
+                log.iter()
+                    .skip(limit)
+                    .map(|(rev, _)| records::commit_log_key(&repo, *rev)),
+            );
             roots.extend(log.into_iter().take(limit).map(|(_, c)| c));
             if let Some(h) = self.head(&repo).await? {
                 roots.push(h.commit);
@@ -265,14 +276,22 @@ impl<K: Kv> Store<K> {
             );
         }
 
-        // 4. Sweep the listed blocks that are not reachable.
+        // 4. Forget the commits older than the retained ones, then sweep the
+        // listed blocks that are not reachable. In this order, a collection
+        // that stops half-way leaves unreachable blocks for the next one,
+        // never a log entry naming a deleted commit.
         let total = listed.len() + stray.len();
         let mut report = GcReport {
             listed: total,
             reachable: reachable.len(),
             missing,
+            commits_dropped: dropped_log_keys.len(),
             ..GcReport::default()
         };
+        for chunk in dropped_log_keys.chunks(PAGE) {
+            self.write_durably(chunk.iter().cloned().map(WriteOp::Delete).collect())
+                .await?;
+        }
         let unreachable: Vec<(Vec<u8>, u64)> = listed
             .into_iter()
             .filter(|(cid, _)| !reachable.contains(cid))

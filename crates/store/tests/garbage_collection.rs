@@ -142,6 +142,37 @@ async fn retention_last_keeps_the_head_tree_only() {
     );
 }
 
+#[tokio::test]
+async fn the_commit_log_keeps_only_the_retained_commits() {
+    let store = Store::with_cache_bytes(MemoryKv::new(), 0);
+    let roots = write_commits(&store, 1, 5).await;
+    let before = store.commit_log(REPO, true, usize::MAX).await.unwrap();
+    assert_eq!(before.len(), 5);
+
+    let report = store.gc(Retention::Last(2), |_| {}).await.unwrap();
+    assert_eq!(report.commits_dropped, 3, "{report:?}");
+    // The log holds the two newest commits, whose blocks are all there; the
+    // older ones' commit blocks are gone with their entries.
+    let after = store.commit_log(REPO, true, usize::MAX).await.unwrap();
+    assert_eq!(after, before[..2]);
+    for (_, commit) in &after {
+        assert!(store.get_block(commit).await.unwrap().is_some());
+    }
+    for (_, commit) in &before[2..] {
+        assert!(store.get_block(commit).await.unwrap().is_none());
+    }
+    tree_intact(&store, roots[3], 4).await;
+    tree_intact(&store, roots[4], 5).await;
+
+    // Keeping everything forgets nothing.
+    let report = store.gc(Retention::All, |_| {}).await.unwrap();
+    assert_eq!(report.commits_dropped, 0, "{report:?}");
+    assert_eq!(
+        store.commit_log(REPO, true, usize::MAX).await.unwrap(),
+        after
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn collecting_while_committing_loses_nothing_reachable() {
     let store = Arc::new(Store::with_cache_bytes(MemoryKv::new(), 0));

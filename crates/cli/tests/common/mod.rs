@@ -34,3 +34,73 @@ pub fn json_lines(out: &Output) -> Vec<Value> {
         .map(|l| serde_json::from_str(l).unwrap())
         .collect()
 }
+
+/// A `datarepo serve` process on 127.0.0.1, killed if the test ends early
+/// so it cannot outlive it.
+pub struct ServerProcess(pub std::process::Child);
+
+impl Drop for ServerProcess {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+impl ServerProcess {
+    /// Stops the server with SIGTERM (through the shell's own `kill`, no
+    /// separate binary) and returns whether it exited cleanly.
+    pub fn terminate(&mut self) -> bool {
+        let term = Command::new("sh")
+            .args(["-c", &format!("kill -TERM {}", self.0.id())])
+            .status()
+            .unwrap();
+        term.success() && self.0.wait().unwrap().success()
+    }
+}
+
+/// A free port on 127.0.0.1.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// `datarepo --store STORE serve --addr 127.0.0.1:PORT` with `token`.
+pub fn serve(store: &str, port: u16, token: &str) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_datarepo"));
+    cmd.args(["--store", store, "serve", "--addr"])
+        .arg(format!("127.0.0.1:{port}"))
+        .env("DATAREPO_TOKEN", token)
+        .env("RUST_LOG", "warn");
+    cmd
+}
+
+/// One HTTP/1.1 request to `port` with `token`: its status and body, or
+/// `None` when nothing answers.
+pub fn http(port: u16, method: &str, path: &str, token: &str, body: &str) -> Option<(u16, String)> {
+    use std::io::Read;
+    let mut conn = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
+    conn.set_read_timeout(Some(std::time::Duration::from_secs(30)))
+        .ok()?;
+    let request = format!(
+        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {token}\r\n\
+         Content-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    conn.write_all(request.as_bytes()).ok()?;
+    let mut response = String::new();
+    conn.read_to_string(&mut response).ok()?;
+    let status = response.split(' ').nth(1)?.parse().ok()?;
+    let (_, body) = response.split_once("\r\n\r\n")?;
+    Some((status, body.to_owned()))
+}
+
+/// Waits up to 30 s for the server on `port` to answer its health check.
+pub fn wait_until_up(port: u16) -> bool {
+    (0..600).any(|_| {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        http(port, "GET", "/xrpc/_health", "", "").map(|(s, _)| s) == Some(200)
+    })
+}

@@ -40,16 +40,16 @@ impl TestServer {
     }
 
     pub async fn start_repos<K: Kv + 'static>(repos: Arc<Repos<K>>, config: Config) -> Self {
+        Self::start_router(server::router(repos, config)).await
+    }
+
+    pub async fn start_router(router: axum::Router) -> Self {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}", listener.local_addr().unwrap());
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let task = tokio::spawn(server::serve(
-            listener,
-            server::router(repos, config),
-            async move {
-                let _ = stopped.await;
-            },
-        ));
+        let task = tokio::spawn(server::serve(listener, router, async move {
+            let _ = stopped.await;
+        }));
         Self {
             url,
             client: reqwest::Client::new(),
