@@ -75,6 +75,14 @@ pub struct GcReport {
 const DAG_CBOR: u64 = 0x71;
 const PAGE: usize = 4096;
 
+/// How many links the listing keeps (a `Cid` is 96 bytes: ~200 MB). Past
+/// it, listed dag-cbor blocks are neither checked nor decoded, and those
+/// that turn out reachable are read again by CID while marking. A live
+/// repository's links fit (about one per record); a store full of
+/// superseded shard versions would otherwise need memory in proportion to
+/// all of them (19 GB for 2,000,000 blocks, measured).
+const LISTED_LINKS_BUDGET: usize = 2_000_000;
+
 /// A listed block.
 struct Listed {
     len: u64,
@@ -89,6 +97,8 @@ enum Content {
     Links(Box<[Cid]>),
     /// Bytes that do not hash to the CID: an error only if reachable.
     Corrupt,
+    /// A dag-cbor block listed past [`LISTED_LINKS_BUDGET`], not read yet.
+    Unread,
 }
 
 impl Content {
@@ -152,6 +162,17 @@ impl<K: Kv> Store<K> {
     pub async fn gc(
         &self,
         retention: Retention,
+        progress: impl FnMut(GcProgress),
+    ) -> Result<GcReport, Error> {
+        self.gc_keeping_links(retention, LISTED_LINKS_BUDGET, progress)
+            .await
+    }
+
+    /// [`Store::gc`], keeping at most `links_budget` links from the listing.
+    async fn gc_keeping_links(
+        &self,
+        retention: Retention,
+        links_budget: usize,
         mut progress: impl FnMut(GcProgress),
     ) -> Result<GcReport, Error> {
         let _no_bulk_commits = self.gc_lock.write().await;
@@ -161,6 +182,7 @@ impl<K: Kv> Store<K> {
         // while marking (1,000,000 point reads took most of a collection).
         let mut listed: HashMap<Cid, Listed> = HashMap::new();
         let mut stray: Vec<(Vec<u8>, u64)> = Vec::new();
+        let mut kept_links = 0;
         let mut range = RecordType::Block.range();
         loop {
             let page = self.kv().scan(&range, false, PAGE).await?;
@@ -174,7 +196,16 @@ impl<K: Kv> Store<K> {
                 let len = bytes.len() as u64;
                 match block_cid(key) {
                     Some(cid) => {
-                        let content = Content::read(&cid, bytes);
+                        let content = if kept_links < links_budget {
+                            Content::read(&cid, bytes)
+                        } else if cid.codec() == DAG_CBOR {
+                            Content::Unread
+                        } else {
+                            Content::Leaf
+                        };
+                        if let Content::Links(links) = &content {
+                            kept_links += links.len();
+                        }
                         listed.insert(cid, Listed { len, content });
                     }
                     // Not a key datarepo writes: nothing can reach it.
@@ -250,15 +281,15 @@ impl<K: Kv> Store<K> {
             }
             let is_root = root_set.contains(&cid);
             let fetched;
-            let found: &[Cid] = match listed.get(&cid) {
-                Some(Listed { content, .. }) if !is_root => match content {
-                    Content::Links(links) => links,
-                    Content::Leaf => continue,
-                    Content::Corrupt => return Err(Error::Corrupt { cid }),
-                },
-                // A root (read again to drop its `prev`), or a block written
-                // since the listing.
-                _ => match self.get_block(&cid).await? {
+            // A root is read again to drop its `prev`.
+            let listed_content = listed.get(&cid).map(|l| &l.content).filter(|_| !is_root);
+            let found: &[Cid] = match listed_content {
+                Some(Content::Links(links)) => links,
+                Some(Content::Leaf) => continue,
+                Some(Content::Corrupt) => return Err(Error::Corrupt { cid }),
+                // A root, a block listed past the links budget, or a block
+                // written since the listing: read (and checked) by CID.
+                Some(Content::Unread) | None => match self.get_block(&cid).await? {
                     Some(block) => {
                         fetched = links_of(block.bytes(), is_root);
                         &fetched
@@ -319,5 +350,138 @@ impl<K: Kv> Store<K> {
             total: to_delete,
         });
         Ok(report)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use bytes::Bytes;
+    use multihash_codetable::{Code, MultihashDigest};
+
+    use super::*;
+    use crate::{Block, Commit, Head, MemoryKv};
+
+    const REPO: &str = "did:web:budget";
+
+    fn dag_cbor(ipld: &Ipld) -> Block {
+        let bytes = Bytes::from(serde_ipld_dagcbor::to_vec(ipld).unwrap());
+        Block::verify(Cid::new_v1(DAG_CBOR, Code::Sha2_256.digest(&bytes)), bytes).unwrap()
+    }
+
+    fn map(entries: Vec<(&str, Ipld)>) -> Ipld {
+        Ipld::Map(
+            entries
+                .into_iter()
+                .map(|(k, v)| (k.to_owned(), v))
+                .collect::<BTreeMap<_, _>>(),
+        )
+    }
+
+    /// Commits `n` times a commit -> tree -> records chain whose tree and
+    /// records change each time (each tree also links one record that
+    /// never changes); returns every block written.
+    async fn history(store: &Store<MemoryKv>, n: u64) -> Vec<Block> {
+        let mut all = Vec::new();
+        let shared = dag_cbor(&map(vec![("text", Ipld::String("kept".into()))]));
+        let mut head: Option<Head> = None;
+        for i in 0..n {
+            let records: Vec<Block> = (0..3)
+                .map(|r| dag_cbor(&map(vec![("n", Ipld::Integer((i * 10 + r).into()))])))
+                .collect();
+            let mut links: Vec<Ipld> = records.iter().map(|b| Ipld::Link(b.cid())).collect();
+            links.push(Ipld::Link(shared.cid()));
+            let tree = dag_cbor(&map(vec![("entries", Ipld::List(links))]));
+            let prev = head.map_or(Ipld::Null, |h| Ipld::Link(h.commit));
+            let commit = dag_cbor(&map(vec![("data", Ipld::Link(tree.cid())), ("prev", prev)]));
+            let mut blocks = records;
+            blocks.extend([shared.clone(), tree, commit.clone()]);
+            let next = Head {
+                commit: commit.cid(),
+                rev: i + 1,
+            };
+            store
+                .commit(Commit {
+                    repo: REPO.into(),
+                    expected: head.map(|h| h.commit),
+                    head: next,
+                    blocks: blocks.clone(),
+                    records: Vec::new(),
+                    collections: Vec::new(),
+                })
+                .await
+                .unwrap();
+            head = Some(next);
+            all.extend(blocks);
+        }
+        all
+    }
+
+    async fn stored(store: &Store<MemoryKv>, blocks: &[Block]) -> Vec<bool> {
+        let mut present = Vec::new();
+        for b in blocks {
+            present.push(store.get_block(&b.cid()).await.unwrap().is_some());
+        }
+        present
+    }
+
+    /// Past the links budget, a collection reads reachable blocks by CID
+    /// and keeps and deletes exactly what it does within the budget.
+    #[tokio::test]
+    async fn a_listing_past_its_links_budget_collects_the_same() {
+        let mut outcomes = Vec::new();
+        for budget in [0, 5, usize::MAX] {
+            let store = Store::with_cache_bytes(MemoryKv::new(), 0);
+            let blocks = history(&store, 6).await;
+            let report = store
+                .gc_keeping_links(Retention::Last(2), budget, |_| {})
+                .await
+                .unwrap();
+            outcomes.push((report, stored(&store, &blocks).await));
+        }
+        let (report, present) = &outcomes[2];
+        // Kept: 2 commits, their 2 trees, 6 records and the shared one.
+        assert_eq!(report.reachable, 11, "{report:?}");
+        // Each commit wrote [record x3, shared, tree, commit]: the last two
+        // commits' blocks stay, and of the older ones only the shared record.
+        for (i, present) in present.iter().enumerate() {
+            let (commit, slot) = (i / 6, i % 6);
+            assert_eq!(*present, commit >= 4 || slot == 3, "block {i}");
+        }
+        for other in &outcomes[..2] {
+            assert_eq!(other, &outcomes[2]);
+        }
+    }
+
+    /// A corrupt reachable block listed past the budget still stops the
+    /// collection before it deletes anything.
+    #[tokio::test]
+    async fn a_corrupt_reachable_block_past_the_budget_deletes_nothing() {
+        let store = Store::with_cache_bytes(MemoryKv::new(), 0);
+        let blocks = history(&store, 3).await;
+        let tree = &blocks[blocks.len() - 2];
+        store
+            .kv()
+            .write(vec![WriteOp::Put(
+                crate::store::block_key(&tree.cid()),
+                Bytes::from_static(b"not the tree"),
+            )])
+            .await
+            .unwrap();
+        let err = store
+            .gc_keeping_links(Retention::Last(1), 0, |_| {})
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(err, Error::Corrupt { cid } if cid == tree.cid()),
+            "{err:?}"
+        );
+        assert!(
+            stored(&store, &blocks[..blocks.len() - 2])
+                .await
+                .iter()
+                .all(|p| *p)
+        );
     }
 }
