@@ -31,8 +31,8 @@ impl GcTask {
     /// yet to delete waits for the next collection.
     pub async fn stop(self) {
         self.handle.abort();
-        // The task ends either cancelled or, having never failed, not at all
-        // before the abort; neither is an error here.
+        // The loop never returns, so this is its cancellation (or a panic,
+        // which the panic hook has already reported).
         let _ = self.handle.await;
     }
 }

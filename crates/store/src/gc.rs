@@ -215,6 +215,9 @@ impl<K: Kv> Store<K> {
             if page.len() < PAGE {
                 break;
             }
+            // A page of checked and decoded blocks is CPU work; let the tasks
+            // sharing this thread run between pages.
+            tokio::task::yield_now().await;
             range = KeyRange {
                 start: next,
                 end: range.end,
@@ -275,6 +278,9 @@ impl<K: Kv> Store<K> {
                 progress(GcProgress::Marking {
                     reached: reachable.len(),
                 });
+                // Marking blocks already listed never waits: let the tasks
+                // sharing this thread (a server's requests) run.
+                tokio::task::yield_now().await;
             }
             if cid.codec() != DAG_CBOR {
                 continue;
