@@ -5,31 +5,11 @@ mod common;
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use common::{DID, TestServer, config, slate};
+use common::{DID, TestServer, config, sample, slate};
 use serde_json::json;
 
 const POST: &str = "app.bsky.feed.post";
 const WRITES: u64 = 20;
-
-async fn scrape(srv: &TestServer) -> String {
-    let response = srv
-        .client
-        .get(format!("{}/metrics", srv.url))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status(), 200);
-    response.text().await.unwrap()
-}
-
-/// The value of the one sample named `name` with labels `labels` (the
-/// text between the braces, e.g. `` or `op="get"`).
-fn sample(text: &str, name: &str, labels: &str) -> Option<f64> {
-    let prefix = format!("{name}{{{labels}}} ");
-    text.lines()
-        .find_map(|line| line.strip_prefix(&prefix))
-        .map(|value| value.parse().unwrap())
-}
 
 /// Checks the exposition's shape: it ends with `# EOF`, no family is
 /// described twice, every sample belongs to the family described last,
@@ -106,7 +86,7 @@ async fn metrics_include_the_storage_engines() {
     let dir = testkit::tempdir("engine-metrics");
     let srv = TestServer::start(slate(dir.path()).await, config()).await;
 
-    let before = scrape(&srv).await;
+    let before = srv.scrape().await;
     check_well_formed(&before);
     let batches = |text: &str| {
         sample(text, "datarepo_slatedb_db_write_batch_count_total", "")
@@ -128,7 +108,7 @@ async fn metrics_include_the_storage_engines() {
         assert_eq!(status, 200);
     }
 
-    let after = scrape(&srv).await;
+    let after = srv.scrape().await;
     check_well_formed(&after);
     // Every acknowledged create is a commit, one atomic SlateDB batch.
     let batches_after = batches(&after);
@@ -151,7 +131,7 @@ async fn metrics_include_the_storage_engines() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_in_memory_store_exports_no_engine_metrics() {
     let srv = TestServer::memory().await;
-    let text = scrape(&srv).await;
+    let text = srv.scrape().await;
     check_well_formed(&text);
     assert!(!text.contains("slatedb"), "{text}");
     srv.stop().await;

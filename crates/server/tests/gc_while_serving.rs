@@ -7,7 +7,7 @@ mod common;
 
 use std::{collections::BTreeMap, sync::Arc, time::Duration};
 
-use common::{DID, TestServer, config, env};
+use common::{DID, TestServer, config, env, sample};
 use keycodec::records::RecordType;
 use repo::Repos;
 use serde_json::{Value, json};
@@ -18,33 +18,13 @@ const POST: &str = "app.bsky.feed.post";
 const WRITERS: usize = 3;
 const KEYS_PER_WRITER: usize = 4;
 
-/// The value of the one sample named `name` with labels `labels`.
-fn sample(text: &str, name: &str, labels: &str) -> f64 {
-    let prefix = format!("{name}{{{labels}}} ");
-    let plain = format!("{name} ");
-    text.lines()
-        .find_map(|line| line.strip_prefix(&prefix).or(line.strip_prefix(&plain)))
-        .unwrap_or_else(|| panic!("no sample {name}{{{labels}}} in\n{text}"))
-        .parse()
-        .unwrap()
-}
-
-async fn metrics(srv: &TestServer) -> String {
-    let response = srv
-        .client
-        .get(format!("{}/metrics", srv.url))
-        .send()
-        .await
-        .unwrap();
-    response.text().await.unwrap()
-}
-
 async fn collections_ok(srv: &TestServer) -> f64 {
     sample(
-        &metrics(srv).await,
+        &srv.scrape().await,
         "datarepo_gc_runs_total",
         r#"outcome="ok""#,
     )
+    .unwrap()
 }
 
 /// Waits until `n` more collections than `after` have finished.
@@ -114,13 +94,13 @@ async fn collections_alongside_writes_keep_every_acknowledged_write() {
     // A collection that starts after the last write sees the final head.
     let done = collections_ok(&srv).await;
     wait_for_collections(&srv, done, 2.0).await;
-    let text = metrics(&srv).await;
+    let text = srv.scrape().await;
     assert_eq!(
         sample(&text, "datarepo_gc_runs_total", r#"outcome="failed""#),
-        0.0
+        Some(0.0)
     );
-    assert!(sample(&text, "datarepo_gc_blocks_deleted_total", "") > 0.0);
-    assert!(sample(&text, "datarepo_gc_freed_bytes_total", "") > 0.0);
+    assert!(sample(&text, "datarepo_gc_blocks_deleted_total", "").unwrap() > 0.0);
+    assert!(sample(&text, "datarepo_gc_freed_bytes_total", "").unwrap() > 0.0);
 
     // Every acknowledged write reads back, and nothing else is there.
     for (rkey, value) in &model {
@@ -154,8 +134,8 @@ async fn collections_alongside_writes_keep_every_acknowledged_write() {
     }
     assert_eq!(stored_blocks(&kv).await, exported);
     assert_eq!(
-        sample(&text, "datarepo_gc_reachable_blocks", "") as usize,
-        exported
+        sample(&text, "datarepo_gc_reachable_blocks", "").map(|n| n as usize),
+        Some(exported)
     );
 
     // Stopping ends the loop even while it waits for its next interval.

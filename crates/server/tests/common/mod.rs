@@ -72,6 +72,18 @@ impl TestServer {
         }
     }
 
+    /// The `/metrics` exposition.
+    pub async fn scrape(&self) -> String {
+        let response = self
+            .client
+            .get(format!("{}/metrics", self.url))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 200);
+        response.text().await.unwrap()
+    }
+
     pub fn xrpc(&self, method: &str) -> String {
         format!("{}/xrpc/{method}", self.url)
     }
@@ -131,4 +143,21 @@ impl Drop for TestServer {
 
 pub async fn slate(dir: &std::path::Path) -> SlateKv {
     SlateKv::open_local(dir).await.unwrap()
+}
+
+/// The value of the one sample named `name` with labels `labels` (the
+/// text between the braces, e.g. `` or `op="get"`) in a metrics exposition.
+pub fn sample(text: &str, name: &str, labels: &str) -> Option<f64> {
+    let braced = format!("{name}{{{labels}}} ");
+    let bare = format!("{name} ");
+    text.lines()
+        .find_map(|line| {
+            line.strip_prefix(&braced).or_else(|| {
+                labels
+                    .is_empty()
+                    .then(|| line.strip_prefix(&bare))
+                    .flatten()
+            })
+        })
+        .map(|value| value.parse().unwrap())
 }
