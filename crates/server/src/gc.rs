@@ -65,6 +65,9 @@ async fn collect<K: Kv + 'static>(app: &App<K>, retention: Retention) {
             metrics.blocks_deleted.inc_by(report.deleted as u64);
             metrics.bytes_freed.inc_by(report.bytes_freed);
             metrics
+                .commits_dropped
+                .inc_by(report.commits_dropped as u64);
+            metrics
                 .blocks_reachable
                 .set(i64::try_from(report.reachable).unwrap_or(i64::MAX));
             tracing::info!(
@@ -72,6 +75,7 @@ async fn collect<K: Kv + 'static>(app: &App<K>, retention: Retention) {
                 reachable = report.reachable,
                 deleted = report.deleted,
                 bytes_freed = report.bytes_freed,
+                commits_dropped = report.commits_dropped,
                 seconds,
                 "garbage collection done"
             );

@@ -93,6 +93,7 @@ pub(crate) struct GcMetrics {
     pub(crate) runs: Family<OutcomeLabels, Counter>,
     pub(crate) blocks_deleted: Counter,
     pub(crate) bytes_freed: Counter,
+    pub(crate) commits_dropped: Counter,
     pub(crate) blocks_reachable: Gauge,
     pub(crate) last_duration_seconds: Gauge<f64, AtomicU64>,
 }
@@ -108,6 +109,7 @@ impl GcMetrics {
             runs: Family::default(),
             blocks_deleted: Counter::default(),
             bytes_freed: Counter::default(),
+            commits_dropped: Counter::default(),
             blocks_reachable: Gauge::default(),
             last_duration_seconds: Gauge::default(),
         };
@@ -129,6 +131,11 @@ impl GcMetrics {
             "gc_freed_bytes",
             "Bytes of the blocks the server's garbage collections deleted",
             metrics.bytes_freed.clone(),
+        );
+        registry.register(
+            "gc_commits_dropped",
+            "Commits older than the retained ones that left the commit log",
+            metrics.commits_dropped.clone(),
         );
         registry.register(
             "gc_reachable_blocks",

@@ -101,6 +101,7 @@ async fn collections_alongside_writes_keep_every_acknowledged_write() {
     );
     assert!(sample(&text, "datarepo_gc_blocks_deleted_total", "").unwrap() > 0.0);
     assert!(sample(&text, "datarepo_gc_freed_bytes_total", "").unwrap() > 0.0);
+    assert!(sample(&text, "datarepo_gc_commits_dropped_total", "").unwrap() > 0.0);
 
     // Every acknowledged write reads back, and nothing else is there.
     for (rkey, value) in &model {
