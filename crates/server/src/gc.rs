@@ -1,6 +1,7 @@
 //! Garbage collection while the server runs: one collection at a time,
 //! `interval` after the previous one ended, alongside the writes
-//! (`store::Store::gc` is safe while commits continue).
+//! (`store::Store::gc` is safe while commits continue), skipped when no
+//! commit landed since the last one that succeeded.
 
 use std::{sync::Arc, time::Duration};
 
@@ -39,9 +40,24 @@ impl GcTask {
 
 pub(crate) fn spawn<K: Kv + 'static>(app: Arc<App<K>>, schedule: GcSchedule) -> GcTask {
     let handle = tokio::spawn(async move {
+        // Commits acknowledged when the last successful collection started:
+        // with none since, there is nothing new to collect (blocks become
+        // garbage only through commits, and this server is the writer).
+        let mut commits_at_last = None;
         loop {
             tokio::time::sleep(schedule.interval).await;
-            collect(&app, schedule.retention).await;
+            let commits = app.metrics.commits.get();
+            if commits_at_last == Some(commits) {
+                app.metrics
+                    .gc
+                    .runs
+                    .get_or_create(&OutcomeLabels { outcome: "skipped" })
+                    .inc();
+                continue;
+            }
+            if collect(&app, schedule.retention).await {
+                commits_at_last = Some(commits);
+            }
         }
     });
     GcTask { handle }
@@ -49,8 +65,8 @@ pub(crate) fn spawn<K: Kv + 'static>(app: Arc<App<K>>, schedule: GcSchedule) -> 
 
 /// One collection: its outcome goes to the metrics and the log, never to a
 /// client; a failed collection deleted nothing reachable and is tried again
-/// at the next interval.
-async fn collect<K: Kv + 'static>(app: &App<K>, retention: Retention) {
+/// at the next interval. Whether it succeeded.
+async fn collect<K: Kv + 'static>(app: &App<K>, retention: Retention) -> bool {
     let clock = tokio::time::Instant::now();
     let result = app.repos.store().gc(retention, |_| {}).await;
     let seconds = clock.elapsed().as_secs_f64();
@@ -79,6 +95,7 @@ async fn collect<K: Kv + 'static>(app: &App<K>, retention: Retention) {
                 seconds,
                 "garbage collection done"
             );
+            true
         }
         Err(e) => {
             metrics
@@ -90,6 +107,7 @@ async fn collect<K: Kv + 'static>(app: &App<K>, retention: Retention) {
                 seconds,
                 "garbage collection failed (nothing reachable was deleted); trying again at the next interval"
             );
+            false
         }
     }
 }

@@ -104,12 +104,23 @@ impl<K: Kv + 'static> App<K> {
         swap_commit: Option<Cid>,
     ) -> std::result::Result<CommitResult, repo::Error> {
         let n = writes.len() as u64;
-        let task = tokio::spawn(async move { repo.apply_writes(writes, swap_commit).await });
-        let result = task.await.map_err(|e| {
+        // Counted in the task, so a commit whose client went away counts too
+        // (collections while serving skip when no commit landed).
+        let (commits, records) = (
+            self.metrics.commits.clone(),
+            self.metrics.records_written.clone(),
+        );
+        let task = tokio::spawn(async move {
+            let result = repo.apply_writes(writes, swap_commit).await;
+            if result.is_ok() {
+                commits.inc();
+                records.inc_by(n);
+            }
+            result
+        });
+        task.await.map_err(|e| {
             repo::Error::Io(std::io::Error::other(format!("write task failed: {e}")))
-        })??;
-        self.metrics.records_written.inc_by(n);
-        Ok(result)
+        })?
     }
 }
 

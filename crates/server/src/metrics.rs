@@ -35,6 +35,7 @@ pub(crate) struct Metrics {
     pub(crate) requests: Family<RequestLabels, Counter>,
     pub(crate) latency: Family<MethodLabels, Histogram, fn() -> Histogram>,
     pub(crate) records_written: Counter,
+    pub(crate) commits: Counter,
     pub(crate) gc: GcMetrics,
 }
 
@@ -49,6 +50,7 @@ impl Metrics {
             latency_histogram,
         );
         let records_written = Counter::default();
+        let commits = Counter::default();
         let gc = GcMetrics::new(&mut registry);
         registry.register(
             "http_requests",
@@ -60,6 +62,7 @@ impl Metrics {
             "HTTP request latency by XRPC method",
             latency.clone(),
         );
+        registry.register("commits", "Commits acknowledged", commits.clone());
         registry.register(
             "records_written",
             "Records created, updated or deleted by acknowledged commits",
@@ -70,6 +73,7 @@ impl Metrics {
             requests,
             latency,
             records_written,
+            commits,
             gc,
         }
     }
@@ -89,7 +93,8 @@ impl Metrics {
 
 /// What the server's garbage collections did (all zero without one).
 pub(crate) struct GcMetrics {
-    /// Collections by outcome, `ok` or `failed`.
+    /// Collections by outcome: `ok`, `failed`, or `skipped` (no commit
+    /// since the last collection that finished).
     pub(crate) runs: Family<OutcomeLabels, Counter>,
     pub(crate) blocks_deleted: Counter,
     pub(crate) bytes_freed: Counter,
@@ -114,12 +119,12 @@ impl GcMetrics {
             last_duration_seconds: Gauge::default(),
         };
         // Both outcomes are exported from the start, at zero.
-        for outcome in ["ok", "failed"] {
+        for outcome in ["ok", "failed", "skipped"] {
             drop(metrics.runs.get_or_create(&OutcomeLabels { outcome }));
         }
         registry.register(
             "gc_runs",
-            "Garbage collections run by the server, by outcome (ok, failed)",
+            "Garbage collections run by the server, by outcome (ok, failed, skipped: nothing committed since the last)",
             metrics.runs.clone(),
         );
         registry.register(

@@ -1,7 +1,8 @@
 //! A server that collects garbage on a schedule does so while writes
 //! continue and loses nothing: afterwards every acknowledged write reads
 //! back, and with only the newest commit retained the store holds exactly
-//! the blocks `sync.getRepo` exports from the head.
+//! the blocks `sync.getRepo` exports from the head. Once nothing is
+//! committed, collections are skipped.
 
 mod common;
 
@@ -18,24 +19,21 @@ const POST: &str = "app.bsky.feed.post";
 const WRITERS: usize = 3;
 const KEYS_PER_WRITER: usize = 4;
 
-async fn collections_ok(srv: &TestServer) -> f64 {
-    sample(
-        &srv.scrape().await,
-        "datarepo_gc_runs_total",
-        r#"outcome="ok""#,
-    )
-    .unwrap()
+/// How many collections ended with `outcome` (`ok`, `failed`, `skipped`).
+async fn collections(srv: &TestServer, outcome: &str) -> f64 {
+    let labels = format!(r#"outcome="{outcome}""#);
+    sample(&srv.scrape().await, "datarepo_gc_runs_total", &labels).unwrap()
 }
 
-/// Waits until `n` more collections than `after` have finished.
-async fn wait_for_collections(srv: &TestServer, after: f64, n: f64) {
+/// Waits until `n` more collections than `after` ended with `outcome`.
+async fn wait_for(srv: &TestServer, outcome: &str, after: f64, n: f64) {
     for _ in 0..600 {
-        if collections_ok(srv).await >= after + n {
+        if collections(srv, outcome).await >= after + n {
             return;
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    panic!("the server did not collect garbage within 12 s");
+    panic!("no {n} more {outcome} collections within 12 s");
 }
 
 /// Blocks in the store, counted with a range scan over their record type.
@@ -64,10 +62,10 @@ async fn collections_alongside_writes_keep_every_acknowledged_write() {
         .map(|w| {
             let srv = Arc::clone(&srv);
             tokio::spawn(async move {
-                let start = collections_ok(&srv).await;
+                let start = collections(&srv, "ok").await;
                 let mut last: BTreeMap<String, Value> = BTreeMap::new();
                 let mut round = 0;
-                while round < 20 || collections_ok(&srv).await < start + 3.0 {
+                while round < 20 || collections(&srv, "ok").await < start + 3.0 {
                     for k in 0..KEYS_PER_WRITER {
                         let rkey = format!("w{w}k{k}");
                         let record = json!({"$type": POST, "text": format!("{rkey} round {round}")});
@@ -81,6 +79,7 @@ async fn collections_alongside_writes_keep_every_acknowledged_write() {
                         last.insert(rkey, record);
                     }
                     round += 1;
+                    assert!(round < 2000, "collections stopped while writes continued");
                 }
                 last
             })
@@ -91,9 +90,10 @@ async fn collections_alongside_writes_keep_every_acknowledged_write() {
         model.extend(writer.await.unwrap());
     }
 
-    // A collection that starts after the last write sees the final head.
-    let done = collections_ok(&srv).await;
-    wait_for_collections(&srv, done, 2.0).await;
+    // A collection is skipped only when no commit landed since the last
+    // successful one started: that one saw the final head.
+    let skipped = collections(&srv, "skipped").await;
+    wait_for(&srv, "skipped", skipped, 1.0).await;
     let text = srv.scrape().await;
     assert_eq!(
         sample(&text, "datarepo_gc_runs_total", r#"outcome="failed""#),
@@ -138,6 +138,14 @@ async fn collections_alongside_writes_keep_every_acknowledged_write() {
         sample(&text, "datarepo_gc_reachable_blocks", "").map(|n| n as usize),
         Some(exported)
     );
+
+    // With no commit since, every later collection is skipped.
+    let (ok, skipped) = (
+        collections(&srv, "ok").await,
+        collections(&srv, "skipped").await,
+    );
+    wait_for(&srv, "skipped", skipped, 2.0).await;
+    assert_eq!(collections(&srv, "ok").await, ok);
 
     // Stopping ends the loop even while it waits for its next interval.
     tokio::time::timeout(Duration::from_secs(10), gc.stop())
