@@ -8,7 +8,7 @@ use std::{sync::Arc, time::Duration};
 use store::{Kv, Retention};
 use tokio::task::JoinHandle;
 
-use crate::{App, metrics::OutcomeLabels};
+use crate::App;
 
 /// When a running server collects garbage, and what it keeps.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -48,11 +48,7 @@ pub(crate) fn spawn<K: Kv + 'static>(app: Arc<App<K>>, schedule: GcSchedule) -> 
             tokio::time::sleep(schedule.interval).await;
             let commits = app.metrics.commits.get();
             if commits_at_last == Some(commits) {
-                app.metrics
-                    .gc
-                    .runs
-                    .get_or_create(&OutcomeLabels { outcome: "skipped" })
-                    .inc();
+                app.metrics.gc.count_run("skipped");
                 continue;
             }
             if collect(&app, schedule.retention).await {
@@ -74,10 +70,7 @@ async fn collect<K: Kv + 'static>(app: &App<K>, retention: Retention) -> bool {
     metrics.last_duration_seconds.set(seconds);
     match result {
         Ok(report) => {
-            metrics
-                .runs
-                .get_or_create(&OutcomeLabels { outcome: "ok" })
-                .inc();
+            metrics.count_run("ok");
             metrics.blocks_deleted.inc_by(report.deleted as u64);
             metrics.bytes_freed.inc_by(report.bytes_freed);
             metrics
@@ -98,10 +91,7 @@ async fn collect<K: Kv + 'static>(app: &App<K>, retention: Retention) -> bool {
             true
         }
         Err(e) => {
-            metrics
-                .runs
-                .get_or_create(&OutcomeLabels { outcome: "failed" })
-                .inc();
+            metrics.count_run("failed");
             tracing::warn!(
                 error = %e,
                 seconds,

@@ -94,8 +94,8 @@ impl Metrics {
 /// What the server's garbage collections did (all zero without one).
 pub(crate) struct GcMetrics {
     /// Collections by outcome: `ok`, `failed`, or `skipped` (no commit
-    /// since the last collection that finished).
-    pub(crate) runs: Family<OutcomeLabels, Counter>,
+    /// since the last successful collection started).
+    runs: Family<OutcomeLabels, Counter>,
     pub(crate) blocks_deleted: Counter,
     pub(crate) bytes_freed: Counter,
     pub(crate) commits_dropped: Counter,
@@ -104,11 +104,16 @@ pub(crate) struct GcMetrics {
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub(crate) struct OutcomeLabels {
-    pub(crate) outcome: &'static str,
+struct OutcomeLabels {
+    outcome: &'static str,
 }
 
 impl GcMetrics {
+    /// Counts one collection that ended with `outcome`.
+    pub(crate) fn count_run(&self, outcome: &'static str) {
+        self.runs.get_or_create(&OutcomeLabels { outcome }).inc();
+    }
+
     fn new(registry: &mut Registry) -> Self {
         let metrics = Self {
             runs: Family::default(),
