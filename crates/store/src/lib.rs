@@ -25,9 +25,9 @@ pub use block::Block;
 pub use error::{Conflict, Error};
 pub use gc::{GcProgress, GcReport, Retention};
 pub use kv::{
-    DEFAULT_BULK_BATCH_BYTES, DEFAULT_FLUSH_INTERVAL, DEFAULT_S3_FLUSH_INTERVAL,
-    DEFAULT_SCAN_READ_AHEAD, Durability, EngineMetric, EngineMetricValue, Kv, Location, MemoryKv,
-    SlateKv, SlateOptions, WriteOp,
+    DEFAULT_BULK_BATCH_BYTES, DEFAULT_FLUSH_INTERVAL, DEFAULT_L0_SST_SIZE_BYTES,
+    DEFAULT_S3_FLUSH_INTERVAL, DEFAULT_SCAN_READ_AHEAD, Durability, EngineMetric,
+    EngineMetricValue, Kv, Location, MemoryKv, SlateKv, SlateOptions, WriteOp,
 };
 pub use store::{
     Commit, DEFAULT_DURABILITY_TIMEOUT, DEFAULT_SHARD_CACHE_BYTES, Head, INLINE_RECORD_BYTES,
