@@ -110,22 +110,30 @@ pub fn run_node(script: &str, input: &str) -> Vec<String> {
 /// // ... the code under test ...
 /// assert_eq!(testkit::allocations() - before, 0);
 /// ```
+///
+/// Counts are per thread: the test harness's own threads allocate while a
+/// test runs, and must not count against the code under test.
 #[derive(Debug)]
 pub struct CountingAlloc;
 
-static ALLOCATIONS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+thread_local! {
+    // Const-initialised and without `Drop`, so the allocator can touch it
+    // without allocating or registering a destructor.
+    static ALLOCATIONS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
 
-/// Allocations made through [`CountingAlloc`] so far.
+/// Allocations this thread has made through [`CountingAlloc`] so far.
 #[must_use]
 pub fn allocations() -> usize {
-    ALLOCATIONS.load(std::sync::atomic::Ordering::Relaxed)
+    ALLOCATIONS.with(std::cell::Cell::get)
 }
 
 // SAFETY: delegates to the system allocator; only counts calls.
 #[allow(unsafe_code)]
 unsafe impl std::alloc::GlobalAlloc for CountingAlloc {
     unsafe fn alloc(&self, layout: std::alloc::Layout) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        // `try_with`: a thread being torn down may still allocate.
+        let _ = ALLOCATIONS.try_with(|n| n.set(n.get() + 1));
         // SAFETY: same contract as the caller's.
         unsafe { std::alloc::System.alloc(layout) }
     }
