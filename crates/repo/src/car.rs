@@ -178,8 +178,15 @@ struct Frame {
 
 /// `a == b`, digests first: two CIDs the export compares usually differ
 /// there if at all, and comparing them whole compares 64-byte buffers.
+/// SHA-256 digests compare as 32-byte arrays, inline (as slices they go
+/// through a call to `memcmp`).
 fn same_cid(a: &Cid, b: &Cid) -> bool {
-    a.hash().digest() == b.hash().digest()
+    let (x, y) = (a.hash().digest(), b.hash().digest());
+    let same_digest = match (<&[u8; 32]>::try_from(x), <&[u8; 32]>::try_from(y)) {
+        (Ok(x), Ok(y)) => x == y,
+        _ => x == y,
+    };
+    same_digest
         && a.hash().code() == b.hash().code()
         && a.codec() == b.codec()
         && a.version() == b.version()
