@@ -493,9 +493,9 @@ pub const DEFAULT_S3_FLUSH_INTERVAL: std::time::Duration = std::time::Duration::
 /// Pail shard versions, so a write-heavy server fills 64 MiB memtables in
 /// under a second; their L0 SSTs then fill SlateDB's L0 slots faster than
 /// the compactor merges them, and writers stall. 256 MiB memtables mean a
-/// quarter as many L0 SSTs and compactions for the same bytes: sustained
-/// `createRecord` over 60 s went from 3,698–5,147/s to 7,018–8,068/s
-/// (`docs/benchmarks.md`). Unflushed memtables stay bounded by SlateDB's
+/// quarter as many L0 SSTs and compactions for the same bytes (sustained
+/// `createRecord` over 60 s: 3,698–5,147/s with 64 MiB, 7,018–8,068/s with
+/// 256 MiB, `docs/benchmarks.md`). Unflushed memtables stay bounded by SlateDB's
 /// `max_unflushed_bytes` (1 GiB).
 pub const DEFAULT_L0_SST_SIZE_BYTES: usize = 256 << 20;
 
