@@ -14,7 +14,10 @@ use keycodec::KeyRange;
 use slatedb::{
     Db, DbReader, DbReaderMode, IterationOrder, WriteBatch,
     config::{DbReaderOptions, DurabilityLevel, ReadOptions, ScanOptions},
-    object_store::{ObjectStore, aws::AmazonS3Builder, local::LocalFileSystem},
+    object_store::{
+        ObjectStore, RetryConfig, aws::AmazonS3Builder, local::LocalFileSystem,
+        path::Path as ObjectPath,
+    },
 };
 
 use slatedb_common::metrics::DefaultMetricsRecorder;
@@ -555,7 +558,7 @@ impl SlateKv {
     /// that cannot be created, missing S3 settings), [`Error::Unavailable`]
     /// when SlateDB cannot open the database.
     pub async fn open_with(location: &Location, options: &SlateOptions) -> Result<Self, Error> {
-        let (path, store) = object_store(location)?;
+        let (path, store) = object_store(location).await?;
         let default_flush = match location {
             Location::Local(_) => DEFAULT_FLUSH_INTERVAL,
             Location::S3 { .. } => DEFAULT_S3_FLUSH_INTERVAL,
@@ -625,7 +628,7 @@ impl SlateKv {
         location: &Location,
         refresh: std::time::Duration,
     ) -> Result<Self, Error> {
-        let (path, store) = object_store(location)?;
+        let (path, store) = object_store(location).await?;
         let options = DbReaderOptions {
             manifest_poll_interval: refresh,
             ..DbReaderOptions::default()
@@ -677,7 +680,15 @@ impl SlateKv {
 }
 
 /// The object store and database path for a location.
-fn object_store(location: &Location) -> Result<(String, Arc<dyn ObjectStore>), Error> {
+/// How long opening a database on S3-compatible storage waits for the
+/// object store to answer a first listing of the database's prefix.
+pub const S3_PROBE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// The object store at `location` and the database's path in it. On S3 the
+/// store must first answer a listing: SlateDB retries a failing object store
+/// without end, so an unreachable endpoint, a missing bucket or bad
+/// credentials would otherwise hang every command instead of failing it.
+async fn object_store(location: &Location) -> Result<(String, Arc<dyn ObjectStore>), Error> {
     let invalid = |reason: String| Error::Location {
         location: location.to_string(),
         reason,
@@ -693,17 +704,38 @@ fn object_store(location: &Location) -> Result<(String, Arc<dyn ObjectStore>), E
             Ok(("db".to_owned(), Arc::new(store)))
         }
         Location::S3 { bucket, prefix } => {
-            let store = AmazonS3Builder::from_env()
-                .with_bucket_name(bucket)
-                .with_virtual_hosted_style_request(false)
-                .build()
-                .map_err(|e| invalid(e.to_string()))?;
+            let s3 = |retry: RetryConfig| {
+                AmazonS3Builder::from_env()
+                    .with_bucket_name(bucket)
+                    .with_virtual_hosted_style_request(false)
+                    .with_retry(retry)
+                    .build()
+                    .map_err(|e| invalid(e.to_string()))
+            };
             let path = if prefix.is_empty() {
                 "db".to_owned()
             } else {
                 format!("{prefix}/db")
             };
-            Ok((path, Arc::new(store)))
+            // The probe gives up after two retries; the store SlateDB gets
+            // keeps object_store's default retries.
+            let probe = s3(RetryConfig {
+                max_retries: 2,
+                retry_timeout: S3_PROBE_TIMEOUT,
+                ..RetryConfig::default()
+            })?;
+            let db_prefix = ObjectPath::from(path.as_str());
+            let listing = probe.list_with_delimiter(Some(&db_prefix));
+            let reason = match tokio::time::timeout(S3_PROBE_TIMEOUT, listing).await {
+                Ok(Ok(_)) => return Ok((path, Arc::new(s3(RetryConfig::default())?))),
+                Ok(Err(e)) => e.to_string(),
+                Err(_) => format!("no answer within {} s", S3_PROBE_TIMEOUT.as_secs()),
+            };
+            Err(invalid(format!(
+                "the object store did not answer a listing ({reason}); check AWS_ENDPOINT, \
+                 AWS_REGION, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, that the bucket exists, \
+                 and AWS_ALLOW_HTTP=true for an http:// endpoint"
+            )))
         }
     }
 }
