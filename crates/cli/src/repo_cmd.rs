@@ -145,6 +145,27 @@ pub(crate) enum RepoCommand {
     Stats,
 }
 
+impl RepoCommand {
+    /// Whether the command changes the store; the others open it read-only.
+    fn writes(&self) -> bool {
+        match self {
+            Self::Init
+            | Self::Collection(CollectionCommand::Define { .. })
+            | Self::Lexicon(LexiconCommand::Add { .. })
+            | Self::Put { .. }
+            | Self::Rm { .. }
+            | Self::Import { .. } => true,
+            Self::Collection(CollectionCommand::List)
+            | Self::Get { .. }
+            | Self::Ls { .. }
+            | Self::Log { .. }
+            | Self::Diff { .. }
+            | Self::Export { .. }
+            | Self::Stats => false,
+        }
+    }
+}
+
 /// Compare-and-swap preconditions of a write.
 #[derive(Debug, Args)]
 pub(crate) struct SwapArgs {
@@ -194,8 +215,14 @@ struct Session {
 }
 
 impl Session {
-    async fn open(store: &StoreArgs) -> Result<Self> {
-        let kv = store.open().await?;
+    /// Opens the store as its writer for commands that write, read-only
+    /// otherwise (so that reading never fences a running server).
+    async fn open(store: &StoreArgs, writes: bool) -> Result<Self> {
+        let kv = if writes {
+            store.open().await?
+        } else {
+            store.open_reader().await?
+        };
         let repos = Repos::new(Arc::new(Store::new(kv.clone())), env()?);
         Ok(Self { kv, repos })
     }
@@ -238,7 +265,7 @@ pub(crate) fn run(store: &StoreArgs, args: &RepoArgs, cmd: RepoCommand) -> Resul
         .build()
         .map_err(|e| e.to_string())?;
     rt.block_on(async {
-        let session = Session::open(store).await?;
+        let session = Session::open(store, cmd.writes()).await?;
         let result = execute(&session, args, cmd).await;
         let closed = session.kv.close().await;
         let code = result?;

@@ -25,18 +25,34 @@ impl StoreArgs {
         &self.store
     }
 
+    fn parse(&self) -> Result<Location, String> {
+        self.store.parse().map_err(|e: store::Error| e.to_string())
+    }
+
+    /// Opens the store as its one writer; a writer already running on it
+    /// (a `datarepo serve`) is fenced and can no longer write.
     pub(crate) async fn open(&self) -> Result<SlateKv, String> {
-        let location: Location = self
-            .store
-            .parse()
-            .map_err(|e: store::Error| e.to_string())?;
+        let location = self.parse()?;
         let mut options = SlateOptions::default();
         options.settings_file.clone_from(&self.store_settings);
         SlateKv::open_with(&location, &options)
             .await
             .map_err(|e| format!("cannot open the store at {location}: {e}"))
     }
+
+    /// Opens the store read-only, with SlateDB's reader: it sees every
+    /// durable commit and fences no one, so it can run beside a server.
+    pub(crate) async fn open_reader(&self) -> Result<SlateKv, String> {
+        let location = self.parse()?;
+        SlateKv::open_reader(&location, READER_REFRESH)
+            .await
+            .map_err(|e| format!("cannot open the store at {location} read-only: {e}"))
+    }
 }
+
+/// How often a read-only command's reader would look for new commits; a
+/// command reads what was durable when it opened and is done long before.
+const READER_REFRESH: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// `datarepo gc`.
 #[derive(Debug, Args)]

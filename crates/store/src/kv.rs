@@ -628,6 +628,16 @@ impl SlateKv {
         location: &Location,
         refresh: std::time::Duration,
     ) -> Result<Self, Error> {
+        // A reader never creates a database; say so plainly rather than
+        // with SlateDB's missing-manifest error.
+        if let Location::Local(dir) = location
+            && !dir.join(LOCAL_DB_PATH).is_dir()
+        {
+            return Err(Error::Location {
+                location: location.to_string(),
+                reason: "no store here: nothing has been written to it".to_owned(),
+            });
+        }
         let (path, store) = object_store(location).await?;
         let options = DbReaderOptions {
             manifest_poll_interval: refresh,
@@ -679,7 +689,9 @@ impl SlateKv {
     }
 }
 
-/// The object store and database path for a location.
+/// The database's path inside a local store directory.
+const LOCAL_DB_PATH: &str = "db";
+
 /// How long opening a database on S3-compatible storage waits for the
 /// object store to answer a first listing of the database's prefix.
 pub const S3_PROBE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
@@ -701,7 +713,7 @@ async fn object_store(location: &Location) -> Result<(String, Arc<dyn ObjectStor
             let store = LocalFileSystem::new_with_prefix(dir)
                 .map_err(|e| invalid(e.to_string()))?
                 .with_fsync(true);
-            Ok(("db".to_owned(), Arc::new(store)))
+            Ok((LOCAL_DB_PATH.to_owned(), Arc::new(store)))
         }
         Location::S3 { bucket, prefix } => {
             let s3 = |retry: RetryConfig| {
