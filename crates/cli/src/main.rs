@@ -47,7 +47,9 @@ enum Command {
     /// Pail trees: apply operations, or keep a tree in a CAR file.
     #[command(subcommand)]
     Pail(pail_cmd::PailCommand),
-    /// Delete blocks that no retained commit reaches (safe while others write).
+    /// Delete blocks that no retained commit reaches. Opens the store as its
+    /// writer: stop a running server first, or let it collect
+    /// (`serve --gc-interval-secs`).
     Gc(storage::GcArgs),
     /// Storage keys: build and explain them (a key inspector).
     #[command(subcommand)]

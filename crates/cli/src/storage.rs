@@ -1,6 +1,10 @@
 //! Commands that work on the store directly: `datarepo gc`.
 
-use std::{io, path::PathBuf, process::ExitCode};
+use std::{
+    io,
+    path::{Path, PathBuf},
+    process::ExitCode,
+};
 
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
@@ -29,10 +33,15 @@ impl StoreArgs {
         self.store.parse().map_err(|e: store::Error| e.to_string())
     }
 
-    /// Opens the store as its one writer; a writer already running on it
-    /// (a `datarepo serve`) is fenced and can no longer write.
+    /// Opens the store as its one writer. On a local directory another
+    /// datarepo process writing it (a running `datarepo serve`) makes this
+    /// fail at once; on S3, where there is no such lock, the writer already
+    /// there is fenced and can no longer write.
     pub(crate) async fn open(&self) -> Result<SlateKv, String> {
         let location = self.parse()?;
+        if let Location::Local(dir) = &location {
+            lock_for_writing(dir, &location)?;
+        }
         let mut options = SlateOptions::default();
         options.settings_file.clone_from(&self.store_settings);
         SlateKv::open_with(&location, &options)
@@ -47,6 +56,42 @@ impl StoreArgs {
         SlateKv::open_reader(&location, READER_REFRESH)
             .await
             .map_err(|e| format!("cannot open the store at {location} read-only: {e}"))
+    }
+}
+
+/// The lock file that marks a local store as being written by a datarepo
+/// process (an OS file lock: released when the process ends, however).
+const WRITER_LOCK_FILE: &str = "datarepo.lock";
+
+/// This process's lock on the local store it writes, held until it exits.
+static WRITER_LOCK: std::sync::OnceLock<std::fs::File> = std::sync::OnceLock::new();
+
+/// Takes the writer lock of the local store in `dir` for this process, or
+/// says who holds it. Without it a second writer would fence the first:
+/// a `datarepo put` would leave a running server refusing every write.
+fn lock_for_writing(dir: &Path, location: &Location) -> Result<(), String> {
+    if WRITER_LOCK.get().is_some() {
+        return Ok(());
+    }
+    let cannot = |e: io::Error| format!("cannot lock the store at {location} for writing: {e}");
+    std::fs::create_dir_all(dir).map_err(cannot)?;
+    let file = std::fs::File::options()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(dir.join(WRITER_LOCK_FILE))
+        .map_err(cannot)?;
+    match file.try_lock() {
+        Ok(()) => {
+            let _ = WRITER_LOCK.set(file);
+            Ok(())
+        }
+        Err(std::fs::TryLockError::WouldBlock) => Err(format!(
+            "the store at {location} is being written by another datarepo process \
+             (a running `datarepo serve`?): stop it first, or write through its HTTP API; \
+             reading commands (get, ls, log, diff, export, stats) work beside it"
+        )),
+        Err(std::fs::TryLockError::Error(e)) => Err(cannot(e)),
     }
 }
 
