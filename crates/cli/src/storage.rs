@@ -1,4 +1,5 @@
-//! Commands that work on the store directly: `datarepo gc`.
+//! Opening the store (as its one writer, or read-only) and the commands that
+//! work on it directly: `datarepo gc`.
 
 use std::{
     io,

@@ -631,7 +631,7 @@ impl SlateKv {
         // A reader never creates a database; say so plainly rather than
         // with SlateDB's missing-manifest error.
         if let Location::Local(dir) = location
-            && !dir.join(LOCAL_DB_PATH).is_dir()
+            && !dir.join(DB_PATH).is_dir()
         {
             return Err(Error::Location {
                 location: location.to_string(),
@@ -689,8 +689,8 @@ impl SlateKv {
     }
 }
 
-/// The database's path inside a local store directory.
-const LOCAL_DB_PATH: &str = "db";
+/// The database's path inside a location (a local directory or an S3 prefix).
+const DB_PATH: &str = "db";
 
 /// How long opening a database on S3-compatible storage waits for the
 /// object store to answer a first listing of the database's prefix.
@@ -713,7 +713,7 @@ async fn object_store(location: &Location) -> Result<(String, Arc<dyn ObjectStor
             let store = LocalFileSystem::new_with_prefix(dir)
                 .map_err(|e| invalid(e.to_string()))?
                 .with_fsync(true);
-            Ok((LOCAL_DB_PATH.to_owned(), Arc::new(store)))
+            Ok((DB_PATH.to_owned(), Arc::new(store)))
         }
         Location::S3 { bucket, prefix } => {
             let s3 = |retry: RetryConfig| {
@@ -725,9 +725,9 @@ async fn object_store(location: &Location) -> Result<(String, Arc<dyn ObjectStor
                     .map_err(|e| invalid(e.to_string()))
             };
             let path = if prefix.is_empty() {
-                "db".to_owned()
+                DB_PATH.to_owned()
             } else {
-                format!("{prefix}/db")
+                format!("{prefix}/{DB_PATH}")
             };
             // The probe gives up after two retries; the store SlateDB gets
             // keeps object_store's default retries.
