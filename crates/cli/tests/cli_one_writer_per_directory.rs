@@ -56,15 +56,7 @@ fn writers_wait_their_turn_and_the_server_keeps_writing() {
     let tmp = testkit::tempdir("one-writer");
     let store = tmp.path().join("data");
     let store = store.to_str().unwrap();
-    let port = common::free_port();
-    let mut server = common::ServerProcess(
-        common::serve(store, port, TOKEN)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
-    assert!(common::wait_until_up(port), "the server did not start");
+    let (mut server, port) = common::start_server(store, TOKEN);
     assert_eq!(create(port, "before"), 200);
 
     let refused = [
@@ -87,20 +79,6 @@ fn writers_wait_their_turn_and_the_server_keeps_writing() {
     server.0.wait().unwrap();
     let out = put(store, "cli");
     assert!(out.status.success(), "{out:?}");
-    let ls = common::datarepo(&["--store", store, "--repo", DID, "ls", POST, "--json"], "");
-    let rkeys: Vec<_> = common::json_lines(&ls)[0]["records"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| {
-            r["uri"]
-                .as_str()
-                .unwrap()
-                .rsplit('/')
-                .next()
-                .unwrap()
-                .to_owned()
-        })
-        .collect();
+    let rkeys = common::listed_rkeys(store, DID, POST);
     assert_eq!(rkeys, ["after", "before", "cli"]);
 }

@@ -5,8 +5,6 @@
 
 mod common;
 
-use std::process::Stdio;
-
 const TOKEN: &str = "reads-token";
 const DID: &str = "did:web:example.com";
 const POST: &str = "app.bsky.feed.post";
@@ -28,43 +26,18 @@ fn create(port: u16, text: &str) -> String {
     uri.rsplit('/').next().unwrap().to_owned()
 }
 
-/// The rkeys `datarepo ls` lists.
-fn listed(store: &str) -> Vec<String> {
-    let ls = common::datarepo(&["--store", store, "--repo", DID, "ls", POST, "--json"], "");
-    assert!(ls.status.success(), "{ls:?}");
-    common::json_lines(&ls)[0]["records"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| {
-            r["uri"]
-                .as_str()
-                .unwrap()
-                .rsplit('/')
-                .next()
-                .unwrap()
-                .to_owned()
-        })
-        .collect()
-}
-
 #[test]
 fn reading_commands_leave_a_running_server_writing() {
     let tmp = testkit::tempdir("reads-beside");
     let store = tmp.path().join("data");
     let store = store.to_str().unwrap();
-    let port = common::free_port();
-    let mut server = common::ServerProcess(
-        common::serve(store, port, TOKEN)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
-    assert!(common::wait_until_up(port), "the server did not start");
+    let (mut server, port) = common::start_server(store, TOKEN);
 
     let first = create(port, "first");
-    assert_eq!(listed(store), std::slice::from_ref(&first));
+    assert_eq!(
+        common::listed_rkeys(store, DID, POST),
+        std::slice::from_ref(&first)
+    );
     let car = tmp.path().join("repo.car");
     for args in [
         vec!["get", POST, first.as_str()],
@@ -83,7 +56,7 @@ fn reading_commands_leave_a_running_server_writing() {
     let second = create(port, "second");
     let mut expected = vec![first, second];
     expected.sort();
-    assert_eq!(listed(store), expected);
+    assert_eq!(common::listed_rkeys(store, DID, POST), expected);
     assert!(server.terminate(), "the server did not stop cleanly");
 }
 

@@ -4,8 +4,6 @@
 
 mod common;
 
-use std::process::Stdio;
-
 const TOKEN: &str = "port-taken-token";
 const DID: &str = "did:web:example.com";
 const POST: &str = "app.bsky.feed.post";
@@ -29,18 +27,7 @@ fn a_second_server_that_cannot_listen_leaves_the_first_writing() {
     let tmp = testkit::tempdir("serve-port-taken");
     let store = tmp.path().join("data");
     let store = store.to_str().unwrap();
-    let port = common::free_port();
-    let mut first = common::ServerProcess(
-        common::serve(store, port, TOKEN)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
-    assert!(
-        common::wait_until_up(port),
-        "the first server did not start within 30 s"
-    );
+    let (mut first, port) = common::start_server(store, TOKEN);
     assert_eq!(create(port, "before"), Some(200));
 
     let second = common::serve(store, port, TOKEN).output().unwrap();

@@ -77,6 +77,39 @@ pub fn serve(store: &str, port: u16, token: &str) -> Command {
     cmd
 }
 
+/// `datarepo serve` on `store` at a free port, its output discarded, once
+/// it answers its health check; the process and its port.
+pub fn start_server(store: &str, token: &str) -> (ServerProcess, u16) {
+    let port = free_port();
+    let server = ServerProcess(
+        serve(store, port, token)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    assert!(wait_until_up(port), "the server did not start within 30 s");
+    (server, port)
+}
+
+/// The rkeys `datarepo ls --json` lists in `collection` of `repo`.
+pub fn listed_rkeys(store: &str, repo: &str, collection: &str) -> Vec<String> {
+    let ls = datarepo(
+        &["--store", store, "--repo", repo, "ls", collection, "--json"],
+        "",
+    );
+    assert!(ls.status.success(), "{ls:?}");
+    json_lines(&ls)[0]["records"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            let uri = r["uri"].as_str().unwrap();
+            uri.rsplit('/').next().unwrap().to_owned()
+        })
+        .collect()
+}
+
 /// One HTTP/1.1 request to `port` with `token`: its status and body, or
 /// `None` when nothing answers.
 pub fn http(port: u16, method: &str, path: &str, token: &str, body: &str) -> Option<(u16, String)> {
