@@ -143,6 +143,11 @@ pub(crate) enum RepoCommand {
     },
     /// Counts: records per collection, commits.
     Stats,
+    /// Check a repository (all of them without --repo): every commit in
+    /// its log and every shard and record of its head read back and hashed,
+    /// and the record index compared with the tree. Changes nothing; exits
+    /// with 1 when something is damaged.
+    Check,
 }
 
 impl RepoCommand {
@@ -161,7 +166,8 @@ impl RepoCommand {
             | Self::Log { .. }
             | Self::Diff { .. }
             | Self::Export { .. }
-            | Self::Stats => false,
+            | Self::Stats
+            | Self::Check => false,
         }
     }
 }
@@ -662,8 +668,96 @@ async fn execute(s: &Session, args: &RepoArgs, cmd: RepoCommand) -> Result<ExitC
                 },
             );
         }
+        RepoCommand::Check => return check(s, args).await,
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `datarepo check`: the repository given, or every one.
+async fn check(s: &Session, args: &RepoArgs) -> Result<ExitCode> {
+    let ids = match &args.repo {
+        Some(id) => vec![id.clone()],
+        None => {
+            let all = s.repos.list().await.map_err(|e| e.to_string())?;
+            all.into_iter().map(|(id, _)| id).collect()
+        }
+    };
+    let mut reports = Vec::new();
+    let mut intact = true;
+    for id in ids {
+        let bar = bar("{spinner} {msg}");
+        bar.enable_steady_tick(std::time::Duration::from_millis(100));
+        bar.set_message(format!("{id}: reading the commit log and the tree"));
+        let checking = ProgressStyle::with_template("{msg} [{bar:40}] {pos}/{len} ({eta} left)")
+            .unwrap_or_else(|_| ProgressStyle::default_bar())
+            .progress_chars("=> ");
+        let report = s
+            .repos
+            .check(&id, |step| match step {
+                repo::CheckProgress::Tree { records } => {
+                    bar.set_message(format!("{id}: reading the tree: {records} records"));
+                }
+                repo::CheckProgress::Index { done, total } => {
+                    if bar.length() != Some(total) {
+                        bar.disable_steady_tick();
+                        bar.set_style(checking.clone());
+                        bar.set_message(format!("{id}: checking records"));
+                        bar.set_length(total);
+                    }
+                    bar.set_position(done);
+                }
+            })
+            .await
+            .map_err(|e| format!("checking {id}: {e}"))?;
+        bar.finish_and_clear();
+        intact &= report.is_intact();
+        if !args.json {
+            println!("{}", describe_check(&id, &report));
+        }
+        reports.push(json!({
+            "repo": id, "commit": report.commit.to_string(), "records": report.records,
+            "shards": report.shards, "commits": report.commits, "intact": report.is_intact(),
+            "problemCount": report.problem_count, "problems": report.problems,
+            "headMoved": report.head_moved,
+        }));
+    }
+    if args.json {
+        println!("{}", json!({"intact": intact, "repos": reports}));
+    }
+    Ok(if intact {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+/// A check's result for a person.
+fn describe_check(id: &str, report: &repo::CheckReport) -> String {
+    let counts = format!(
+        "{} records, {} shards, {} commits; head {}",
+        report.records, report.shards, report.commits, report.commit
+    );
+    if report.is_intact() {
+        return format!("{id}: intact ({counts})");
+    }
+    let mut lines = vec![format!(
+        "{id}: {} problem(s) ({counts})",
+        report.problem_count
+    )];
+    lines.extend(report.problems.iter().map(|p| format!("  {p}")));
+    let unlisted = report.problem_count - report.problems.len() as u64;
+    if unlisted > 0 {
+        lines.push(format!("  ... and {unlisted} more"));
+    }
+    if report.head_moved {
+        lines.push(
+            "  the repository changed while it was checked (a server is writing): differences \
+             between the tree and the record index may be that write; run the check again when \
+             writes pause"
+                .to_owned(),
+        );
+    }
+    lines.join("\n")
 }
 
 async fn count_records(repo: &Repository<SlateKv>, collection: &str) -> Result<u64> {

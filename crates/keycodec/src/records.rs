@@ -116,15 +116,6 @@ pub fn block_key(cid: &[u8]) -> Vec<u8> {
         .finish()
 }
 
-/// The key of a block whose CID bytes `write_cid` appends (one allocation,
-/// for callers that can write a CID's bytes in place).
-pub fn block_key_with(write_cid: impl FnOnce(&mut Vec<u8>)) -> Vec<u8> {
-    let mut key = Vec::with_capacity(2 + 40);
-    key.extend_from_slice(&RecordType::Block.prefix().encode());
-    write_cid(&mut key);
-    key
-}
-
 /// The key of a repository's head.
 #[must_use]
 pub fn head_key(repo: &str) -> Vec<u8> {
@@ -169,6 +160,16 @@ pub fn record_index_range(repo: &str, collection: &str) -> KeyRange {
         KeyBuilder::new(RecordType::RecordIndex.prefix())
             .str(repo)
             .str(collection)
+            .as_bytes(),
+    )
+}
+
+/// All record-index entries of a repository: by collection, then rkey.
+#[must_use]
+pub fn repo_record_index_range(repo: &str) -> KeyRange {
+    KeyRange::prefix(
+        KeyBuilder::new(RecordType::RecordIndex.prefix())
+            .str(repo)
             .as_bytes(),
     )
 }

@@ -14,12 +14,14 @@
 //! - History: [`Repository::log`], [`Repository::record_at`],
 //!   [`Repository::diff`].
 //! - CAR v1: [`Repository::export_car`], [`Repos::import_car`].
+//! - Integrity: [`Repos::check`] reads a repository back and reports damage.
 //!
 //! Clocks are injected ([`Env`]); nothing here reads the system time.
 
 #![warn(clippy::unwrap_used)]
 
 mod car;
+mod check;
 mod commit;
 mod error;
 mod json_cbor;
@@ -28,6 +30,7 @@ mod record;
 mod repository;
 
 pub use car::{ExportReport, ImportProgress, ImportReport};
+pub use check::{CheckProgress, CheckReport};
 pub use commit::CommitData;
 pub use error::Error;
 pub use record::Record;

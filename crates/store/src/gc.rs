@@ -124,7 +124,7 @@ fn block_cid(key: &[u8]) -> Option<Cid> {
         return None;
     };
     let cid = Cid::try_from(cid).ok()?;
-    (crate::store::block_key(&cid) == key).then_some(cid)
+    (*crate::store::BlockKey::new(&cid) == *key).then_some(cid)
 }
 
 /// The links of a dag-cbor block (none if it does not decode); for a

@@ -31,5 +31,5 @@ pub use kv::{
 };
 pub use store::{
     Commit, DEFAULT_DURABILITY_TIMEOUT, DEFAULT_SHARD_CACHE_BYTES, Head, INLINE_RECORD_BYTES,
-    PendingCommit, RecordChange, Store,
+    IndexRow, PendingCommit, RecordChange, Store,
 };

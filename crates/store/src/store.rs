@@ -123,6 +123,19 @@ fn parse_index_value(value: &Bytes) -> Result<(Cid, Option<Bytes>), Error> {
     Ok((cid, (!rest.is_empty()).then_some(rest)))
 }
 
+/// One row of the record index, as [`Store::record_index_rows`] reads it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IndexRow {
+    /// The record's collection.
+    pub collection: String,
+    /// The record's key.
+    pub rkey: String,
+    /// The record's CID.
+    pub cid: Cid,
+    /// The record's bytes when the index keeps them inline (unchecked).
+    pub inline: Option<Bytes>,
+}
+
 /// Everything one commit writes, atomically.
 #[derive(Debug, Clone)]
 pub struct Commit {
@@ -190,10 +203,57 @@ fn block_put(block: &Block) -> WriteOp {
 
 /// The storage key of a block.
 pub(crate) fn block_key(cid: &Cid) -> Vec<u8> {
-    // Writing to a Vec cannot fail.
-    records::block_key_with(|out| {
-        let _ = cid.write_bytes(out);
-    })
+    BlockKey::new(cid).to_vec()
+}
+
+/// The storage key of a block, built on the stack: a get needs no
+/// allocation for its key.
+pub(crate) struct BlockKey {
+    bytes: [u8; BlockKey::MAX_LEN],
+    len: usize,
+}
+
+impl BlockKey {
+    /// The 2-byte prefix and the longest CID bytes a `Cid` can have
+    /// (version, codec and hash code as varints of up to 10 bytes, digest
+    /// size of up to 2, digest of up to 64).
+    const MAX_LEN: usize = 2 + 1 + 10 + 10 + 2 + 64;
+
+    pub(crate) fn new(cid: &Cid) -> Self {
+        let mut bytes = [0; Self::MAX_LEN];
+        bytes[..2].copy_from_slice(&RecordType::Block.prefix().encode());
+        let hash = cid.hash();
+        let len = match u8::try_from(cid.codec()) {
+            // The usual CID, a SHA-256 CIDv1 whose codec is a 1-byte
+            // varint, laid out directly (`Cid::write_bytes` goes through
+            // `io::Write` a varint at a time).
+            Ok(codec)
+                if cid.version() == cid::Version::V1
+                    && codec < 0x80
+                    && hash.code() == SHA2_256
+                    && hash.size() == 32 =>
+            {
+                bytes[2..6].copy_from_slice(&[1, codec, 0x12, 32]);
+                bytes[6..38].copy_from_slice(hash.digest());
+                38
+            }
+            _ => {
+                let mut rest = &mut bytes[2..];
+                // MAX_LEN holds any CID, so writing cannot fail.
+                let _ = cid.write_bytes(&mut rest);
+                Self::MAX_LEN - rest.len()
+            }
+        };
+        Self { bytes, len }
+    }
+}
+
+impl std::ops::Deref for BlockKey {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        &self.bytes[..self.len]
+    }
 }
 
 /// Decoded shards by CID, bounded by their total encoded size; the oldest
@@ -371,7 +431,7 @@ impl<K: Kv> Store<K> {
     /// [`Error::Corrupt`] when the stored bytes do not hash to `cid`, or a
     /// storage error.
     pub async fn get_block(&self, cid: &Cid) -> Result<Option<Block>, Error> {
-        let Some(bytes) = self.kv.get(&block_key(cid)).await? else {
+        let Some(bytes) = self.kv.get(&BlockKey::new(cid)).await? else {
             return Ok(None);
         };
         match Block::verify(*cid, bytes) {
@@ -739,6 +799,50 @@ impl<K: Kv> Store<K> {
             .collect()
     }
 
+    /// Up to `limit` record-index rows of a repository, every collection,
+    /// in key order (by collection, then rkey), starting after the row
+    /// `after` names (`(collection, rkey)`). Inline record bytes are
+    /// returned unchecked.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Malformed`] or a storage error.
+    pub async fn record_index_rows(
+        &self,
+        repo: &str,
+        after: Option<(&str, &str)>,
+        limit: usize,
+    ) -> Result<Vec<IndexRow>, Error> {
+        let mut range = records::repo_record_index_range(repo);
+        if let Some((collection, rkey)) = after {
+            // The smallest key after that row's: append a zero byte.
+            range.start = records::record_index_key(repo, collection, rkey);
+            range.start.push(0);
+        }
+        let rows = self.kv_scan(&range, false, limit, View::Durable).await?;
+        rows.into_iter()
+            .map(|(k, v)| {
+                let malformed = |reason: String| Error::Malformed {
+                    what: "record index entry",
+                    reason,
+                };
+                let records::DecodedKey::RecordIndex {
+                    collection, rkey, ..
+                } = records::decode_key(&k).map_err(|e| malformed(e.to_string()))?
+                else {
+                    return Err(malformed("not a record index key".into()));
+                };
+                let (cid, inline) = parse_index_value(&v)?;
+                Ok(IndexRow {
+                    collection: collection.into_owned(),
+                    rkey: rkey.into_owned(),
+                    cid,
+                    inline,
+                })
+            })
+            .collect()
+    }
+
     async fn index_block(&self, value: &Bytes) -> Result<Block, Error> {
         match inline_block(value)? {
             Ok(block) => Ok(block),
@@ -892,7 +996,7 @@ impl<K: Kv> ShardFetcher for Store<K> {
         let store_err = |e: Error| pail::Error::Store(Box::new(e));
         let bytes = self
             .kv
-            .get(&block_key(cid))
+            .get(&BlockKey::new(cid))
             .await
             .map_err(store_err)?
             .ok_or(pail::Error::MissingBlock(*cid))?;
@@ -960,6 +1064,33 @@ mod tests {
             "{}",
             cache.order.len()
         );
+    }
+
+    /// Block keys built on the stack are the keys `keycodec` defines, for
+    /// the usual CIDs (laid out directly) and any other (written as CID
+    /// bytes), up to the largest a `Cid` can hold.
+    #[test]
+    fn block_keys_are_keycodec_block_keys() {
+        use multihash_codetable::{Code, MultihashDigest};
+        let largest = Cid::new_v1(
+            u64::MAX,
+            cid::multihash::Multihash::wrap(u64::MAX, &[7; 64]).unwrap(),
+        );
+        let cids = [
+            Cid::new_v1(0x71, Code::Sha2_256.digest(b"a record")),
+            Cid::new_v1(0x55, Code::Sha2_256.digest(b"raw bytes")),
+            Cid::new_v1(0x7f, Code::Sha2_256.digest(b"largest 1-byte codec")),
+            Cid::new_v1(0x80, Code::Sha2_256.digest(b"smallest 2-byte codec")),
+            Cid::new_v1(0x71, Code::Sha2_512.digest(b"another hash")),
+            Cid::new_v1(0x71, Code::Sha2_256.digest(b"x").truncate(20)),
+            Cid::new_v0(Code::Sha2_256.digest(b"version 0")).unwrap(),
+            largest,
+        ];
+        for cid in cids {
+            let expected = records::block_key(&cid.to_bytes());
+            assert_eq!(&*BlockKey::new(&cid), &expected[..], "{cid}");
+            assert_eq!(block_key(&cid), expected);
+        }
     }
 
     /// The direct parse of SHA-256 CIDv1s reads what the general CID

@@ -1,0 +1,333 @@
+//! [`Repos::check`]: reads a repository back and reports what is damaged
+//! or inconsistent, without changing anything.
+
+use std::collections::HashMap;
+
+use cid::Cid;
+use store::{Block, Kv, Store};
+
+use crate::{CommitData, Error, Repos};
+
+/// Problems listed in full; past this many, only counted.
+const LISTED_PROBLEMS: usize = 100;
+/// Record-index rows read per range scan.
+const INDEX_PAGE: usize = 1024;
+
+/// What [`Repos::check`] found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CheckReport {
+    /// The head commit when the check began.
+    pub commit: Cid,
+    /// Records in the head's tree.
+    pub records: u64,
+    /// Pail shards in the head's tree.
+    pub shards: u64,
+    /// Commit-log entries checked.
+    pub commits: u64,
+    /// What is wrong, each in a sentence; empty when the repository is
+    /// intact. At most 100 are listed (see `problem_count`).
+    pub problems: Vec<String>,
+    /// How many problems were found in all.
+    pub problem_count: u64,
+    /// The head moved while the check ran (a writer was active), so a
+    /// difference between the tree and the record index may be that write
+    /// rather than damage: run the check again when writes pause.
+    pub head_moved: bool,
+}
+
+impl CheckReport {
+    fn problem(&mut self, what: String) {
+        self.problem_count += 1;
+        if self.problems.len() < LISTED_PROBLEMS {
+            self.problems.push(what);
+        }
+    }
+
+    /// Whether nothing is wrong.
+    #[must_use]
+    pub fn is_intact(&self) -> bool {
+        self.problem_count == 0
+    }
+}
+
+/// How far a check is, passed to its progress callback.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CheckProgress {
+    /// Reading the head's tree: so many records so far.
+    Tree {
+        /// Records found so far.
+        records: u64,
+    },
+    /// Comparing the record index with the tree: `done` of `total` records.
+    Index {
+        /// Index rows checked so far.
+        done: u64,
+        /// Records in the tree.
+        total: u64,
+    },
+}
+
+/// Whether `e` says something stored is damaged (a problem to report), as
+/// opposed to the store being unreachable (which ends the check).
+fn is_damage(e: &Error) -> bool {
+    match e {
+        Error::MissingBlock(_) | Error::MalformedBlock { .. } | Error::Pail(_) => true,
+        Error::Store(s) => matches!(
+            s,
+            store::Error::Corrupt { .. }
+                | store::Error::HashMismatch { .. }
+                | store::Error::UnsupportedHash { .. }
+                | store::Error::Malformed { .. }
+        ),
+        _ => false,
+    }
+}
+
+/// A block by CID, checked against it; a missing block is an error.
+async fn read_block<K: Kv>(store: &Store<K>, cid: Cid) -> Result<Block, Error> {
+    store.get_block(&cid).await?.ok_or(Error::MissingBlock(cid))
+}
+
+impl<K: Kv> Repos<K> {
+    /// Checks repository `id` as a reader sees it (durable commits only):
+    ///
+    /// - the head commit and every commit in the log exist, hash to their
+    ///   CIDs and decode; the log's newest entry is the head, and each
+    ///   entry's `prev` is the entry before it (the oldest may name a
+    ///   commit garbage collection removed);
+    /// - every shard of the head's tree exists, hashes to its CID and is a
+    ///   canonical Pail shard;
+    /// - the record index holds exactly the tree's records with the same
+    ///   CIDs (it answers listings and reads), and every record's bytes
+    ///   hash to its CID.
+    ///
+    /// Damage is reported in the [`CheckReport`], as much as can be found;
+    /// nothing is written. Holds `collection/rkey → CID` for every record
+    /// in memory (about 100 bytes each).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::RepoNotFound`], or a storage error that stops the check
+    /// (the store unreachable, not damaged).
+    pub async fn check(
+        &self,
+        id: &str,
+        mut progress: impl FnMut(CheckProgress),
+    ) -> Result<CheckReport, Error> {
+        let store = &**self.store();
+        let head = store
+            .durable_head(id)
+            .await?
+            .ok_or_else(|| Error::RepoNotFound(id.to_owned()))?;
+        let mut report = CheckReport {
+            commit: head.commit,
+            records: 0,
+            shards: 0,
+            commits: 0,
+            problems: Vec::new(),
+            problem_count: 0,
+            head_moved: false,
+        };
+        let head_commit = match load(store, head.commit).await {
+            Ok(commit) => Some(commit),
+            Err(e) if is_damage(&e) => {
+                report.problem(format!("head commit {}: {e}", head.commit));
+                None
+            }
+            Err(e) => return Err(e),
+        };
+        if let Some(commit) = &head_commit {
+            if commit.rev.as_u64() != head.rev {
+                report.problem(format!(
+                    "head commit {} has rev {}, the head record says {}",
+                    head.commit,
+                    commit.rev,
+                    rkey::Tid::from_u64(head.rev)
+                ));
+            }
+            if commit.repo != id {
+                report.problem(format!(
+                    "head commit {} belongs to repository {:?}",
+                    head.commit, commit.repo
+                ));
+            }
+        }
+        self.check_log(id, head.commit, &mut report).await?;
+        if let Some(commit) = head_commit {
+            let tree = walk_tree(store, commit.data, &mut report, &mut progress).await?;
+            check_index(store, id, tree, &mut report, &mut progress).await?;
+        }
+        report.head_moved = store.durable_head(id).await?.map(|h| h.commit) != Some(head.commit);
+        Ok(report)
+    }
+
+    /// The commit log: each entry's commit readable, newest first from the
+    /// head, each `prev` the next older entry.
+    async fn check_log(&self, id: &str, head: Cid, report: &mut CheckReport) -> Result<(), Error> {
+        let store = &**self.store();
+        let log = store.commit_log(id, true, usize::MAX).await?;
+        match log.first() {
+            Some((_, newest)) if *newest != head => report.problem(format!(
+                "the commit log's newest entry is {newest}, the head is {head}"
+            )),
+            None => report.problem(format!("the commit log is empty; the head is {head}")),
+            _ => {}
+        }
+        // The `prev` the next (older) entry must have been named by.
+        let mut expected: Option<Option<Cid>> = None;
+        for (rev, cid) in log {
+            report.commits += 1;
+            if let Some(prev) = expected.take()
+                && prev != Some(cid)
+            {
+                report.problem(format!(
+                    "commit-log entry {cid} is not the previous commit ({}) of the entry after it",
+                    prev.map_or_else(|| "none".to_owned(), |c| c.to_string())
+                ));
+            }
+            match load(store, cid).await {
+                Ok(commit) => {
+                    if commit.rev.as_u64() != rev {
+                        report.problem(format!(
+                            "commit {cid} has rev {}, but the log lists it under another rev",
+                            commit.rev
+                        ));
+                    }
+                    expected = Some(commit.prev);
+                }
+                Err(e) if is_damage(&e) => report.problem(format!("commit {cid}: {e}")),
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    }
+}
+
+async fn read_shard<K: Kv>(store: &Store<K>, cid: Cid) -> Result<pail::Shard, Error> {
+    let block = read_block(store, cid).await?;
+    pail::Shard::decode(block.bytes()).map_err(Error::Pail)
+}
+
+async fn load<K: Kv>(store: &Store<K>, cid: Cid) -> Result<CommitData, Error> {
+    let block = read_block(store, cid).await?;
+    CommitData::decode(cid, block.bytes())
+}
+
+/// Every record of the tree at `root` (`collection/rkey` → CID), reading
+/// every shard; a shard that cannot be read is a problem and its subtree
+/// is skipped.
+async fn walk_tree<K: Kv>(
+    store: &Store<K>,
+    root: Cid,
+    report: &mut CheckReport,
+    progress: &mut impl FnMut(CheckProgress),
+) -> Result<HashMap<String, Cid>, Error> {
+    let mut records = HashMap::new();
+    // (shard CID, the key prefix its entries extend)
+    let mut todo = vec![(root, String::new())];
+    while let Some((cid, prefix)) = todo.pop() {
+        // Read from storage, not the decoded-shard cache: the check is of
+        // what is stored.
+        let shard = match read_shard(store, cid).await {
+            Ok(shard) => shard,
+            Err(e) if is_damage(&e) => {
+                let under = if prefix.is_empty() {
+                    "the tree's root".to_owned()
+                } else {
+                    format!("keys starting {prefix:?}")
+                };
+                report.problem(format!("shard {cid} ({under}): {e}"));
+                continue;
+            }
+            Err(e) => return Err(e),
+        };
+        report.shards += 1;
+        for (key, value) in shard.entries() {
+            let key = format!("{prefix}{key}");
+            if let Some(link) = value.link() {
+                todo.push((link, key.clone()));
+            }
+            if let Some(data) = value.data() {
+                records.insert(key, data);
+                report.records += 1;
+                if report.records.is_multiple_of(INDEX_PAGE as u64) {
+                    progress(CheckProgress::Tree {
+                        records: report.records,
+                    });
+                }
+            }
+        }
+    }
+    Ok(records)
+}
+
+/// The record index against the tree's records, and every record's bytes
+/// against its CID.
+async fn check_index<K: Kv>(
+    store: &Store<K>,
+    id: &str,
+    mut tree: HashMap<String, Cid>,
+    report: &mut CheckReport,
+    progress: &mut impl FnMut(CheckProgress),
+) -> Result<(), Error> {
+    let total = tree.len() as u64;
+    let mut done = 0;
+    let mut after: Option<(String, String)> = None;
+    loop {
+        let rows = store
+            .record_index_rows(
+                id,
+                after.as_ref().map(|(c, r)| (c.as_str(), r.as_str())),
+                INDEX_PAGE,
+            )
+            .await?;
+        let Some(last) = rows.last() else { break };
+        after = Some((last.collection.clone(), last.rkey.clone()));
+        let full_page = rows.len() == INDEX_PAGE;
+        for row in rows {
+            done += 1;
+            let path = format!("{}/{}", row.collection, row.rkey);
+            match tree.remove(&path) {
+                None => report.problem(format!(
+                    "the record index lists {path} ({}), which the tree does not hold",
+                    row.cid
+                )),
+                Some(cid) if cid != row.cid => report.problem(format!(
+                    "the record index names {} for {path}, the tree {cid}",
+                    row.cid
+                )),
+                Some(cid) => {
+                    // A small record is kept twice, inline in its index row
+                    // (read by listings) and as a block (read by CID).
+                    if let Some(bytes) = row.inline
+                        && Block::verify(cid, bytes).is_err()
+                    {
+                        report.problem(format!(
+                            "record {path} ({cid}): the copy in its record-index row \
+                             does not hash to its CID"
+                        ));
+                    }
+                    match read_block(store, cid).await {
+                        Ok(_) => {}
+                        Err(e) if is_damage(&e) => {
+                            report.problem(format!("record {path}: {e}"));
+                        }
+                        Err(e) => return Err(e),
+                    }
+                }
+            }
+        }
+        progress(CheckProgress::Index { done, total });
+        if !full_page {
+            break;
+        }
+    }
+    let mut missing: Vec<_> = tree.into_iter().collect();
+    missing.sort_unstable();
+    for (path, cid) in missing {
+        report.problem(format!(
+            "the tree holds {path} ({cid}), which the record index does not list"
+        ));
+    }
+    Ok(())
+}

@@ -1,0 +1,240 @@
+//! `Repos::check` finds each kind of damage done to a stored repository
+//! behind its back, reports an undamaged one as intact, and writes nothing.
+
+mod common;
+
+use bytes::Bytes;
+use cid::Cid;
+use keycodec::{KeyRange, records};
+use pail::ShardFetcher;
+use repo::{CheckReport, Repos, Write};
+use serde_json::json;
+use store::{Kv, MemoryKv, WriteOp};
+
+const DID: &str = "did:web:example.com";
+const POST: &str = "app.bsky.feed.post";
+const BIG: &str = "app.example.big";
+
+/// The built repository and what the damage cases need to know about it.
+struct Built {
+    repos: Repos<MemoryKv>,
+    facts: Facts,
+}
+
+#[derive(Clone)]
+struct Facts {
+    /// A small record (kept inline in its index row too): path and CID.
+    small: (String, Cid),
+    /// A record too large to be kept inline: path and CID.
+    big: (String, Cid),
+    /// A shard below the root.
+    child_shard: Cid,
+    /// The commit log, newest first: (rev, commit CID).
+    log: Vec<(u64, Cid)>,
+}
+
+/// The same repository every time (the clock is fixed): 30 posts written
+/// one commit each, and one large record.
+async fn built() -> Built {
+    let repos = common::repos();
+    let repo = repos.create(DID).await.unwrap();
+    let mut small = None;
+    for i in 0..30 {
+        let c = repo
+            .apply_writes(
+                vec![Write::Create {
+                    collection: POST.into(),
+                    rkey: None,
+                    value: json!({ "text": format!("post {i}") }),
+                }],
+                None,
+            )
+            .await
+            .unwrap();
+        let r = &c.results[0];
+        small = Some((format!("{POST}/{}", r.rkey), r.cid.unwrap()));
+    }
+    let c = repo
+        .apply_writes(
+            vec![Write::Create {
+                collection: BIG.into(),
+                rkey: Some("big".into()),
+                value: json!({ "text": "x".repeat(store::INLINE_RECORD_BYTES + 100) }),
+            }],
+            None,
+        )
+        .await
+        .unwrap();
+    let big = (format!("{BIG}/big"), c.results[0].cid.unwrap());
+    let store = repos.store();
+    let root = store
+        .get_shard(&repo.head().await.unwrap().data)
+        .await
+        .unwrap();
+    let child_shard = root
+        .entries()
+        .find_map(|(_, v)| v.link())
+        .expect("the root links a child shard");
+    let log = store.commit_log(DID, true, usize::MAX).await.unwrap();
+    Built {
+        repos,
+        facts: Facts {
+            small: small.unwrap(),
+            big,
+            child_shard,
+            log,
+        },
+    }
+}
+
+async fn everything(repos: &Repos<MemoryKv>) -> Vec<(Bytes, Bytes)> {
+    let all = KeyRange {
+        start: Vec::new(),
+        end: None,
+    };
+    repos
+        .store()
+        .kv()
+        .scan(&all, false, usize::MAX)
+        .await
+        .unwrap()
+}
+
+/// Builds the repository, applies `damage` to its storage, checks it, and
+/// returns the report (asserting that the check wrote nothing).
+fn check_after(damage: impl FnOnce(&Facts) -> Vec<WriteOp>) -> (CheckReport, Facts) {
+    common::rt().block_on(async {
+        let b = built().await;
+        b.repos
+            .store()
+            .kv()
+            .apply(damage(&b.facts))
+            .await
+            .unwrap()
+            .wait()
+            .await
+            .unwrap();
+        let before = everything(&b.repos).await;
+        let report = b.repos.check(DID, |_| {}).await.unwrap();
+        assert_eq!(everything(&b.repos).await, before, "the check wrote");
+        (report, b.facts)
+    })
+}
+
+fn index_key(path: &str) -> Vec<u8> {
+    let (collection, rkey) = path.split_once('/').unwrap();
+    records::record_index_key(DID, collection, rkey)
+}
+
+fn block_key(cid: &Cid) -> Vec<u8> {
+    records::block_key(&cid.to_bytes())
+}
+
+/// Exactly one problem was found, and it says all of `words`.
+fn assert_one_problem(report: &CheckReport, words: &[&str]) {
+    assert_eq!(report.problem_count, 1, "{:#?}", report.problems);
+    let problem = &report.problems[0];
+    for w in words {
+        assert!(problem.contains(w), "{problem:?} does not say {w:?}");
+    }
+}
+
+#[test]
+fn an_undamaged_repository_is_intact() {
+    let (report, _) = check_after(|_| Vec::new());
+    assert!(report.is_intact(), "{:#?}", report.problems);
+    assert_eq!(report.records, 31);
+    // The initial commit, 30 posts, the large record.
+    assert_eq!(report.commits, 32);
+    assert!(report.shards >= 2);
+    assert!(!report.head_moved);
+}
+
+#[test]
+fn a_corrupt_record_block_is_found() {
+    let (report, f) = check_after(|f| {
+        vec![WriteOp::Put(
+            block_key(&f.big.1),
+            Bytes::from_static(b"other bytes"),
+        )]
+    });
+    assert_one_problem(&report, &[&format!("record {}", f.big.0), "corrupt"]);
+}
+
+#[test]
+fn a_missing_record_block_is_found_even_when_the_index_keeps_a_copy() {
+    let (report, f) = check_after(|f| vec![WriteOp::Delete(block_key(&f.small.1))]);
+    assert_one_problem(&report, &[&format!("record {}", f.small.0), "missing"]);
+}
+
+#[test]
+fn a_tampered_inline_copy_is_found() {
+    let (report, f) = check_after(|f| {
+        let mut value = f.small.1.to_bytes();
+        value.extend_from_slice(b"\xa1etext\xe5other");
+        vec![WriteOp::Put(index_key(&f.small.0), Bytes::from(value))]
+    });
+    assert_one_problem(&report, &[&f.small.0, "record-index row"]);
+}
+
+#[test]
+fn a_missing_index_row_is_found() {
+    let (report, f) = check_after(|f| vec![WriteOp::Delete(index_key(&f.small.0))]);
+    assert_one_problem(&report, &[&f.small.0, "does not list"]);
+}
+
+#[test]
+fn an_index_row_for_no_record_is_found() {
+    let (report, _) = check_after(|f| {
+        vec![WriteOp::Put(
+            index_key(&format!("{POST}/zzz")),
+            Bytes::from(f.small.1.to_bytes()),
+        )]
+    });
+    assert_one_problem(&report, &[&format!("{POST}/zzz"), "does not hold"]);
+}
+
+#[test]
+fn an_index_row_naming_another_record_is_found() {
+    let (report, f) = check_after(|f| {
+        vec![WriteOp::Put(
+            index_key(&f.small.0),
+            Bytes::from(f.big.1.to_bytes()),
+        )]
+    });
+    assert_one_problem(&report, &[&f.small.0, "names"]);
+}
+
+#[test]
+fn a_missing_shard_is_found() {
+    let (report, f) = check_after(|f| vec![WriteOp::Delete(block_key(&f.child_shard))]);
+    assert!(
+        report
+            .problems
+            .iter()
+            .any(|p| p.starts_with(&format!("shard {}", f.child_shard))),
+        "{:#?}",
+        report.problems
+    );
+    // The records below it are still in the index: each is reported.
+    assert!(report.problem_count > 1);
+}
+
+#[test]
+fn a_corrupt_old_commit_is_found() {
+    let (report, f) = check_after(|f| {
+        vec![WriteOp::Put(
+            block_key(&f.log[5].1),
+            Bytes::from_static(b"not a commit"),
+        )]
+    });
+    assert_one_problem(&report, &[&format!("commit {}", f.log[5].1), "corrupt"]);
+}
+
+#[test]
+fn a_gap_in_the_commit_log_is_found() {
+    let (report, _) =
+        check_after(|f| vec![WriteOp::Delete(records::commit_log_key(DID, f.log[5].0))]);
+    assert_one_problem(&report, &["is not the previous commit"]);
+    assert_eq!(report.commits, 31);
+}
