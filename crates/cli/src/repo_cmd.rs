@@ -682,6 +682,9 @@ async fn check(s: &Session, args: &RepoArgs) -> Result<ExitCode> {
             all.into_iter().map(|(id, _)| id).collect()
         }
     };
+    if ids.is_empty() && !args.json {
+        println!("no repositories in this store: nothing to check");
+    }
     let mut reports = Vec::new();
     let mut intact = true;
     for id in ids {

@@ -106,7 +106,7 @@ impl<K: Kv> Repos<K> {
     ///
     /// Damage is reported in the [`CheckReport`], as much as can be found;
     /// nothing is written. Holds `collection/rkey → CID` for every record
-    /// in memory (about 100 bytes each).
+    /// in memory (a few hundred bytes each).
     ///
     /// # Errors
     ///
