@@ -41,12 +41,7 @@ fn check_reports_damage_and_exits_non_zero() {
 
     // Damage one repository behind datarepo's back: drop a record's index
     // row, so listings would no longer show a record the tree holds.
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    rt.block_on(async {
+    common::rt().block_on(async {
         let kv = SlateKv::open_local(tmp.path()).await.unwrap();
         let key = keycodec::records::record_index_key(BAD, POST, "b");
         kv.write(vec![WriteOp::Delete(key)]).await.unwrap();

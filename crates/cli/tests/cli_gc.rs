@@ -15,12 +15,7 @@ use store::{SlateKv, Store};
 fn gc_deletes_unreachable_blocks() {
     let tmp = testkit::tempdir("gc");
     let dir = tmp.path();
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    rt.block_on(async {
+    common::rt().block_on(async {
         let kv = SlateKv::open_local(dir).await.unwrap();
         let store = Store::new(kv.clone());
         let bytes = Bytes::from_static(b"an orphan block");

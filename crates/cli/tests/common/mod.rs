@@ -8,6 +8,15 @@ use std::{
 
 use serde_json::Value;
 
+/// A runtime for tests that open the store themselves.
+pub fn rt() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
 /// Runs `datarepo` with `args`, `stdin` on its standard input.
 pub fn datarepo(args: &[&str], stdin: &str) -> Output {
     let mut child = Command::new(env!("CARGO_BIN_EXE_datarepo"))
