@@ -206,11 +206,6 @@ impl<K: Kv> Repos<K> {
     }
 }
 
-async fn read_shard<K: Kv>(store: &Store<K>, cid: Cid) -> Result<pail::Shard, Error> {
-    let block = read_block(store, cid).await?;
-    pail::Shard::decode(block.bytes()).map_err(Error::Pail)
-}
-
 async fn load<K: Kv>(store: &Store<K>, cid: Cid) -> Result<CommitData, Error> {
     let block = read_block(store, cid).await?;
     CommitData::decode(cid, block.bytes())
@@ -231,7 +226,7 @@ async fn walk_tree<K: Kv>(
     while let Some((cid, prefix)) = todo.pop() {
         // Read from storage, not the decoded-shard cache: the check is of
         // what is stored.
-        let shard = match read_shard(store, cid).await {
+        let shard = match store.read_shard(&cid).await.map_err(Error::from) {
             Ok(shard) => shard,
             Err(e) if is_damage(&e) => {
                 let under = if prefix.is_empty() {

@@ -988,11 +988,17 @@ impl<K: Kv> Store<K> {
     }
 }
 
-impl<K: Kv> ShardFetcher for Store<K> {
-    async fn get_shard(&self, cid: &Cid) -> Result<Arc<Shard>, pail::Error> {
-        if let Some(shard) = self.cache().get(cid) {
-            return Ok(shard);
-        }
+impl<K: Kv> Store<K> {
+    /// A shard read from storage, bypassing (and not filling) the
+    /// decoded-shard cache: what is stored, checked against `cid`.
+    ///
+    /// # Errors
+    ///
+    /// [`pail::Error::MissingBlock`], [`Error::Corrupt`] (as
+    /// [`pail::Error::Store`]) when the bytes do not hash to `cid`,
+    /// [`pail::Error::InvalidShard`] for a valid block that is not a shard,
+    /// or a storage error.
+    pub async fn read_shard(&self, cid: &Cid) -> Result<Shard, pail::Error> {
         let store_err = |e: Error| pail::Error::Store(Box::new(e));
         let bytes = self
             .kv
@@ -1003,20 +1009,26 @@ impl<K: Kv> ShardFetcher for Store<K> {
         // Decoding hashes the bytes to compute the shard's CID, so comparing
         // it with `cid` is the verification: each shard is hashed once.
         let corrupt = || store_err(Error::Corrupt { cid: *cid });
-        let shard = match Shard::decode(&bytes) {
-            Ok(shard) if shard.cid() == *cid => shard,
-            Ok(_) => return Err(corrupt()),
+        match Shard::decode(&bytes) {
+            Ok(shard) if shard.cid() == *cid => Ok(shard),
+            Ok(_) => Err(corrupt()),
             // Undecodable bytes are corrupt unless they are a valid block
             // that is simply not a shard.
-            Err(e) => {
-                return Err(if verify(cid, &bytes).map_err(store_err)? {
-                    e
-                } else {
-                    corrupt()
-                });
-            }
-        };
-        let shard = Arc::new(shard);
+            Err(e) => Err(if verify(cid, &bytes).map_err(store_err)? {
+                e
+            } else {
+                corrupt()
+            }),
+        }
+    }
+}
+
+impl<K: Kv> ShardFetcher for Store<K> {
+    async fn get_shard(&self, cid: &Cid) -> Result<Arc<Shard>, pail::Error> {
+        if let Some(shard) = self.cache().get(cid) {
+            return Ok(shard);
+        }
+        let shard = Arc::new(self.read_shard(cid).await?);
         self.cache().insert(Arc::clone(&shard));
         Ok(shard)
     }
