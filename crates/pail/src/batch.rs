@@ -916,6 +916,6 @@ impl Commit<'_> {
             draft.config.max_size,
             draft.config.max_key_length,
         );
-        Shard::from_parts(bytes, draft.config, spans)
+        Shard::from_parts(bytes, draft.config, spans, draft.base.as_deref())
     }
 }

@@ -41,6 +41,7 @@ mod cbor;
 mod diff;
 mod error;
 mod fetcher;
+mod hash;
 mod read;
 mod shard;
 

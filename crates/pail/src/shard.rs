@@ -4,14 +4,19 @@
 use std::{collections::BTreeMap, fmt, sync::OnceLock};
 
 use bytes::Bytes;
-use cid::Cid;
+use cid::{Cid, multihash::Multihash};
 use ipld_core::ipld::Ipld;
 use multihash_codetable::{Code, MultihashDigest};
 
-use crate::{Error, cbor};
+use crate::{
+    Error, cbor,
+    hash::{self, Marks},
+};
 
 /// Multicodec of dag-cbor, the codec of every shard.
 pub const DAG_CBOR: u64 = 0x71;
+/// Multicodec of SHA-256, the hash of every shard.
+const SHA2_256: u64 = 0x12;
 /// Default largest encoded shard, in bytes (512 KiB).
 pub const DEFAULT_MAX_SIZE: u64 = 512 * 1024;
 /// Default longest key piece stored in one shard, in characters.
@@ -106,6 +111,9 @@ pub struct Shard {
     bytes: Bytes,
     config: ShardConfig,
     spans: Vec<Span>,
+    /// SHA-256 states part-way through `bytes`, to hash this shard's next
+    /// version from where the two first differ.
+    marks: Marks,
     /// The keys as one string, made on first use by [`Shard::key`], so that
     /// reading keys as `&str` validates UTF-8 once per shard, not per read.
     key_text: OnceLock<KeyText>,
@@ -158,16 +166,27 @@ impl Shard {
         let mut bytes = Vec::new();
         cbor::write_header(&mut bytes, 0);
         cbor::write_trailer(&mut bytes, config.max_size, config.max_key_length);
-        Self::from_parts(bytes, config, Vec::new())
+        Self::from_parts(bytes, config, Vec::new(), None)
     }
 
-    /// Builds a shard from bytes this crate encoded and their index.
-    pub(crate) fn from_parts(bytes: Vec<u8>, config: ShardConfig, spans: Vec<Span>) -> Self {
+    /// Builds a shard from bytes this crate encoded and their index. With
+    /// `replaces`, the shard this one is a new version of, hashing resumes
+    /// where the two versions' bytes first differ.
+    pub(crate) fn from_parts(
+        bytes: Vec<u8>,
+        config: ShardConfig,
+        spans: Vec<Span>,
+        replaces: Option<&Shard>,
+    ) -> Self {
+        let hashed = hash::sha256(&bytes, replaces.map(|old| (&old.bytes[..], &old.marks)));
+        let digest =
+            Multihash::wrap(SHA2_256, &hashed.digest).expect("a 32-byte digest fits a multihash");
         Self {
-            cid: shard_cid(&bytes),
+            cid: Cid::new_v1(DAG_CBOR, digest),
             bytes: Bytes::from(bytes),
             config,
             spans,
+            marks: hashed.marks,
             key_text: OnceLock::new(),
         }
     }
@@ -199,7 +218,7 @@ impl Shard {
             spans.push(span(key.as_bytes(), start, key_start, bytes.len())?);
         }
         cbor::write_trailer(&mut bytes, config.max_size, config.max_key_length);
-        Ok(Self::from_parts(bytes, config, spans))
+        Ok(Self::from_parts(bytes, config, spans, None))
     }
 
     /// Decodes shard bytes received from anywhere (a store, a CAR file).
