@@ -3,6 +3,7 @@
 
 use std::collections::HashMap;
 
+use bytes::Bytes;
 use cid::Cid;
 use futures::StreamExt;
 use store::{Block, Kv, Store};
@@ -270,36 +271,51 @@ async fn check_index<K: Kv>(
 ) -> Result<(), Error> {
     let total = tree.len() as u64;
     let mut done = 0;
-    let mut after: Option<(String, String)> = None;
+    let mut after: Option<Bytes> = None;
     loop {
         let rows = store
-            .record_index_rows(
-                id,
-                after.as_ref().map(|(c, r)| (c.as_str(), r.as_str())),
-                INDEX_PAGE,
-            )
+            .record_index_rows(id, after.as_deref(), INDEX_PAGE)
             .await?;
         let Some(last) = rows.last() else { break };
-        after = Some((last.collection.clone(), last.rkey.clone()));
+        after = Some(last.key.clone());
         let full_page = rows.len() == INDEX_PAGE;
         // The records of this page whose block to read, in row order.
         let mut to_read = Vec::with_capacity(rows.len());
         for row in rows {
             done += 1;
-            let path = format!("{}/{}", row.collection, row.rkey);
+            let (collection, rkey) = match row.path {
+                Ok(path) => path,
+                Err(e) => {
+                    let key: String = row.key.iter().map(|b| format!("{b:02x}")).collect();
+                    report.problem(format!(
+                        "a record-index row cannot be read ({e}); its storage key is {key} \
+                         (`datarepo keys decode {key}`)"
+                    ));
+                    continue;
+                }
+            };
+            let path = format!("{collection}/{rkey}");
+            let (row_cid, inline) = match row.value {
+                Ok(value) => value,
+                Err(e) => {
+                    // One problem for the row, not a second one for the
+                    // tree's record it fails to list.
+                    tree.remove(&path);
+                    report.problem(format!("the record-index row of {path}: {e}"));
+                    continue;
+                }
+            };
             match tree.remove(&path) {
                 None => report.problem(format!(
-                    "the record index lists {path} ({}), which the tree does not hold",
-                    row.cid
+                    "the record index lists {path} ({row_cid}), which the tree does not hold"
                 )),
-                Some(cid) if cid != row.cid => report.problem(format!(
-                    "the record index names {} for {path}, the tree {cid}",
-                    row.cid
+                Some(cid) if cid != row_cid => report.problem(format!(
+                    "the record index names {row_cid} for {path}, the tree {cid}"
                 )),
                 Some(cid) => {
                     // A small record is kept twice, inline in its index row
                     // (read by listings) and as a block (read by CID).
-                    if let Some(bytes) = row.inline
+                    if let Some(bytes) = inline
                         && Block::verify(cid, bytes).is_err()
                     {
                         report.problem(format!(

@@ -238,3 +238,32 @@ fn a_gap_in_the_commit_log_is_found() {
     assert_one_problem(&report, &["is not the previous commit"]);
     assert_eq!(report.commits, 31);
 }
+
+#[test]
+fn an_index_row_whose_value_is_not_a_cid_is_found_and_the_check_goes_on() {
+    let (report, f) = check_after(|f| {
+        vec![WriteOp::Put(
+            index_key(&f.small.0),
+            Bytes::from_static(b"\x01\x71 not a CID"),
+        )]
+    });
+    // One problem: the row, not also "the index does not list" the record.
+    assert_one_problem(&report, &[&f.small.0, "record-index row", "malformed"]);
+}
+
+#[test]
+fn an_index_row_whose_key_cannot_be_decoded_is_found_and_the_check_goes_on() {
+    let (report, _) = check_after(|f| {
+        // Inside the repository's index range, after the last post's row
+        // and before the large record's: a post's key without its final
+        // terminator.
+        let (collection, rkey) = f.small.0.split_once('/').unwrap();
+        let mut key = records::record_index_key(DID, collection, &format!("{rkey}0"));
+        key.pop();
+        vec![WriteOp::Put(key, Bytes::from(f.small.1.to_bytes()))]
+    });
+    // Had the check stopped at the row, or skipped the rest of its page,
+    // the records after it would be reported as unlisted.
+    assert_one_problem(&report, &["record-index row cannot be read", "keys decode"]);
+    assert_eq!(report.records, 31);
+}

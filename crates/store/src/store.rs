@@ -124,16 +124,17 @@ fn parse_index_value(value: &Bytes) -> Result<(Cid, Option<Bytes>), Error> {
 }
 
 /// One row of the record index, as [`Store::record_index_rows`] reads it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Its key and its value are decoded separately, so that a damaged row is
+/// reported as such and the rows after it can still be read.
+#[derive(Debug)]
 pub struct IndexRow {
-    /// The record's collection.
-    pub collection: String,
-    /// The record's key.
-    pub rkey: String,
-    /// The record's CID.
-    pub cid: Cid,
-    /// The record's bytes when the index keeps them inline (unchecked).
-    pub inline: Option<Bytes>,
+    /// The row's storage key; the next page starts after it.
+    pub key: Bytes,
+    /// `(collection, rkey)`, decoded from the key.
+    pub path: Result<(String, String), Error>,
+    /// The record's CID and, when the index keeps them inline, its bytes
+    /// (unchecked), decoded from the value.
+    pub value: Result<(Cid, Option<Bytes>), Error>,
 }
 
 /// Everything one commit writes, atomically.
@@ -801,46 +802,46 @@ impl<K: Kv> Store<K> {
 
     /// Up to `limit` record-index rows of a repository, every collection,
     /// in key order (by collection, then rkey), starting after the row
-    /// `after` names (`(collection, rkey)`). Inline record bytes are
-    /// returned unchecked.
+    /// whose storage key is `after`; read as a reader sees the store. Each
+    /// row is decoded on its own ([`IndexRow`]), so a malformed row does
+    /// not hide the others.
     ///
     /// # Errors
     ///
-    /// [`Error::Malformed`] or a storage error.
+    /// A storage error.
     pub async fn record_index_rows(
         &self,
         repo: &str,
-        after: Option<(&str, &str)>,
+        after: Option<&[u8]>,
         limit: usize,
     ) -> Result<Vec<IndexRow>, Error> {
         let mut range = records::repo_record_index_range(repo);
-        if let Some((collection, rkey)) = after {
+        if let Some(key) = after {
             // The smallest key after that row's: append a zero byte.
-            range.start = records::record_index_key(repo, collection, rkey);
-            range.start.push(0);
+            range.start = [key, &[0]].concat();
         }
         let rows = self.kv_scan(&range, false, limit, View::Durable).await?;
-        rows.into_iter()
-            .map(|(k, v)| {
+        Ok(rows
+            .into_iter()
+            .map(|(key, value)| {
                 let malformed = |reason: String| Error::Malformed {
                     what: "record index entry",
                     reason,
                 };
-                let records::DecodedKey::RecordIndex {
-                    collection, rkey, ..
-                } = records::decode_key(&k).map_err(|e| malformed(e.to_string()))?
-                else {
-                    return Err(malformed("not a record index key".into()));
+                let path = match records::decode_key(&key) {
+                    Ok(records::DecodedKey::RecordIndex {
+                        collection, rkey, ..
+                    }) => Ok((collection.into_owned(), rkey.into_owned())),
+                    Ok(_) => Err(malformed("not a record index key".into())),
+                    Err(e) => Err(malformed(format!("its key: {e}"))),
                 };
-                let (cid, inline) = parse_index_value(&v)?;
-                Ok(IndexRow {
-                    collection: collection.into_owned(),
-                    rkey: rkey.into_owned(),
-                    cid,
-                    inline,
-                })
+                IndexRow {
+                    path,
+                    value: parse_index_value(&value),
+                    key,
+                }
             })
-            .collect()
+            .collect())
     }
 
     async fn index_block(&self, value: &Bytes) -> Result<Block, Error> {
