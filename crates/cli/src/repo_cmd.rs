@@ -147,7 +147,13 @@ pub(crate) enum RepoCommand {
     /// its log and every shard and record of its head read back and hashed,
     /// and the record index compared with the tree. Changes nothing; exits
     /// with 1 when something is damaged.
-    Check,
+    Check {
+        /// Also read back every shard and record that only older retained
+        /// commits reach (what `get --at`, `diff` and `export --since`
+        /// read); subtrees that commits share are read once.
+        #[arg(long)]
+        history: bool,
+    },
 }
 
 impl RepoCommand {
@@ -167,7 +173,7 @@ impl RepoCommand {
             | Self::Diff { .. }
             | Self::Export { .. }
             | Self::Stats
-            | Self::Check => false,
+            | Self::Check { .. } => false,
         }
     }
 }
@@ -668,13 +674,13 @@ async fn execute(s: &Session, args: &RepoArgs, cmd: RepoCommand) -> Result<ExitC
                 },
             );
         }
-        RepoCommand::Check => return check(s, args).await,
+        RepoCommand::Check { history } => return check(s, args, history).await,
     }
     Ok(ExitCode::SUCCESS)
 }
 
 /// `datarepo check`: the repository given, or every one.
-async fn check(s: &Session, args: &RepoArgs) -> Result<ExitCode> {
+async fn check(s: &Session, args: &RepoArgs, history: bool) -> Result<ExitCode> {
     let ids = match &args.repo {
         Some(id) => vec![id.clone()],
         None => {
@@ -694,9 +700,10 @@ async fn check(s: &Session, args: &RepoArgs) -> Result<ExitCode> {
         let checking = ProgressStyle::with_template("{msg} [{bar:40}] {pos}/{len} ({eta} left)")
             .unwrap_or_else(|_| ProgressStyle::default_bar())
             .progress_chars("=> ");
+        let options = repo::CheckOptions { history };
         let report = s
             .repos
-            .check(&id, |step| match step {
+            .check_with(&id, options, |step| match step {
                 repo::CheckProgress::Tree { records } => {
                     bar.set_message(format!("{id}: reading the tree: {records} records"));
                 }
@@ -706,6 +713,15 @@ async fn check(s: &Session, args: &RepoArgs) -> Result<ExitCode> {
                         bar.set_style(checking.clone());
                         bar.set_message(format!("{id}: checking records"));
                         bar.set_length(total);
+                    }
+                    bar.set_position(done);
+                }
+                repo::CheckProgress::History { done, total } => {
+                    if done == 1 {
+                        bar.disable_steady_tick();
+                        bar.set_style(checking.clone());
+                        bar.set_length(total);
+                        bar.set_message(format!("{id}: checking older commits"));
                     }
                     bar.set_position(done);
                 }
@@ -722,6 +738,7 @@ async fn check(s: &Session, args: &RepoArgs) -> Result<ExitCode> {
             "shards": report.shards, "commits": report.commits, "intact": report.is_intact(),
             "problemCount": report.problem_count, "problems": report.problems,
             "headMoved": report.head_moved,
+            "olderShards": report.older_shards, "olderRecords": report.older_records,
         }));
     }
     if args.json {
@@ -736,10 +753,16 @@ async fn check(s: &Session, args: &RepoArgs) -> Result<ExitCode> {
 
 /// A check's result for a person.
 fn describe_check(id: &str, report: &repo::CheckReport) -> String {
-    let counts = format!(
+    let mut counts = format!(
         "{} records, {} shards, {} commits; head {}",
         report.records, report.shards, report.commits, report.commit
     );
+    if report.older_shards > 0 || report.older_records > 0 {
+        counts += &format!(
+            "; older commits: {} more shards, {} more records",
+            report.older_shards, report.older_records
+        );
+    }
     if report.is_intact() {
         return format!("{id}: intact ({counts})");
     }

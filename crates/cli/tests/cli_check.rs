@@ -82,3 +82,55 @@ fn check_reports_damage_and_exits_non_zero() {
     assert_eq!(out.status.code(), Some(1), "{out:?}");
     assert!(String::from_utf8_lossy(&out.stderr).contains("did:web:none.example"));
 }
+
+#[test]
+fn check_history_reads_what_only_older_commits_reach() {
+    let tmp = testkit::tempdir("check-history");
+    let store = tmp.path().to_str().unwrap();
+    let put = |text: &str| {
+        let out = datarepo(
+            &["--store", store, "--repo", GOOD, "--json", "put", POST, "a"],
+            &format!(r#"{{"text": "{text}"}}"#),
+        );
+        assert!(out.status.success(), "{out:?}");
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        v["cid"].as_str().unwrap().parse::<cid::Cid>().unwrap()
+    };
+    assert!(
+        datarepo(&["--store", store, "--repo", GOOD, "init"], "")
+            .status
+            .success()
+    );
+    let first = put("first version");
+    put("second version");
+
+    // Damage the first version, which only the older commit reaches.
+    common::rt().block_on(async {
+        let kv = SlateKv::open_local(tmp.path()).await.unwrap();
+        let key = keycodec::records::block_key(&first.to_bytes());
+        kv.write(vec![WriteOp::Put(key, b"other bytes".to_vec().into())])
+            .await
+            .unwrap();
+        kv.close().await.unwrap();
+    });
+
+    let out = datarepo(&["--store", store, "check"], "");
+    assert_eq!(out.status.code(), Some(0), "the head is intact: {out:?}");
+
+    let out = datarepo(&["--store", store, "check", "--history"], "");
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains(&format!("record {POST}/a as of commit")) && text.contains("corrupt"),
+        "{text}"
+    );
+    assert!(text.contains("older commits: "), "{text}");
+
+    let out = datarepo(&["--store", store, "--json", "check", "--history"], "");
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let repo = &report["repos"][0];
+    assert_eq!(repo["problemCount"], 1);
+    assert_eq!(repo["olderRecords"], 1);
+    assert!(repo["olderShards"].as_u64().unwrap() >= 1, "{repo}");
+}

@@ -1,7 +1,7 @@
 //! [`Repos::check`]: reads a repository back and reports what is damaged
 //! or inconsistent, without changing anything.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use bytes::Bytes;
 use cid::Cid;
@@ -33,6 +33,12 @@ pub struct CheckReport {
     pub problems: Vec<String>,
     /// How many problems were found in all.
     pub problem_count: u64,
+    /// With [`CheckOptions::history`]: shards that only older retained
+    /// commits reach, read and hashed.
+    pub older_shards: u64,
+    /// With [`CheckOptions::history`]: record blocks that only older
+    /// retained commits reach, read and hashed.
+    pub older_records: u64,
     /// The head moved while the check ran (a writer was active), so a
     /// difference between the tree and the record index may be that write
     /// rather than damage: run the check again when writes pause.
@@ -54,6 +60,16 @@ impl CheckReport {
     }
 }
 
+/// What a check covers beyond the head.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CheckOptions {
+    /// Also walk the tree of every retained commit older than the head,
+    /// reading and hashing each shard and record block they reach that
+    /// was not already read (what `get --at`, `diff` and `export --since`
+    /// read). Subtrees shared between commits are read once.
+    pub history: bool,
+}
+
 /// How far a check is, passed to its progress callback.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CheckProgress {
@@ -67,6 +83,13 @@ pub enum CheckProgress {
         /// Index rows checked so far.
         done: u64,
         /// Records in the tree.
+        total: u64,
+    },
+    /// Walking older commits' trees: `done` of `total` commits.
+    History {
+        /// Commits whose trees were walked.
+        done: u64,
+        /// Retained commits.
         total: u64,
     },
 }
@@ -116,6 +139,20 @@ impl<K: Kv> Repos<K> {
     pub async fn check(
         &self,
         id: &str,
+        progress: impl FnMut(CheckProgress),
+    ) -> Result<CheckReport, Error> {
+        self.check_with(id, CheckOptions::default(), progress).await
+    }
+
+    /// [`Repos::check`], covering what `options` adds.
+    ///
+    /// # Errors
+    ///
+    /// As [`Repos::check`].
+    pub async fn check_with(
+        &self,
+        id: &str,
+        options: CheckOptions,
         mut progress: impl FnMut(CheckProgress),
     ) -> Result<CheckReport, Error> {
         let store = &**self.store();
@@ -130,6 +167,8 @@ impl<K: Kv> Repos<K> {
             commits: 0,
             problems: Vec::new(),
             problem_count: 0,
+            older_shards: 0,
+            older_records: 0,
             head_moved: false,
         };
         let head_commit = match load(store, head.commit).await {
@@ -156,18 +195,32 @@ impl<K: Kv> Repos<K> {
                 ));
             }
         }
-        self.check_log(id, head.commit, &mut report).await?;
+        let roots = self.check_log(id, head.commit, &mut report).await?;
+        let mut shards = HashSet::new();
+        let mut records = HashSet::new();
         if let Some(commit) = head_commit {
-            let tree = walk_tree(store, commit.data, &mut report, &mut progress).await?;
+            let tree =
+                walk_tree(store, commit.data, &mut shards, &mut report, &mut progress).await?;
+            records.extend(tree.values().copied());
             check_index(store, id, tree, &mut report, &mut progress).await?;
+        }
+        if options.history {
+            let older = Verified { shards, records };
+            walk_history(store, &roots, older, &mut report, &mut progress).await?;
         }
         report.head_moved = store.durable_head(id).await?.map(|h| h.commit) != Some(head.commit);
         Ok(report)
     }
 
     /// The commit log: each entry's commit readable, newest first from the
-    /// head, each `prev` the next older entry.
-    async fn check_log(&self, id: &str, head: Cid, report: &mut CheckReport) -> Result<(), Error> {
+    /// head, each `prev` the next older entry. Returns the tree root and
+    /// rev of each commit it could read, newest first.
+    async fn check_log(
+        &self,
+        id: &str,
+        head: Cid,
+        report: &mut CheckReport,
+    ) -> Result<Vec<(rkey::Tid, Cid)>, Error> {
         let store = &**self.store();
         let log = store.commit_log(id, true, usize::MAX).await?;
         match log.first() {
@@ -179,6 +232,7 @@ impl<K: Kv> Repos<K> {
         }
         // The `prev` the next (older) entry must have been named by.
         let mut expected: Option<Option<Cid>> = None;
+        let mut roots = Vec::with_capacity(log.len());
         for (rev, cid) in log {
             report.commits += 1;
             if let Some(prev) = expected.take()
@@ -198,12 +252,13 @@ impl<K: Kv> Repos<K> {
                         ));
                     }
                     expected = Some(commit.prev);
+                    roots.push((commit.rev, commit.data));
                 }
                 Err(e) if is_damage(&e) => report.problem(format!("commit {cid}: {e}")),
                 Err(e) => return Err(e),
             }
         }
-        Ok(())
+        Ok(roots)
     }
 }
 
@@ -213,11 +268,12 @@ async fn load<K: Kv>(store: &Store<K>, cid: Cid) -> Result<CommitData, Error> {
 }
 
 /// Every record of the tree at `root` (`collection/rkey` → CID), reading
-/// every shard; a shard that cannot be read is a problem and its subtree
-/// is skipped.
+/// every shard (adding each read to `shards`); a shard that cannot be read
+/// is a problem and its subtree is skipped.
 async fn walk_tree<K: Kv>(
     store: &Store<K>,
     root: Cid,
+    shards: &mut HashSet<Cid>,
     report: &mut CheckReport,
     progress: &mut impl FnMut(CheckProgress),
 ) -> Result<HashMap<String, Cid>, Error> {
@@ -230,16 +286,12 @@ async fn walk_tree<K: Kv>(
         let shard = match store.read_shard(&cid).await.map_err(Error::from) {
             Ok(shard) => shard,
             Err(e) if is_damage(&e) => {
-                let under = if prefix.is_empty() {
-                    "the tree's root".to_owned()
-                } else {
-                    format!("keys starting {prefix:?}")
-                };
-                report.problem(format!("shard {cid} ({under}): {e}"));
+                report.problem(format!("shard {cid} ({}): {e}", under(&prefix)));
                 continue;
             }
             Err(e) => return Err(e),
         };
+        shards.insert(cid);
         report.shards += 1;
         for (key, value) in shard.entries() {
             let key = format!("{prefix}{key}");
@@ -350,6 +402,81 @@ async fn check_index<K: Kv>(
         report.problem(format!(
             "the tree holds {path} ({cid}), which the record index does not list"
         ));
+    }
+    Ok(())
+}
+
+/// Where in a tree a shard lies, for a problem's sentence.
+fn under(prefix: &str) -> String {
+    if prefix.is_empty() {
+        "the tree's root".to_owned()
+    } else {
+        format!("keys starting {prefix:?}")
+    }
+}
+
+/// Blocks a check has read and hashed already.
+struct Verified {
+    shards: HashSet<Cid>,
+    records: HashSet<Cid>,
+}
+
+/// The trees of the commits at `roots` (newest first): every shard and
+/// record block they reach that is not in `verified`, read and hashed.
+/// A shard that cannot be read is a problem and its subtree is skipped.
+async fn walk_history<K: Kv>(
+    store: &Store<K>,
+    roots: &[(rkey::Tid, Cid)],
+    mut verified: Verified,
+    report: &mut CheckReport,
+    progress: &mut impl FnMut(CheckProgress),
+) -> Result<(), Error> {
+    let total = roots.len() as u64;
+    for (done, (rev, root)) in (1..).zip(roots) {
+        let mut todo = vec![(*root, String::new())];
+        // Record blocks new to this commit: (path, CID).
+        let mut to_read = Vec::new();
+        while let Some((cid, prefix)) = todo.pop() {
+            if !verified.shards.insert(cid) {
+                continue;
+            }
+            let shard = match store.read_shard(&cid).await.map_err(Error::from) {
+                Ok(shard) => shard,
+                Err(e) if is_damage(&e) => {
+                    report.problem(format!(
+                        "shard {cid} ({}) of commit {rev}: {e}",
+                        under(&prefix)
+                    ));
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
+            report.older_shards += 1;
+            for (key, value) in shard.entries() {
+                if let Some(link) = value.link() {
+                    todo.push((link, format!("{prefix}{key}")));
+                }
+                if let Some(data) = value.data()
+                    && verified.records.insert(data)
+                {
+                    to_read.push((format!("{prefix}{key}"), data));
+                }
+            }
+        }
+        report.older_records += to_read.len() as u64;
+        let mut reads = futures::stream::iter(to_read)
+            .map(|(path, cid)| async move { (path, read_block(store, cid).await) })
+            .buffered(READS_IN_FLIGHT);
+        while let Some((path, read)) = reads.next().await {
+            match read {
+                Ok(_) => {}
+                Err(e) if is_damage(&e) => {
+                    report.problem(format!("record {path} as of commit {rev}: {e}"));
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        progress(CheckProgress::History { done, total });
     }
     Ok(())
 }

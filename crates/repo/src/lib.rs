@@ -30,7 +30,7 @@ mod record;
 mod repository;
 
 pub use car::{ExportReport, ImportProgress, ImportReport};
-pub use check::{CheckProgress, CheckReport};
+pub use check::{CheckOptions, CheckProgress, CheckReport};
 pub use commit::CommitData;
 pub use error::Error;
 pub use record::Record;

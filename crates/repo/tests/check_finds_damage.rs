@@ -7,7 +7,7 @@ use bytes::Bytes;
 use cid::Cid;
 use keycodec::{KeyRange, records};
 use pail::ShardFetcher;
-use repo::{CheckReport, Repos, Write};
+use repo::{CheckOptions, CheckReport, CommitData, Repos, Write};
 use serde_json::json;
 use store::{Kv, MemoryKv, WriteOp};
 
@@ -31,14 +31,20 @@ struct Facts {
     child_shard: Cid,
     /// The commit log, newest first: (rev, commit CID).
     log: Vec<(u64, Cid)>,
+    /// A record's earlier version, which only older commits reach: path
+    /// and CID.
+    replaced: (String, Cid),
+    /// The tree root of an older commit, which the head does not reach.
+    older_root: Cid,
 }
 
 /// The same repository every time (the clock is fixed): 30 posts written
-/// one commit each, and one large record.
+/// one commit each, one large record, and the first post rewritten.
 async fn built() -> Built {
     let repos = common::repos();
     let repo = repos.create(DID).await.unwrap();
     let mut small = None;
+    let mut first = None;
     for i in 0..30 {
         let c = repo
             .apply_writes(
@@ -53,7 +59,9 @@ async fn built() -> Built {
             .unwrap();
         let r = &c.results[0];
         small = Some((format!("{POST}/{}", r.rkey), r.cid.unwrap()));
+        first = first.or_else(|| Some((r.rkey.clone(), r.cid.unwrap())));
     }
+    let (first_rkey, first_cid) = first.unwrap();
     let c = repo
         .apply_writes(
             vec![Write::Create {
@@ -66,6 +74,18 @@ async fn built() -> Built {
         .await
         .unwrap();
     let big = (format!("{BIG}/big"), c.results[0].cid.unwrap());
+    repo.apply_writes(
+        vec![Write::Update {
+            collection: POST.into(),
+            rkey: first_rkey.clone(),
+            value: json!({ "text": "post 0, edited" }),
+            swap_record: None,
+        }],
+        None,
+    )
+    .await
+    .unwrap();
+    let replaced = (format!("{POST}/{first_rkey}"), first_cid);
     let store = repos.store();
     let root = store
         .get_shard(&repo.head().await.unwrap().data)
@@ -76,6 +96,8 @@ async fn built() -> Built {
         .find_map(|(_, v)| v.link())
         .expect("the root links a child shard");
     let log = store.commit_log(DID, true, usize::MAX).await.unwrap();
+    let older = store.get_block(&log[5].1).await.unwrap().unwrap();
+    let older_root = CommitData::decode(log[5].1, older.bytes()).unwrap().data;
     Built {
         repos,
         facts: Facts {
@@ -83,6 +105,8 @@ async fn built() -> Built {
             big,
             child_shard,
             log,
+            replaced,
+            older_root,
         },
     }
 }
@@ -103,6 +127,14 @@ async fn everything(repos: &Repos<MemoryKv>) -> Vec<(Bytes, Bytes)> {
 /// Builds the repository, applies `damage` to its storage, checks it, and
 /// returns the report (asserting that the check wrote nothing).
 fn check_after(damage: impl FnOnce(&Facts) -> Vec<WriteOp>) -> (CheckReport, Facts) {
+    check_with_after(CheckOptions::default(), damage)
+}
+
+/// [`check_after`] with `options`.
+fn check_with_after(
+    options: CheckOptions,
+    damage: impl FnOnce(&Facts) -> Vec<WriteOp>,
+) -> (CheckReport, Facts) {
     common::rt().block_on(async {
         let b = built().await;
         b.repos
@@ -115,7 +147,7 @@ fn check_after(damage: impl FnOnce(&Facts) -> Vec<WriteOp>) -> (CheckReport, Fac
             .await
             .unwrap();
         let before = everything(&b.repos).await;
-        let report = b.repos.check(DID, |_| {}).await.unwrap();
+        let report = b.repos.check_with(DID, options, |_| {}).await.unwrap();
         assert_eq!(everything(&b.repos).await, before, "the check wrote");
         (report, b.facts)
     })
@@ -144,10 +176,56 @@ fn an_undamaged_repository_is_intact() {
     let (report, _) = check_after(|_| Vec::new());
     assert!(report.is_intact(), "{:#?}", report.problems);
     assert_eq!(report.records, 31);
-    // The initial commit, 30 posts, the large record.
-    assert_eq!(report.commits, 32);
+    // The initial commit, 30 posts, the large record, the edit.
+    assert_eq!(report.commits, 33);
     assert!(report.shards >= 2);
     assert!(!report.head_moved);
+    assert_eq!((report.older_shards, report.older_records), (0, 0));
+}
+
+const HISTORY: CheckOptions = CheckOptions { history: true };
+
+#[test]
+fn an_undamaged_history_is_intact() {
+    let (report, _) = check_with_after(HISTORY, |_| Vec::new());
+    assert!(report.is_intact(), "{:#?}", report.problems);
+    // Every commit rewrote the root, and the first post has an older version.
+    assert!(report.older_shards >= 32, "{}", report.older_shards);
+    assert_eq!(report.older_records, 1);
+}
+
+#[test]
+fn a_corrupt_record_only_older_commits_reach_is_found_with_history() {
+    let damage = |f: &Facts| {
+        vec![WriteOp::Put(
+            block_key(&f.replaced.1),
+            Bytes::from_static(b"other bytes"),
+        )]
+    };
+    let (report, _) = check_after(damage);
+    assert!(report.is_intact(), "the head does not reach it");
+    let (report, f) = check_with_after(HISTORY, damage);
+    assert_one_problem(
+        &report,
+        &[&format!("record {} as of commit", f.replaced.0), "corrupt"],
+    );
+}
+
+#[test]
+fn a_missing_shard_only_an_older_commit_reaches_is_found_with_history() {
+    let damage = |f: &Facts| vec![WriteOp::Delete(block_key(&f.older_root))];
+    let (report, _) = check_after(damage);
+    assert!(report.is_intact(), "the head does not reach it");
+    let (report, f) = check_with_after(HISTORY, damage);
+    assert_one_problem(
+        &report,
+        &[
+            &format!("shard {}", f.older_root),
+            "the tree's root",
+            "of commit",
+            "missing",
+        ],
+    );
 }
 
 #[test]
@@ -236,7 +314,7 @@ fn a_gap_in_the_commit_log_is_found() {
     let (report, _) =
         check_after(|f| vec![WriteOp::Delete(records::commit_log_key(DID, f.log[5].0))]);
     assert_one_problem(&report, &["is not the previous commit"]);
-    assert_eq!(report.commits, 31);
+    assert_eq!(report.commits, 32);
 }
 
 #[test]
