@@ -196,17 +196,21 @@ impl<K: Kv> Repos<K> {
             }
         }
         let roots = self.check_log(id, head.commit, &mut report).await?;
-        let mut shards = HashSet::new();
-        let mut records = HashSet::new();
+        let mut examined = Examined::default();
         if let Some(commit) = head_commit {
-            let tree =
-                walk_tree(store, commit.data, &mut shards, &mut report, &mut progress).await?;
-            records.extend(tree.values().copied());
+            let tree = walk_tree(
+                store,
+                commit.data,
+                &mut examined.shards,
+                &mut report,
+                &mut progress,
+            )
+            .await?;
+            examined.records.extend(tree.values().copied());
             check_index(store, id, tree, &mut report, &mut progress).await?;
         }
         if options.history {
-            let older = Verified { shards, records };
-            walk_history(store, &roots, older, &mut report, &mut progress).await?;
+            walk_history(store, &roots, examined, &mut report, &mut progress).await?;
         }
         report.head_moved = store.durable_head(id).await?.map(|h| h.commit) != Some(head.commit);
         Ok(report)
@@ -268,8 +272,8 @@ async fn load<K: Kv>(store: &Store<K>, cid: Cid) -> Result<CommitData, Error> {
 }
 
 /// Every record of the tree at `root` (`collection/rkey` → CID), reading
-/// every shard (adding each read to `shards`); a shard that cannot be read
-/// is a problem and its subtree is skipped.
+/// every shard (adding each to `shards`); a shard that cannot be read is a
+/// problem and its subtree is skipped.
 async fn walk_tree<K: Kv>(
     store: &Store<K>,
     root: Cid,
@@ -281,6 +285,7 @@ async fn walk_tree<K: Kv>(
     // (shard CID, the key prefix its entries extend)
     let mut todo = vec![(root, String::new())];
     while let Some((cid, prefix)) = todo.pop() {
+        shards.insert(cid);
         // Read from storage, not the decoded-shard cache: the check is of
         // what is stored.
         let shard = match store.read_shard(&cid).await.map_err(Error::from) {
@@ -291,7 +296,6 @@ async fn walk_tree<K: Kv>(
             }
             Err(e) => return Err(e),
         };
-        shards.insert(cid);
         report.shards += 1;
         for (key, value) in shard.entries() {
             let key = format!("{prefix}{key}");
@@ -313,7 +317,7 @@ async fn walk_tree<K: Kv>(
 }
 
 /// The record index against the tree's records, and every record's bytes
-/// against its CID.
+/// (the tree's, whatever the index says) against its CID.
 async fn check_index<K: Kv>(
     store: &Store<K>,
     id: &str,
@@ -331,7 +335,7 @@ async fn check_index<K: Kv>(
         let Some(last) = rows.last() else { break };
         after = Some(last.key.clone());
         let full_page = rows.len() == INDEX_PAGE;
-        // The records of this page whose block to read, in row order.
+        // The tree's records of this page, to read: (label, CID).
         let mut to_read = Vec::with_capacity(rows.len());
         for row in rows {
             done += 1;
@@ -352,8 +356,10 @@ async fn check_index<K: Kv>(
                 Err(e) => {
                     // One problem for the row, not a second one for the
                     // tree's record it fails to list.
-                    tree.remove(&path);
                     report.problem(format!("the record-index row of {path}: {e}"));
+                    if let Some(cid) = tree.remove(&path) {
+                        to_read.push((format!("record {path}"), cid));
+                    }
                     continue;
                 }
             };
@@ -361,9 +367,12 @@ async fn check_index<K: Kv>(
                 None => report.problem(format!(
                     "the record index lists {path} ({row_cid}), which the tree does not hold"
                 )),
-                Some(cid) if cid != row_cid => report.problem(format!(
-                    "the record index names {row_cid} for {path}, the tree {cid}"
-                )),
+                Some(cid) if cid != row_cid => {
+                    report.problem(format!(
+                        "the record index names {row_cid} for {path}, the tree {cid}"
+                    ));
+                    to_read.push((format!("record {path}"), cid));
+                }
                 Some(cid) => {
                     // A small record is kept twice, inline in its index row
                     // (read by listings) and as a block (read by CID).
@@ -375,22 +384,11 @@ async fn check_index<K: Kv>(
                              does not hash to its CID"
                         ));
                     }
-                    to_read.push((path, cid));
+                    to_read.push((format!("record {path}"), cid));
                 }
             }
         }
-        // Point reads overlap (a page of them one after another was most of
-        // a check's time on SlateDB).
-        let mut reads = futures::stream::iter(to_read)
-            .map(|(path, cid)| async move { (path, read_block(store, cid).await) })
-            .buffered(READS_IN_FLIGHT);
-        while let Some((path, read)) = reads.next().await {
-            match read {
-                Ok(_) => {}
-                Err(e) if is_damage(&e) => report.problem(format!("record {path}: {e}")),
-                Err(e) => return Err(e),
-            }
-        }
+        read_records(store, to_read, report).await?;
         progress(CheckProgress::Index { done, total });
         if !full_page {
             break;
@@ -398,10 +396,34 @@ async fn check_index<K: Kv>(
     }
     let mut missing: Vec<_> = tree.into_iter().collect();
     missing.sort_unstable();
-    for (path, cid) in missing {
+    for (path, cid) in &missing {
         report.problem(format!(
             "the tree holds {path} ({cid}), which the record index does not list"
         ));
+    }
+    let missing = missing
+        .into_iter()
+        .map(|(path, cid)| (format!("record {path}"), cid));
+    read_records(store, missing.collect(), report).await
+}
+
+/// Reads and hashes record blocks, `(label, CID)`; each damaged one is a
+/// problem named by its label. Reads overlap (point reads one after
+/// another were most of a check's time on SlateDB).
+async fn read_records<K: Kv>(
+    store: &Store<K>,
+    records: Vec<(String, Cid)>,
+    report: &mut CheckReport,
+) -> Result<(), Error> {
+    let mut reads = futures::stream::iter(records)
+        .map(|(label, cid)| async move { (label, read_block(store, cid).await) })
+        .buffered(READS_IN_FLIGHT);
+    while let Some((label, result)) = reads.next().await {
+        match result {
+            Ok(_) => {}
+            Err(e) if is_damage(&e) => report.problem(format!("{label}: {e}")),
+            Err(e) => return Err(e),
+        }
     }
     Ok(())
 }
@@ -415,29 +437,30 @@ fn under(prefix: &str) -> String {
     }
 }
 
-/// Blocks a check has read and hashed already.
-struct Verified {
+/// Blocks a check has read already (and hashed, or reported as damaged).
+#[derive(Default)]
+struct Examined {
     shards: HashSet<Cid>,
     records: HashSet<Cid>,
 }
 
 /// The trees of the commits at `roots` (newest first): every shard and
-/// record block they reach that is not in `verified`, read and hashed.
+/// record block they reach that is not in `examined`, read and hashed.
 /// A shard that cannot be read is a problem and its subtree is skipped.
 async fn walk_history<K: Kv>(
     store: &Store<K>,
     roots: &[(rkey::Tid, Cid)],
-    mut verified: Verified,
+    mut examined: Examined,
     report: &mut CheckReport,
     progress: &mut impl FnMut(CheckProgress),
 ) -> Result<(), Error> {
     let total = roots.len() as u64;
     for (done, (rev, root)) in (1..).zip(roots) {
         let mut todo = vec![(*root, String::new())];
-        // Record blocks new to this commit: (path, CID).
+        // Record blocks new to this commit: (label, CID).
         let mut to_read = Vec::new();
         while let Some((cid, prefix)) = todo.pop() {
-            if !verified.shards.insert(cid) {
+            if !examined.shards.insert(cid) {
                 continue;
             }
             let shard = match store.read_shard(&cid).await.map_err(Error::from) {
@@ -457,25 +480,14 @@ async fn walk_history<K: Kv>(
                     todo.push((link, format!("{prefix}{key}")));
                 }
                 if let Some(data) = value.data()
-                    && verified.records.insert(data)
+                    && examined.records.insert(data)
                 {
-                    to_read.push((format!("{prefix}{key}"), data));
+                    to_read.push((format!("record {prefix}{key} as of commit {rev}"), data));
                 }
             }
         }
         report.older_records += to_read.len() as u64;
-        let mut reads = futures::stream::iter(to_read)
-            .map(|(path, cid)| async move { (path, read_block(store, cid).await) })
-            .buffered(READS_IN_FLIGHT);
-        while let Some((path, read)) = reads.next().await {
-            match read {
-                Ok(_) => {}
-                Err(e) if is_damage(&e) => {
-                    report.problem(format!("record {path} as of commit {rev}: {e}"));
-                }
-                Err(e) => return Err(e),
-            }
-        }
+        read_records(store, to_read, report).await?;
         progress(CheckProgress::History { done, total });
     }
     Ok(())

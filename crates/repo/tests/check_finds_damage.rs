@@ -345,3 +345,21 @@ fn an_index_row_whose_key_cannot_be_decoded_is_found_and_the_check_goes_on() {
     assert_one_problem(&report, &["record-index row cannot be read", "keys decode"]);
     assert_eq!(report.records, 31);
 }
+
+#[test]
+fn a_record_the_index_does_not_list_is_still_read() {
+    let (report, f) = check_after(|f| {
+        vec![
+            WriteOp::Delete(index_key(&f.small.0)),
+            WriteOp::Put(block_key(&f.small.1), Bytes::from_static(b"other bytes")),
+        ]
+    });
+    assert_eq!(report.problem_count, 2, "{:#?}", report.problems);
+    assert!(report.problems[0].contains("does not list"));
+    assert!(
+        report.problems[1].starts_with(&format!("record {}: ", f.small.0))
+            && report.problems[1].contains("corrupt"),
+        "{:#?}",
+        report.problems
+    );
+}
