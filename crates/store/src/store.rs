@@ -2,12 +2,13 @@
 //! record index over a [`Kv`], with atomic, compare-and-swap commits.
 
 use std::{
-    collections::{HashMap, VecDeque},
+    collections::VecDeque,
     sync::{Arc, Mutex},
 };
 
 use bytes::Bytes;
 use cid::Cid;
+use foldhash::HashMap;
 use keycodec::{KeyRange, RecordType, records};
 use pail::{Shard, ShardFetcher};
 use sha2::Digest;
