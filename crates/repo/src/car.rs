@@ -443,10 +443,11 @@ struct FileBlocks {
 }
 
 impl FileBlocks {
-    fn new() -> Self {
+    /// Room for `n` blocks, so that filling it never moves them.
+    fn with_capacity(n: usize) -> Self {
         Self {
-            blocks: Vec::new(),
-            positions: hashbrown::HashTable::new(),
+            blocks: Vec::with_capacity(n),
+            positions: hashbrown::HashTable::with_capacity(n),
             hasher: foldhash::fast::RandomState::default(),
         }
     }
@@ -503,6 +504,34 @@ fn is_at<'a>(blocks: &'a [Block], hash: u64, cid: &'a Cid) -> impl Fn(&(u64, u32
     move |&(h, p)| h == hash && blocks[p as usize].cid() == *cid
 }
 
+/// A block of the file being imported: as read, then checked.
+enum FileBlock {
+    Read(Cid, Bytes),
+    Checked(Block),
+}
+
+impl FileBlock {
+    /// Checks the block against its CID, once.
+    fn check(&mut self) -> Result<(), Error> {
+        let Self::Read(cid, bytes) = self else {
+            return Ok(());
+        };
+        let cid = *cid;
+        if !is_supported(&cid) {
+            return Err(car_err(format!(
+                "block {cid} uses an unsupported hash (only sha2-256)"
+            )));
+        }
+        let block = Block::verify(cid, std::mem::take(bytes)).map_err(|_| {
+            car_err(format!(
+                "block {cid} does not hash to its CID (the file is corrupt or was tampered with)"
+            ))
+        })?;
+        *self = Self::Checked(block);
+        Ok(())
+    }
+}
+
 /// Reads a CAR v1 file with one root: the root and the file's blocks, each
 /// checked against its CID.
 async fn read_car<R: AsyncRead + Unpin + Send>(input: R) -> Result<(Cid, FileBlocks), Error> {
@@ -521,34 +550,29 @@ async fn read_car<R: AsyncRead + Unpin + Send>(input: R) -> Result<(Cid, FileBlo
     // Read, then hash on every core, then index: the same outcome as
     // checking block by block (the first bad block in file order is the
     // error, and a read error counts only after the blocks before it).
+    // Each block is checked in place, and the index is sized once, so the
+    // file's blocks are never held in two lists at once.
     let mut read = Vec::new();
     let read_error = loop {
         match reader.next_block().await {
-            Ok(Some((cid, bytes))) => read.push((cid, Bytes::from(bytes))),
+            Ok(Some((cid, bytes))) => read.push(FileBlock::Read(cid, Bytes::from(bytes))),
             Ok(None) => break None,
             Err(e) => break Some(car_err(format!("truncated or malformed block: {e}"))),
         }
     };
-    let verified = crate::parallel::in_parts(&mut read, |part| {
-        part.iter_mut()
-            .map(|(cid, bytes)| {
-                if !is_supported(cid) {
-                    return Err(car_err(format!(
-                        "block {cid} uses an unsupported hash (only sha2-256)"
-                    )));
-                }
-                Block::verify(*cid, std::mem::take(bytes)).map_err(|_| {
-                    car_err(format!(
-                        "block {cid} does not hash to its CID (the file is corrupt or was tampered with)"
-                    ))
-                })
-            })
-            .collect::<Vec<_>>()
+    let first_bad = crate::parallel::in_parts(&mut read, |part| {
+        part.iter_mut().find_map(|block| block.check().err())
     });
-    drop(read);
-    let mut blocks = FileBlocks::new();
-    for block in verified.into_iter().flatten() {
-        blocks.insert(block?)?;
+    if let Some(e) = first_bad.into_iter().flatten().next() {
+        return Err(e);
+    }
+    let mut blocks = FileBlocks::with_capacity(read.len());
+    for block in read {
+        match block {
+            FileBlock::Checked(block) => blocks.insert(block)?,
+            // Every block was checked above, or the import failed there.
+            FileBlock::Read(cid, _) => return Err(car_err(format!("block {cid} was not checked"))),
+        }
     }
     match read_error {
         Some(e) => Err(e),
