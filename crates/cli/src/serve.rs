@@ -4,7 +4,7 @@ use std::{net::SocketAddr, process::ExitCode, sync::Arc, time::Duration};
 
 use clap::Args;
 use repo::Repos;
-use store::{Location, SlateKv, Store};
+use store::Store;
 
 use crate::{
     repo_cmd,
@@ -104,13 +104,9 @@ pub(crate) fn run(store: &StoreArgs, args: &ServeArgs) -> Result<ExitCode, Strin
             .await
             .map_err(|e| format!("cannot listen on {}: {e}", args.addr))?;
         let kv = if args.replica {
-            let location: Location = store
-                .location()
-                .parse()
-                .map_err(|e: store::Error| e.to_string())?;
-            SlateKv::open_reader(&location, Duration::from_millis(args.refresh_ms))
-                .await
-                .map_err(|e| format!("cannot open the store at {location} read-only: {e}"))?
+            store
+                .open_reader_refreshing(Duration::from_millis(args.refresh_ms))
+                .await?
         } else {
             store.open().await?
         };

@@ -5,6 +5,7 @@ use std::{
     io,
     path::{Path, PathBuf},
     process::ExitCode,
+    time::Duration,
 };
 
 use clap::Args;
@@ -43,9 +44,7 @@ impl StoreArgs {
         if let Location::Local(dir) = &location {
             lock_for_writing(dir, &location)?;
         }
-        let mut options = SlateOptions::default();
-        options.settings_file.clone_from(&self.store_settings);
-        SlateKv::open_with(&location, &options)
+        SlateKv::open_with(&location, &self.options())
             .await
             .map_err(|e| format!("cannot open the store at {location}: {e}"))
     }
@@ -53,10 +52,24 @@ impl StoreArgs {
     /// Opens the store read-only, with SlateDB's reader: it sees every
     /// durable commit and fences no one, so it can run beside a server.
     pub(crate) async fn open_reader(&self) -> Result<SlateKv, String> {
+        self.open_reader_refreshing(READER_REFRESH).await
+    }
+
+    /// [`StoreArgs::open_reader`], seeing new commits within `refresh`.
+    pub(crate) async fn open_reader_refreshing(
+        &self,
+        refresh: Duration,
+    ) -> Result<SlateKv, String> {
         let location = self.parse()?;
-        SlateKv::open_reader(&location, READER_REFRESH)
+        SlateKv::open_reader_with(&location, refresh, &self.options())
             .await
             .map_err(|e| format!("cannot open the store at {location} read-only: {e}"))
+    }
+
+    fn options(&self) -> SlateOptions {
+        let mut options = SlateOptions::default();
+        options.settings_file.clone_from(&self.store_settings);
+        options
     }
 }
 

@@ -70,6 +70,14 @@ pub enum Error {
         /// Why it cannot be used.
         reason: String,
     },
+    /// A SlateDB settings file that cannot be read or parsed.
+    #[error("SlateDB settings file {file:?} cannot be used: {reason}")]
+    Settings {
+        /// The file's path.
+        file: String,
+        /// Why it cannot be used.
+        reason: String,
+    },
 }
 
 /// Details of [`Error::Conflict`].

@@ -518,9 +518,9 @@ impl SlateOptions {
         // The file's fields override datarepo's defaults; fields it omits
         // keep them.
         use figment::providers::Format as _;
-        let unreadable = |reason: String| Error::Location {
-            location: path.display().to_string(),
-            reason: format!("unreadable SlateDB settings file: {reason}"),
+        let unreadable = |reason: String| Error::Settings {
+            file: path.display().to_string(),
+            reason,
         };
         let base = figment::Figment::from(defaults);
         let merged = match path.extension().and_then(|e| e.to_str()) {
@@ -555,8 +555,9 @@ impl SlateKv {
     /// # Errors
     ///
     /// [`Error::Location`] when the location cannot be used (a directory
-    /// that cannot be created, missing S3 settings), [`Error::Unavailable`]
-    /// when SlateDB cannot open the database.
+    /// that cannot be created, missing S3 settings), [`Error::Settings`]
+    /// for an unreadable settings file, [`Error::Unavailable`] when SlateDB
+    /// cannot open the database.
     pub async fn open_with(location: &Location, options: &SlateOptions) -> Result<Self, Error> {
         let (path, store) = object_store(location).await?;
         let default_flush = match location {
@@ -580,7 +581,7 @@ impl SlateKv {
     ///
     /// # Errors
     ///
-    /// [`Error::Location`] for an unreadable settings file,
+    /// [`Error::Settings`] for an unreadable settings file,
     /// [`Error::Unavailable`] when SlateDB cannot open the database.
     pub async fn open_object_store_with(
         path: &str,
@@ -628,6 +629,24 @@ impl SlateKv {
         location: &Location,
         refresh: std::time::Duration,
     ) -> Result<Self, Error> {
+        Self::open_reader_with(location, refresh, &SlateOptions::default()).await
+    }
+
+    /// [`SlateKv::open_reader`] with `options`. A reader writes nothing, so
+    /// of a settings file it uses only the local object-store cache
+    /// (`object_store_cache_options`); the file is still read and checked,
+    /// so a mistake in it is an error here as it is for the writer.
+    ///
+    /// # Errors
+    ///
+    /// As [`SlateKv::open_reader`], and [`Error::Settings`] for a settings
+    /// file that cannot be read.
+    pub async fn open_reader_with(
+        location: &Location,
+        refresh: std::time::Duration,
+        options: &SlateOptions,
+    ) -> Result<Self, Error> {
+        let settings = options.settings(DEFAULT_FLUSH_INTERVAL)?;
         // A reader never creates a database; say so plainly rather than
         // with SlateDB's missing-manifest error.
         if let Location::Local(dir) = location
@@ -639,14 +658,17 @@ impl SlateKv {
             });
         }
         let (path, store) = object_store(location).await?;
-        let options = DbReaderOptions {
+        let reader_options = DbReaderOptions {
             manifest_poll_interval: refresh,
+            object_store_cache_options: settings.object_store_cache_options,
             ..DbReaderOptions::default()
         };
-        let reader = DbReader::open(path, store, DbReaderMode::default(), options).await?;
+        let reader = DbReader::open(path, store, DbReaderMode::default(), reader_options).await?;
         Ok(Self {
             db: Handle::Reader(Arc::new(reader)),
-            read_ahead: DEFAULT_SCAN_READ_AHEAD,
+            read_ahead: options
+                .scan_read_ahead_bytes
+                .unwrap_or(DEFAULT_SCAN_READ_AHEAD),
             bulk_batch_bytes: DEFAULT_BULK_BATCH_BYTES,
             metrics: None,
         })
@@ -917,7 +939,7 @@ mod tests {
         std::fs::write(&file, "l0_sst_size_bytes = \"many\"\n").unwrap();
         let err = options.settings(DEFAULT_FLUSH_INTERVAL).unwrap_err();
         assert!(
-            err.to_string().contains("unreadable SlateDB settings file"),
+            matches!(&err, Error::Settings { reason, .. } if reason.contains("many")),
             "{err}"
         );
         let missing = SlateOptions {
