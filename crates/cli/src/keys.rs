@@ -125,7 +125,9 @@ fn parse_hex(s: &str) -> Result<Vec<u8>, String> {
 fn explain(key: &[u8]) -> Result<Value, String> {
     let decoded = decode_key(key).map_err(|e| e.to_string())?;
     let fields = match &decoded {
-        DecodedKey::Block { cid } => json!({"cid_hex": hex::encode(cid)}),
+        DecodedKey::Block { cid } | DecodedKey::BlockDelta { cid } => {
+            json!({"cid_hex": hex::encode(cid)})
+        }
         DecodedKey::Head { repo } => json!({"repo": repo}),
         DecodedKey::CommitLog { repo, rev } => json!({
             "repo": repo,

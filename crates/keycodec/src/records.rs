@@ -10,6 +10,7 @@
 //! | `0x4` | record index | repo, collection, rkey (strings) |
 //! | `0x5` | collection | repo, collection (strings) |
 //! | `0x6` | bitmap container | txkey bytes (tail) |
+//! | `0x7` | block delta | CID bytes (tail) |
 
 use std::{borrow::Cow, fmt};
 
@@ -31,17 +32,20 @@ pub enum RecordType {
     Collection = 0x5,
     /// A roaring-bitmap container, keyed by its txkey.
     Bitmap = 0x6,
+    /// A block stored as a change to another block: CID → delta.
+    BlockDelta = 0x7,
 }
 
 impl RecordType {
     /// Every record type, in tag order.
-    pub const ALL: [Self; 6] = [
+    pub const ALL: [Self; 7] = [
         Self::Block,
         Self::Head,
         Self::CommitLog,
         Self::RecordIndex,
         Self::Collection,
         Self::Bitmap,
+        Self::BlockDelta,
     ];
 
     /// The record type for a tag.
@@ -92,6 +96,7 @@ impl RecordType {
             Self::RecordIndex => "record-index",
             Self::Collection => "collection",
             Self::Bitmap => "bitmap",
+            Self::BlockDelta => "block-delta",
         }
     }
 
@@ -112,6 +117,14 @@ impl fmt::Display for RecordType {
 #[must_use]
 pub fn block_key(cid: &[u8]) -> Vec<u8> {
     KeyBuilder::new(RecordType::Block.prefix())
+        .tail(cid)
+        .finish()
+}
+
+/// The key of a block stored as a delta (a change to another block).
+#[must_use]
+pub fn block_delta_key(cid: &[u8]) -> Vec<u8> {
+    KeyBuilder::new(RecordType::BlockDelta.prefix())
         .tail(cid)
         .finish()
 }
@@ -243,6 +256,11 @@ pub enum DecodedKey<'a> {
         /// The txkey bytes.
         txkey: &'a [u8],
     },
+    /// A block-delta key.
+    BlockDelta {
+        /// The CID bytes.
+        cid: &'a [u8],
+    },
 }
 
 impl DecodedKey<'_> {
@@ -256,6 +274,7 @@ impl DecodedKey<'_> {
             Self::RecordIndex { .. } => RecordType::RecordIndex,
             Self::Collection { .. } => RecordType::Collection,
             Self::Bitmap { .. } => RecordType::Bitmap,
+            Self::BlockDelta { .. } => RecordType::BlockDelta,
         }
     }
 }
@@ -285,6 +304,7 @@ pub fn decode_key(key: &[u8]) -> Result<DecodedKey<'_>, Error> {
             collection: r.str()?,
         },
         RecordType::Bitmap => DecodedKey::Bitmap { txkey: r.tail() },
+        RecordType::BlockDelta => DecodedKey::BlockDelta { cid: r.tail() },
     };
     r.finish()?;
     Ok(decoded)

@@ -6,8 +6,8 @@ use std::borrow::Cow;
 use keycodec::{
     RecordType,
     records::{
-        DecodedKey, block_key, collection_key, commit_log_key, commit_log_range, decode_key,
-        head_key, record_index_key, record_index_range,
+        DecodedKey, block_delta_key, block_key, collection_key, commit_log_key, commit_log_range,
+        decode_key, head_key, record_index_key, record_index_range,
     },
 };
 
@@ -27,6 +27,10 @@ fn layouts_are_byte_exact() {
         block_key(&[0x01, 0x71, 0x12, 0x20]),
         b"\x01\x10\x01\x71\x12\x20"
     );
+    assert_eq!(
+        block_delta_key(&[0x01, 0x71, 0x12, 0x20]),
+        b"\x01\x70\x01\x71\x12\x20"
+    );
 }
 
 #[test]
@@ -35,6 +39,12 @@ fn every_layout_decodes_back() {
         (
             block_key(b"\x01\x71\x12\x20abc"),
             DecodedKey::Block {
+                cid: b"\x01\x71\x12\x20abc",
+            },
+        ),
+        (
+            block_delta_key(b"\x01\x71\x12\x20abc"),
+            DecodedKey::BlockDelta {
                 cid: b"\x01\x71\x12\x20abc",
             },
         ),

@@ -117,6 +117,9 @@ pub struct Shard {
     /// The keys as one string, made on first use by [`Shard::key`], so that
     /// reading keys as `&str` validates UTF-8 once per shard, not per read.
     key_text: OnceLock<KeyText>,
+    /// The shard this one is a new version of, when a batch made it from
+    /// one (see [`Shard::previous`]).
+    previous: Option<Cid>,
 }
 
 /// A shard's keys as `&str`.
@@ -188,6 +191,7 @@ impl Shard {
             spans,
             marks: hashed.marks,
             key_text: OnceLock::new(),
+            previous: replaces.map(|old| old.cid),
         }
     }
 
@@ -322,6 +326,15 @@ impl Shard {
     #[must_use]
     pub fn cid(&self) -> Cid {
         self.cid
+    }
+
+    /// The shard this one is a new version of, if a [`crate::Batch`] made
+    /// it by changing that one; `None` for a shard decoded or built from
+    /// entries. The two usually share most of their bytes, which a store may
+    /// use to keep this one as a change to that one.
+    #[must_use]
+    pub fn previous(&self) -> Option<Cid> {
+        self.previous
     }
 
     /// The shard's encoded bytes, shared (no copy): the block to store

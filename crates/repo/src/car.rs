@@ -819,7 +819,7 @@ impl<K: Kv> Repos<K> {
         );
         let mut keep: Vec<Block> = Vec::with_capacity(1 + decoded.len());
         keep.push(commit_block);
-        keep.extend(decoded.values().map(|shard| Block::from_shard(shard)));
+        keep.extend(decoded.values().map(Block::from_shard));
         let records = entries.len() as u64;
         let reached = keep.len() + records_in_file.len();
         let unreachable = blocks.len().saturating_sub(reached) as u64;

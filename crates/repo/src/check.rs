@@ -102,6 +102,7 @@ fn is_damage(e: &Error) -> bool {
         Error::Store(s) => matches!(
             s,
             store::Error::Corrupt { .. }
+                | store::Error::MissingAnchor { .. }
                 | store::Error::HashMismatch { .. }
                 | store::Error::UnsupportedHash { .. }
                 | store::Error::Malformed { .. }

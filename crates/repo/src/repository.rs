@@ -672,7 +672,7 @@ impl<K: Kv> Repository<K> {
         let commit_cid = commit_block.cid();
         // The records' blocks come with their index changes.
         let mut blocks: Vec<Block> = Vec::with_capacity(mutation.additions.len() + 1);
-        blocks.extend(mutation.additions.iter().map(|s| Block::from_shard(s)));
+        blocks.extend(mutation.additions.iter().map(Block::from_shard));
         blocks.push(commit_block);
         let pending = self
             .store
@@ -688,8 +688,7 @@ impl<K: Kv> Repository<K> {
                 collections: new_collections,
             })
             .await?;
-        self.store
-            .cache_shards(&mutation.additions, &mutation.removals);
+        self.store.forget_shards(&mutation.removals);
         state.head = HeadInfo {
             commit: commit_cid,
             rev: commit.rev,

@@ -36,10 +36,13 @@ struct Facts {
     replaced: (String, Cid),
     /// The tree root of an older commit, which the head does not reach.
     older_root: Cid,
+    /// A shard of the head's tree stored as a delta, and its anchor.
+    delta: (Cid, Cid),
 }
 
 /// The same repository every time (the clock is fixed): 30 posts written
-/// one commit each, one large record, and the first post rewritten.
+/// one commit each, one large record, the first post rewritten, and one
+/// more post.
 async fn built() -> Built {
     let repos = common::repos();
     let repo = repos.create(DID).await.unwrap();
@@ -86,6 +89,18 @@ async fn built() -> Built {
     .await
     .unwrap();
     let replaced = (format!("{POST}/{first_rkey}"), first_cid);
+    // One more post, which adds an entry at the end of the shard holding
+    // the posts: stored as a delta of its previous version.
+    repo.apply_writes(
+        vec![Write::Create {
+            collection: POST.into(),
+            rkey: None,
+            value: json!({ "text": "post 30" }),
+        }],
+        None,
+    )
+    .await
+    .unwrap();
     let store = repos.store();
     let root = store
         .get_shard(&repo.head().await.unwrap().data)
@@ -98,6 +113,16 @@ async fn built() -> Built {
     let log = store.commit_log(DID, true, usize::MAX).await.unwrap();
     let older = store.get_block(&log[5].1).await.unwrap().unwrap();
     let older_root = CommitData::decode(log[5].1, older.bytes()).unwrap().data;
+    // The last commit added an entry to the shard below the root (1.5 KiB):
+    // stored as a delta.
+    let value = store
+        .kv()
+        .get(&records::block_delta_key(&child_shard.to_bytes()))
+        .await
+        .unwrap()
+        .expect("the head's child shard is stored as a delta");
+    // The layout (docs/storage-keys.md): version, then the anchor's CID.
+    let anchor = Cid::read_bytes(&value[1..]).unwrap();
     Built {
         repos,
         facts: Facts {
@@ -107,6 +132,7 @@ async fn built() -> Built {
             log,
             replaced,
             older_root,
+            delta: (child_shard, anchor),
         },
     }
 }
@@ -162,6 +188,14 @@ fn block_key(cid: &Cid) -> Vec<u8> {
     records::block_key(&cid.to_bytes())
 }
 
+/// Deletes block `cid`, however it is stored.
+fn delete_block(cid: &Cid) -> Vec<WriteOp> {
+    vec![
+        WriteOp::Delete(block_key(cid)),
+        WriteOp::Delete(records::block_delta_key(&cid.to_bytes())),
+    ]
+}
+
 /// Exactly one problem was found, and it says all of `words`.
 fn assert_one_problem(report: &CheckReport, words: &[&str]) {
     assert_eq!(report.problem_count, 1, "{:#?}", report.problems);
@@ -175,9 +209,9 @@ fn assert_one_problem(report: &CheckReport, words: &[&str]) {
 fn an_undamaged_repository_is_intact() {
     let (report, _) = check_after(|_| Vec::new());
     assert!(report.is_intact(), "{:#?}", report.problems);
-    assert_eq!(report.records, 31);
-    // The initial commit, 30 posts, the large record, the edit.
-    assert_eq!(report.commits, 33);
+    assert_eq!(report.records, 32);
+    // The initial commit, 31 posts, the large record, the edit.
+    assert_eq!(report.commits, 34);
     assert!(report.shards >= 2);
     assert!(!report.head_moved);
     assert_eq!((report.older_shards, report.older_records), (0, 0));
@@ -190,7 +224,7 @@ fn an_undamaged_history_is_intact() {
     let (report, _) = check_with_after(HISTORY, |_| Vec::new());
     assert!(report.is_intact(), "{:#?}", report.problems);
     // Every commit rewrote the root, and the first post has an older version.
-    assert!(report.older_shards >= 32, "{}", report.older_shards);
+    assert!(report.older_shards >= 33, "{}", report.older_shards);
     assert_eq!(report.older_records, 1);
 }
 
@@ -213,7 +247,7 @@ fn a_corrupt_record_only_older_commits_reach_is_found_with_history() {
 
 #[test]
 fn a_missing_shard_only_an_older_commit_reaches_is_found_with_history() {
-    let damage = |f: &Facts| vec![WriteOp::Delete(block_key(&f.older_root))];
+    let damage = |f: &Facts| delete_block(&f.older_root);
     let (report, _) = check_after(damage);
     assert!(report.is_intact(), "the head does not reach it");
     let (report, f) = check_with_after(HISTORY, damage);
@@ -241,7 +275,7 @@ fn a_corrupt_record_block_is_found() {
 
 #[test]
 fn a_missing_record_block_is_found_even_when_the_index_keeps_a_copy() {
-    let (report, f) = check_after(|f| vec![WriteOp::Delete(block_key(&f.small.1))]);
+    let (report, f) = check_after(|f| delete_block(&f.small.1));
     assert_one_problem(&report, &[&format!("record {}", f.small.0), "missing"]);
 }
 
@@ -285,7 +319,7 @@ fn an_index_row_naming_another_record_is_found() {
 
 #[test]
 fn a_missing_shard_is_found() {
-    let (report, f) = check_after(|f| vec![WriteOp::Delete(block_key(&f.child_shard))]);
+    let (report, f) = check_after(|f| delete_block(&f.child_shard));
     assert!(
         report
             .problems
@@ -314,7 +348,7 @@ fn a_gap_in_the_commit_log_is_found() {
     let (report, _) =
         check_after(|f| vec![WriteOp::Delete(records::commit_log_key(DID, f.log[5].0))]);
     assert_one_problem(&report, &["is not the previous commit"]);
-    assert_eq!(report.commits, 32);
+    assert_eq!(report.commits, 33);
 }
 
 #[test]
@@ -343,7 +377,7 @@ fn an_index_row_whose_key_cannot_be_decoded_is_found_and_the_check_goes_on() {
     // Had the check stopped at the row, or skipped the rest of its page,
     // the records after it would be reported as unlisted.
     assert_one_problem(&report, &["record-index row cannot be read", "keys decode"]);
-    assert_eq!(report.records, 31);
+    assert_eq!(report.records, 32);
 }
 
 #[test]
@@ -359,6 +393,40 @@ fn a_record_the_index_does_not_list_is_still_read() {
     assert!(
         report.problems[1].starts_with(&format!("record {}: ", f.small.0))
             && report.problems[1].contains("corrupt"),
+        "{:#?}",
+        report.problems
+    );
+}
+
+#[test]
+fn a_shard_whose_anchor_is_missing_is_found() {
+    let (report, f) = check_after(|f| vec![WriteOp::Delete(block_key(&f.delta.1))]);
+    let (shard, anchor) = f.delta;
+    assert!(
+        report
+            .problems
+            .iter()
+            .any(|p| p.contains(&shard.to_string())
+                && p.contains(&anchor.to_string())
+                && p.contains("missing")),
+        "{:#?}",
+        report.problems
+    );
+}
+
+#[test]
+fn a_corrupt_delta_is_found() {
+    let (report, f) = check_after(|f| {
+        vec![WriteOp::Put(
+            records::block_delta_key(&f.delta.0.to_bytes()),
+            Bytes::from_static(b"\x01not a delta"),
+        )]
+    });
+    assert!(
+        report
+            .problems
+            .iter()
+            .any(|p| p.contains(&f.delta.0.to_string()) && p.contains("corrupt")),
         "{:#?}",
         report.problems
     );

@@ -56,7 +56,7 @@ async fn car_with_bad_records(bad_keys: &[&str]) -> Vec<u8> {
         blocks.push(block);
     }
     let mutation = batch.commit();
-    blocks.extend(mutation.additions.iter().map(|s| Block::from_shard(s)));
+    blocks.extend(mutation.additions.iter().map(Block::from_shard));
     let rev = rkey::Tid::from_u64(head.rev.as_u64() + 1);
     let commit = CommitData {
         repo: DID.into(),

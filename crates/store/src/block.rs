@@ -1,5 +1,7 @@
 //! [`Block`]: bytes together with a CID known to be their hash.
 
+use std::sync::Arc;
+
 use bytes::Bytes;
 use cid::Cid;
 use multihash_codetable::{Code, MultihashDigest};
@@ -14,11 +16,24 @@ const SHA2_256: u64 = 0x12;
 /// Every constructor establishes that invariant (by hashing, by checking,
 /// or, for a Pail shard, because a [`Shard`]'s CID is computed from its own
 /// bytes), so a commit of blocks need not hash them again.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct Block {
     cid: Cid,
     bytes: Bytes,
+    /// The decoded shard, for a block made from one: a commit stores a
+    /// shard made from a previous version as a change to it when that is
+    /// much smaller (`delta.rs`), and caches it decoded.
+    shard: Option<Arc<Shard>>,
 }
+
+/// Blocks are equal when their CIDs and bytes are.
+impl PartialEq for Block {
+    fn eq(&self, other: &Self) -> bool {
+        self.cid == other.cid && self.bytes == other.bytes
+    }
+}
+
+impl Eq for Block {}
 
 impl Block {
     /// Hashes `bytes` into a CIDv1 with `codec` (0x71 for dag-cbor).
@@ -27,6 +42,7 @@ impl Block {
         Self {
             cid: Cid::new_v1(codec, Code::Sha2_256.digest(&bytes)),
             bytes,
+            shard: None,
         }
     }
 
@@ -38,7 +54,11 @@ impl Block {
     /// for a hash other than SHA-256.
     pub fn verify(cid: Cid, bytes: Bytes) -> Result<Self, Error> {
         if crate::store::verify(&cid, &bytes)? {
-            Ok(Self { cid, bytes })
+            Ok(Self {
+                cid,
+                bytes,
+                shard: None,
+            })
         } else {
             Err(Error::HashMismatch { cid })
         }
@@ -47,12 +67,18 @@ impl Block {
     /// A Pail shard's block (shared bytes, no hashing: a shard's CID is
     /// computed from its bytes when it is built or decoded).
     #[must_use]
-    pub fn from_shard(shard: &Shard) -> Self {
+    pub fn from_shard(shard: &Arc<Shard>) -> Self {
         debug_assert_eq!(shard.cid().hash().code(), SHA2_256);
         Self {
             cid: shard.cid(),
             bytes: shard.encoded(),
+            shard: Some(Arc::clone(shard)),
         }
+    }
+
+    /// The decoded shard, for a block made by [`Block::from_shard`].
+    pub(crate) fn shard(&self) -> Option<&Arc<Shard>> {
+        self.shard.as_ref()
     }
 
     /// The block's CID.

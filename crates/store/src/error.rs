@@ -15,6 +15,16 @@ pub enum Error {
         /// The block.
         cid: Cid,
     },
+    /// A block stored as a change to another block (its anchor) whose
+    /// anchor is missing: the block cannot be rebuilt.
+    #[error("block {cid} is stored as a change to block {anchor}, which is missing")]
+    MissingAnchor {
+        /// The block.
+        cid: Cid,
+        /// The block it is stored as a change to (boxed: two CIDs would
+        /// double the size of every `Result` of this crate).
+        anchor: Box<Cid>,
+    },
     /// A block offered for storage does not hash to the CID given for it.
     #[error("block {cid} rejected: its bytes do not hash to its CID")]
     HashMismatch {

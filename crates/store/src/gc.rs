@@ -13,6 +13,11 @@
 //! ([`Store::bulk_commit`]); a collection and bulk commits in one process
 //! exclude each other; a collection in another process fences this
 //! process's writer, so a bulk commit in progress fails instead of landing.
+//!
+//! A reachable block stored as a delta keeps its anchor (a full block),
+//! whose own links are not followed. A commit that lands after the roots
+//! were read anchors its deltas on a shard of a marked tree, on that
+//! shard's anchor, or on a block written after the listing: all kept.
 
 use std::collections::{HashMap, HashSet};
 
@@ -127,6 +132,15 @@ fn block_cid(key: &[u8]) -> Option<Cid> {
     (*crate::store::BlockKey::new(&cid) == *key).then_some(cid)
 }
 
+/// The CID a block-delta key names, if it is one as datarepo writes them.
+fn delta_cid(key: &[u8]) -> Option<Cid> {
+    let records::DecodedKey::BlockDelta { cid } = records::decode_key(key).ok()? else {
+        return None;
+    };
+    let cid = Cid::try_from(cid).ok()?;
+    (*crate::store::BlockKey::delta(&cid) == *key).then_some(cid)
+}
+
 /// The links of a dag-cbor block (none if it does not decode); for a
 /// commit (`is_commit`), all but `prev`.
 fn links_of(bytes: &[u8], is_commit: bool) -> Vec<Cid> {
@@ -224,6 +238,37 @@ impl<K: Kv> Store<K> {
             };
         }
 
+        // The blocks stored as deltas, by CID: their stored lengths. The
+        // reachable ones are read by CID when marking, which names their
+        // anchors.
+        let mut deltas: HashMap<Cid, u64> = HashMap::new();
+        let mut range = RecordType::BlockDelta.range();
+        loop {
+            let page = self.kv().scan(&range, false, PAGE).await?;
+            let Some((last, _)) = page.last() else { break };
+            let mut next = last.to_vec();
+            next.push(0);
+            for (key, value) in &page {
+                let len = value.len() as u64;
+                match delta_cid(key) {
+                    Some(cid) => {
+                        deltas.insert(cid, len);
+                    }
+                    None => stray.push((key.to_vec(), len)),
+                }
+            }
+            progress(GcProgress::Listing {
+                listed: listed.len() + deltas.len() + stray.len(),
+            });
+            if page.len() < PAGE {
+                break;
+            }
+            range = KeyRange {
+                start: next,
+                end: range.end,
+            };
+        }
+
         // 2. The roots, read after listing: retained commits of every
         // repository. Commits link to their predecessors; those links do not
         // keep a commit alive (retention decides), so all logged commits are
@@ -268,6 +313,9 @@ impl<K: Kv> Store<K> {
         // had, and a retained commit's predecessor is a root or is dropped.
         let root_set: HashSet<Cid> = roots.iter().copied().collect();
         let mut reachable: HashSet<Cid> = HashSet::new();
+        // Anchors of reachable blocks stored as deltas: kept, not followed
+        // (an anchor is an older version; what it links to is not needed).
+        let mut anchors: HashSet<Cid> = HashSet::new();
         let mut missing = 0;
         let mut todo = roots;
         while let Some(cid) = todo.pop() {
@@ -293,11 +341,19 @@ impl<K: Kv> Store<K> {
                 Some(Content::Links(links)) => links,
                 Some(Content::Leaf) => continue,
                 Some(Content::Corrupt) => return Err(Error::Corrupt { cid }),
-                // A root, a block listed past the links budget, or a block
-                // written since the listing: read (and checked) by CID.
-                Some(Content::Unread) | None => match self.get_block(&cid).await? {
-                    Some(block) => {
-                        fetched = links_of(block.bytes(), is_root);
+                // A root, a block listed past the links budget, or one not
+                // listed in full: stored as a delta, or written since the
+                // listing (perhaps as a delta). Read (and checked) by CID;
+                // a delta's anchor is kept.
+                Some(Content::Unread) | None => match self.stored_block(&cid, true).await? {
+                    Some((bytes, anchor)) => {
+                        if !crate::store::verify(&cid, &bytes)? {
+                            return Err(Error::Corrupt { cid });
+                        }
+                        if let Some(anchor) = anchor {
+                            anchors.insert(anchor.cid);
+                        }
+                        fetched = links_of(&bytes, is_root);
                         &fetched
                     }
                     None => {
@@ -317,7 +373,7 @@ impl<K: Kv> Store<K> {
         // listed blocks that are not reachable. In this order, a collection
         // that stops half-way leaves unreachable blocks for the next one,
         // never a log entry naming a deleted commit.
-        let total = listed.len() + stray.len();
+        let total = listed.len() + deltas.len() + stray.len();
         let mut report = GcReport {
             listed: total,
             reachable: reachable.len(),
@@ -331,8 +387,14 @@ impl<K: Kv> Store<K> {
         }
         let unreachable: Vec<(Vec<u8>, u64)> = listed
             .into_iter()
-            .filter(|(cid, _)| !reachable.contains(cid))
+            .filter(|(cid, _)| !reachable.contains(cid) && !anchors.contains(cid))
             .map(|(cid, l)| (crate::store::block_key(&cid), l.len))
+            .chain(
+                deltas
+                    .into_iter()
+                    .filter(|(cid, _)| !reachable.contains(cid))
+                    .map(|(cid, len)| (crate::store::BlockKey::delta(&cid).to_vec(), len)),
+            )
             .chain(stray)
             .collect();
         let to_delete = unreachable.len();

@@ -16,6 +16,7 @@
 #![warn(clippy::unwrap_used)]
 
 mod block;
+mod delta;
 mod error;
 mod gc;
 mod kv;

@@ -13,7 +13,7 @@ use keycodec::{KeyRange, RecordType, records};
 use pail::{Shard, ShardFetcher};
 use sha2::Digest;
 
-use crate::{Block, Error, Kv, WriteOp};
+use crate::{Block, Error, Kv, WriteOp, delta};
 
 const SHA2_256: u64 = 0x12;
 
@@ -222,8 +222,17 @@ impl BlockKey {
     const MAX_LEN: usize = 2 + 1 + 10 + 10 + 2 + 64;
 
     pub(crate) fn new(cid: &Cid) -> Self {
+        Self::of_type(RecordType::Block, cid)
+    }
+
+    /// The key under which a block stored as a delta is kept.
+    pub(crate) fn delta(cid: &Cid) -> Self {
+        Self::of_type(RecordType::BlockDelta, cid)
+    }
+
+    fn of_type(record_type: RecordType, cid: &Cid) -> Self {
         let mut bytes = [0; Self::MAX_LEN];
-        bytes[..2].copy_from_slice(&RecordType::Block.prefix().encode());
+        bytes[..2].copy_from_slice(&record_type.prefix().encode());
         let hash = cid.hash();
         let len = match u8::try_from(cid.codec()) {
             // The usual CID, a SHA-256 CIDv1 whose codec is a 1-byte
@@ -258,11 +267,28 @@ impl std::ops::Deref for BlockKey {
     }
 }
 
+/// The full block a stored delta is a change to.
+#[derive(Debug, Clone)]
+pub(crate) struct Anchor {
+    pub(crate) cid: Cid,
+    bytes: Bytes,
+}
+
+/// A cached shard and how it is stored.
+#[derive(Debug)]
+struct Cached {
+    shard: Arc<Shard>,
+    /// `None`: stored in full. Anchors' bytes are shared by the versions
+    /// made from them and not counted in the cache's size; each entry holds
+    /// at most one, so they add at most the cache's bound again.
+    anchor: Option<Anchor>,
+}
+
 /// Decoded shards by CID, bounded by their total encoded size; the oldest
 /// entries go first.
 #[derive(Debug, Default)]
 struct ShardCache {
-    map: HashMap<Cid, Arc<Shard>>,
+    map: HashMap<Cid, Cached>,
     order: VecDeque<Cid>,
     bytes: usize,
     limit: usize,
@@ -270,12 +296,22 @@ struct ShardCache {
 
 impl ShardCache {
     fn get(&self, cid: &Cid) -> Option<Arc<Shard>> {
-        self.map.get(cid).cloned()
+        self.map.get(cid).map(|c| Arc::clone(&c.shard))
+    }
+
+    /// The full block to store a new version of the shard `cid` as a
+    /// change to: the shard itself if it is stored in full, else its anchor.
+    fn anchor_for(&self, cid: &Cid) -> Option<Anchor> {
+        let cached = self.map.get(cid)?;
+        Some(cached.anchor.clone().unwrap_or_else(|| Anchor {
+            cid: *cid,
+            bytes: cached.shard.encoded(),
+        }))
     }
 
     fn remove(&mut self, cid: &Cid) {
-        if let Some(shard) = self.map.remove(cid) {
-            self.bytes -= shard.bytes().len();
+        if let Some(cached) = self.map.remove(cid) {
+            self.bytes -= cached.shard.bytes().len();
         }
         // `order` still names removed shards; it is compacted when they
         // outnumber the cached ones, so it stays within twice the map.
@@ -285,20 +321,26 @@ impl ShardCache {
         }
     }
 
-    fn insert(&mut self, shard: Arc<Shard>) {
+    /// Caches `shard`, stored in full or as a change to `anchor`.
+    fn insert(&mut self, shard: Arc<Shard>, anchor: Option<Anchor>) {
         let cid = shard.cid();
-        if self.map.contains_key(&cid) || shard.bytes().len() > self.limit {
+        if shard.bytes().len() > self.limit {
+            return;
+        }
+        if let Some(cached) = self.map.get_mut(&cid) {
+            // What was just written is how it is stored now.
+            cached.anchor = anchor;
             return;
         }
         self.bytes += shard.bytes().len();
-        self.map.insert(cid, shard);
+        self.map.insert(cid, Cached { shard, anchor });
         self.order.push_back(cid);
         while self.bytes > self.limit {
             let Some(old) = self.order.pop_front() else {
                 break;
             };
-            if let Some(s) = self.map.remove(&old) {
-                self.bytes -= s.bytes().len();
+            if let Some(c) = self.map.remove(&old) {
+                self.bytes -= c.shard.bytes().len();
             }
         }
     }
@@ -381,20 +423,12 @@ impl<K: Kv> Store<K> {
 
     /// Updates the shard cache after a commit: drops the shards it
     /// `replaced` (the tree no longer uses them; a later read of one that
-    /// another tree shares fetches it again) and puts in the decoded
-    /// shards it `added`, so the next write need not fetch and decode them.
-    /// Each added shard's CID was computed from its bytes when it was built.
-    pub fn cache_shards<'s>(
-        &self,
-        added: impl IntoIterator<Item = &'s Arc<Shard>>,
-        replaced: &[Cid],
-    ) {
+    /// another tree shares fetches it again). The commit's new shards were
+    /// cached, with how each is stored, when it was staged.
+    pub fn forget_shards(&self, replaced: &[Cid]) {
         let mut cache = self.cache();
         for cid in replaced {
             cache.remove(cid);
-        }
-        for shard in added {
-            cache.insert(Arc::clone(shard));
         }
     }
 
@@ -433,7 +467,7 @@ impl<K: Kv> Store<K> {
     /// [`Error::Corrupt`] when the stored bytes do not hash to `cid`, or a
     /// storage error.
     pub async fn get_block(&self, cid: &Cid) -> Result<Option<Block>, Error> {
-        let Some(bytes) = self.kv.get(&BlockKey::new(cid)).await? else {
+        let Some((bytes, _)) = self.stored_block(cid, false).await? else {
             return Ok(None);
         };
         match Block::verify(*cid, bytes) {
@@ -441,6 +475,71 @@ impl<K: Kv> Store<K> {
             Err(Error::HashMismatch { cid }) => Err(Error::Corrupt { cid }),
             Err(e) => Err(e),
         }
+    }
+
+    /// Puts `block`, a new version of a shard, as a change to the full
+    /// block its previous version is stored as or changes, when that is
+    /// much smaller (`delta.rs`); returns the anchor it is stored against.
+    fn delta_put(&self, block: &Block, shard: &Shard, ops: &mut Vec<WriteOp>) -> Option<Anchor> {
+        let anchor = shard
+            .previous()
+            .and_then(|previous| self.cache().anchor_for(&previous))
+            .filter(|anchor| anchor.cid != block.cid());
+        if let Some(anchor) = anchor
+            && let Some(delta) = delta::encode(&anchor.cid, &anchor.bytes, block.bytes())
+        {
+            ops.push(WriteOp::Put(BlockKey::delta(&block.cid()).to_vec(), delta));
+            return Some(anchor);
+        }
+        ops.push(block_put(block));
+        None
+    }
+
+    /// The stored bytes of block `cid`, unverified, and the anchor they
+    /// were rebuilt from if it is stored as a delta.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Corrupt`] for a delta that does not decode or fit its
+    /// anchor, [`Error::MissingAnchor`], or a storage error.
+    ///
+    /// With `cached`, an anchor in the decoded-shard cache is not read
+    /// again; without, everything comes from storage (what a check needs).
+    pub(crate) async fn stored_block(
+        &self,
+        cid: &Cid,
+        cached: bool,
+    ) -> Result<Option<(Bytes, Option<Anchor>)>, Error> {
+        if let Some(bytes) = self.kv.get(&BlockKey::new(cid)).await? {
+            return Ok(Some((bytes, None)));
+        }
+        let Some(value) = self.kv.get(&BlockKey::delta(cid)).await? else {
+            return Ok(None);
+        };
+        let corrupt = |_| Error::Corrupt { cid: *cid };
+        let delta = delta::Delta::decode(&value).map_err(corrupt)?;
+        let in_cache = if cached {
+            self.cache().get(&delta.anchor).map(|s| s.encoded())
+        } else {
+            None
+        };
+        let anchor_bytes = match in_cache {
+            Some(bytes) => bytes,
+            None => self
+                .kv
+                .get(&BlockKey::new(&delta.anchor))
+                .await?
+                .ok_or_else(|| Error::MissingAnchor {
+                    cid: *cid,
+                    anchor: Box::new(delta.anchor),
+                })?,
+        };
+        let bytes = delta.apply(&anchor_bytes).map_err(corrupt)?;
+        let anchor = Anchor {
+            cid: delta.anchor,
+            bytes: anchor_bytes,
+        };
+        Ok(Some((Bytes::from(bytes), Some(anchor))))
     }
 
     /// A repository's latest head, if it exists, including one whose
@@ -605,11 +704,19 @@ impl<K: Kv> Store<K> {
             collections,
         } = commit;
         let mut ops = Vec::with_capacity(blocks.len() + 2 * records.len() + collections.len() + 2);
+        // The commit's shards and how each is stored, cached once it lands.
+        let mut shards = Vec::new();
         if with_blocks {
-            ops.extend(blocks.iter().map(block_put));
-        } else {
-            drop(blocks);
+            for block in &blocks {
+                let Some(shard) = block.shard() else {
+                    ops.push(block_put(block));
+                    continue;
+                };
+                let anchor = self.delta_put(block, shard, &mut ops);
+                shards.push((Arc::clone(shard), anchor));
+            }
         }
+        drop(blocks);
         ops.push(WriteOp::Put(records::head_key(&repo), head.encode()));
         ops.push(WriteOp::Put(
             records::commit_log_key(&repo, head.rev),
@@ -645,6 +752,11 @@ impl<K: Kv> Store<K> {
             self.check_head(&repo, expected).await?;
             self.kv.apply(ops).await?
         };
+        let mut cache = self.cache();
+        for (shard, anchor) in shards {
+            cache.insert(shard, anchor);
+        }
+        drop(cache);
         Ok(PendingCommit {
             durability,
             timeout: self.durability_timeout,
@@ -1001,10 +1113,21 @@ impl<K: Kv> Store<K> {
     /// [`pail::Error::InvalidShard`] for a valid block that is not a shard,
     /// or a storage error.
     pub async fn read_shard(&self, cid: &Cid) -> Result<Shard, pail::Error> {
+        self.read_stored_shard(cid, false)
+            .await
+            .map(|(shard, _)| shard)
+    }
+
+    /// [`Store::read_shard`], and the anchor it was rebuilt from if it is
+    /// stored as a delta.
+    async fn read_stored_shard(
+        &self,
+        cid: &Cid,
+        cached: bool,
+    ) -> Result<(Shard, Option<Anchor>), pail::Error> {
         let store_err = |e: Error| pail::Error::Store(Box::new(e));
-        let bytes = self
-            .kv
-            .get(&BlockKey::new(cid))
+        let (bytes, anchor) = self
+            .stored_block(cid, cached)
             .await
             .map_err(store_err)?
             .ok_or(pail::Error::MissingBlock(*cid))?;
@@ -1012,7 +1135,7 @@ impl<K: Kv> Store<K> {
         // it with `cid` is the verification: each shard is hashed once.
         let corrupt = || store_err(Error::Corrupt { cid: *cid });
         match Shard::decode(&bytes) {
-            Ok(shard) if shard.cid() == *cid => Ok(shard),
+            Ok(shard) if shard.cid() == *cid => Ok((shard, anchor)),
             Ok(_) => Err(corrupt()),
             // Undecodable bytes are corrupt unless they are a valid block
             // that is simply not a shard.
@@ -1030,8 +1153,9 @@ impl<K: Kv> ShardFetcher for Store<K> {
         if let Some(shard) = self.cache().get(cid) {
             return Ok(shard);
         }
-        let shard = Arc::new(self.read_shard(cid).await?);
-        self.cache().insert(Arc::clone(&shard));
+        let (shard, anchor) = self.read_stored_shard(cid, true).await?;
+        let shard = Arc::new(shard);
+        self.cache().insert(Arc::clone(&shard), anchor);
         Ok(shard)
     }
 }
@@ -1068,7 +1192,7 @@ mod tests {
             if let Some(p) = previous {
                 cache.remove(&p.cid());
             }
-            cache.insert(Arc::clone(&next));
+            cache.insert(Arc::clone(&next), None);
             previous = Some(next);
         }
         assert_eq!(cache.map.len(), 1);

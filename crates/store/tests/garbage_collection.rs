@@ -231,7 +231,7 @@ async fn put_one<K: Kv>(store: &Store<K>, key: &str, record: (Cid, Bytes)) -> Ci
         Block::verify(commit, bytes).unwrap(),
         Block::verify(record.0, record.1).unwrap(),
     ];
-    blocks.extend(m.additions.iter().map(|s| Block::from_shard(s)));
+    blocks.extend(m.additions.iter().map(Block::from_shard));
     store
         .commit(Commit {
             repo: REPO.into(),

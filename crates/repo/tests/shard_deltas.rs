@@ -1,0 +1,168 @@
+//! Shard versions stored as deltas (`docs/store.md`): a store that keeps
+//! them reads back, from storage alone, exactly what it was given, before
+//! and after garbage collection, and also when commits land while a
+//! collection runs.
+
+mod common;
+
+use std::sync::{Arc, Mutex};
+
+use bytes::Bytes;
+use keycodec::{KeyRange, RecordType};
+use repo::{Repos, Write};
+use serde_json::json;
+use store::{Durability, Error, Kv, MemoryKv, Retention, Store, WriteOp};
+use tokio::sync::{Notify, oneshot};
+
+/// The in-memory store, except that a collection's first read of the
+/// repository heads (its roots, read after it listed the candidates) waits
+/// while armed: the test lands commits in between.
+#[derive(Debug, Clone, Default)]
+struct PausingKv {
+    inner: MemoryKv,
+    pause: Arc<Mutex<Option<oneshot::Receiver<()>>>>,
+    reached: Arc<Notify>,
+}
+
+impl Kv for PausingKv {
+    async fn get(&self, key: &[u8]) -> Result<Option<Bytes>, Error> {
+        self.inner.get(key).await
+    }
+    async fn apply(&self, ops: Vec<WriteOp>) -> Result<Durability, Error> {
+        self.inner.apply(ops).await
+    }
+    async fn scan(
+        &self,
+        range: &KeyRange,
+        reverse: bool,
+        limit: usize,
+    ) -> Result<Vec<(Bytes, Bytes)>, Error> {
+        if *range == RecordType::Head.range() {
+            let armed = self.pause.lock().unwrap().take();
+            if let Some(release) = armed {
+                self.reached.notify_one();
+                release.await.unwrap();
+            }
+        }
+        self.inner.scan(range, reverse, limit).await
+    }
+}
+
+const DID: &str = "did:web:example.com";
+const POST: &str = "app.bsky.feed.post";
+const RECORDS: usize = 200;
+
+fn rkey(i: usize) -> String {
+    format!("post{i:04}")
+}
+
+/// `n` commits, each rewriting one record of a 200-record collection (the
+/// same one with `same`): the shard holding them keeps its size and
+/// changes in one link.
+async fn edit<K: Kv>(repos: &Repos<K>, round: usize, n: usize, same: bool) {
+    let repo = repos.open(DID).await.unwrap();
+    for i in 0..n {
+        let which = if same {
+            0
+        } else {
+            (round * 7 + i * 13) % RECORDS
+        };
+        repo.apply_writes(
+            vec![Write::Update {
+                collection: POST.into(),
+                rkey: rkey(which),
+                value: json!({ "text": format!("edit {round}.{i}") }),
+                swap_record: None,
+            }],
+            None,
+        )
+        .await
+        .unwrap();
+    }
+}
+
+async fn deltas_stored(kv: &impl Kv) -> usize {
+    kv.scan(&RecordType::BlockDelta.range(), false, usize::MAX)
+        .await
+        .unwrap()
+        .len()
+}
+
+/// The repository's CAR, read through a new store over `kv`: nothing comes
+/// from the writer's cache.
+async fn export_from_storage<K: Kv + Clone>(kv: &K) -> Vec<u8> {
+    let fresh = Repos::new(Arc::new(Store::new(kv.clone())), common::env());
+    let report = fresh.check(DID, |_| {}).await.unwrap();
+    assert!(report.is_intact(), "{:#?}", report.problems);
+    let repo = fresh.open(DID).await.unwrap();
+    let (car, _) = repo.export_car(Vec::new(), None, |_| {}).await.unwrap();
+    car
+}
+
+#[test]
+fn deltas_read_back_from_storage_before_and_after_gc() {
+    common::rt().block_on(async {
+        let kv = MemoryKv::new();
+        let repos = Repos::new(Arc::new(Store::new(kv.clone())), common::env());
+        let repo = repos.create(DID).await.unwrap();
+        let writes = (0..RECORDS)
+            .map(|i| Write::Create {
+                collection: POST.into(),
+                rkey: Some(rkey(i)),
+                value: json!({ "text": format!("post {i}") }),
+            })
+            .collect();
+        repo.apply_writes(writes, None).await.unwrap();
+        edit(&repos, 0, 40, false).await;
+        assert!(deltas_stored(&kv).await >= 30, "shard versions are deltas");
+
+        let before = export_from_storage(&kv).await;
+        let (writer_car, _) = repo.export_car(Vec::new(), None, |_| {}).await.unwrap();
+        assert_eq!(before, writer_car);
+
+        let report = repos.store().gc(Retention::Last(1), |_| {}).await.unwrap();
+        assert!(report.deleted > 0, "{report:?}");
+        assert_eq!(export_from_storage(&kv).await, before);
+
+        // Later commits build on what the collection kept.
+        edit(&repos, 1, 20, false).await;
+        let (writer_car, _) = repo.export_car(Vec::new(), None, |_| {}).await.unwrap();
+        assert_eq!(export_from_storage(&kv).await, writer_car);
+    });
+}
+
+/// The case that needs the collection to keep anchors it finds only by
+/// reading blocks written after its listing: the listed head shard is a
+/// delta, and commits made while the collection runs replace it (so it is
+/// not reachable from the roots) with deltas of the same anchor.
+#[test]
+fn commits_between_listing_and_roots_keep_their_anchor() {
+    common::rt().block_on(async {
+        let kv = PausingKv::default();
+        let repos = Repos::new(Arc::new(Store::new(kv.clone())), common::env());
+        let repo = repos.create(DID).await.unwrap();
+        let writes = (0..RECORDS)
+            .map(|i| Write::Create {
+                collection: POST.into(),
+                rkey: Some(rkey(i)),
+                value: json!({ "text": format!("post {i}") }),
+            })
+            .collect();
+        repo.apply_writes(writes, None).await.unwrap();
+        edit(&repos, 0, 1, true).await;
+        assert!(deltas_stored(&kv).await > 0);
+
+        let (release, armed) = oneshot::channel();
+        *kv.pause.lock().unwrap() = Some(armed);
+        let gc = repos.store().gc(Retention::Last(1), |_| {});
+        let commits = async {
+            kv.reached.notified().await;
+            edit(&repos, 1, 10, true).await;
+            release.send(()).unwrap();
+        };
+        let (report, ()) = tokio::join!(gc, commits);
+        report.unwrap();
+        let (writer_car, _) = repo.export_car(Vec::new(), None, |_| {}).await.unwrap();
+        assert_eq!(export_from_storage(&kv).await, writer_car);
+    });
+}
