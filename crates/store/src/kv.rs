@@ -492,8 +492,9 @@ pub const DEFAULT_FLUSH_INTERVAL: std::time::Duration = std::time::Duration::fro
 pub const DEFAULT_S3_FLUSH_INTERVAL: std::time::Duration = std::time::Duration::from_millis(10);
 
 /// How large a memtable grows before SlateDB freezes it and writes it to an
-/// L0 SST (SlateDB's own default is 64 MiB). Every commit carries ~11 KB of
-/// Pail shard versions, so a write-heavy server fills 64 MiB memtables in
+/// L0 SST (SlateDB's own default is 64 MiB). Every commit carried ~11 KB of
+/// Pail shard versions when this was measured (about 2 KB since shard
+/// versions are stored as deltas), so a write-heavy server filled 64 MiB memtables in
 /// under a second; their L0 SSTs then fill SlateDB's L0 slots faster than
 /// the compactor merges them, and writers stall. 256 MiB memtables mean a
 /// quarter as many L0 SSTs and compactions for the same bytes (sustained
