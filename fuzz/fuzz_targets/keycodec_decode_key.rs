@@ -14,6 +14,7 @@ fuzz_target!(|data: &[u8]| {
         DecodedKey::RecordIndex { repo, collection, rkey } => records::record_index_key(repo, collection, rkey),
         DecodedKey::Collection { repo, collection } => records::collection_key(repo, collection),
         DecodedKey::Bitmap { txkey } => records::bitmap_key(txkey),
+        DecodedKey::BlockDelta { cid } => records::block_delta_key(cid),
         _ => return,
     };
     assert_eq!(again, data);
