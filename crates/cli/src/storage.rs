@@ -181,15 +181,21 @@ pub(crate) fn gc(store_args: &StoreArgs, args: &GcArgs, json_mode: bool) -> io::
             if json_mode {
                 println!(
                     "{}",
-                    json!({"listed": r.listed, "reachable": r.reachable, "deleted": r.deleted,
+                    json!({"listed": r.listed, "reachable": r.reachable, "anchors": r.anchors,
+                           "deleted": r.deleted,
                            "bytes_freed": r.bytes_freed, "missing": r.missing,
                            "commits_dropped": r.commits_dropped})
                 );
             } else {
                 println!(
-                    "{} blocks listed, {} reachable, {} deleted ({} bytes freed){}{}",
+                    "{} blocks listed, {} reachable{}, {} deleted ({} bytes freed){}{}",
                     r.listed,
                     r.reachable,
+                    if r.anchors > 0 {
+                        format!(", {} kept as anchors of deltas", r.anchors)
+                    } else {
+                        String::new()
+                    },
                     r.deleted,
                     r.bytes_freed,
                     if r.commits_dropped > 0 {

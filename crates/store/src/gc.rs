@@ -66,6 +66,9 @@ pub struct GcReport {
     pub listed: usize,
     /// Blocks reachable from retained commits.
     pub reachable: usize,
+    /// Blocks kept though unreachable: the anchors of reachable blocks
+    /// stored as deltas.
+    pub anchors: usize,
     /// Blocks deleted.
     pub deleted: usize,
     /// Bytes freed.
@@ -377,6 +380,7 @@ impl<K: Kv> Store<K> {
         let mut report = GcReport {
             listed: total,
             reachable: reachable.len(),
+            anchors: anchors.difference(&reachable).count(),
             missing,
             commits_dropped: dropped_log_keys.len(),
             ..GcReport::default()
