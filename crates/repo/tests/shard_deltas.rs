@@ -99,20 +99,26 @@ async fn export_from_storage<K: Kv + Clone>(kv: &K) -> Vec<u8> {
     car
 }
 
+/// A repository over `kv` holding 200 records, written in one commit.
+async fn with_records<K: Kv + Clone>(kv: &K) -> (Repos<K>, Arc<repo::Repository<K>>) {
+    let repos = Repos::new(Arc::new(Store::new(kv.clone())), common::env());
+    let repo = repos.create(DID).await.unwrap();
+    let writes = (0..RECORDS)
+        .map(|i| Write::Create {
+            collection: POST.into(),
+            rkey: Some(rkey(i)),
+            value: json!({ "text": format!("post {i}") }),
+        })
+        .collect();
+    repo.apply_writes(writes, None).await.unwrap();
+    (repos, repo)
+}
+
 #[test]
 fn deltas_read_back_from_storage_before_and_after_gc() {
     common::rt().block_on(async {
         let kv = MemoryKv::new();
-        let repos = Repos::new(Arc::new(Store::new(kv.clone())), common::env());
-        let repo = repos.create(DID).await.unwrap();
-        let writes = (0..RECORDS)
-            .map(|i| Write::Create {
-                collection: POST.into(),
-                rkey: Some(rkey(i)),
-                value: json!({ "text": format!("post {i}") }),
-            })
-            .collect();
-        repo.apply_writes(writes, None).await.unwrap();
+        let (repos, repo) = with_records(&kv).await;
         edit(&repos, 0, 40, false).await;
         assert!(deltas_stored(&kv).await >= 30, "shard versions are deltas");
 
@@ -139,16 +145,7 @@ fn deltas_read_back_from_storage_before_and_after_gc() {
 fn commits_between_listing_and_roots_keep_their_anchor() {
     common::rt().block_on(async {
         let kv = PausingKv::default();
-        let repos = Repos::new(Arc::new(Store::new(kv.clone())), common::env());
-        let repo = repos.create(DID).await.unwrap();
-        let writes = (0..RECORDS)
-            .map(|i| Write::Create {
-                collection: POST.into(),
-                rkey: Some(rkey(i)),
-                value: json!({ "text": format!("post {i}") }),
-            })
-            .collect();
-        repo.apply_writes(writes, None).await.unwrap();
+        let (repos, repo) = with_records(&kv).await;
         edit(&repos, 0, 1, true).await;
         assert!(deltas_stored(&kv).await > 0);
 

@@ -167,6 +167,34 @@ fn links(ipld: &Ipld, out: &mut Vec<Cid>) {
 }
 
 impl<K: Kv> Store<K> {
+    /// Calls `f` with every stored entry of `record_type`, a page at a
+    /// time, letting the tasks sharing this thread run between pages (a
+    /// page of checked and decoded blocks is CPU work).
+    async fn for_each_page(
+        &self,
+        record_type: RecordType,
+        mut f: impl FnMut(&[(bytes::Bytes, bytes::Bytes)]),
+    ) -> Result<(), Error> {
+        let mut range = record_type.range();
+        loop {
+            let page = self.kv().scan(&range, false, PAGE).await?;
+            let Some((last, _)) = page.last() else {
+                return Ok(());
+            };
+            let mut next = last.to_vec();
+            next.push(0);
+            f(&page);
+            if page.len() < PAGE {
+                return Ok(());
+            }
+            tokio::task::yield_now().await;
+            range = KeyRange {
+                start: next,
+                end: range.end,
+            };
+        }
+    }
+
     /// Deletes every block that no retained commit reaches (following every
     /// link of every dag-cbor block), calling `progress` as it goes.
     ///
@@ -200,16 +228,11 @@ impl<K: Kv> Store<K> {
         let mut listed: HashMap<Cid, Listed> = HashMap::new();
         let mut stray: Vec<(Vec<u8>, u64)> = Vec::new();
         let mut kept_links = 0;
-        let mut range = RecordType::Block.range();
-        loop {
-            let page = self.kv().scan(&range, false, PAGE).await?;
-            let Some((last, _)) = page.last() else { break };
-            let mut next = last.to_vec();
-            next.push(0);
+        self.for_each_page(RecordType::Block, |page| {
             progress(GcProgress::Listing {
                 listed: listed.len() + stray.len(),
             });
-            for (key, bytes) in &page {
+            for (key, bytes) in page {
                 let len = bytes.len() as u64;
                 match block_cid(key) {
                     Some(cid) => {
@@ -229,29 +252,14 @@ impl<K: Kv> Store<K> {
                     None => stray.push((key.to_vec(), len)),
                 }
             }
-            if page.len() < PAGE {
-                break;
-            }
-            // A page of checked and decoded blocks is CPU work; let the tasks
-            // sharing this thread run between pages.
-            tokio::task::yield_now().await;
-            range = KeyRange {
-                start: next,
-                end: range.end,
-            };
-        }
-
+        })
+        .await?;
         // The blocks stored as deltas, by CID: their stored lengths. The
         // reachable ones are read by CID when marking, which names their
         // anchors.
         let mut deltas: HashMap<Cid, u64> = HashMap::new();
-        let mut range = RecordType::BlockDelta.range();
-        loop {
-            let page = self.kv().scan(&range, false, PAGE).await?;
-            let Some((last, _)) = page.last() else { break };
-            let mut next = last.to_vec();
-            next.push(0);
-            for (key, value) in &page {
+        self.for_each_page(RecordType::BlockDelta, |page| {
+            for (key, value) in page {
                 let len = value.len() as u64;
                 match delta_cid(key) {
                     Some(cid) => {
@@ -263,14 +271,8 @@ impl<K: Kv> Store<K> {
             progress(GcProgress::Listing {
                 listed: listed.len() + deltas.len() + stray.len(),
             });
-            if page.len() < PAGE {
-                break;
-            }
-            range = KeyRange {
-                start: next,
-                end: range.end,
-            };
-        }
+        })
+        .await?;
 
         // 2. The roots, read after listing: retained commits of every
         // repository. Commits link to their predecessors; those links do not
