@@ -331,6 +331,26 @@ mod tests {
             }
         }
 
+        /// The chunked comparisons agree with byte-at-a-time ones.
+        #[test]
+        fn common_runs_match_a_byte_loop(
+            shared in proptest::collection::vec(0u8..3, 0..100),
+            x in proptest::collection::vec(0u8..3, 0..40),
+            y in proptest::collection::vec(0u8..3, 0..40),
+            at_end in any::<bool>(),
+        ) {
+            let join = |own: &[u8]| if at_end {
+                [own, &shared].concat()
+            } else {
+                [&shared, own].concat()
+            };
+            let (a, b) = (join(&x), join(&y));
+            let prefix = a.iter().zip(&b).take_while(|(x, y)| x == y).count();
+            let suffix = a.iter().rev().zip(b.iter().rev()).take_while(|(x, y)| x == y).count();
+            prop_assert_eq!(common_prefix(&a, &b), prefix);
+            prop_assert_eq!(common_suffix(&a, &b), suffix);
+        }
+
         /// Decoding and applying arbitrary bytes never panics, and what is
         /// rebuilt is never longer than the anchor and the value together.
         #[test]
