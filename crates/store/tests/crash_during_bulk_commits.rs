@@ -99,7 +99,7 @@ async fn bulk_commits_are_whole_or_absent_after_sigkill() {
     let mut rng = testkit::Rng(0xb0c5);
     let (mut acked, mut collected) = (0, 0);
     for round in 0..8 {
-        let last = common::run_then_kill(
+        let last = testkit::run_then_kill(
             "bulk_crash_child",
             "DATAREPO_BULK_CRASH_CHILD",
             dir,

@@ -80,7 +80,7 @@ async fn acknowledged_commits_survive_sigkill() {
     let mut verified = 0u64;
     for round in 0..12 {
         // Let it open and commit for a random while, then kill it mid-flight.
-        let acked = common::run_then_kill(
+        let acked = testkit::run_then_kill(
             "crash_child",
             "DATAREPO_CRASH_CHILD",
             dir,
