@@ -14,6 +14,10 @@
 //! exclude each other; a collection in another process fences this
 //! process's writer, so a bulk commit in progress fails instead of landing.
 //!
+//! A commit may write again, with the same content, a block the collection
+//! found unreachable; the sweep spares every block written while it runs
+//! (`Store::written_during_gc`).
+//!
 //! A reachable block stored as a delta keeps its anchor (a full block),
 //! whose own links are not followed. A commit that lands after the roots
 //! were read anchors its deltas on a shard of a marked tree, on that
@@ -166,6 +170,31 @@ fn links(ipld: &Ipld, out: &mut Vec<Cid>) {
     }
 }
 
+/// While alive, commits note the blocks they write for the running
+/// collection's sweep (`Store::written_during_gc`).
+struct NotingWrites<'a> {
+    written: &'a std::sync::Mutex<Option<HashSet<Cid>>>,
+}
+
+impl<'a> NotingWrites<'a> {
+    fn start<K>(store: &'a Store<K>) -> Self {
+        let written = &store.written_during_gc;
+        *written
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(HashSet::new());
+        Self { written }
+    }
+}
+
+impl Drop for NotingWrites<'_> {
+    fn drop(&mut self) {
+        *self
+            .written
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = None;
+    }
+}
+
 impl<K: Kv> Store<K> {
     /// Calls `f` with every stored entry of `record_type`, a page at a
     /// time, letting the tasks sharing this thread run between pages (a
@@ -221,6 +250,7 @@ impl<K: Kv> Store<K> {
         mut progress: impl FnMut(GcProgress),
     ) -> Result<GcReport, Error> {
         let _no_bulk_commits = self.gc_lock.write().await;
+        let _noting = NotingWrites::start(self);
         // 1. The candidates: every block stored now. Their bytes come with
         // the listing (a range scan), so dag-cbor blocks are checked and
         // their links read here, rather than each fetched again by CID
@@ -391,17 +421,20 @@ impl<K: Kv> Store<K> {
             self.write_durably(chunk.iter().cloned().map(WriteOp::Delete).collect())
                 .await?;
         }
-        let unreachable: Vec<(Vec<u8>, u64)> = listed
+        // (the block's CID, none for a stray key; its key; its length)
+        let unreachable: Vec<(Option<Cid>, Vec<u8>, u64)> = listed
             .into_iter()
             .filter(|(cid, _)| !reachable.contains(cid) && !anchors.contains(cid))
-            .map(|(cid, l)| (crate::store::block_key(&cid), l.len))
+            .map(|(cid, l)| (Some(cid), crate::store::block_key(&cid), l.len))
             .chain(
                 deltas
                     .into_iter()
                     .filter(|(cid, _)| !reachable.contains(cid))
-                    .map(|(cid, len)| (crate::store::BlockKey::delta(&cid).to_vec(), len)),
+                    .map(|(cid, len)| {
+                        (Some(cid), crate::store::BlockKey::delta(&cid).to_vec(), len)
+                    }),
             )
-            .chain(stray)
+            .chain(stray.into_iter().map(|(key, len)| (None, key, len)))
             .collect();
         let to_delete = unreachable.len();
         for (done, chunk) in unreachable.chunks(PAGE).enumerate() {
@@ -409,15 +442,30 @@ impl<K: Kv> Store<K> {
                 done: done * PAGE,
                 total: to_delete,
             });
-            let batch = chunk
-                .iter()
-                .map(|(key, len)| {
-                    report.bytes_freed += len;
-                    WriteOp::Delete(key.clone())
-                })
-                .collect();
-            self.write_durably(batch).await?;
-            report.deleted += chunk.len();
+            // Blocks a commit wrote again since the listing are spared; a
+            // block written again after this batch is simply back.
+            let order = self.sweep_order.lock().await;
+            let batch: Vec<WriteOp> = {
+                let written = self
+                    .written_during_gc
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                let written = written.as_ref();
+                chunk
+                    .iter()
+                    .filter(|(cid, _, _)| {
+                        cid.is_none_or(|cid| written.is_none_or(|w| !w.contains(&cid)))
+                    })
+                    .map(|(_, key, len)| {
+                        report.bytes_freed += len;
+                        WriteOp::Delete(key.clone())
+                    })
+                    .collect()
+            };
+            report.deleted += batch.len();
+            let durability = self.kv().apply(batch).await?;
+            drop(order);
+            self.wait_durable(durability).await?;
         }
         progress(GcProgress::Sweeping {
             done: to_delete,

@@ -375,6 +375,14 @@ pub struct Store<K> {
     /// [`Store::gc`]: blocks written ahead of their commit are unreachable
     /// until it lands, and a collection must not see them in between.
     pub(crate) gc_lock: tokio::sync::RwLock<()>,
+    /// The blocks commits wrote while a collection runs (`None` when none
+    /// does): its sweep spares them, since a commit may write again a block
+    /// the collection found unreachable (the same content, the same CID).
+    pub(crate) written_during_gc: Mutex<Option<std::collections::HashSet<Cid>>>,
+    /// Held by a commit while it notes and applies its writes, and by a
+    /// sweep while it filters and applies a batch of deletions: a block is
+    /// then either spared by the sweep or written again after it.
+    pub(crate) sweep_order: tokio::sync::Mutex<()>,
     cache: Mutex<ShardCache>,
     durability_timeout: std::time::Duration,
 }
@@ -395,6 +403,8 @@ impl<K: Kv> Store<K> {
             kv,
             commit_lock: tokio::sync::Mutex::new(()),
             gc_lock: tokio::sync::RwLock::new(()),
+            written_during_gc: Mutex::new(None),
+            sweep_order: tokio::sync::Mutex::new(()),
             cache: Mutex::new(ShardCache {
                 limit,
                 ..ShardCache::default()
@@ -446,14 +456,36 @@ impl<K: Kv> Store<K> {
             }
             ops.push(WriteOp::Put(block_key(cid), bytes.clone()));
         }
-        self.write_durably(ops).await
+        let durability = {
+            let _sweep = self.sweep_order.lock().await;
+            self.note_written(blocks.iter().map(|(cid, _)| *cid));
+            self.kv.apply(ops).await?
+        };
+        self.wait_durable(durability).await
+    }
+
+    /// Notes blocks being written for a collection that is running.
+    fn note_written(&self, cids: impl IntoIterator<Item = Cid>) {
+        let mut written = self
+            .written_during_gc
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(set) = written.as_mut() {
+            set.extend(cids);
+        }
     }
 
     /// Applies `ops` and waits, at most the durability timeout, until they
     /// are durable.
     pub(crate) async fn write_durably(&self, ops: Vec<WriteOp>) -> Result<(), Error> {
+        let durability = self.kv.apply(ops).await?;
+        self.wait_durable(durability).await
+    }
+
+    /// Waits for an applied write to be durable, within the store's bound.
+    pub(crate) async fn wait_durable(&self, durability: crate::Durability) -> Result<(), Error> {
         PendingCommit {
-            durability: self.kv.apply(ops).await?,
+            durability,
             timeout: self.durability_timeout,
         }
         .durable()
@@ -706,7 +738,10 @@ impl<K: Kv> Store<K> {
         let mut ops = Vec::with_capacity(blocks.len() + 2 * records.len() + collections.len() + 2);
         // The commit's shards and how each is stored, cached once it lands.
         let mut shards = Vec::new();
+        // The blocks it writes, for a collection that may be running.
+        let mut written = Vec::new();
         if with_blocks {
+            written.extend(blocks.iter().chain(record_blocks(&records)).map(Block::cid));
             for block in &blocks {
                 let Some(shard) = block.shard() else {
                     ops.push(block_put(block));
@@ -750,6 +785,8 @@ impl<K: Kv> Store<K> {
         let durability = {
             let _serial = self.commit_lock.lock().await;
             self.check_head(&repo, expected).await?;
+            let _sweep = self.sweep_order.lock().await;
+            self.note_written(written);
             self.kv.apply(ops).await?
         };
         let mut cache = self.cache();

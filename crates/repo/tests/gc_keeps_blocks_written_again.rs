@@ -1,0 +1,99 @@
+//! A block that garbage collection found unreachable, but that a commit
+//! writes again (the same content, so the same CID) before the sweep
+//! reaches it, is not deleted: the commit's tree needs it.
+
+mod common;
+
+use std::sync::{Arc, Mutex};
+
+use bytes::Bytes;
+use keycodec::KeyRange;
+use repo::{Repos, Write};
+use serde_json::json;
+use store::{Durability, Error, Kv, MemoryKv, Retention, Store, WriteOp};
+use tokio::sync::{Notify, oneshot};
+
+const DID: &str = "did:web:example.com";
+const POST: &str = "app.bsky.feed.post";
+
+/// The in-memory store, except that a write made only of deletions (a
+/// collection's first sweep batch) waits while armed: the test lands a
+/// commit in between.
+#[derive(Debug, Clone, Default)]
+struct PausingKv {
+    inner: MemoryKv,
+    pause: Arc<Mutex<Option<oneshot::Receiver<()>>>>,
+    reached: Arc<Notify>,
+}
+
+impl Kv for PausingKv {
+    async fn get(&self, key: &[u8]) -> Result<Option<Bytes>, Error> {
+        self.inner.get(key).await
+    }
+    async fn apply(&self, ops: Vec<WriteOp>) -> Result<Durability, Error> {
+        if ops.iter().all(|op| matches!(op, WriteOp::Delete(_))) {
+            let armed = self.pause.lock().unwrap().take();
+            if let Some(release) = armed {
+                self.reached.notify_one();
+                release.await.unwrap();
+            }
+        }
+        self.inner.apply(ops).await
+    }
+    async fn scan(
+        &self,
+        range: &KeyRange,
+        reverse: bool,
+        limit: usize,
+    ) -> Result<Vec<(Bytes, Bytes)>, Error> {
+        self.inner.scan(range, reverse, limit).await
+    }
+}
+
+fn put(text: &str) -> Write {
+    Write::Update {
+        collection: POST.into(),
+        rkey: "r".into(),
+        value: json!({ "text": text }),
+        swap_record: None,
+    }
+}
+
+#[test]
+fn a_block_written_again_during_a_collection_stays() {
+    common::rt().block_on(async {
+        let kv = PausingKv::default();
+        let repos = Repos::new(Arc::new(Store::new(kv.clone())), common::env());
+        let repo = repos.create(DID).await.unwrap();
+        let first = repo
+            .apply_writes(
+                vec![Write::Create {
+                    collection: POST.into(),
+                    rkey: Some("r".into()),
+                    value: json!({ "text": "A" }),
+                }],
+                None,
+            )
+            .await
+            .unwrap();
+        repo.apply_writes(vec![put("B")], None).await.unwrap();
+
+        // The collection finds "A"'s block unreachable; before it deletes
+        // anything, the record is set back to "A".
+        let (release, armed) = oneshot::channel();
+        *kv.pause.lock().unwrap() = Some(armed);
+        let gc = repos.store().gc(Retention::Last(1), |_| {});
+        let commit = async {
+            kv.reached.notified().await;
+            let again = repo.apply_writes(vec![put("A")], None).await.unwrap();
+            assert_eq!(again.results[0].cid, first.results[0].cid);
+            release.send(()).unwrap();
+        };
+        let (report, ()) = tokio::join!(gc, commit);
+        report.unwrap();
+
+        let fresh = Repos::new(Arc::new(Store::new(kv.clone())), common::env());
+        let report = fresh.check(DID, |_| {}).await.unwrap();
+        assert!(report.is_intact(), "{:#?}", report.problems);
+    });
+}
