@@ -19,10 +19,6 @@ const DID: &str = "did:web:crash.example";
 const POST: &str = "app.bsky.feed.post";
 const RECORDS: usize = 200;
 
-fn rkey(i: usize) -> String {
-    format!("post{i:04}")
-}
-
 /// The child: seeds 200 records once, then edits them forever, printing
 /// `ACK <n>` after each acknowledged commit, `n` the commits in the log.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -38,14 +34,9 @@ async fn delta_crash_child() {
         Ok(repo) => repo,
         Err(_) => {
             let repo = repos.create(DID).await.unwrap();
-            let writes = (0..RECORDS)
-                .map(|i| Write::Create {
-                    collection: POST.into(),
-                    rkey: Some(rkey(i)),
-                    value: json!({ "text": format!("post {i}") }),
-                })
-                .collect();
-            repo.apply_writes(writes, None).await.unwrap();
+            repo.apply_writes(common::posts(POST, RECORDS), None)
+                .await
+                .unwrap();
             repo
         }
     };
@@ -54,7 +45,7 @@ async fn delta_crash_child() {
         repo.apply_writes(
             vec![Write::Update {
                 collection: POST.into(),
-                rkey: rkey(commits * 7 % RECORDS),
+                rkey: common::post_rkey(commits * 7 % RECORDS),
                 value: json!({ "text": format!("edit {commits}") }),
                 swap_record: None,
             }],

@@ -4,51 +4,15 @@
 
 mod common;
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
-use bytes::Bytes;
-use keycodec::KeyRange;
+use common::{PauseAt, PausingKv};
 use repo::{Repos, Write};
 use serde_json::json;
-use store::{Durability, Error, Kv, MemoryKv, Retention, Store, WriteOp};
-use tokio::sync::{Notify, oneshot};
+use store::{Retention, Store};
 
 const DID: &str = "did:web:example.com";
 const POST: &str = "app.bsky.feed.post";
-
-/// The in-memory store, except that a write made only of deletions (a
-/// collection's first sweep batch) waits while armed: the test lands a
-/// commit in between.
-#[derive(Debug, Clone, Default)]
-struct PausingKv {
-    inner: MemoryKv,
-    pause: Arc<Mutex<Option<oneshot::Receiver<()>>>>,
-    reached: Arc<Notify>,
-}
-
-impl Kv for PausingKv {
-    async fn get(&self, key: &[u8]) -> Result<Option<Bytes>, Error> {
-        self.inner.get(key).await
-    }
-    async fn apply(&self, ops: Vec<WriteOp>) -> Result<Durability, Error> {
-        if ops.iter().all(|op| matches!(op, WriteOp::Delete(_))) {
-            let armed = self.pause.lock().unwrap().take();
-            if let Some(release) = armed {
-                self.reached.notify_one();
-                release.await.unwrap();
-            }
-        }
-        self.inner.apply(ops).await
-    }
-    async fn scan(
-        &self,
-        range: &KeyRange,
-        reverse: bool,
-        limit: usize,
-    ) -> Result<Vec<(Bytes, Bytes)>, Error> {
-        self.inner.scan(range, reverse, limit).await
-    }
-}
 
 fn put(text: &str) -> Write {
     Write::Update {
@@ -62,7 +26,7 @@ fn put(text: &str) -> Write {
 #[test]
 fn a_block_written_again_during_a_collection_stays() {
     common::rt().block_on(async {
-        let kv = PausingKv::default();
+        let kv = PausingKv::new(PauseAt::Deletions);
         let repos = Repos::new(Arc::new(Store::new(kv.clone())), common::env());
         let repo = repos.create(DID).await.unwrap();
         let first = repo
@@ -80,11 +44,10 @@ fn a_block_written_again_during_a_collection_stays() {
 
         // The collection finds "A"'s block unreachable; before it deletes
         // anything, the record is set back to "A".
-        let (release, armed) = oneshot::channel();
-        *kv.pause.lock().unwrap() = Some(armed);
+        let release = kv.arm();
         let gc = repos.store().gc(Retention::Last(1), |_| {});
         let commit = async {
-            kv.reached.notified().await;
+            kv.reached().await;
             let again = repo.apply_writes(vec![put("A")], None).await.unwrap();
             assert_eq!(again.results[0].cid, first.results[0].cid);
             release.send(()).unwrap();

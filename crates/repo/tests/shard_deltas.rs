@@ -5,56 +5,17 @@
 
 mod common;
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
-use bytes::Bytes;
-use keycodec::{KeyRange, RecordType};
+use common::{PauseAt, PausingKv, post_rkey as rkey};
+use keycodec::RecordType;
 use repo::{Repos, Write};
 use serde_json::json;
-use store::{Durability, Error, Kv, MemoryKv, Retention, Store, WriteOp};
-use tokio::sync::{Notify, oneshot};
-
-/// The in-memory store, except that a collection's first read of the
-/// repository heads (its roots, read after it listed the candidates) waits
-/// while armed: the test lands commits in between.
-#[derive(Debug, Clone, Default)]
-struct PausingKv {
-    inner: MemoryKv,
-    pause: Arc<Mutex<Option<oneshot::Receiver<()>>>>,
-    reached: Arc<Notify>,
-}
-
-impl Kv for PausingKv {
-    async fn get(&self, key: &[u8]) -> Result<Option<Bytes>, Error> {
-        self.inner.get(key).await
-    }
-    async fn apply(&self, ops: Vec<WriteOp>) -> Result<Durability, Error> {
-        self.inner.apply(ops).await
-    }
-    async fn scan(
-        &self,
-        range: &KeyRange,
-        reverse: bool,
-        limit: usize,
-    ) -> Result<Vec<(Bytes, Bytes)>, Error> {
-        if *range == RecordType::Head.range() {
-            let armed = self.pause.lock().unwrap().take();
-            if let Some(release) = armed {
-                self.reached.notify_one();
-                release.await.unwrap();
-            }
-        }
-        self.inner.scan(range, reverse, limit).await
-    }
-}
+use store::{Kv, MemoryKv, Retention, Store};
 
 const DID: &str = "did:web:example.com";
 const POST: &str = "app.bsky.feed.post";
 const RECORDS: usize = 200;
-
-fn rkey(i: usize) -> String {
-    format!("post{i:04}")
-}
 
 /// `n` commits, each rewriting one record of a 200-record collection (the
 /// same one with `same`): the shard holding them keeps its size and
@@ -103,14 +64,9 @@ async fn export_from_storage<K: Kv + Clone>(kv: &K) -> Vec<u8> {
 async fn with_records<K: Kv + Clone>(kv: &K) -> (Repos<K>, Arc<repo::Repository<K>>) {
     let repos = Repos::new(Arc::new(Store::new(kv.clone())), common::env());
     let repo = repos.create(DID).await.unwrap();
-    let writes = (0..RECORDS)
-        .map(|i| Write::Create {
-            collection: POST.into(),
-            rkey: Some(rkey(i)),
-            value: json!({ "text": format!("post {i}") }),
-        })
-        .collect();
-    repo.apply_writes(writes, None).await.unwrap();
+    repo.apply_writes(common::posts(POST, RECORDS), None)
+        .await
+        .unwrap();
     (repos, repo)
 }
 
@@ -144,16 +100,15 @@ fn deltas_read_back_from_storage_before_and_after_gc() {
 #[test]
 fn commits_between_listing_and_roots_keep_their_anchor() {
     common::rt().block_on(async {
-        let kv = PausingKv::default();
+        let kv = PausingKv::new(PauseAt::HeadScan);
         let (repos, repo) = with_records(&kv).await;
         edit(&repos, 0, 1, true).await;
         assert!(deltas_stored(&kv).await > 0);
 
-        let (release, armed) = oneshot::channel();
-        *kv.pause.lock().unwrap() = Some(armed);
+        let release = kv.arm();
         let gc = repos.store().gc(Retention::Last(1), |_| {});
         let commits = async {
-            kv.reached.notified().await;
+            kv.reached().await;
             edit(&repos, 1, 10, true).await;
             release.send(()).unwrap();
         };

@@ -26,3 +26,95 @@ pub(crate) fn rt() -> tokio::runtime::Runtime {
         .build()
         .unwrap()
 }
+
+/// `n` records created in `collection`, with rkeys `post0000`, `post0001`, …
+pub(crate) fn posts(collection: &str, n: usize) -> Vec<repo::Write> {
+    (0..n)
+        .map(|i| repo::Write::Create {
+            collection: collection.into(),
+            rkey: Some(post_rkey(i)),
+            value: serde_json::json!({ "text": format!("post {i}") }),
+        })
+        .collect()
+}
+
+/// The rkey of the `i`th of [`posts`].
+pub(crate) fn post_rkey(i: usize) -> String {
+    format!("post{i:04}")
+}
+
+/// Where a [`PausingKv`] waits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum PauseAt {
+    /// A scan of the repository heads: a collection reading its roots,
+    /// after it listed its candidates.
+    HeadScan,
+    /// A write made only of deletions: a collection's first sweep batch.
+    Deletions,
+}
+
+/// The in-memory store, except that it waits once at `at` when armed, so
+/// that a test lands commits at that point of a collection.
+#[derive(Debug, Clone)]
+pub(crate) struct PausingKv {
+    inner: store::MemoryKv,
+    at: PauseAt,
+    pause: Arc<std::sync::Mutex<Option<tokio::sync::oneshot::Receiver<()>>>>,
+    reached: Arc<tokio::sync::Notify>,
+}
+
+impl PausingKv {
+    pub(crate) fn new(at: PauseAt) -> Self {
+        Self {
+            inner: store::MemoryKv::new(),
+            at,
+            pause: Arc::default(),
+            reached: Arc::default(),
+        }
+    }
+
+    /// Arms the pause; sending on the returned channel releases it.
+    pub(crate) fn arm(&self) -> tokio::sync::oneshot::Sender<()> {
+        let (release, armed) = tokio::sync::oneshot::channel();
+        *self.pause.lock().unwrap() = Some(armed);
+        release
+    }
+
+    /// Returns once the armed pause is reached.
+    pub(crate) async fn reached(&self) {
+        self.reached.notified().await;
+    }
+
+    async fn wait_if(&self, here: bool) {
+        if !here {
+            return;
+        }
+        let armed = self.pause.lock().unwrap().take();
+        if let Some(release) = armed {
+            self.reached.notify_one();
+            release.await.unwrap();
+        }
+    }
+}
+
+impl store::Kv for PausingKv {
+    async fn get(&self, key: &[u8]) -> Result<Option<bytes::Bytes>, store::Error> {
+        self.inner.get(key).await
+    }
+    async fn apply(&self, ops: Vec<store::WriteOp>) -> Result<store::Durability, store::Error> {
+        let deletions = ops.iter().all(|op| matches!(op, store::WriteOp::Delete(_)));
+        self.wait_if(self.at == PauseAt::Deletions && deletions)
+            .await;
+        self.inner.apply(ops).await
+    }
+    async fn scan(
+        &self,
+        range: &keycodec::KeyRange,
+        reverse: bool,
+        limit: usize,
+    ) -> Result<Vec<(bytes::Bytes, bytes::Bytes)>, store::Error> {
+        let heads = *range == keycodec::RecordType::Head.range();
+        self.wait_if(self.at == PauseAt::HeadScan && heads).await;
+        self.inner.scan(range, reverse, limit).await
+    }
+}
