@@ -41,3 +41,30 @@ pub fn arg<T: std::str::FromStr>(name: &str, default: T) -> T {
         .and_then(|v| v.parse().ok())
         .unwrap_or(default)
 }
+
+/// A field of `/proc/self/status` in MiB (Linux; NaN elsewhere).
+fn status_mib(field: &str) -> f64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix(field))
+        .and_then(|v| v.trim().trim_end_matches(" kB").trim().parse::<f64>().ok())
+        .map_or(f64::NAN, |kb| kb / 1024.0)
+}
+
+/// Peak resident memory since the last [`reset_peak`], in MiB.
+#[must_use]
+pub fn peak_mib() -> f64 {
+    status_mib("VmHWM:")
+}
+
+/// Resident memory now, in MiB.
+#[must_use]
+pub fn current_mib() -> f64 {
+    status_mib("VmRSS:")
+}
+
+/// Resets the peak to the current resident size.
+pub fn reset_peak() {
+    let _ = std::fs::write("/proc/self/clear_refs", "5");
+}

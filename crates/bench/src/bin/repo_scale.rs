@@ -52,30 +52,6 @@ fn value(i: u64) -> serde_json::Value {
     json!({"$type": COLLECTION, "text": format!("post number {i}"), "createdAt": "2026-01-01T00:00:00.000Z"})
 }
 
-/// Peak resident memory since the last reset, in MiB (Linux).
-fn peak_mib() -> f64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.trim().trim_end_matches(" kB").trim().parse::<f64>().ok())
-        .map_or(f64::NAN, |kb| kb / 1024.0)
-}
-
-fn current_mib() -> f64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches(" kB").trim().parse::<f64>().ok())
-        .map_or(f64::NAN, |kb| kb / 1024.0)
-}
-
-/// Resets the peak to the current resident size.
-fn reset_peak() {
-    let _ = std::fs::write("/proc/self/clear_refs", "5");
-}
-
 fn percentile(sorted: &[Duration], p: f64) -> Duration {
     sorted[((sorted.len() - 1) as f64 * p) as usize]
 }
@@ -142,8 +118,8 @@ async fn durable_commits(writers: usize, secs: f64) -> f64 {
 
 /// Imports `car` into a fresh in-memory store; prints time and memory.
 async fn import(car: &[u8]) {
-    let base = current_mib();
-    reset_peak();
+    let base = datarepo_bench::current_mib();
+    datarepo_bench::reset_peak();
     let fresh = Repos::new(Arc::new(Store::new(MemoryKv::new())), env());
     let start = Instant::now();
     let imported = fresh.import_car(car, None).await.unwrap();
@@ -153,8 +129,8 @@ async fn import(car: &[u8]) {
         imported.records,
         t.as_secs_f64(),
         imported.records as f64 / t.as_secs_f64(),
-        peak_mib(),
-        peak_mib() - base,
+        datarepo_bench::peak_mib(),
+        datarepo_bench::peak_mib() - base,
         car.len() as f64 / (1 << 20) as f64
     );
 }
@@ -181,8 +157,8 @@ fn main() {
         .unwrap();
     rt.block_on(async {
         // 1. apply_writes in memory.
-        let base = current_mib();
-        reset_peak();
+        let base = datarepo_bench::current_mib();
+        datarepo_bench::reset_peak();
         let repos = Repos::new(Arc::new(Store::new(MemoryKv::new())), env());
         let repo = repos.create("did:plc:scale").await.unwrap();
         // The requests, as a client would send them, made before timing.
@@ -207,8 +183,8 @@ fn main() {
             "apply_writes {n} records in batches of {batch}, memory: {:.2} s, {:.0} records/s, peak {:.0} MiB (+{:.0})",
             t.as_secs_f64(),
             n as f64 / t.as_secs_f64(),
-            peak_mib(),
-            peak_mib() - base
+            datarepo_bench::peak_mib(),
+            datarepo_bench::peak_mib() - base
         );
 
         if datarepo_bench::arg("--only-apply", 0) == 1 {

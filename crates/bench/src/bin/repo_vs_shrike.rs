@@ -63,15 +63,24 @@ fn main() {
         .map(|(k, v)| (k.clone(), Record::from_json(COLLECTION, v.clone()).unwrap()))
         .collect();
 
-    // 1. shrike: insert + new root per record.
+    // `--ours-only 1`: datarepo's commits alone (for profiling them).
+    let ours_only = datarepo_bench::arg("--ours-only", 0u8) != 0;
+
+    // 1. shrike: insert + new root per record. Its tree stays alive, so
+    // that our commits do not run on memory it freed.
     let start = Instant::now();
+    let base = datarepo_bench::current_mib();
+    datarepo_bench::reset_peak();
     let mut tree = Tree::new(Box::new(MemBlockStore::new()));
-    for (rkey, record) in &encoded {
-        let cid = shrike::cbor::Cid::compute(shrike::cbor::Codec::Drisl, record.bytes());
-        tree.insert(format!("{COLLECTION}/{rkey}"), cid).unwrap();
-        std::hint::black_box(tree.root_cid().unwrap());
+    if !ours_only {
+        for (rkey, record) in &encoded {
+            let cid = shrike::cbor::Cid::compute(shrike::cbor::Codec::Drisl, record.bytes());
+            tree.insert(format!("{COLLECTION}/{rkey}"), cid).unwrap();
+            std::hint::black_box(tree.root_cid().unwrap());
+        }
     }
     let shrike_insert = start.elapsed();
+    let shrike_peak = datarepo_bench::peak_mib() - base;
 
     // 1. datarepo: one commit per record.
     let rt = tokio::runtime::Builder::new_current_thread()
@@ -91,6 +100,8 @@ fn main() {
         },
     );
     let repo = rt.block_on(repos.create("did:plc:bench")).unwrap();
+    let base = datarepo_bench::current_mib();
+    datarepo_bench::reset_peak();
     let start = Instant::now();
     rt.block_on(async {
         for (rkey, value) in &recs {
@@ -107,6 +118,16 @@ fn main() {
         }
     });
     let ours_insert = start.elapsed();
+    let ours_peak = datarepo_bench::peak_mib() - base;
+    drop(tree);
+    if ours_only {
+        println!(
+            "commit       datarepo {:>8.3} s  ({:>7.0} commits/s, memory +{ours_peak:.0} MiB)",
+            ours_insert.as_secs_f64(),
+            n as f64 / ours_insert.as_secs_f64(),
+        );
+        return;
+    }
 
     // 2. CAR export. shrike needs a signed commit to export.
     let did = Did::try_from("did:plc:bench").unwrap();
@@ -143,12 +164,12 @@ fn main() {
 
     println!("records: {n} (one commit / new root each), in memory");
     println!(
-        "insert+root  shrike   {:>8.3} s  ({:>7.0} records/s)",
+        "insert+root  shrike   {:>8.3} s  ({:>7.0} records/s, memory +{shrike_peak:.0} MiB)",
         shrike_insert.as_secs_f64(),
         n as f64 / shrike_insert.as_secs_f64()
     );
     println!(
-        "commit       datarepo {:>8.3} s  ({:>7.0} commits/s)  ratio shrike/datarepo {:.2}x",
+        "commit       datarepo {:>8.3} s  ({:>7.0} commits/s, memory +{ours_peak:.0} MiB)  ratio shrike/datarepo {:.2}x",
         ours_insert.as_secs_f64(),
         n as f64 / ours_insert.as_secs_f64(),
         shrike_insert.as_secs_f64() / ours_insert.as_secs_f64()
