@@ -20,6 +20,7 @@ mod delta;
 mod error;
 mod gc;
 mod kv;
+mod shard_cache;
 mod store;
 
 pub use block::Block;

@@ -1,19 +1,18 @@
 //! [`Store`]: verified blocks, repository heads, the commit log and the
 //! record index over a [`Kv`], with atomic, compare-and-swap commits.
 
-use std::{
-    collections::VecDeque,
-    sync::{Arc, Mutex},
-};
+use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
 use cid::Cid;
-use foldhash::HashMap;
 use keycodec::{KeyRange, RecordType, records};
 use pail::{Shard, ShardFetcher};
 use sha2::Digest;
 
-use crate::{Block, Error, Kv, WriteOp, delta};
+use crate::{
+    Block, Error, Kv, WriteOp, delta,
+    shard_cache::{Anchor, ShardCache},
+};
 
 const SHA2_256: u64 = 0x12;
 
@@ -267,85 +266,6 @@ impl std::ops::Deref for BlockKey {
     }
 }
 
-/// The full block a stored delta is a change to.
-#[derive(Debug, Clone)]
-pub(crate) struct Anchor {
-    pub(crate) cid: Cid,
-    bytes: Bytes,
-}
-
-/// A cached shard and how it is stored.
-#[derive(Debug)]
-struct Cached {
-    shard: Arc<Shard>,
-    /// `None`: stored in full. Anchors' bytes are shared by the versions
-    /// made from them and not counted in the cache's size; each entry holds
-    /// at most one, so they add at most the cache's bound again.
-    anchor: Option<Anchor>,
-}
-
-/// Decoded shards by CID, bounded by their total encoded size; the oldest
-/// entries go first.
-#[derive(Debug, Default)]
-struct ShardCache {
-    map: HashMap<Cid, Cached>,
-    order: VecDeque<Cid>,
-    bytes: usize,
-    limit: usize,
-}
-
-impl ShardCache {
-    fn get(&self, cid: &Cid) -> Option<Arc<Shard>> {
-        self.map.get(cid).map(|c| Arc::clone(&c.shard))
-    }
-
-    /// The full block to store a new version of the shard `cid` as a
-    /// change to: the shard itself if it is stored in full, else its anchor.
-    fn anchor_for(&self, cid: &Cid) -> Option<Anchor> {
-        let cached = self.map.get(cid)?;
-        Some(cached.anchor.clone().unwrap_or_else(|| Anchor {
-            cid: *cid,
-            bytes: cached.shard.encoded(),
-        }))
-    }
-
-    fn remove(&mut self, cid: &Cid) {
-        if let Some(cached) = self.map.remove(cid) {
-            self.bytes -= cached.shard.bytes().len();
-        }
-        // `order` still names removed shards; it is compacted when they
-        // outnumber the cached ones, so it stays within twice the map.
-        if self.order.len() > 2 * self.map.len() + 64 {
-            let map = &self.map;
-            self.order.retain(|c| map.contains_key(c));
-        }
-    }
-
-    /// Caches `shard`, stored in full or as a change to `anchor`.
-    fn insert(&mut self, shard: Arc<Shard>, anchor: Option<Anchor>) {
-        let cid = shard.cid();
-        if shard.bytes().len() > self.limit {
-            return;
-        }
-        if let Some(cached) = self.map.get_mut(&cid) {
-            // What was just written is how it is stored now.
-            cached.anchor = anchor;
-            return;
-        }
-        self.bytes += shard.bytes().len();
-        self.map.insert(cid, Cached { shard, anchor });
-        self.order.push_back(cid);
-        while self.bytes > self.limit {
-            let Some(old) = self.order.pop_front() else {
-                break;
-            };
-            if let Some(c) = self.map.remove(&old) {
-                self.bytes -= c.shard.bytes().len();
-            }
-        }
-    }
-}
-
 /// Default bound on the decoded-shard cache: 256 MiB of shard bytes.
 pub const DEFAULT_SHARD_CACHE_BYTES: usize = 256 << 20;
 
@@ -405,10 +325,7 @@ impl<K: Kv> Store<K> {
             gc_lock: tokio::sync::RwLock::new(()),
             written_during_gc: Mutex::new(None),
             sweep_order: tokio::sync::Mutex::new(()),
-            cache: Mutex::new(ShardCache {
-                limit,
-                ..ShardCache::default()
-            }),
+            cache: Mutex::new(ShardCache::new(limit)),
             durability_timeout: DEFAULT_DURABILITY_TIMEOUT,
         }
     }
@@ -1199,47 +1116,7 @@ impl<K: Kv> ShardFetcher for Store<K> {
 
 #[cfg(test)]
 mod tests {
-    use pail::{ShardConfig, ShardValue};
-
     use super::*;
-
-    fn shard(n: u64) -> Arc<Shard> {
-        let value = Shard::empty(ShardConfig::default()).cid();
-        let key = format!("key{n}");
-        Arc::new(
-            Shard::from_entries(
-                ShardConfig::default(),
-                [(key.as_str(), ShardValue::Data(value))],
-            )
-            .unwrap_or_else(|e| panic!("{e}")),
-        )
-    }
-
-    /// A commit replaces the shard it added before: the cache holds one
-    /// shard, and its eviction order stays bounded.
-    #[test]
-    fn replaced_shards_leave_the_cache_and_its_order() {
-        let mut cache = ShardCache {
-            limit: usize::MAX,
-            ..ShardCache::default()
-        };
-        let mut previous: Option<Arc<Shard>> = None;
-        for n in 0..10_000 {
-            let next = shard(n);
-            if let Some(p) = previous {
-                cache.remove(&p.cid());
-            }
-            cache.insert(Arc::clone(&next), None);
-            previous = Some(next);
-        }
-        assert_eq!(cache.map.len(), 1);
-        assert_eq!(cache.bytes, previous.map_or(0, |s| s.bytes().len()));
-        assert!(
-            cache.order.len() <= 2 * cache.map.len() + 65,
-            "{}",
-            cache.order.len()
-        );
-    }
 
     /// Block keys built on the stack are the keys `keycodec` defines, for
     /// the usual CIDs (laid out directly) and any other (written as CID
