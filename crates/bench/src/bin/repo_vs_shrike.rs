@@ -10,6 +10,8 @@
 //!    two exporters alternating).
 //!
 //! Run: `cargo run --release -p datarepo-bench --bin repo-vs-shrike [-- --n 100000]`
+//! (`--ours-only 1` runs datarepo's commits alone, for a profiler; each
+//! side's line says how much its phase raised the process's peak memory).
 #![allow(clippy::disallowed_methods, clippy::unwrap_used)] // a benchmark measures wall time
 
 /// The allocator the `datarepo` binary ships with (shrike, measured in the
