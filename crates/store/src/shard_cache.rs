@@ -72,10 +72,13 @@ impl ShardCache {
     }
 
     /// Caches `shard`, stored in full or as a change to `anchor`. A shard
-    /// that would not fit alone is not cached.
+    /// that would not fit alone is not cached, and leaves the cache if it
+    /// was there: an entry must never say how a shard was stored before
+    /// (a delta made against a shard believed full would lose its anchor).
     pub(crate) fn insert(&mut self, shard: Arc<Shard>, anchor: Option<Anchor>) {
         let cid = shard.cid();
         if shard.bytes().len() + anchor.as_ref().map_or(0, |a| a.bytes.len()) > self.limit {
+            self.evict(&cid);
             return;
         }
         self.hold(anchor.as_ref());
@@ -232,5 +235,10 @@ mod tests {
         cache.insert(Arc::clone(&one), Some(anchor(1, 10)));
         assert!(cache.get(&one.cid()).is_some());
         assert_eq!(cache.bytes, one.bytes().len() + 10);
+        // Written again with an anchor too large to keep: the entry goes,
+        // rather than keep saying the shard is a change to the old anchor.
+        cache.insert(Arc::clone(&one), Some(anchor(2, 11)));
+        assert!(cache.anchor_for(&one.cid()).is_none());
+        assert_eq!((cache.bytes, cache.anchors.len()), (0, 0));
     }
 }
