@@ -5,7 +5,9 @@
 //!    the record's CID, then `root_cid()` (its nodes encoded and hashed);
 //!    the record bytes are pre-encoded for it. datarepo: one full commit per
 //!    record through `Repository::apply_writes` (JSON to dag-cbor, record
-//!    block, Pail update, commit block, record index, store write).
+//!    block, Pail update, commit block, record index, store write). And,
+//!    like for like with shrike's loop, Pail alone: the record's CID, a put
+//!    and the new root, shards in memory.
 //! 2. CAR export of the N-record repository (median of several runs, the
 //!    two exporters alternating).
 //!
@@ -24,6 +26,7 @@ use std::{
     time::{Duration, Instant},
 };
 
+use multihash_codetable::{Code, MultihashDigest};
 use repo::{Env, Record, Repos, Write};
 use serde_json::{Value, json};
 use shrike::{
@@ -84,6 +87,33 @@ fn main() {
     let shrike_insert = start.elapsed();
     let shrike_peak = datarepo_bench::peak_mib() - base;
 
+    // 1. Pail alone, like for like with shrike's MST: record CID, put and
+    // new root per record, shards in memory (the replaced ones dropped).
+    let max_size: u64 = datarepo_bench::arg("--max-size", repo::DEFAULT_MAX_SHARD_SIZE);
+    let max_key_length: u64 = datarepo_bench::arg("--max-key-length", repo::DEFAULT_MAX_KEY_LENGTH);
+    let config = pail::ShardConfig {
+        max_size,
+        max_key_length,
+    };
+    let start = Instant::now();
+    if !ours_only {
+        let blocks = pail::MemoryBlocks::new();
+        let empty = Arc::new(pail::Shard::empty(config));
+        blocks.insert(Arc::clone(&empty));
+        let mut root = empty.cid();
+        pollster::block_on(async {
+            for (rkey, record) in &encoded {
+                let cid = cid::Cid::new_v1(0x71, Code::Sha2_256.digest(record.bytes()));
+                let m = pail::put(&blocks, root, &format!("{COLLECTION}/{rkey}"), cid)
+                    .await
+                    .unwrap();
+                blocks.apply(&m, true);
+                root = std::hint::black_box(m.root);
+            }
+        });
+    }
+    let pail_insert = start.elapsed();
+
     // 1. datarepo: one commit per record.
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -94,13 +124,7 @@ fn main() {
         move || clock.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
         1,
     );
-    let max_size: u64 = datarepo_bench::arg("--max-size", repo::DEFAULT_MAX_SHARD_SIZE);
-    let repos = Repos::new(Arc::new(Store::new(MemoryKv::new())), env).with_shard_config(
-        pail::ShardConfig {
-            max_size,
-            ..pail::ShardConfig::default()
-        },
-    );
+    let repos = Repos::new(Arc::new(Store::new(MemoryKv::new())), env).with_shard_config(config);
     let repo = rt.block_on(repos.create("did:plc:bench")).unwrap();
     let base = datarepo_bench::current_mib();
     datarepo_bench::reset_peak();
@@ -169,6 +193,12 @@ fn main() {
         "insert+root  shrike   {:>8.3} s  ({:>7.0} records/s, memory +{shrike_peak:.0} MiB)",
         shrike_insert.as_secs_f64(),
         n as f64 / shrike_insert.as_secs_f64()
+    );
+    println!(
+        "insert+root  pail     {:>8.3} s  ({:>7.0} records/s)  ratio shrike/pail {:.2}x",
+        pail_insert.as_secs_f64(),
+        n as f64 / pail_insert.as_secs_f64(),
+        shrike_insert.as_secs_f64() / pail_insert.as_secs_f64()
     );
     println!(
         "commit       datarepo {:>8.3} s  ({:>7.0} commits/s, memory +{ours_peak:.0} MiB)  ratio shrike/datarepo {:.2}x",
