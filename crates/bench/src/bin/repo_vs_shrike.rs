@@ -89,6 +89,7 @@ fn main() {
 
     // 1. Pail alone, like for like with shrike's MST: record CID, put and
     // new root per record, shards in memory (the replaced ones dropped).
+    // Its shards, like shrike's tree, stay alive through our commits.
     let max_size: u64 = datarepo_bench::arg("--max-size", repo::DEFAULT_MAX_SHARD_SIZE);
     let max_key_length: u64 = datarepo_bench::arg("--max-key-length", repo::DEFAULT_MAX_KEY_LENGTH);
     let config = pail::ShardConfig {
@@ -96,8 +97,10 @@ fn main() {
         max_key_length,
     };
     let start = Instant::now();
+    let base = datarepo_bench::current_mib();
+    datarepo_bench::reset_peak();
+    let blocks = pail::MemoryBlocks::new();
     if !ours_only {
-        let blocks = pail::MemoryBlocks::new();
         let empty = Arc::new(pail::Shard::empty(config));
         blocks.insert(Arc::clone(&empty));
         let mut root = empty.cid();
@@ -113,6 +116,7 @@ fn main() {
         });
     }
     let pail_insert = start.elapsed();
+    let pail_peak = datarepo_bench::peak_mib() - base;
 
     // 1. datarepo: one commit per record.
     let rt = tokio::runtime::Builder::new_current_thread()
@@ -145,7 +149,7 @@ fn main() {
     });
     let ours_insert = start.elapsed();
     let ours_peak = datarepo_bench::peak_mib() - base;
-    drop(tree);
+    drop((tree, blocks));
     if ours_only {
         println!(
             "commit       datarepo {:>8.3} s  ({:>7.0} commits/s, memory +{ours_peak:.0} MiB)",
@@ -195,7 +199,7 @@ fn main() {
         n as f64 / shrike_insert.as_secs_f64()
     );
     println!(
-        "insert+root  pail     {:>8.3} s  ({:>7.0} records/s)  ratio shrike/pail {:.2}x",
+        "insert+root  pail     {:>8.3} s  ({:>7.0} records/s, memory +{pail_peak:.0} MiB)  ratio shrike/pail {:.2}x",
         pail_insert.as_secs_f64(),
         n as f64 / pail_insert.as_secs_f64(),
         shrike_insert.as_secs_f64() / pail_insert.as_secs_f64()
