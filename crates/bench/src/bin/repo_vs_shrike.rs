@@ -96,6 +96,9 @@ fn main() {
         max_size,
         max_key_length,
     };
+    // `--pail-keeps-versions 1`: keep replaced shards too, in full, as
+    // shrike keeps every node version.
+    let pail_keeps_versions = datarepo_bench::arg("--pail-keeps-versions", 0u8) != 0;
     let start = Instant::now();
     let base = datarepo_bench::current_mib();
     datarepo_bench::reset_peak();
@@ -110,7 +113,7 @@ fn main() {
                 let m = pail::put(&blocks, root, &format!("{COLLECTION}/{rkey}"), cid)
                     .await
                     .unwrap();
-                blocks.apply(&m, true);
+                blocks.apply(&m, !pail_keeps_versions);
                 root = std::hint::black_box(m.root);
             }
         });
