@@ -36,7 +36,13 @@ use shrike::{
 };
 use store::{MemoryKv, Store};
 
-const COLLECTION: &str = "app.bsky.feed.post";
+/// The records' collection (`--collection NSID`, default `app.bsky.feed.post`).
+fn collection() -> &'static str {
+    static NAME: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+        datarepo_bench::arg("--collection", "app.bsky.feed.post".to_owned())
+    });
+    &NAME
+}
 
 fn records(n: usize) -> Vec<(String, Value)> {
     // TIDs one millisecond apart, as a busy account makes them.
@@ -44,7 +50,7 @@ fn records(n: usize) -> Vec<(String, Value)> {
         .map(|i| {
             let tid = rkey::Tid::from_parts(1_767_225_600_000_000 + i as u64 * 1000, 7).unwrap();
             let value = json!({
-                "$type": COLLECTION,
+                "$type": collection(),
                 "text": format!("post number {i}, a short message"),
                 "createdAt": "2026-01-01T00:00:00.000Z",
             });
@@ -65,7 +71,12 @@ fn main() {
     // Pre-encoded records for shrike (datarepo encodes its own from JSON).
     let encoded: Vec<(String, Record)> = recs
         .iter()
-        .map(|(k, v)| (k.clone(), Record::from_json(COLLECTION, v.clone()).unwrap()))
+        .map(|(k, v)| {
+            (
+                k.clone(),
+                Record::from_json(collection(), v.clone()).unwrap(),
+            )
+        })
         .collect();
 
     // `--ours-only 1`: datarepo's commits alone (for profiling them).
@@ -80,7 +91,8 @@ fn main() {
     if !ours_only {
         for (rkey, record) in &encoded {
             let cid = shrike::cbor::Cid::compute(shrike::cbor::Codec::Drisl, record.bytes());
-            tree.insert(format!("{COLLECTION}/{rkey}"), cid).unwrap();
+            tree.insert(format!("{}/{rkey}", collection()), cid)
+                .unwrap();
             std::hint::black_box(tree.root_cid().unwrap());
         }
     }
@@ -110,7 +122,7 @@ fn main() {
         pollster::block_on(async {
             for (rkey, record) in &encoded {
                 let cid = cid::Cid::new_v1(0x71, Code::Sha2_256.digest(record.bytes()));
-                let m = pail::put(&blocks, root, &format!("{COLLECTION}/{rkey}"), cid)
+                let m = pail::put(&blocks, root, &format!("{}/{rkey}", collection()), cid)
                     .await
                     .unwrap();
                 blocks.apply(&m, !pail_keeps_versions);
@@ -140,7 +152,7 @@ fn main() {
         for (rkey, value) in &recs {
             repo.apply_writes(
                 vec![Write::Create {
-                    collection: COLLECTION.into(),
+                    collection: collection().into(),
                     rkey: Some(rkey.clone()),
                     value: value.clone(),
                 }],
@@ -165,7 +177,7 @@ fn main() {
     // 2. CAR export. shrike needs a signed commit to export.
     let did = Did::try_from("did:plc:bench").unwrap();
     let mut shrike_repo = shrike::repo::repo::Repo::new(did, TidClock::new(1).unwrap());
-    let collection = Nsid::try_from(COLLECTION).unwrap();
+    let collection = Nsid::try_from(collection()).unwrap();
     for (rkey, record) in &encoded {
         shrike_repo
             .create(
