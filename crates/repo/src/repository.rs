@@ -623,9 +623,9 @@ impl<K: Kv> Repository<K> {
                         info
                     }),
             };
-            if new_cid.is_some() {
-                info.key.check(&rkey)?;
-            }
+            // Deletes too: a key the type rules out is named as such
+            // (no record can have it), not reported missing.
+            info.key.check(&rkey)?;
             let path = pail_key(collection.as_str(), rkey.as_str());
             // The Pail is the record map: its previous value is the record's
             // current CID, as of the writes before this one in the commit.

@@ -119,6 +119,20 @@ fn key_types_are_enforced() {
         repo.apply_writes(vec![create("app.bsky.actor.profile", Some("self"), "x")], None)
             .await
             .unwrap();
+        // A delete is a write too: a key that cannot fit is named as such,
+        // not reported missing.
+        let err = repo
+            .apply_writes(
+                vec![Write::Delete {
+                    collection: "app.bsky.actor.profile".into(),
+                    rkey: "other".into(),
+                    swap_record: None,
+                }],
+                None,
+            )
+            .await
+            .unwrap_err();
+        assert!(err.to_string().contains("literal:self"), "{err}");
 
         // Undeclared collections accept any key; declaring checks existing records.
         repo.apply_writes(vec![create(POST, Some("not-a-tid"), "x")], None)
