@@ -23,6 +23,14 @@ struct Cached {
     anchor: Option<Anchor>,
 }
 
+/// An anchor some cached entries hold.
+#[derive(Debug)]
+struct HeldAnchor {
+    len: usize,
+    /// How many entries hold it (at least one while it is in the map).
+    holders: usize,
+}
+
 /// Decoded shards by CID; the oldest entries go first.
 ///
 /// Invariant: `bytes` is the encoded size of every cached shard plus that of
@@ -32,8 +40,8 @@ struct Cached {
 pub(crate) struct ShardCache {
     map: HashMap<Cid, Cached>,
     order: VecDeque<Cid>,
-    /// The anchors entries hold: their size and how many entries hold each.
-    anchors: HashMap<Cid, (usize, usize)>,
+    /// The anchors entries hold, each counted in `bytes` once.
+    anchors: HashMap<Cid, HeldAnchor>,
     bytes: usize,
     limit: usize,
 }
@@ -109,14 +117,14 @@ impl ShardCache {
     /// Counts one more entry holding `anchor`.
     fn hold(&mut self, anchor: Option<&Anchor>) {
         if let Some(anchor) = anchor {
-            let held = self
-                .anchors
-                .entry(anchor.cid)
-                .or_insert((anchor.bytes.len(), 0));
-            if held.1 == 0 {
-                self.bytes += held.0;
+            let held = self.anchors.entry(anchor.cid).or_insert(HeldAnchor {
+                len: anchor.bytes.len(),
+                holders: 0,
+            });
+            if held.holders == 0 {
+                self.bytes += held.len;
             }
-            held.1 += 1;
+            held.holders += 1;
         }
     }
 
@@ -124,9 +132,9 @@ impl ShardCache {
     fn release(&mut self, anchor: Option<&Anchor>) {
         let Some(anchor) = anchor else { return };
         if let Some(held) = self.anchors.get_mut(&anchor.cid) {
-            held.1 -= 1;
-            if held.1 == 0 {
-                self.bytes -= held.0;
+            held.holders -= 1;
+            if held.holders == 0 {
+                self.bytes -= held.len;
                 self.anchors.remove(&anchor.cid);
             }
         }

@@ -266,7 +266,8 @@ impl std::ops::Deref for BlockKey {
     }
 }
 
-/// Default bound on the decoded-shard cache: 256 MiB of shard bytes.
+/// Default bound on the decoded-shard cache: 256 MiB of shard bytes (the
+/// cached shards, and once each the full blocks their deltas are made from).
 pub const DEFAULT_SHARD_CACHE_BYTES: usize = 256 << 20;
 
 /// Which writes a read sees.
