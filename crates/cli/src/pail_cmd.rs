@@ -12,7 +12,7 @@ use std::{
 
 use cid::Cid;
 use clap::{Args, Subcommand};
-use pail::{Batch, EntriesOptions, MemoryBlocks, Shard, ShardConfig, ShardFetcher};
+use pail::{Batch, EntriesOptions, LiveBlocks, MemoryBlocks, Shard, ShardConfig, ShardFetcher};
 use serde::Deserialize;
 use serde_json::json;
 
@@ -290,17 +290,16 @@ enum Op {
     },
 }
 
+/// Holds only the live tree: each write's replaced shards are freed.
 async fn apply(config: ShardConfig) -> Result<ExitCode> {
-    let blocks = MemoryBlocks::new();
-    let empty = Arc::new(Shard::empty(config));
-    blocks.insert(Arc::clone(&empty));
-    let mut root = empty.cid();
+    let mut blocks = LiveBlocks::new(Arc::new(Shard::empty(config)));
     let mut out = io::BufWriter::new(io::stdout().lock());
     for line in io::stdin().lock().lines() {
         let line = line.map_err(|e| e.to_string())?;
         if line.trim().is_empty() {
             continue;
         }
+        let root = blocks.root();
         let reply = match serde_json::from_str::<Op>(&line) {
             Err(e) => json!({"root": root.to_string(), "error": format!("invalid operation: {e}")}),
             Ok(Op::Entries {
@@ -330,9 +329,8 @@ async fn apply(config: ShardConfig) -> Result<ExitCode> {
             }
             Ok(op) => match write(&blocks, root, op).await {
                 Ok(m) => {
-                    blocks.apply(&m, false);
-                    root = m.root;
-                    json!({"root": root.to_string()})
+                    blocks.apply(&m);
+                    json!({"root": m.root.to_string()})
                 }
                 Err(e) => json!({"root": root.to_string(), "error": e}),
             },
@@ -343,7 +341,7 @@ async fn apply(config: ShardConfig) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-async fn write(blocks: &MemoryBlocks, root: Cid, op: Op) -> Result<pail::Mutation> {
+async fn write(blocks: &LiveBlocks, root: Cid, op: Op) -> Result<pail::Mutation> {
     let e = |e: pail::Error| e.to_string();
     match op {
         Op::Put { key, value } => pail::put(blocks, root, &key, parse_cid(&value)?)

@@ -347,16 +347,19 @@ fn drop_last_char(s: &str) -> &str {
     s.char_indices().next_back().map_or("", |(i, _)| &s[..i])
 }
 
-/// What `put_entry` changed, so a failed put can be undone.
+/// What `put_entry` changed at which index, so a failed put can be undone.
 enum Undo {
+    /// The entry already held the value.
+    Unchanged(usize),
     Replaced(usize, Slot),
     Inserted(usize),
 }
 
 impl Undo {
+    /// The index of the entry put.
     fn index(&self) -> usize {
         match self {
-            Self::Replaced(i, _) | Self::Inserted(i) => *i,
+            Self::Unchanged(i) | Self::Replaced(i, _) | Self::Inserted(i) => *i,
         }
     }
 }
@@ -513,9 +516,11 @@ impl<'f, F: ShardFetcher> Batch<'f, F> {
             )
         };
 
-        let Some(undo) = self.put_entry(d, entry_key, entry_val) else {
-            return Ok(old);
-        };
+        // The size rule applies after every put, also one that changed
+        // nothing: a split moves only one common-prefix group, so a shard
+        // can stay over `maxSize`, and the next put into it splits again
+        // (as the spec says and the reference does).
+        let undo = self.put_entry(d, entry_key, entry_val);
         if self.drafts[d].size() as u64 > config.max_size
             && let Err(e) = self.split(d, undo.index())
         {
@@ -527,6 +532,7 @@ impl<'f, F: ShardFetcher> Batch<'f, F> {
                 Undo::Inserted(i) => {
                     draft.remove(i, &self.arena);
                 }
+                Undo::Unchanged(_) => {}
             }
             return Err(match e {
                 Error::ShardLimit { .. } => Error::ShardLimit {
@@ -578,8 +584,8 @@ impl<'f, F: ShardFetcher> Batch<'f, F> {
         (key, val)
     }
 
-    /// Puts an entry into draft `d` by the Pail rules. `None` when nothing changed.
-    fn put_entry(&mut self, d: usize, key: Bytes, new: Val) -> Option<Undo> {
+    /// Puts an entry into draft `d` by the Pail rules.
+    fn put_entry(&mut self, d: usize, key: Bytes, new: Val) -> Undo {
         let a = &mut self.arena;
         let draft = &mut self.drafts[d];
         match draft.search(a.get(key), a) {
@@ -593,16 +599,16 @@ impl<'f, F: ShardFetcher> Batch<'f, F> {
                     data: new.data.or(old.data),
                 };
                 if a.same_val(merged, old) {
-                    return None;
+                    return Undo::Unchanged(i);
                 }
                 let slot = a.push_entry(key, merged);
                 let old_slot = draft.set(i, slot, a);
-                Some(Undo::Replaced(i, old_slot))
+                Undo::Replaced(i, old_slot)
             }
             Err(i) => {
                 let slot = a.push_entry(key, new);
                 draft.insert(i, slot, a);
-                Some(Undo::Inserted(i))
+                Undo::Inserted(i)
             }
         }
     }

@@ -14,7 +14,8 @@
 //! - Reads: [`get`], [`entries`] / [`for_each_entry`] with prefix and range
 //!   bounds, reverse order and a limit.
 //! - [`diff`] between two roots and [`merge`] of trees into a base.
-//! - Blocks come from a [`ShardFetcher`]; [`MemoryBlocks`] keeps them in memory.
+//! - Blocks come from a [`ShardFetcher`]; [`MemoryBlocks`] keeps them in memory,
+//!   [`LiveBlocks`] keeps only the shards one tree reaches.
 //!
 //! This crate is not a block store (see the `store` crate) and does no I/O.
 //!
@@ -51,7 +52,7 @@ pub use batch::Batch;
 pub use cid::Cid;
 pub use diff::{Diff, KeyChange, diff, merge};
 pub use error::Error;
-pub use fetcher::{MemoryBlocks, ShardFetcher};
+pub use fetcher::{LiveBlocks, MemoryBlocks, ShardFetcher};
 pub use read::{EntriesOptions, entries, for_each_entry, get};
 pub use shard::{
     DAG_CBOR, DEFAULT_MAX_KEY_LENGTH, DEFAULT_MAX_SIZE, Shard, ShardConfig, ShardValue, shard_cid,
