@@ -42,6 +42,22 @@ pub(crate) struct ServeArgs {
     /// Longest a request may take, in seconds.
     #[arg(long, default_value_t = 30)]
     request_timeout_secs: u64,
+    /// Bytes the bodies of all writes in flight may hold together; past it
+    /// a write is answered 503 with Retry-After, its body unread.
+    #[arg(long, default_value_t = server::Limits::default().max_inflight_body_bytes)]
+    max_inflight_body_bytes: usize,
+    /// Most connections open at once (also kept below the file-descriptor
+    /// limit, with descriptors left for the store).
+    #[arg(long, default_value_t = server::ConnectionLimits::default().max_connections as u64, value_parser = clap::value_parser!(u64).range(1..))]
+    max_connections: u64,
+    /// Seconds a connection has to send a request's headers once it is
+    /// ready for one (closes idle kept-alive connections too).
+    #[arg(long, default_value_t = server::ConnectionLimits::default().header_read_timeout.as_secs(), value_parser = clap::value_parser!(u64).range(1..))]
+    header_read_timeout_secs: u64,
+    /// Seconds a connection may move no byte while a request is under way
+    /// before it is closed (more than --request-timeout-secs).
+    #[arg(long, default_value_t = server::ConnectionLimits::default().idle_timeout.as_secs(), value_parser = clap::value_parser!(u64).range(1..))]
+    idle_timeout_secs: u64,
     /// Collect garbage every N seconds while serving, alongside the writes
     /// (as `datarepo gc` does; off by default).
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..), conflicts_with = "replica")]
@@ -90,8 +106,42 @@ async fn shutdown_signal() {
     tracing::info!("shutting down: finishing requests in flight");
 }
 
+/// File descriptors kept for the store (SlateDB's WAL and SST files, the
+/// object store's sockets) and the process itself, never given to clients.
+const RESERVED_DESCRIPTORS: u64 = 256;
+
+/// Raises the soft open-file limit to the hard one; returns the connection
+/// limit that leaves [`RESERVED_DESCRIPTORS`] free.
+fn connection_limit(wanted: usize) -> usize {
+    let soft = match rlimit::increase_nofile_limit(u64::MAX) {
+        Ok(soft) => soft,
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot raise the open-file limit");
+            rlimit::getrlimit(rlimit::Resource::NOFILE).map_or(1024, |(soft, _)| soft)
+        }
+    };
+    let fits =
+        usize::try_from(soft.saturating_sub(RESERVED_DESCRIPTORS).max(16)).unwrap_or(usize::MAX);
+    if wanted > fits {
+        tracing::warn!(
+            open_file_limit = soft,
+            max_connections = fits,
+            "--max-connections {wanted} lowered to fit the open-file limit \
+             ({RESERVED_DESCRIPTORS} descriptors kept for the store); raise it with `ulimit -n`"
+        );
+    }
+    wanted.min(fits)
+}
+
 pub(crate) fn run(store: &StoreArgs, args: &ServeArgs) -> Result<ExitCode, String> {
     init_logs(&args.log_format);
+    let connections = server::ConnectionLimits {
+        max_connections: connection_limit(
+            usize::try_from(args.max_connections).unwrap_or(usize::MAX),
+        ),
+        header_read_timeout: Duration::from_secs(args.header_read_timeout_secs),
+        idle_timeout: Duration::from_secs(args.idle_timeout_secs),
+    };
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -123,6 +173,7 @@ pub(crate) fn run(store: &StoreArgs, args: &ServeArgs) -> Result<ExitCode, Strin
                 max_record_bytes: args.max_record_bytes,
                 max_writes: args.max_writes,
                 request_timeout: Duration::from_secs(args.request_timeout_secs),
+                max_inflight_body_bytes: args.max_inflight_body_bytes,
                 ..server::Limits::default()
             },
         };
@@ -136,6 +187,7 @@ pub(crate) fn run(store: &StoreArgs, args: &ServeArgs) -> Result<ExitCode, Strin
             %addr,
             store = store.location(),
             replica = args.replica,
+            max_connections = connections.max_connections,
             "datarepo serving on http://{addr}"
         );
         let server = server::Server::new(repos, config);
@@ -151,7 +203,8 @@ pub(crate) fn run(store: &StoreArgs, args: &ServeArgs) -> Result<ExitCode, Strin
             );
             server.spawn_gc(schedule)
         });
-        let served = server::serve(listener, server.router(), shutdown_signal()).await;
+        let served =
+            server::serve_with(listener, server.router(), connections, shutdown_signal()).await;
         if let Some(gc) = gc {
             gc.stop().await;
         }

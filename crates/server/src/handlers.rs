@@ -46,7 +46,7 @@ impl<K: Kv + 'static> App<K> {
         }
     }
 
-    fn authorize_write(&self, headers: &HeaderMap) -> Result<()> {
+    pub(crate) fn authorize_write(&self, headers: &HeaderMap) -> Result<()> {
         if self.config.read_only {
             return Err(XrpcError::invalid(
                 "this server is a read-only replica; send writes to the writer",
@@ -55,7 +55,7 @@ impl<K: Kv + 'static> App<K> {
         self.check_token(headers, "writes")
     }
 
-    fn authorize_read(&self, headers: &HeaderMap) -> Result<()> {
+    pub(crate) fn authorize_read(&self, headers: &HeaderMap) -> Result<()> {
         if self.config.private_reads {
             self.check_token(headers, "reads")?;
         }
@@ -705,7 +705,14 @@ pub(crate) async fn health() -> Json<Value> {
     Json(json!({ "version": env!("CARGO_PKG_VERSION") }))
 }
 
-pub(crate) async fn metrics<K: Kv + 'static>(State(app): State<Arc<App<K>>>) -> Response {
+/// Prometheus metrics: a read like the others (`--private-reads` covers it).
+pub(crate) async fn metrics<K: Kv + 'static>(
+    State(app): State<Arc<App<K>>>,
+    headers: HeaderMap,
+) -> Response {
+    if let Err(e) = app.authorize_read(&headers) {
+        return e.into_response();
+    }
     (
         [content_type(
             "application/openmetrics-text; version=1.0.0; charset=utf-8",

@@ -10,6 +10,8 @@
 
 #![warn(clippy::unwrap_used)]
 
+mod admission;
+mod connections;
 mod error;
 mod gc;
 mod handlers;
@@ -25,6 +27,7 @@ use axum::{
     response::{IntoResponse, Response},
     routing::{get, post},
 };
+pub use connections::{ConnectionLimits, serve_with};
 pub use error::XrpcError;
 pub use gc::{GcSchedule, GcTask};
 use repo::Repos;
@@ -44,6 +47,10 @@ pub struct Limits {
     pub max_writes: usize,
     /// Longest a request may take.
     pub request_timeout: Duration,
+    /// Bytes that the bodies of all write requests in flight may hold
+    /// together (at least `max_body_bytes`); past it a write is answered
+    /// `503` with `Retry-After` before its body is read.
+    pub max_inflight_body_bytes: usize,
 }
 
 impl Default for Limits {
@@ -54,6 +61,7 @@ impl Default for Limits {
             max_page: 100,
             max_writes: 200,
             request_timeout: Duration::from_secs(30),
+            max_inflight_body_bytes: 64 << 20,
         }
     }
 }
@@ -75,6 +83,7 @@ pub(crate) struct App<K> {
     pub(crate) repos: Arc<Repos<K>>,
     pub(crate) config: Config,
     pub(crate) metrics: metrics::Metrics,
+    pub(crate) body_budget: admission::BodyBudget,
 }
 
 /// The router serving `repos` under `config` (a [`Server`] without
@@ -101,9 +110,14 @@ impl<K: Kv + 'static> Server<K> {
     /// A server serving `repos` under `config`.
     pub fn new(repos: Arc<Repos<K>>, config: Config) -> Self {
         let engine = Arc::clone(&repos);
+        let body_budget = admission::BodyBudget::new(
+            config.limits.max_inflight_body_bytes,
+            config.limits.max_body_bytes,
+        );
         Self {
             app: Arc::new(App {
                 repos,
+                body_budget,
                 config,
                 metrics: metrics::Metrics::new(move || engine.store().kv().engine_metrics()),
             }),
@@ -125,7 +139,9 @@ impl<K: Kv + 'static> Server<K> {
 
 fn router_for<K: Kv + 'static>(app: Arc<App<K>>) -> Router {
     let limits = app.config.limits;
-    Router::new()
+    // Writes are authorized, and their bodies budgeted, before any body
+    // byte is read.
+    let writes = Router::new()
         .route(
             "/xrpc/com.atproto.repo.createRecord",
             post(handlers::create_record::<K>),
@@ -142,6 +158,12 @@ fn router_for<K: Kv + 'static>(app: Arc<App<K>>) -> Router {
             "/xrpc/com.atproto.repo.applyWrites",
             post(handlers::apply_writes::<K>),
         )
+        .route_layer(middleware::from_fn_with_state(
+            Arc::clone(&app),
+            admission::admit_write::<K>,
+        ));
+    Router::new()
+        .merge(writes)
         .route(
             "/xrpc/com.atproto.repo.getRecord",
             get(handlers::get_record::<K>),
@@ -236,8 +258,9 @@ async fn observe<K: Kv + 'static>(
     response
 }
 
-/// Serves `router` on `listener` until `shutdown` resolves, then finishes
-/// the requests in flight (their commits complete) and returns.
+/// Serves `router` on `listener` with the default [`ConnectionLimits`]
+/// until `shutdown` resolves, then finishes the requests in flight (their
+/// commits complete) and returns.
 ///
 /// # Errors
 ///
@@ -247,9 +270,7 @@ pub async fn serve(
     router: Router,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    axum::serve(listener, router)
-        .with_graceful_shutdown(shutdown)
-        .await
+    serve_with(listener, router, ConnectionLimits::default(), shutdown).await
 }
 
 pub(crate) fn content_type(value: &'static str) -> (header::HeaderName, HeaderValue) {

@@ -44,10 +44,14 @@ impl TestServer {
     }
 
     pub async fn start_router(router: axum::Router) -> Self {
+        Self::start_router_with(router, server::ConnectionLimits::default()).await
+    }
+
+    pub async fn start_router_with(router: axum::Router, limits: server::ConnectionLimits) -> Self {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}", listener.local_addr().unwrap());
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let task = tokio::spawn(server::serve(listener, router, async move {
+        let task = tokio::spawn(server::serve_with(listener, router, limits, async move {
             let _ = stopped.await;
         }));
         Self {
@@ -82,6 +86,11 @@ impl TestServer {
             .unwrap();
         assert_eq!(response.status(), 200);
         response.text().await.unwrap()
+    }
+
+    /// The server's `host:port`.
+    pub fn addr(&self) -> &str {
+        self.url.trim_start_matches("http://")
     }
 
     pub fn xrpc(&self, method: &str) -> String {

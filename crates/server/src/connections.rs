@@ -1,0 +1,250 @@
+//! Accepting connections: how many at once, and how long a connection may
+//! dawdle. A client that opens connections and sends nothing, or sends
+//! headers or a body a byte at a time, holds a file descriptor and a task
+//! for as long as the server lets it; these limits bound both.
+
+use std::{
+    io,
+    pin::{Pin, pin},
+    sync::{
+        Arc,
+        atomic::{AtomicU64, Ordering},
+    },
+    task::{Context, Poll},
+    time::Duration,
+};
+
+use axum::Router;
+use hyper_util::{
+    rt::{TokioIo, TokioTimer},
+    service::TowerToHyperService,
+};
+use tokio::{
+    io::{AsyncRead, AsyncWrite, ReadBuf},
+    net::{TcpListener, TcpStream},
+    sync::{Semaphore, watch},
+    time::Instant,
+};
+
+/// Limits on connections.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ConnectionLimits {
+    /// Most connections open at once; past it the server stops accepting
+    /// (new connections wait in the kernel's backlog) until one closes.
+    pub max_connections: usize,
+    /// A connection must deliver a request's complete headers within this
+    /// long of being ready for it (just opened, or after its last
+    /// response): this closes kept-alive connections left idle, and
+    /// connections that send headers slowly.
+    pub header_read_timeout: Duration,
+    /// A connection that neither sends nor receives a byte for this long
+    /// while a request is under way (a body that stops arriving, a response
+    /// nobody reads) is closed. Longer than the request timeout, so a slow
+    /// request is answered rather than cut off.
+    pub idle_timeout: Duration,
+}
+
+impl Default for ConnectionLimits {
+    fn default() -> Self {
+        Self {
+            max_connections: 512,
+            header_read_timeout: Duration::from_secs(10),
+            idle_timeout: Duration::from_secs(60),
+        }
+    }
+}
+
+/// Serves `router` on `listener` within `limits` until `shutdown`
+/// resolves, then finishes the requests in flight (their commits complete)
+/// and returns.
+///
+/// # Errors
+///
+/// When the listener fails for a reason other than running out of file
+/// descriptors or a connection aborted before it was accepted (those are
+/// logged and accepting goes on).
+pub async fn serve_with(
+    listener: TcpListener,
+    router: Router,
+    limits: ConnectionLimits,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> io::Result<()> {
+    let max = limits.max_connections.max(1);
+    let slots = Arc::new(Semaphore::new(max));
+    // Dropped to tell every connection to finish; each holds a receiver.
+    let (stop, stopping) = watch::channel(());
+    let mut http = hyper::server::conn::http1::Builder::new();
+    http.timer(TokioTimer::new())
+        .header_read_timeout(limits.header_read_timeout)
+        .keep_alive(true);
+    let mut shutdown = pin!(shutdown);
+    loop {
+        let slot = tokio::select! {
+            slot = Arc::clone(&slots).acquire_owned() => slot.map_err(io::Error::other)?,
+            () = &mut shutdown => break,
+        };
+        let stream = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => stream,
+                Err(e) if is_transient(&e) => {
+                    tracing::warn!(error = %e, "cannot accept a connection; retrying in 100 ms");
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    continue;
+                }
+                Err(e) => return Err(e),
+            },
+            () = &mut shutdown => break,
+        };
+        let _ = stream.set_nodelay(true);
+        let activity = Arc::new(Activity::new());
+        let io = TokioIo::new(Tracked {
+            inner: stream,
+            activity: Arc::clone(&activity),
+        });
+        let conn = http
+            .serve_connection(io, TowerToHyperService::new(router.clone()))
+            .with_upgrades();
+        let mut stopping = stopping.clone();
+        let idle = limits.idle_timeout;
+        tokio::spawn(async move {
+            let mut conn = pin!(conn);
+            let mut closing = false;
+            loop {
+                let quiet_until = activity.last() + idle;
+                tokio::select! {
+                    result = conn.as_mut() => {
+                        if let Err(e) = result {
+                            tracing::debug!(error = %e, "connection ended with an error");
+                        }
+                        break;
+                    }
+                    _ = stopping.changed(), if !closing => {
+                        closing = true;
+                        conn.as_mut().graceful_shutdown();
+                    }
+                    () = tokio::time::sleep_until(quiet_until) => {
+                        if activity.last() + idle > Instant::now() {
+                            continue;
+                        }
+                        // Quiet for a whole period: finish what is under way
+                        // and close; quiet for another, drop the connection.
+                        if closing {
+                            tracing::debug!("closing a connection idle for {idle:?}");
+                            break;
+                        }
+                        closing = true;
+                        activity.touch();
+                        conn.as_mut().graceful_shutdown();
+                    }
+                }
+            }
+            drop(slot);
+        });
+    }
+    drop(stop);
+    // Every connection holds a slot until it ends.
+    let _all = slots
+        .acquire_many(u32::try_from(max).unwrap_or(u32::MAX))
+        .await
+        .map_err(io::Error::other)?;
+    Ok(())
+}
+
+/// Accept errors that say nothing about the listener: out of descriptors
+/// or memory for now, or a peer that gave up.
+fn is_transient(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::ConnectionAborted
+            | io::ErrorKind::ConnectionReset
+            | io::ErrorKind::Interrupted
+    ) || matches!(
+        e.raw_os_error(),
+        Some(libc::EMFILE | libc::ENFILE | libc::ENOBUFS | libc::ENOMEM)
+    )
+}
+
+/// When a connection last moved a byte.
+#[derive(Debug)]
+struct Activity {
+    start: Instant,
+    /// Milliseconds since `start`.
+    last_ms: AtomicU64,
+}
+
+impl Activity {
+    fn new() -> Self {
+        Self {
+            start: Instant::now(),
+            last_ms: AtomicU64::new(0),
+        }
+    }
+
+    fn touch(&self) {
+        let ms = u64::try_from(self.start.elapsed().as_millis()).unwrap_or(u64::MAX);
+        self.last_ms.store(ms, Ordering::Relaxed);
+    }
+
+    fn last(&self) -> Instant {
+        self.start + Duration::from_millis(self.last_ms.load(Ordering::Relaxed))
+    }
+}
+
+/// A TCP stream that notes when it last read or wrote a byte.
+struct Tracked {
+    inner: TcpStream,
+    activity: Arc<Activity>,
+}
+
+impl AsyncRead for Tracked {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let before = buf.filled().len();
+        let polled = Pin::new(&mut self.inner).poll_read(cx, buf);
+        if buf.filled().len() > before {
+            self.activity.touch();
+        }
+        polled
+    }
+}
+
+impl AsyncWrite for Tracked {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        let polled = Pin::new(&mut self.inner).poll_write(cx, buf);
+        if matches!(polled, Poll::Ready(Ok(n)) if n > 0) {
+            self.activity.touch();
+        }
+        polled
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        let polled = Pin::new(&mut self.inner).poll_write_vectored(cx, bufs);
+        if matches!(polled, Poll::Ready(Ok(n)) if n > 0) {
+            self.activity.touch();
+        }
+        polled
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
+}
