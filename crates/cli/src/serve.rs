@@ -149,17 +149,24 @@ pub(crate) fn run(store: &StoreArgs, args: &ServeArgs) -> Result<ExitCode, Strin
     let result = rt.block_on(async {
         // Bind first: opening the store as its writer fences any writer
         // already serving it, so a server that then could not listen would
-        // have stopped the running one for nothing.
-        let listener = tokio::net::TcpListener::bind(args.addr)
-            .await
-            .map_err(|e| format!("cannot listen on {}: {e}", args.addr))?;
-        let kv = if args.replica {
-            store
-                .open_reader_refreshing(Duration::from_millis(args.refresh_ms))
-                .await?
-        } else {
-            store.open().await?
+        // have stopped the running one for nothing. Listen only once the
+        // store is open, so that no client connects to a server that cannot
+        // answer yet (or ever: a full disk).
+        let socket = bind(args.addr).map_err(|e| format!("cannot listen on {}: {e}", args.addr))?;
+        tracing::info!(store = store.location(), "opening the store");
+        let opening = async {
+            if args.replica {
+                store
+                    .open_reader_refreshing(Duration::from_millis(args.refresh_ms))
+                    .await
+            } else {
+                store.open().await
+            }
         };
+        let kv = with_progress(opening, store.location()).await?;
+        let listener = socket
+            .listen(1024)
+            .map_err(|e| format!("cannot listen on {}: {e}", args.addr))?;
         let repos = Arc::new(Repos::new(
             Arc::new(Store::new(kv.clone())),
             repo_cmd::env()?,
@@ -228,6 +235,49 @@ pub(crate) fn run(store: &StoreArgs, args: &ServeArgs) -> Result<ExitCode, Strin
     // Background store tasks may still be running after a timed-out close.
     rt.shutdown_timeout(Duration::from_secs(1));
     result
+}
+
+/// A socket bound to `addr`, not yet listening (connections are refused).
+fn bind(addr: SocketAddr) -> std::io::Result<tokio::net::TcpSocket> {
+    let socket = if addr.is_ipv4() {
+        tokio::net::TcpSocket::new_v4()?
+    } else {
+        tokio::net::TcpSocket::new_v6()?
+    };
+    socket.set_reuseaddr(true)?;
+    socket.bind(addr)?;
+    Ok(socket)
+}
+
+/// Longest the store may take to open before the server gives up.
+const OPEN_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// Awaits `opening`, logging every 10 s that it still runs, and gives up
+/// after [`OPEN_TIMEOUT`].
+async fn with_progress<T>(
+    opening: impl Future<Output = Result<T, String>>,
+    location: &str,
+) -> Result<T, String> {
+    let started = tokio::time::Instant::now();
+    let mut opening = std::pin::pin!(opening);
+    let mut ticks =
+        tokio::time::interval_at(started + Duration::from_secs(10), Duration::from_secs(10));
+    loop {
+        tokio::select! {
+            opened = &mut opening => return opened,
+            _ = ticks.tick() => {
+                let waited = started.elapsed();
+                if waited >= OPEN_TIMEOUT {
+                    return Err(format!(
+                        "opening the store at {location} did not finish within {} s \
+                         (is its storage reachable, writable and not full?)",
+                        OPEN_TIMEOUT.as_secs()
+                    ));
+                }
+                tracing::warn!(store = location, waited_secs = waited.as_secs(), "still opening the store");
+            }
+        }
+    }
 }
 
 /// How long a stopping server waits for the store to close.

@@ -75,7 +75,16 @@ impl From<repo::Error> for XrpcError {
             | E::RecordExists(_)
             | E::RepoExists(_)
             | E::InvalidCar(_) => Self::invalid(message),
+            E::Store(store::Error::DurabilityBlocked { .. } | store::Error::NotWritable { .. }) => {
+                tracing::error!(error = %message, "the store cannot be written");
+                Self::new(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "ServiceUnavailable",
+                    message,
+                )
+            }
             E::Store(store::Error::DurabilityTimeout(_) | store::Error::Unavailable(_)) => {
+                tracing::warn!(error = %message, "write not confirmed");
                 Self::new(
                     StatusCode::SERVICE_UNAVAILABLE,
                     "ServiceUnavailable",

@@ -62,6 +62,31 @@ pub enum Error {
          its outcome is unknown: read the head to find out, then retry if it is absent"
     )]
     DurabilityTimeout(std::time::Duration),
+    /// A commit was applied but not confirmed durable in time, and the
+    /// store's local directory cannot be written now (a full disk, a mount
+    /// gone read-only): the likely cause. Its outcome is unknown, as for
+    /// [`Error::DurabilityTimeout`].
+    #[error(
+        "commit not confirmed durable within {after:?}: the store at {location} cannot be \
+         written ({source}); its outcome is unknown: fix that, then read the head to find out"
+    )]
+    DurabilityBlocked {
+        /// How long the commit waited.
+        after: std::time::Duration,
+        /// The store's directory.
+        location: String,
+        /// Why it cannot be written.
+        source: std::io::Error,
+    },
+    /// The store's local directory cannot be written (a full disk, a
+    /// read-only mount, permissions), so it cannot be opened for writing.
+    #[error("cannot write to the store at {location}: {source}")]
+    NotWritable {
+        /// The store's directory.
+        location: String,
+        /// Why it cannot be written.
+        source: std::io::Error,
+    },
     /// Another writer opened the same database, which fences this one: it
     /// can no longer write. Everything it acknowledged before is kept.
     #[error(

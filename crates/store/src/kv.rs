@@ -5,7 +5,7 @@ use std::{
     collections::BTreeMap,
     future::Future,
     ops::Bound,
-    path::Path,
+    path::{Path, PathBuf},
     sync::{Arc, RwLock},
 };
 
@@ -104,6 +104,12 @@ pub trait Kv: Send + Sync {
     /// of any size is best. [`Store::bulk_commit`](crate::Store::bulk_commit)
     /// writes a large commit's blocks ahead in batches of about this size.
     fn bulk_batch_bytes(&self) -> Option<usize> {
+        None
+    }
+
+    /// The local directory the store keeps its files in, if it is one (to
+    /// check whether it can be written when a write stalls).
+    fn local_dir(&self) -> Option<Arc<PathBuf>> {
         None
     }
 
@@ -370,6 +376,8 @@ impl Kv for MemoryKv {
 #[derive(Clone)]
 pub struct SlateKv {
     db: Handle,
+    /// The directory of a local store.
+    local_dir: Option<Arc<PathBuf>>,
     read_ahead: usize,
     bulk_batch_bytes: usize,
     /// SlateDB's metrics (a writer's; a reader records none).
@@ -565,7 +573,21 @@ impl SlateKv {
             Location::Local(_) => DEFAULT_FLUSH_INTERVAL,
             Location::S3 { .. } => DEFAULT_S3_FLUSH_INTERVAL,
         };
-        Self::build(&path, store, options, options.settings(default_flush)?).await
+        // SlateDB retries a failing write for ever; a directory that cannot
+        // be written is said so at once instead.
+        let local_dir = match location {
+            Location::Local(dir) => {
+                probe_writable(dir).map_err(|source| Error::NotWritable {
+                    location: location.to_string(),
+                    source,
+                })?;
+                Some(Arc::new(dir.clone()))
+            }
+            Location::S3 { .. } => None,
+        };
+        let mut kv = Self::build(&path, store, options, options.settings(default_flush)?).await?;
+        kv.local_dir = local_dir;
+        Ok(kv)
     }
 
     /// Opens (creating if needed) the database at `path` in any object
@@ -612,6 +634,7 @@ impl SlateKv {
             .await?;
         Ok(Self {
             db: Handle::Writer(Arc::new(db)),
+            local_dir: None,
             metrics: Some(metrics),
             read_ahead: options
                 .scan_read_ahead_bytes
@@ -664,9 +687,32 @@ impl SlateKv {
             object_store_cache_options: settings.object_store_cache_options,
             ..DbReaderOptions::default()
         };
-        let reader = DbReader::open(path, store, DbReaderMode::default(), reader_options).await?;
+        // A reader keeps a checkpoint in the manifest, so that a writer's
+        // garbage collection leaves the files it reads alone. Where the
+        // directory cannot be written (a read-only mount, a full disk) it
+        // follows the manifest without one, writing nothing (SlateDB would
+        // otherwise retry the checkpoint's write for ever).
+        let mode = match location {
+            Location::Local(dir) => match probe_writable(dir) {
+                Ok(()) => DbReaderMode::ManagedCheckpoint,
+                Err(e) => {
+                    tracing::info!(
+                        store = %location,
+                        error = %e,
+                        "the store cannot be written; reading it without a checkpoint"
+                    );
+                    DbReaderMode::FollowLatest
+                }
+            },
+            Location::S3 { .. } => DbReaderMode::ManagedCheckpoint,
+        };
+        let reader = DbReader::open(path, store, mode, reader_options).await?;
         Ok(Self {
             db: Handle::Reader(Arc::new(reader)),
+            local_dir: match location {
+                Location::Local(dir) => Some(Arc::new(dir.clone())),
+                Location::S3 { .. } => None,
+            },
             read_ahead: options
                 .scan_read_ahead_bytes
                 .unwrap_or(DEFAULT_SCAN_READ_AHEAD),
@@ -723,6 +769,24 @@ pub const S3_PROBE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs
 /// store must first answer a listing: SlateDB retries a failing object store
 /// without end, so an unreachable endpoint, a missing bucket or bad
 /// credentials would otherwise hang every command instead of failing it.
+/// Whether a file can be written in `dir` now: creates one, writes and
+/// syncs a few KiB (so that a full disk shows), and removes it.
+///
+/// # Errors
+///
+/// The I/O error that says why not (`StorageFull`, `ReadOnlyFilesystem`,
+/// `PermissionDenied`, ...).
+pub(crate) fn probe_writable(dir: &Path) -> std::io::Result<()> {
+    use std::io::Write as _;
+    let path = dir.join(format!(".datarepo-write-probe-{}", std::process::id()));
+    let written = std::fs::File::create(&path).and_then(|mut f| {
+        f.write_all(&[0; 8192])?;
+        f.sync_all()
+    });
+    let _ = std::fs::remove_file(&path);
+    written
+}
+
 async fn object_store(location: &Location) -> Result<(String, Arc<dyn ObjectStore>), Error> {
     let invalid = |reason: String| Error::Location {
         location: location.to_string(),
@@ -785,6 +849,10 @@ pub const DEFAULT_BULK_BATCH_BYTES: usize = 32 << 20;
 impl Kv for SlateKv {
     fn bulk_batch_bytes(&self) -> Option<usize> {
         Some(self.bulk_batch_bytes)
+    }
+
+    fn local_dir(&self) -> Option<Arc<PathBuf>> {
+        self.local_dir.clone()
     }
 
     fn engine_metrics(&self) -> Vec<EngineMetric> {

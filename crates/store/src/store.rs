@@ -162,6 +162,9 @@ pub struct Commit {
 pub struct PendingCommit {
     durability: crate::Durability,
     timeout: std::time::Duration,
+    /// The store's local directory, checked for writability when the
+    /// commit is not durable in time (to name the likely cause).
+    local_dir: Option<Arc<std::path::PathBuf>>,
 }
 
 impl std::fmt::Debug for PendingCommit {
@@ -178,9 +181,21 @@ impl PendingCommit {
     /// [`Error::DurabilityTimeout`] when durability is not confirmed in time
     /// (outcome unknown), or a storage error (nothing acknowledged).
     pub async fn durable(self) -> Result<(), Error> {
-        tokio::time::timeout(self.timeout, self.durability.wait())
-            .await
-            .map_err(|_| Error::DurabilityTimeout(self.timeout))?
+        let Ok(durable) = tokio::time::timeout(self.timeout, self.durability.wait()).await else {
+            let blocked = self
+                .local_dir
+                .as_deref()
+                .and_then(|dir| crate::kv::probe_writable(dir).err().map(|e| (dir, e)));
+            return Err(match blocked {
+                Some((dir, source)) => Error::DurabilityBlocked {
+                    after: self.timeout,
+                    location: dir.display().to_string(),
+                    source,
+                },
+                None => Error::DurabilityTimeout(self.timeout),
+            });
+        };
+        durable
     }
 }
 
@@ -403,6 +418,7 @@ impl<K: Kv> Store<K> {
     /// Waits for an applied write to be durable, within the store's bound.
     pub(crate) async fn wait_durable(&self, durability: crate::Durability) -> Result<(), Error> {
         PendingCommit {
+            local_dir: self.kv.local_dir(),
             durability,
             timeout: self.durability_timeout,
         }
@@ -713,6 +729,7 @@ impl<K: Kv> Store<K> {
         }
         drop(cache);
         Ok(PendingCommit {
+            local_dir: self.kv.local_dir(),
             durability,
             timeout: self.durability_timeout,
         })

@@ -218,3 +218,77 @@ pub fn run_then_kill(
     process.wait().unwrap();
     reader.join().unwrap()
 }
+
+/// A file system mounted for a test, unmounted when dropped.
+#[derive(Debug)]
+pub struct Mount {
+    path: PathBuf,
+}
+
+impl Mount {
+    /// Where it is mounted.
+    #[must_use]
+    pub fn path(&self) -> &std::path::Path {
+        &self.path
+    }
+
+    fn attach(args: &[&str], path: &std::path::Path) -> Option<Self> {
+        std::fs::create_dir_all(path).ok()?;
+        let out = Command::new("mount").args(args).arg(path).output().ok()?;
+        if out.status.success() {
+            Some(Self {
+                path: path.to_owned(),
+            })
+        } else {
+            eprintln!(
+                "skipped: cannot mount ({}): needs root and mount permission",
+                String::from_utf8_lossy(&out.stderr).trim()
+            );
+            None
+        }
+    }
+
+    /// A `size` (e.g. `"8m"`) tmpfs at `path`, or `None` (said on stderr)
+    /// where this process may not mount.
+    #[must_use]
+    pub fn tmpfs(path: &std::path::Path, size: &str) -> Option<Self> {
+        Self::attach(
+            &["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"],
+            path,
+        )
+    }
+
+    /// `source` bind-mounted read-only at `path`, or `None` (said on
+    /// stderr) where this process may not mount.
+    #[must_use]
+    pub fn read_only_bind(source: &std::path::Path, path: &std::path::Path) -> Option<Self> {
+        let source = source.to_str()?;
+        let bind = Self::attach(&["--bind", source], path)?;
+        let remount = Command::new("mount")
+            .args(["-o", "remount,ro,bind"])
+            .arg(path)
+            .status()
+            .ok()?;
+        remount.success().then_some(bind)
+    }
+
+    /// Fills the file system up with one file, `filler`.
+    ///
+    /// # Panics
+    ///
+    /// When the file cannot be created.
+    pub fn fill(&self) {
+        use std::io::Write as _;
+        let mut f = std::fs::File::create(self.path.join("filler")).expect("create filler");
+        let chunk = vec![0u8; 64 << 10];
+        while f.write_all(&chunk).is_ok() {}
+        let _ = f.write_all(&[0u8; 512]);
+        let _ = f.sync_all();
+    }
+}
+
+impl Drop for Mount {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg("-l").arg(&self.path).status();
+    }
+}
