@@ -670,9 +670,12 @@ async fn check_records<K: Kv>(
     let check = |part: &[(usize, usize)]| {
         part.iter().find_map(|&(i, p)| {
             let block = &blocks.blocks[p];
+            let key = &entries[i].key;
+            let collection = key.split_once('/').map_or(key.as_str(), |(c, _)| c);
             Record::check_encoding(block.cid(), block.bytes())
+                .and_then(|()| Record::check_data_model(collection, block.bytes()))
                 .err()
-                .map(|e| car_err(format!("record {}: {e}", entries[i].key)))
+                .map(|e| car_err(format!("record {key}: {e}")))
         })
     };
     // Decoding and re-encoding each record is most of an import's CPU:
@@ -770,6 +773,9 @@ impl<K: Kv> Repos<K> {
             .clone();
         let commit = CommitData::decode(root, commit_block.bytes())
             .map_err(|e| car_err(format!("the root is not a datarepo commit: {e}")))?;
+        if let Some(why) = crate::repository::unusable_rev(commit.rev, self.env().now_micros()) {
+            return Err(car_err(format!("the root commit {root}: {why}")));
+        }
         rkey::validate_repo_id(&commit.repo).map_err(|e| Error::InvalidRepoId {
             id: commit.repo.clone(),
             reason: e.to_string(),

@@ -181,6 +181,14 @@ impl<K: Kv> Repos<K> {
             Err(e) => return Err(e),
         };
         if let Some(commit) = &head_commit {
+            if let Some(why) = crate::repository::unusable_rev(commit.rev, self.env().now_micros())
+            {
+                report.problem(format!(
+                    "head commit {}: {why}; this repository cannot take new commits \
+                     (see docs/repo.md, \"Revs\")",
+                    head.commit
+                ));
+            }
             if commit.rev.as_u64() != head.rev {
                 report.problem(format!(
                     "head commit {} has rev {}, the head record says {}",
@@ -359,7 +367,7 @@ async fn check_index<K: Kv>(
                     // tree's record it fails to list.
                     report.problem(format!("the record-index row of {path}: {e}"));
                     if let Some(cid) = tree.remove(&path) {
-                        to_read.push((format!("record {path}"), cid));
+                        to_read.push((format!("record {path}"), path.to_string(), cid));
                     }
                     continue;
                 }
@@ -372,7 +380,7 @@ async fn check_index<K: Kv>(
                     report.problem(format!(
                         "the record index names {row_cid} for {path}, the tree {cid}"
                     ));
-                    to_read.push((format!("record {path}"), cid));
+                    to_read.push((format!("record {path}"), path.to_string(), cid));
                 }
                 Some(cid) => {
                     // A small record is kept twice, inline in its index row
@@ -385,7 +393,7 @@ async fn check_index<K: Kv>(
                              does not hash to its CID"
                         ));
                     }
-                    to_read.push((format!("record {path}"), cid));
+                    to_read.push((format!("record {path}"), path.to_string(), cid));
                 }
             }
         }
@@ -404,24 +412,31 @@ async fn check_index<K: Kv>(
     }
     let missing = missing
         .into_iter()
-        .map(|(path, cid)| (format!("record {path}"), cid));
+        .map(|(path, cid)| (format!("record {path}"), path, cid));
     read_records(store, missing.collect(), report).await
 }
 
-/// Reads and hashes record blocks, `(label, CID)`; each damaged one is a
+/// Reads and hashes record blocks, `(label, collection/rkey, CID)`, and
+/// checks that each keeps to the write API's data model (so it reads back
+/// through the API's JSON unchanged); each damaged or invalid one is a
 /// problem named by its label. Reads overlap (point reads one after
 /// another were most of a check's time on SlateDB).
 async fn read_records<K: Kv>(
     store: &Store<K>,
-    records: Vec<(String, Cid)>,
+    records: Vec<(String, String, Cid)>,
     report: &mut CheckReport,
 ) -> Result<(), Error> {
     let mut reads = futures::stream::iter(records)
-        .map(|(label, cid)| async move { (label, read_block(store, cid).await) })
+        .map(|(label, key, cid)| async move { (label, key, read_block(store, cid).await) })
         .buffered(READS_IN_FLIGHT);
-    while let Some((label, result)) = reads.next().await {
+    while let Some((label, key, result)) = reads.next().await {
         match result {
-            Ok(_) => {}
+            Ok(block) => {
+                let collection = key.split_once('/').map_or(key.as_str(), |(c, _)| c);
+                if let Err(e) = crate::record::Record::check_data_model(collection, block.bytes()) {
+                    report.problem(format!("{label}: {e}"));
+                }
+            }
             Err(e) if is_damage(&e) => report.problem(format!("{label}: {e}")),
             Err(e) => return Err(e),
         }
@@ -483,7 +498,11 @@ async fn walk_history<K: Kv>(
                 if let Some(data) = value.data()
                     && examined.records.insert(data)
                 {
-                    to_read.push((format!("record {prefix}{key} as of commit {rev}"), data));
+                    to_read.push((
+                        format!("record {prefix}{key} as of commit {rev}"),
+                        format!("{prefix}{key}"),
+                        data,
+                    ));
                 }
             }
         }

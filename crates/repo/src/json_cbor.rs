@@ -65,10 +65,24 @@ fn value(v: &Value, out: &mut Vec<u8>, path: &mut String) -> Result<(), Error> {
     match v {
         Value::Null => out.push(NULL),
         Value::Bool(b) => out.push(if *b { TRUE } else { FALSE }),
-        Value::Number(n) => match (n.as_u64(), n.as_i64()) {
-            (Some(u), _) => head(out, UNSIGNED, u),
+        // AT Protocol integers are signed 64-bit.
+        Value::Number(n) => match (n.as_i64(), n.as_u64(), n.as_f64()) {
+            (Some(i), _, _) if i >= 0 => head(out, UNSIGNED, i as u64),
             // -1 - i for negative i fits in a u64.
-            (None, Some(i)) if i < 0 => head(out, NEGATIVE, !(i as u64)),
+            (Some(i), _, _) => head(out, NEGATIVE, !(i as u64)),
+            (None, Some(_), _) => {
+                return Err(invalid(
+                    path,
+                    format_args!(": {n} is out of range (integers are signed 64-bit)"),
+                ));
+            }
+            // An integer literal beyond 64 bits parses as a whole float.
+            (None, None, Some(f)) if f.fract() == 0.0 && f.abs() >= 9.223_372_036_854_775e18 => {
+                return Err(invalid(
+                    path,
+                    format_args!(": {n} is out of range (integers are signed 64-bit)"),
+                ));
+            }
             _ => {
                 return Err(invalid(
                     path,

@@ -36,5 +36,6 @@ pub use error::Error;
 pub use record::Record;
 pub use repository::{
     CollectionInfo, CommitResult, DEFAULT_MAX_KEY_LENGTH, DEFAULT_MAX_SHARD_SIZE, Env, HeadInfo,
-    LogEntry, RecordDiff, Repos, Repository, Write, WriteResult, default_shard_config, record_uri,
+    LogEntry, MAX_REV_AHEAD, RecordDiff, Repos, Repository, Write, WriteResult,
+    default_shard_config, record_uri,
 };

@@ -111,6 +111,43 @@ impl Record {
         Ok(())
     }
 
+    /// Checks that the record `bytes` (a canonical dag-cbor map, see
+    /// [`Record::check_encoding`]) keeps to the data model the write API
+    /// accepts, so that it reads back through the JSON the API serves
+    /// unchanged: no floats, integers in the signed 64-bit range, no map
+    /// with a `$link` or `$bytes` key that is not a link or bytes (its JSON
+    /// would read back as one), and a `$type` equal to `collection`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidRecord`] naming the path of the first value that
+    /// does not (in dag-cbor key order).
+    pub(crate) fn check_data_model(collection: &str, bytes: &[u8]) -> Result<(), Error> {
+        let ipld: Ipld = serde_ipld_dagcbor::from_slice(bytes)
+            .map_err(|e| Error::InvalidRecord(format!("not dag-cbor: {e}")))?;
+        let Ipld::Map(map) = &ipld else {
+            return Err(Error::InvalidRecord("a record must be a map".into()));
+        };
+        match map.get("$type") {
+            Some(Ipld::String(t)) if t == collection => {}
+            Some(Ipld::String(t)) => {
+                return Err(Error::InvalidRecord(format!(
+                    "$type is {t:?}, but the record is in collection {collection}"
+                )));
+            }
+            Some(_) => {
+                return Err(Error::InvalidRecord("$type must be a string".into()));
+            }
+            None => {
+                return Err(Error::InvalidRecord(format!(
+                    "the record has no $type (it must be {collection:?})"
+                )));
+            }
+        }
+        let mut path = String::from("$");
+        data_model(&ipld, &mut path)
+    }
+
     /// A record from a stored block, without re-checking its encoding
     /// (records are checked when they are written or imported).
     pub(crate) fn stored(block: store::Block) -> Self {
@@ -150,6 +187,52 @@ pub(crate) fn kind(v: &Value) -> &'static str {
         Value::String(_) => "a string",
         Value::Array(_) => "an array",
         Value::Object(_) => "an object",
+    }
+}
+
+/// The data-model rules of [`Record::check_data_model`] for `ipld` at `path`.
+fn data_model(ipld: &Ipld, path: &mut String) -> Result<(), Error> {
+    use std::fmt::Write as _;
+    match ipld {
+        Ipld::Float(f) => Err(Error::InvalidRecord(format!(
+            "{path}: {f} is a float (records allow integers only)"
+        ))),
+        Ipld::Integer(i) if i64::try_from(*i).is_err() => Err(Error::InvalidRecord(format!(
+            "{path}: {i} is out of range (integers are signed 64-bit)"
+        ))),
+        Ipld::List(items) => {
+            let len = path.len();
+            for (i, item) in items.iter().enumerate() {
+                let _ = write!(path, "[{i}]");
+                data_model(item, path)?;
+                path.truncate(len);
+            }
+            Ok(())
+        }
+        Ipld::Map(map) => {
+            if let Some(key) = ["$link", "$bytes"]
+                .into_iter()
+                .find(|k| map.contains_key(*k))
+            {
+                return Err(Error::InvalidRecord(format!(
+                    "{path}: a map with a {key} key, which the JSON form reads back as a {}",
+                    if key == "$link" {
+                        "link"
+                    } else {
+                        "byte string"
+                    }
+                )));
+            }
+            let len = path.len();
+            for (k, v) in map {
+                path.push('.');
+                path.push_str(k);
+                data_model(v, path)?;
+                path.truncate(len);
+            }
+            Ok(())
+        }
+        _ => Ok(()),
     }
 }
 

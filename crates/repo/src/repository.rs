@@ -68,6 +68,11 @@ impl Env {
         }
     }
 
+    /// Microseconds since the Unix epoch, by this environment's clock.
+    pub(crate) fn now_micros(&self) -> u64 {
+        (self.clock)()
+    }
+
     fn tids(&self, resume_after: Option<Tid>) -> Result<TidGenerator<ClockFn>, Error> {
         let clock = Arc::clone(&self.clock);
         let clock: ClockFn = Box::new(move || clock());
@@ -226,6 +231,34 @@ pub(crate) fn pail_key(collection: &str, rkey: &str) -> String {
     key
 }
 
+/// How far past the local clock a commit's rev may be: an imported commit
+/// further ahead would make every later commit here either wait for the
+/// clock or run past what a TID can hold.
+pub const MAX_REV_AHEAD: std::time::Duration = std::time::Duration::from_secs(300);
+
+/// Why `rev` cannot be a repository's head, if it cannot: a rev no
+/// conforming generator makes (the top bit set, first character `c`–`j`),
+/// or one more than [`MAX_REV_AHEAD`] ahead of `now_micros`.
+pub(crate) fn unusable_rev(rev: Tid, now_micros: u64) -> Option<String> {
+    let value = rev.as_u64();
+    if value >> 63 == 1 {
+        return Some(format!(
+            "rev {rev} has the top bit set, which no TID generator makes \
+             (later commits could not have higher revs)"
+        ));
+    }
+    let micros = value >> 10;
+    let limit = now_micros.saturating_add(MAX_REV_AHEAD.as_micros() as u64);
+    (micros > limit).then(|| {
+        format!(
+            "rev {rev} is {} s ahead of this machine's clock (at most {} s allowed; \
+             later commits could not have higher revs)",
+            (micros - now_micros) / 1_000_000,
+            MAX_REV_AHEAD.as_secs()
+        )
+    })
+}
+
 /// Every repository in a store.
 ///
 /// Opening a repository twice returns the same [`Repository`], whose writes
@@ -265,6 +298,11 @@ impl<K: Kv> Repos<K> {
     /// The store.
     pub fn store(&self) -> &Arc<Store<K>> {
         &self.store
+    }
+
+    /// The clock and clock id this store's repositories use.
+    pub(crate) fn env(&self) -> &Env {
+        &self.env
     }
 
     /// Every repository, in name order.

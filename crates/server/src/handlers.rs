@@ -316,8 +316,13 @@ pub(crate) async fn delete_record<K: Kv + 'static>(
         rkey: input.rkey,
         swap_record,
     };
-    let c = app.commit(repo, vec![write], swap_commit).await?;
-    Ok(Json(json!({ "commit": commit_json(&c) })))
+    // The commit decides whether the record is there: a delete that lost a
+    // race to another gets the same answer as one that came after it.
+    match app.try_commit(repo, vec![write], swap_commit).await {
+        Ok(c) => Ok(Json(json!({ "commit": commit_json(&c) }))),
+        Err(repo::Error::RecordNotFound(_)) if swap_record.is_none() => Ok(Json(json!({}))),
+        Err(e) => Err(e.into()),
+    }
 }
 
 #[derive(Deserialize)]
