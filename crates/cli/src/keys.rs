@@ -71,7 +71,9 @@ pub(crate) struct EncodeArgs {
     shard: Option<u64>,
 }
 
-pub(crate) fn run(cmd: KeysCommand) -> io::Result<ExitCode> {
+/// Prints the result as JSON on stdout; an error goes to stderr (as a JSON
+/// object `{"error": ...}` with `--json`, else as a sentence) and exits 1.
+pub(crate) fn run(cmd: KeysCommand, json_errors: bool) -> io::Result<ExitCode> {
     let result = match cmd {
         KeysCommand::Txkey(TxkeyCommand::Encode(args)) => encode(&args),
         KeysCommand::Txkey(TxkeyCommand::Decode { form, hex }) => parse_hex(&hex).and_then(|key| {
@@ -93,12 +95,20 @@ pub(crate) fn run(cmd: KeysCommand) -> io::Result<ExitCode> {
         }),
         KeysCommand::Decode { hex } => parse_hex(&hex).and_then(|key| explain(&key)),
     };
-    let (value, code) = match result {
-        Ok(v) => (v, ExitCode::SUCCESS),
-        Err(e) => (json!({"error": e}), ExitCode::from(1)),
-    };
-    println!("{value}");
-    Ok(code)
+    match result {
+        Ok(value) => {
+            println!("{value}");
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(e) if json_errors => {
+            eprintln!("{}", json!({"error": e}));
+            Ok(ExitCode::from(1))
+        }
+        Err(e) => {
+            eprintln!("datarepo: {e}");
+            Ok(ExitCode::from(1))
+        }
+    }
 }
 
 fn encode(args: &EncodeArgs) -> Result<Value, String> {

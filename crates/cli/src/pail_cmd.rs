@@ -98,10 +98,10 @@ pub(crate) struct CarPath {
 #[derive(Debug, Args)]
 pub(crate) struct TreeConfig {
     /// Largest encoded shard in bytes (for a new tree).
-    #[arg(long, default_value_t = pail::DEFAULT_MAX_SIZE)]
+    #[arg(long, default_value_t = pail::DEFAULT_MAX_SIZE, value_parser = clap::value_parser!(u64).range(1..))]
     max_size: u64,
     /// Longest key piece in characters (for a new tree).
-    #[arg(long, default_value_t = pail::DEFAULT_MAX_KEY_LENGTH)]
+    #[arg(long, default_value_t = pail::DEFAULT_MAX_KEY_LENGTH, value_parser = clap::value_parser!(u64).range(1..))]
     max_key_length: u64,
 }
 
@@ -129,6 +129,7 @@ pub(crate) fn run(cmd: PailCommand) -> io::Result<ExitCode> {
                 key,
                 value,
             } => {
+                check_key(&key)?;
                 let value = parse_cid(&value)?;
                 let (blocks, root) = open_or_create(&car.path, config.config()).await?;
                 let m = pail::put(&blocks, root, &key, value).await;
@@ -235,6 +236,14 @@ pub(crate) fn run(cmd: PailCommand) -> io::Result<ExitCode> {
             Ok(ExitCode::from(1))
         }
     }
+}
+
+/// A key to put: any string but the empty one.
+fn check_key(key: &str) -> Result<()> {
+    if key.is_empty() {
+        return Err("a key must not be empty".to_owned());
+    }
+    Ok(())
 }
 
 fn parse_cid(s: &str) -> Result<Cid> {
@@ -344,14 +353,17 @@ async fn apply(config: ShardConfig) -> Result<ExitCode> {
 async fn write(blocks: &LiveBlocks, root: Cid, op: Op) -> Result<pail::Mutation> {
     let e = |e: pail::Error| e.to_string();
     match op {
-        Op::Put { key, value } => pail::put(blocks, root, &key, parse_cid(&value)?)
-            .await
-            .map_err(e),
+        Op::Put { key, value } => {
+            check_key(&key)?;
+            pail::put(blocks, root, &key, parse_cid(&value)?)
+                .await
+                .map_err(e)
+        }
         Op::Del { key } => pail::del(blocks, root, &key).await.map_err(e),
         Op::Batch { puts, dels } => {
             let puts: Vec<(String, Cid)> = puts
                 .into_iter()
-                .map(|(k, v)| parse_cid(&v).map(|v| (k, v)))
+                .map(|(k, v)| check_key(&k).and_then(|()| parse_cid(&v).map(|v| (k, v))))
                 .collect::<Result<_>>()?;
             let mut batch = Batch::new(blocks, root).await.map_err(e)?;
             for (k, v) in &puts {
@@ -374,7 +386,13 @@ async fn load_into(path: &Path, blocks: &MemoryBlocks) -> Result<Cid> {
         .map_err(|e| format!("cannot open {}: {e}", path.display()))?;
     let mut reader = iroh_car::CarReader::new(tokio::io::BufReader::new(file))
         .await
-        .map_err(|e| format!("{} is not a CAR v1 file: {e}", path.display()))?;
+        .map_err(|e| match e {
+            // iroh-car's words for a header whose roots list is empty.
+            iroh_car::Error::Parsing(m) if m == "empty CAR file" => {
+                format!("{}: the file's header names no root", path.display())
+            }
+            e => format!("{} is not a CAR v1 file: {e}", path.display()),
+        })?;
     let root = *reader
         .header()
         .roots()

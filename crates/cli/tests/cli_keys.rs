@@ -1,5 +1,6 @@
 //! `datarepo keys txkey encode|decode` and `datarepo keys decode`: JSON
-//! shapes, error objects and exit codes.
+//! shapes on stdout, errors on stderr (a JSON object with `--json`) and
+//! exit codes.
 
 use std::process::{Command, Output};
 
@@ -68,8 +69,21 @@ fn txkey_decode_round_trips() {
     );
 }
 
+/// stdout, stderr and exit code of `datarepo args`.
+fn run(args: &[&str]) -> (String, String, Option<i32>) {
+    let out: Output = Command::new(env!("CARGO_BIN_EXE_datarepo"))
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        String::from_utf8(out.stdout).unwrap(),
+        String::from_utf8(out.stderr).unwrap(),
+        out.status.code(),
+    )
+}
+
 #[test]
-fn invalid_input_prints_an_error_object_and_exits_1() {
+fn invalid_input_prints_an_error_on_stderr_and_exits_1() {
     for args in [
         &[
             "keys", "txkey", "encode", "--short", "--field", "a;b", "--view", "v", "--ckey", "1",
@@ -89,8 +103,17 @@ fn invalid_input_prints_an_error_object_and_exits_1() {
         &["keys", "decode", "0210"],
         &["keys", "decode", "01e0"],
     ] {
-        let (v, code) = datarepo(args);
+        let (stdout, stderr, code) = run(args);
         assert_eq!(code, Some(1), "{args:?}");
+        assert_eq!(stdout, "", "{args:?}: an error printed on stdout");
+        assert!(stderr.starts_with("datarepo: "), "{args:?}: {stderr}");
+
+        let mut with_json = args.to_vec();
+        with_json.push("--json");
+        let (stdout, stderr, code) = run(&with_json);
+        assert_eq!(code, Some(1), "{args:?}");
+        assert_eq!(stdout, "", "{args:?}");
+        let v: Value = serde_json::from_str(stderr.trim()).unwrap();
         assert!(
             v["error"].as_str().is_some_and(|e| !e.is_empty()),
             "{args:?}: {v}"

@@ -535,9 +535,13 @@ impl FileBlock {
 /// Reads a CAR v1 file with one root: the root and the file's blocks, each
 /// checked against its CID.
 async fn read_car<R: AsyncRead + Unpin + Send>(input: R) -> Result<(Cid, FileBlocks), Error> {
-    let mut reader = iroh_car::CarReader::new(input)
-        .await
-        .map_err(|e| car_err(format!("not a CAR v1 file: {e}")))?;
+    let mut reader = iroh_car::CarReader::new(input).await.map_err(|e| match e {
+        // iroh-car's words for a header whose roots list is empty.
+        iroh_car::Error::Parsing(m) if m == "empty CAR file" => {
+            car_err("the file's header names no root (expected exactly one: the commit)".to_owned())
+        }
+        e => car_err(format!("not a CAR v1 file: {e}")),
+    })?;
     let root = match reader.header().roots() {
         [root] => *root,
         roots => {

@@ -411,6 +411,25 @@ pub(crate) async fn apply_writes<K: Kv + 'static>(
         .map(|w| matches!(w, Write::Create { .. }))
         .collect();
     let swap = opt_cid(input.swap_commit.as_deref(), "swapCommit")?;
+    // Nothing to write: no commit (the reference PDS makes an empty one; a
+    // commit that changes nothing would only lengthen the history).
+    if writes.is_empty() {
+        let repo = app.repo(&input.repo).await?;
+        let head = repo.head().await?;
+        if let Some(expected) = swap
+            && expected != head.commit
+        {
+            return Err(XrpcError::new(
+                StatusCode::BAD_REQUEST,
+                "InvalidSwap",
+                format!(
+                    "the head commit is {}, not {expected} (swapCommit)",
+                    head.commit
+                ),
+            ));
+        }
+        return Ok(Json(json!({ "results": [] })));
+    }
     let repo = app.repo_for_write(&input.repo).await?;
     let c = app.commit(Arc::clone(&repo), writes, swap).await?;
     let results: Vec<Value> = c
