@@ -35,7 +35,9 @@ fn check(v: Value, expected: Ipld) {
 
 #[test]
 fn integers_of_every_width_and_sign() {
-    let mut unsigned = vec![0u64, u64::MAX, i64::MAX as u64, i64::MAX as u64 + 1];
+    // AT Protocol integers are signed 64-bit: larger ones are refused
+    // (`import_keeps_to_the_data_model.rs`), so the widest head is i64::MAX.
+    let mut unsigned = vec![0u64, i64::MAX as u64, i64::MAX as u64 - 1];
     for bits in [5, 8, 16, 32] {
         let edge = 1u64 << bits;
         unsigned.extend([edge - 1, edge, edge + 1]);
