@@ -12,9 +12,9 @@ mod common;
 use std::collections::BTreeMap;
 
 use ipld_core::ipld::Ipld;
-use repo::{CommitData, Error, Write};
+use repo::{Error, Write};
 use serde_json::json;
-use store::{Block, Commit, Head, RecordChange};
+use store::{Block, RecordChange};
 
 const DID: &str = "did:web:model.example";
 const COLLECTION: &str = "com.example.post";
@@ -99,35 +99,14 @@ async fn plant(repos: &repo::Repos<store::MemoryKv>, rkey: &str, bad: &Block) {
         .await
         .unwrap();
     let mutation = batch.commit();
-    let mut blocks: Vec<Block> = mutation.additions.iter().map(Block::from_shard).collect();
+    let blocks = mutation.additions.iter().map(Block::from_shard).collect();
     let rev = rkey::Tid::from_u64(head.rev.as_u64() + 1);
-    let commit = CommitData {
-        repo: DID.into(),
-        rev,
-        data: mutation.root,
-        prev: Some(head.commit),
-    }
-    .encode();
-    let commit_cid = commit.cid();
-    blocks.push(commit);
-    store
-        .commit(Commit {
-            repo: DID.into(),
-            expected: Some(head.commit),
-            head: Head {
-                commit: commit_cid,
-                rev: rev.as_u64(),
-            },
-            blocks,
-            records: vec![RecordChange {
-                collection: COLLECTION.into(),
-                rkey: rkey.into(),
-                record: Some(bad.clone()),
-            }],
-            collections: Vec::new(),
-        })
-        .await
-        .unwrap();
+    let records = vec![RecordChange {
+        collection: COLLECTION.into(),
+        rkey: rkey.into(),
+        record: Some(bad.clone()),
+    }];
+    common::land_raw_commit(repos, DID, &head, rev, mutation.root, blocks, records).await;
 }
 
 #[test]
@@ -136,13 +115,7 @@ fn import_refuses_records_the_write_api_refuses() {
         for (rkey, bad, rule) in bad_records() {
             let source = common::repos();
             plant(&source, rkey, &bad).await;
-            let (car, _) = source
-                .open(DID)
-                .await
-                .unwrap()
-                .export_car(Vec::new(), None, |_| {})
-                .await
-                .unwrap();
+            let car = common::export(&source, DID).await;
             let fresh = common::repos();
             let err = fresh.import_car(&car[..], None).await.unwrap_err();
             assert!(matches!(err, Error::InvalidCar(_)), "{rkey}: {err}");

@@ -6,10 +6,9 @@
 
 mod common;
 
-use repo::{CommitData, Error, Write};
+use repo::{Error, Write};
 use rkey::Tid;
 use serde_json::json;
-use store::{Commit, Head};
 
 const DID: &str = "did:web:revs.example";
 const COLLECTION: &str = "com.example.post";
@@ -32,42 +31,17 @@ async fn repo_with_head_rev(rev: u64) -> repo::Repos<store::MemoryKv> {
     .await
     .unwrap();
     let head = repo.head().await.unwrap();
-    let rev = Tid::from_u64(rev);
-    let commit = CommitData {
-        repo: DID.into(),
-        rev,
-        data: head.data,
-        prev: Some(head.commit),
-    }
-    .encode();
-    let cid = commit.cid();
+    common::land_raw_commit(
+        &repos,
+        DID,
+        &head,
+        Tid::from_u64(rev),
+        head.data,
+        Vec::new(),
+        Vec::new(),
+    )
+    .await;
     repos
-        .store()
-        .commit(Commit {
-            repo: DID.into(),
-            expected: Some(head.commit),
-            head: Head {
-                commit: cid,
-                rev: rev.as_u64(),
-            },
-            blocks: vec![commit],
-            records: Vec::new(),
-            collections: Vec::new(),
-        })
-        .await
-        .unwrap();
-    repos
-}
-
-async fn export(repos: &repo::Repos<store::MemoryKv>) -> Vec<u8> {
-    let (car, _) = repos
-        .open(DID)
-        .await
-        .unwrap()
-        .export_car(Vec::new(), None, |_| {})
-        .await
-        .unwrap();
-    car
 }
 
 fn tid_at(micros: u64) -> u64 {
@@ -89,7 +63,7 @@ fn revs_no_generator_makes_or_far_ahead_are_refused() {
             (tid_at(NOW + 3_600_000_000), "ahead of this machine's clock"),
         ] {
             let source = repo_with_head_rev(rev).await;
-            let car = export(&source).await;
+            let car = common::export(&source, DID).await;
             let fresh = common::repos();
             let err = fresh.import_car(&car[..], None).await.unwrap_err();
             assert!(matches!(err, Error::InvalidCar(_)), "{err}");
@@ -115,7 +89,7 @@ fn a_rev_a_little_ahead_is_accepted_and_later_commits_go_above_it() {
     common::rt().block_on(async {
         let ahead = tid_at(NOW + 60_000_000);
         let source = repo_with_head_rev(ahead).await;
-        let car = export(&source).await;
+        let car = common::export(&source, DID).await;
         let fresh = common::repos();
         fresh.import_car(&car[..], None).await.unwrap();
         let repo = fresh.open(DID).await.unwrap();

@@ -118,3 +118,53 @@ impl store::Kv for PausingKv {
         self.inner.scan(range, reverse, limit).await
     }
 }
+
+/// Lands a commit of `did` at `rev` on the head `prev` with tree `data`,
+/// written straight to the store (no repository checks): `blocks` are the
+/// new shards, `records` the record-index changes (their blocks included).
+pub(crate) async fn land_raw_commit(
+    repos: &Repos<MemoryKv>,
+    did: &str,
+    prev: &repo::HeadInfo,
+    rev: rkey::Tid,
+    data: cid::Cid,
+    mut blocks: Vec<store::Block>,
+    records: Vec<store::RecordChange>,
+) {
+    let commit = repo::CommitData {
+        repo: did.into(),
+        rev,
+        data,
+        prev: Some(prev.commit),
+    }
+    .encode();
+    let cid = commit.cid();
+    blocks.push(commit);
+    repos
+        .store()
+        .commit(store::Commit {
+            repo: did.into(),
+            expected: Some(prev.commit),
+            head: store::Head {
+                commit: cid,
+                rev: rev.as_u64(),
+            },
+            blocks,
+            records,
+            collections: Vec::new(),
+        })
+        .await
+        .unwrap();
+}
+
+/// `did`'s head CAR.
+pub(crate) async fn export(repos: &Repos<MemoryKv>, did: &str) -> Vec<u8> {
+    let (car, _) = repos
+        .open(did)
+        .await
+        .unwrap()
+        .export_car(Vec::new(), None, |_| {})
+        .await
+        .unwrap();
+    car
+}
