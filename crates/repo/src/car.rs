@@ -935,6 +935,7 @@ impl<K: Kv> Repos<K> {
                     blocks: keep,
                     records: index,
                     collections: new_collections,
+                    index: Vec::new(),
                 },
                 |written, total| {
                     progress(if written < total {

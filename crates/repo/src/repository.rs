@@ -346,6 +346,7 @@ impl<K: Kv> Repos<K> {
                 blocks: vec![Block::from_shard(&empty), commit_block],
                 records: Vec::new(),
                 collections: Vec::new(),
+                index: Vec::new(),
             })
             .await
             .map_err(|e| match e {
@@ -724,6 +725,7 @@ impl<K: Kv> Repository<K> {
                 blocks,
                 records: index,
                 collections: new_collections,
+                index: Vec::new(),
             })
             .await?;
         self.store.forget_shards(&mutation.removals);

@@ -177,6 +177,7 @@ fn the_tree_wins_over_a_differing_index_row() {
                     record: Some(other.clone()),
                 }],
                 collections: Vec::new(),
+                index: Vec::new(),
             })
             .await
             .unwrap();

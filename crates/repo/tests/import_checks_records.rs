@@ -78,6 +78,7 @@ async fn car_with_bad_records(bad_keys: &[&str]) -> Vec<u8> {
             blocks,
             records,
             collections: Vec::new(),
+            index: Vec::new(),
         })
         .await
         .unwrap();

@@ -531,6 +531,7 @@ mod tests {
                     blocks: blocks.clone(),
                     records: Vec::new(),
                     collections: Vec::new(),
+                    index: Vec::new(),
                 })
                 .await
                 .unwrap();

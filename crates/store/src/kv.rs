@@ -31,6 +31,11 @@ pub enum WriteOp {
     Put(Vec<u8>, Bytes),
     /// Remove `key`.
     Delete(Vec<u8>),
+    /// Fold a change into the bitmap container at `key` (record type
+    /// `0x6`) without reading it: the value is a
+    /// [`ContainerDelta`](crate::ContainerDelta) that later reads and
+    /// compactions compose with what is stored.
+    Merge(Vec<u8>, Bytes),
 }
 
 /// An ordered key/value store.
@@ -323,7 +328,7 @@ impl Kv for MemoryKv {
             let mut puts = Vec::with_capacity(ops.len());
             puts.extend(ops.into_iter().filter_map(|op| match op {
                 WriteOp::Put(k, v) => Some((InlineKey::from_slice(&k), v)),
-                WriteOp::Delete(_) => None,
+                WriteOp::Delete(_) | WriteOp::Merge(..) => None,
             }));
             let mut batch: BTreeMap<InlineKey, Bytes> = puts.into_iter().collect();
             // `append` keeps `batch`'s value for keys in both: later writes win.
@@ -336,6 +341,26 @@ impl Kv for MemoryKv {
                     }
                     WriteOp::Delete(k) => {
                         map.remove(k.as_slice());
+                    }
+                    WriteOp::Merge(k, operand) => {
+                        let key = InlineKey::from_slice(&k);
+                        let merged = crate::bitmap::merge_values(
+                            map.get(&key).map(AsRef::as_ref),
+                            [operand.as_ref()],
+                        );
+                        match merged {
+                            Ok(value) => {
+                                map.insert(key, value);
+                            }
+                            // SlateDB fails the read of a key whose operand does
+                            // not merge; here the write fails instead.
+                            Err(e) => {
+                                return std::future::ready(Err(Error::Malformed {
+                                    what: "bitmap container",
+                                    reason: e.to_string(),
+                                }));
+                            }
+                        }
                     }
                 }
             }
@@ -630,6 +655,7 @@ impl SlateKv {
         let db = Db::builder(path.to_owned(), store)
             .with_settings(settings)
             .with_metrics_recorder(metrics.clone())
+            .with_merge_operator(Arc::new(crate::bitmap::ContainerMerge))
             .build()
             .await?;
         Ok(Self {
@@ -706,7 +732,12 @@ impl SlateKv {
             },
             Location::S3 { .. } => DbReaderMode::ManagedCheckpoint,
         };
-        let reader = DbReader::open(path, store, mode, reader_options).await?;
+        let reader = DbReader::builder(path, store)
+            .with_options(reader_options)
+            .with_reader_mode(mode)
+            .with_merge_operator(Arc::new(crate::bitmap::ContainerMerge))
+            .build()
+            .await?;
         Ok(Self {
             db: Handle::Reader(Arc::new(reader)),
             local_dir: match location {
@@ -891,6 +922,7 @@ impl Kv for SlateKv {
             match op {
                 WriteOp::Put(k, v) => batch.put_bytes(Bytes::from(k), v),
                 WriteOp::Delete(k) => batch.delete(k),
+                WriteOp::Merge(k, v) => batch.merge(k, v),
             }
         }
         match &self.db {

@@ -15,6 +15,7 @@
 
 #![warn(clippy::unwrap_used)]
 
+mod bitmap;
 mod block;
 mod delta;
 mod error;
@@ -23,6 +24,7 @@ mod kv;
 mod shard_cache;
 mod store;
 
+pub use bitmap::{CONTAINER_BITS, ContainerDelta, ContainerError};
 pub use block::Block;
 pub use error::{Conflict, Error};
 pub use gc::{GcProgress, GcReport, Retention};

@@ -154,6 +154,9 @@ pub struct Commit {
     pub records: Vec<RecordChange>,
     /// Collection declarations to set, as (collection, opaque bytes).
     pub collections: Vec<(String, Bytes)>,
+    /// Field-index changes the commit causes (column mappings, dictionary
+    /// entries, bitmap-container merges), applied in the same batch.
+    pub index: Vec<WriteOp>,
 }
 
 /// A commit that is applied (later reads see it) but not yet confirmed
@@ -668,6 +671,7 @@ impl<K: Kv> Store<K> {
             blocks,
             records,
             collections,
+            index: index_ops,
         } = commit;
         let mut ops = Vec::with_capacity(blocks.len() + 2 * records.len() + collections.len() + 2);
         // The commit's shards and how each is stored, cached once it lands.
@@ -716,6 +720,7 @@ impl<K: Kv> Store<K> {
                 bytes,
             ));
         }
+        ops.extend(index_ops);
         let durability = {
             let _serial = self.commit_lock.lock().await;
             self.check_head(&repo, expected).await?;

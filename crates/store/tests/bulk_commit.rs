@@ -107,6 +107,7 @@ fn commit(n: u64, expected: Option<Cid>) -> Commit {
         blocks: vec![commit_block],
         records,
         collections: vec![("app.bulk.rec".into(), Bytes::from_static(b"{}"))],
+        index: Vec::new(),
     }
 }
 

@@ -60,6 +60,7 @@ fn commit(rev: u64, expected: Option<Head>) -> Commit {
         blocks: vec![block],
         records,
         collections: Vec::new(),
+        index: Vec::new(),
     }
 }
 

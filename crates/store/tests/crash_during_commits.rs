@@ -60,6 +60,7 @@ async fn crash_child() {
                     record: Some(Block::verify(r, rb).unwrap()),
                 }],
                 collections: Vec::new(),
+                index: Vec::new(),
             })
             .await
             .unwrap();

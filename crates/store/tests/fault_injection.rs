@@ -146,6 +146,7 @@ fn commit(expected: Option<cid::Cid>, rev: u64) -> Commit {
             record: Some(Block::verify(r, rbytes).unwrap()),
         }],
         collections: Vec::new(),
+        index: Vec::new(),
     }
 }
 

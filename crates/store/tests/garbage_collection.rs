@@ -75,6 +75,7 @@ async fn write_commits<K: Kv>(store: &Store<K>, from: u64, n: u64) -> Vec<Cid> {
                     .collect(),
                 records: vec![],
                 collections: Vec::new(),
+                index: Vec::new(),
             })
             .await
             .unwrap();
@@ -209,6 +210,7 @@ async fn a_first_commit_naming_an_unknown_predecessor_is_not_missing_anything() 
             ],
             records: vec![],
             collections: Vec::new(),
+            index: Vec::new(),
         })
         .await
         .unwrap();
@@ -243,6 +245,7 @@ async fn put_one<K: Kv>(store: &Store<K>, key: &str, record: (Cid, Bytes)) -> Ci
             blocks,
             records: vec![],
             collections: Vec::new(),
+            index: Vec::new(),
         })
         .await
         .unwrap();

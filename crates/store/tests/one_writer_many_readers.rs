@@ -22,6 +22,7 @@ fn commit(expected: Option<cid::Cid>, rev: u64) -> Commit {
             record: Some(Block::verify(c, bytes).unwrap()),
         }],
         collections: Vec::new(),
+        index: Vec::new(),
     }
 }
 

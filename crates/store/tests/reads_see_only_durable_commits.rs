@@ -27,6 +27,7 @@ fn commit(rev: u64, expected: Option<Head>, rkey: &str) -> Commit {
             record: Some(Block::verify(r, record).unwrap()),
         }],
         collections: Vec::new(),
+        index: Vec::new(),
     }
 }
 

@@ -41,6 +41,7 @@ async fn inline_records_read_back_verified() {
                 },
             ],
             collections: Vec::new(),
+            index: Vec::new(),
         })
         .await
         .unwrap();

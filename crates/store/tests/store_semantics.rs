@@ -54,6 +54,7 @@ fn commit(repo: &str, expected: Option<cid::Cid>, n: u64, records: Vec<RecordCha
         blocks: vec![Block::verify(c, bytes).unwrap()],
         records,
         collections: Vec::new(),
+        index: Vec::new(),
     }
 }
 

@@ -41,6 +41,7 @@ fn commit(repo: &str, expected: Option<Cid>, rev: u64) -> Commit {
             record: Some(Block::verify(r, rb).expect("block")),
         }],
         collections: Vec::new(),
+        index: Vec::new(),
     }
 }
 

@@ -152,6 +152,7 @@ pub(crate) async fn land_raw_commit(
             blocks,
             records,
             collections: Vec::new(),
+            index: Vec::new(),
         })
         .await
         .unwrap();

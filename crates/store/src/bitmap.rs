@@ -1,0 +1,257 @@
+//! Roaring-bitmap containers, the values of record type `0x6`, and the
+//! merge operator that lets commits change them without reading them.
+//!
+//! A container covers 65,536 bit positions (the low 16 bits of a FeatureBase
+//! bit position; the txkey in its key says which). Its stored value is a
+//! [`ContainerDelta`]: the positions it sets and the positions it clears.
+//!
+//! ```text
+//! 01 │ set bytes: u32 BE │ set: roaring portable bitmap │ clear: roaring portable bitmap
+//! ```
+//!
+//! A container's bits are its `set` positions: a full container (as an
+//! index build writes it) clears nothing, and a commit's change is a delta
+//! written as a merge operand. Deltas compose associatively, which is what
+//! SlateDB's merge operator requires: applying `a` then `b` is
+//!
+//! ```text
+//! set   = (a.set ∖ b.clear) ∪ b.set
+//! clear = (a.clear ∖ b.set) ∪ b.clear
+//! ```
+//!
+//! and a delta applied to no stored value is the container it sets (the
+//! clears then name bits that are not there). Positions are kept below
+//! 65,536: a value naming another is malformed.
+
+use bytes::{BufMut, Bytes};
+use roaring::RoaringBitmap;
+
+/// The layout version byte that starts every container value.
+const LAYOUT: u8 = 1;
+
+/// Bits per container.
+pub const CONTAINER_BITS: u32 = 1 << 16;
+
+/// A change to one container: positions set and positions cleared (both
+/// below [`CONTAINER_BITS`], disjoint once composed).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ContainerDelta {
+    /// Positions set.
+    pub set: RoaringBitmap,
+    /// Positions cleared.
+    pub clear: RoaringBitmap,
+}
+
+/// Why a container value could not be decoded.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("malformed bitmap container: {0}")]
+pub struct ContainerError(String);
+
+impl ContainerDelta {
+    /// A full container holding exactly `bits`.
+    #[must_use]
+    pub fn full(bits: RoaringBitmap) -> Self {
+        Self {
+            set: bits,
+            clear: RoaringBitmap::new(),
+        }
+    }
+
+    /// Whether this delta changes nothing.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.set.is_empty() && self.clear.is_empty()
+    }
+
+    /// The value bytes (see the module documentation).
+    #[must_use]
+    pub fn encode(&self) -> Bytes {
+        let set_len = self.set.serialized_size();
+        let mut out = Vec::with_capacity(5 + set_len + self.clear.serialized_size());
+        out.put_u8(LAYOUT);
+        out.put_u32(u32::try_from(set_len).unwrap_or(u32::MAX));
+        // Writing to a Vec cannot fail.
+        let _ = self.set.serialize_into(&mut out);
+        let _ = self.clear.serialize_into(&mut out);
+        Bytes::from(out)
+    }
+
+    /// Decodes a value written by [`ContainerDelta::encode`]; every byte is
+    /// checked (these come from storage, and are fuzzed).
+    ///
+    /// # Errors
+    ///
+    /// [`ContainerError`] for anything else.
+    pub fn decode(bytes: &[u8]) -> Result<Self, ContainerError> {
+        let err = |why: &str| ContainerError(why.to_owned());
+        let (&layout, rest) = bytes.split_first().ok_or_else(|| err("empty value"))?;
+        if layout != LAYOUT {
+            return Err(ContainerError(format!("unknown layout {layout}")));
+        }
+        let (len, rest) = rest
+            .split_first_chunk::<4>()
+            .ok_or_else(|| err("truncated length"))?;
+        let len = usize::try_from(u32::from_be_bytes(*len)).unwrap_or(usize::MAX);
+        if len > rest.len() {
+            return Err(err("set bitmap runs past the end"));
+        }
+        let (set, clear) = rest.split_at(len);
+        let decode = |what: &str, mut bytes: &[u8]| {
+            let bitmap = RoaringBitmap::deserialize_from(&mut bytes)
+                .map_err(|e| ContainerError(format!("{what} bitmap: {e}")))?;
+            if !bytes.is_empty() {
+                return Err(ContainerError(format!("{what} bitmap: trailing bytes")));
+            }
+            if bitmap.max().is_some_and(|m| m >= CONTAINER_BITS) {
+                return Err(ContainerError(format!(
+                    "{what} bitmap: position past the container"
+                )));
+            }
+            Ok(bitmap)
+        };
+        Ok(Self {
+            set: decode("set", set)?,
+            clear: decode("clear", clear)?,
+        })
+    }
+
+    /// `self` followed by `later`.
+    pub fn then(&mut self, later: &Self) {
+        self.set -= &later.clear;
+        self.set |= &later.set;
+        self.clear -= &later.set;
+        self.clear |= &later.clear;
+    }
+}
+
+/// Composes stored container values and operands, oldest first. The key is
+/// not needed: every value under record type `0x6` is a container.
+pub(crate) fn merge_values<'a>(
+    existing: Option<&[u8]>,
+    operands: impl IntoIterator<Item = &'a [u8]>,
+) -> Result<Bytes, ContainerError> {
+    let mut acc = match existing {
+        Some(bytes) => ContainerDelta::decode(bytes)?,
+        None => ContainerDelta::default(),
+    };
+    for operand in operands {
+        acc.then(&ContainerDelta::decode(operand)?);
+    }
+    Ok(acc.encode())
+}
+
+/// SlateDB's side of [`merge_values`].
+pub(crate) struct ContainerMerge;
+
+impl slatedb::MergeOperator for ContainerMerge {
+    fn merge(
+        &self,
+        _key: &Bytes,
+        existing_value: Option<Bytes>,
+        value: Bytes,
+    ) -> Result<Bytes, slatedb::MergeOperatorError> {
+        merge_values(existing_value.as_deref(), [value.as_ref()]).map_err(callback)
+    }
+
+    fn merge_batch(
+        &self,
+        _key: &Bytes,
+        existing_value: Option<Bytes>,
+        operands: &[Bytes],
+    ) -> Result<Bytes, slatedb::MergeOperatorError> {
+        merge_values(
+            existing_value.as_deref(),
+            operands.iter().map(AsRef::as_ref),
+        )
+        .map_err(callback)
+    }
+}
+
+fn callback(e: ContainerError) -> slatedb::MergeOperatorError {
+    slatedb::MergeOperatorError::Callback {
+        message: e.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn bitmap(bits: &[u16]) -> RoaringBitmap {
+        bits.iter().map(|&b| u32::from(b)).collect()
+    }
+
+    fn delta() -> impl Strategy<Value = ContainerDelta> {
+        (
+            proptest::collection::vec(0u16..64, 0..8),
+            proptest::collection::vec(0u16..64, 0..8),
+        )
+            .prop_map(|(set, clear)| {
+                let set = bitmap(&set);
+                let clear = bitmap(&clear) - &set;
+                ContainerDelta { set, clear }
+            })
+    }
+
+    /// Applies deltas to a plain set, the model.
+    fn model(deltas: &[ContainerDelta]) -> std::collections::BTreeSet<u32> {
+        let mut bits = std::collections::BTreeSet::new();
+        for d in deltas {
+            for c in &d.clear {
+                bits.remove(&c);
+            }
+            bits.extend(d.set.iter());
+        }
+        bits
+    }
+
+    proptest! {
+        /// Any grouping of the operands gives the container the model gives.
+        #[test]
+        fn composition_is_associative(deltas in proptest::collection::vec(delta(), 1..6), split in 0usize..6) {
+            let split = split.min(deltas.len());
+            let encoded: Vec<Bytes> = deltas.iter().map(ContainerDelta::encode).collect();
+            let whole = merge_values(None, encoded.iter().map(AsRef::as_ref)).unwrap();
+            let left = merge_values(None, encoded[..split].iter().map(AsRef::as_ref)).unwrap();
+            let grouped = merge_values(Some(&left), encoded[split..].iter().map(AsRef::as_ref)).unwrap();
+            let whole = ContainerDelta::decode(&whole).unwrap();
+            prop_assert_eq!(&whole, &ContainerDelta::decode(&grouped).unwrap());
+            prop_assert_eq!(whole.set.iter().collect::<std::collections::BTreeSet<_>>(), model(&deltas));
+        }
+
+        /// Decoding never panics, and what decodes re-encodes to itself.
+        #[test]
+        fn decoding_arbitrary_bytes_is_safe(bytes in proptest::collection::vec(any::<u8>(), 0..64)) {
+            if let Ok(d) = ContainerDelta::decode(&bytes) {
+                prop_assert_eq!(ContainerDelta::decode(&d.encode()).unwrap(), d);
+            }
+        }
+    }
+
+    #[test]
+    fn layout_is_pinned() {
+        let d = ContainerDelta {
+            set: bitmap(&[1, 5]),
+            clear: bitmap(&[2]),
+        };
+        // Roaring's portable format (RoaringFormatSpec): cookie 12346,
+        // one container, key 0, cardinality − 1, offsets, then the u16s.
+        let set = "3a30000001000000000001001000000001000500";
+        let clear = "3a3000000100000000000000100000000200";
+        let expected = format!("01{:08x}{set}{clear}", set.len() / 2);
+        assert_eq!(hex(&d.encode()), expected);
+        assert_eq!(ContainerDelta::decode(&d.encode()).unwrap(), d);
+    }
+
+    #[test]
+    fn positions_past_the_container_are_refused() {
+        let d = ContainerDelta::full([CONTAINER_BITS].into_iter().collect());
+        let err = ContainerDelta::decode(&d.encode()).unwrap_err();
+        assert!(err.to_string().contains("past the container"), "{err}");
+    }
+
+    fn hex(bytes: &[u8]) -> String {
+        bytes.iter().map(|b| format!("{b:02x}")).collect()
+    }
+}
