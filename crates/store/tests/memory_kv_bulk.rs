@@ -40,6 +40,7 @@ proptest! {
                     match op {
                         WriteOp::Put(k, v) => { model.insert(k.clone(), v.clone()); }
                         WriteOp::Delete(k) => { model.remove(k); }
+                        WriteOp::Merge(..) => unreachable!("this test writes no merges"),
                     }
                 }
                 let _ = kv.apply(ops).await.unwrap();
