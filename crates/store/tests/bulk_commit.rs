@@ -41,7 +41,7 @@ impl Kv for RecordingKv {
             batches.push(
                 ops.iter()
                     .map(|op| match op {
-                        WriteOp::Put(k, _) | WriteOp::Delete(k) => k.clone(),
+                        WriteOp::Put(k, _) | WriteOp::Delete(k) | WriteOp::Merge(k, _) => k.clone(),
                     })
                     .collect(),
             );
