@@ -159,6 +159,19 @@ fn explain(key: &[u8]) -> Result<Value, String> {
                 .map_err(|e| format!("bitmap key holds an invalid txkey: {e}"))?;
             json!({"txkey_hex": hex::encode(txkey), "txkey": text})
         }
+        DecodedKey::FieldIndex {
+            repo,
+            collection,
+            path,
+        } => json!({"repo": repo, "collection": collection, "path": path}),
+        DecodedKey::Column { scope, rkey } => json!({"scope": scope, "rkey": rkey}),
+        DecodedKey::ColumnRkey { scope, column } => json!({"scope": scope, "column": column}),
+        DecodedKey::KeywordRow { scope, path, value } => {
+            json!({"scope": scope, "path": path, "value_hex": hex::encode(value)})
+        }
+        DecodedKey::KeywordValue { scope, path, row } => {
+            json!({"scope": scope, "path": path, "row": row})
+        }
         _ => json!({}),
     };
     let tag = decoded.record_type().tag();

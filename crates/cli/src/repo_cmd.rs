@@ -623,6 +623,10 @@ async fn execute(s: &Session, args: &RepoArgs, cmd: RepoCommand) -> Result<ExitC
                         bar.set_message("committing the repository's head and record index");
                         bar.enable_steady_tick(std::time::Duration::from_millis(100));
                     }
+                    ImportProgress::Indexing { records } => {
+                        bar.set_style(waiting.clone());
+                        bar.set_message(format!("rebuilding field indexes: {records} records"));
+                    }
                 })
                 .await
                 .map_err(|err| format!("{}: {err} (nothing was imported)", file.display()))?;

@@ -11,6 +11,11 @@
 //! | `0x5` | collection | repo, collection (strings) |
 //! | `0x6` | bitmap container | txkey bytes (tail) |
 //! | `0x7` | block delta | CID bytes (tail) |
+//! | `0x8` | field index | repo, collection, path (strings) |
+//! | `0x9` | column | scope (u32), rkey (string) |
+//! | `0xA` | column rkey | scope (u32), column (u64) |
+//! | `0xB` | keyword row | scope (u32), path (string), value (bytes) |
+//! | `0xC` | keyword value | scope (u32), path (string), row (u64) |
 
 use std::{borrow::Cow, fmt};
 
@@ -34,11 +39,21 @@ pub enum RecordType {
     Bitmap = 0x6,
     /// A block stored as a change to another block: CID → delta.
     BlockDelta = 0x7,
+    /// A field-index declaration: (repo, collection, path) → kind, scope.
+    FieldIndex = 0x8,
+    /// A record's column in its collection's indexes: (scope, rkey) → column.
+    Column = 0x9,
+    /// The reverse of [`RecordType::Column`]: (scope, column) → rkey.
+    ColumnRkey = 0xA,
+    /// A keyword index's dictionary: (scope, path, value) → row.
+    KeywordRow = 0xB,
+    /// The reverse of [`RecordType::KeywordRow`]: (scope, path, row) → value.
+    KeywordValue = 0xC,
 }
 
 impl RecordType {
     /// Every record type, in tag order.
-    pub const ALL: [Self; 7] = [
+    pub const ALL: [Self; 12] = [
         Self::Block,
         Self::Head,
         Self::CommitLog,
@@ -46,6 +61,11 @@ impl RecordType {
         Self::Collection,
         Self::Bitmap,
         Self::BlockDelta,
+        Self::FieldIndex,
+        Self::Column,
+        Self::ColumnRkey,
+        Self::KeywordRow,
+        Self::KeywordValue,
     ];
 
     /// The record type for a tag.
@@ -97,6 +117,11 @@ impl RecordType {
             Self::Collection => "collection",
             Self::Bitmap => "bitmap",
             Self::BlockDelta => "block-delta",
+            Self::FieldIndex => "field-index",
+            Self::Column => "column",
+            Self::ColumnRkey => "column-rkey",
+            Self::KeywordRow => "keyword-row",
+            Self::KeywordValue => "keyword-value",
         }
     }
 
@@ -214,6 +239,78 @@ pub fn bitmap_key(txkey: &[u8]) -> Vec<u8> {
         .finish()
 }
 
+/// The key of a field-index declaration.
+#[must_use]
+pub fn field_index_key(repo: &str, collection: &str, path: &str) -> Vec<u8> {
+    KeyBuilder::new(RecordType::FieldIndex.prefix())
+        .str(repo)
+        .str(collection)
+        .str(path)
+        .finish()
+}
+
+/// The field-index declarations of a repository (`collection: None`) or of
+/// one of its collections, in (collection, path) order.
+#[must_use]
+pub fn field_index_range(repo: &str, collection: Option<&str>) -> KeyRange {
+    let b = KeyBuilder::new(RecordType::FieldIndex.prefix()).str(repo);
+    KeyRange::prefix(&match collection {
+        Some(c) => b.str(c).finish(),
+        None => b.finish(),
+    })
+}
+
+/// The key of a record's column in its collection's indexes (scope).
+#[must_use]
+pub fn column_key(scope: u32, rkey: &str) -> Vec<u8> {
+    KeyBuilder::new(RecordType::Column.prefix())
+        .u32(scope)
+        .str(rkey)
+        .finish()
+}
+
+/// The key naming the rkey of a column.
+#[must_use]
+pub fn column_rkey_key(scope: u32, column: u64) -> Vec<u8> {
+    KeyBuilder::new(RecordType::ColumnRkey.prefix())
+        .u32(scope)
+        .u64(column)
+        .finish()
+}
+
+/// The key of a keyword value's row in the dictionary of the index at
+/// `path`; `value` is the value's tagged bytes (`docs/storage-keys.md`).
+#[must_use]
+pub fn keyword_row_key(scope: u32, path: &str, value: &[u8]) -> Vec<u8> {
+    KeyBuilder::new(RecordType::KeywordRow.prefix())
+        .u32(scope)
+        .str(path)
+        .bytes(value)
+        .finish()
+}
+
+/// The key naming the value of a keyword index's row.
+#[must_use]
+pub fn keyword_value_key(scope: u32, path: &str, row: u64) -> Vec<u8> {
+    KeyBuilder::new(RecordType::KeywordValue.prefix())
+        .u32(scope)
+        .str(path)
+        .u64(row)
+        .finish()
+}
+
+/// Every key of `record_type` (one of the scoped types: column, column
+/// rkey, keyword row, keyword value) in `scope`, optionally narrowed to
+/// one index `path` (keyword types only).
+#[must_use]
+pub fn scope_range(record_type: RecordType, scope: u32, path: Option<&str>) -> KeyRange {
+    let b = KeyBuilder::new(record_type.prefix()).u32(scope);
+    KeyRange::prefix(&match path {
+        Some(p) => b.str(p).finish(),
+        None => b.finish(),
+    })
+}
+
 /// A decoded datarepo storage key.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
@@ -261,6 +358,47 @@ pub enum DecodedKey<'a> {
         /// The CID bytes.
         cid: &'a [u8],
     },
+    /// A field-index declaration key.
+    FieldIndex {
+        /// The repository.
+        repo: Cow<'a, str>,
+        /// The collection.
+        collection: Cow<'a, str>,
+        /// The indexed path.
+        path: Cow<'a, str>,
+    },
+    /// A column key.
+    Column {
+        /// The collection's index scope.
+        scope: u32,
+        /// The record key.
+        rkey: Cow<'a, str>,
+    },
+    /// A column-rkey key.
+    ColumnRkey {
+        /// The collection's index scope.
+        scope: u32,
+        /// The column.
+        column: u64,
+    },
+    /// A keyword-row key.
+    KeywordRow {
+        /// The collection's index scope.
+        scope: u32,
+        /// The indexed path.
+        path: Cow<'a, str>,
+        /// The value's tagged bytes.
+        value: Cow<'a, [u8]>,
+    },
+    /// A keyword-value key.
+    KeywordValue {
+        /// The collection's index scope.
+        scope: u32,
+        /// The indexed path.
+        path: Cow<'a, str>,
+        /// The row.
+        row: u64,
+    },
 }
 
 impl DecodedKey<'_> {
@@ -275,6 +413,11 @@ impl DecodedKey<'_> {
             Self::Collection { .. } => RecordType::Collection,
             Self::Bitmap { .. } => RecordType::Bitmap,
             Self::BlockDelta { .. } => RecordType::BlockDelta,
+            Self::FieldIndex { .. } => RecordType::FieldIndex,
+            Self::Column { .. } => RecordType::Column,
+            Self::ColumnRkey { .. } => RecordType::ColumnRkey,
+            Self::KeywordRow { .. } => RecordType::KeywordRow,
+            Self::KeywordValue { .. } => RecordType::KeywordValue,
         }
     }
 }
@@ -305,6 +448,29 @@ pub fn decode_key(key: &[u8]) -> Result<DecodedKey<'_>, Error> {
         },
         RecordType::Bitmap => DecodedKey::Bitmap { txkey: r.tail() },
         RecordType::BlockDelta => DecodedKey::BlockDelta { cid: r.tail() },
+        RecordType::FieldIndex => DecodedKey::FieldIndex {
+            repo: r.str()?,
+            collection: r.str()?,
+            path: r.str()?,
+        },
+        RecordType::Column => DecodedKey::Column {
+            scope: r.u32()?,
+            rkey: r.str()?,
+        },
+        RecordType::ColumnRkey => DecodedKey::ColumnRkey {
+            scope: r.u32()?,
+            column: r.u64()?,
+        },
+        RecordType::KeywordRow => DecodedKey::KeywordRow {
+            scope: r.u32()?,
+            path: r.str()?,
+            value: r.bytes()?,
+        },
+        RecordType::KeywordValue => DecodedKey::KeywordValue {
+            scope: r.u32()?,
+            path: r.str()?,
+            row: r.u64()?,
+        },
     };
     r.finish()?;
     Ok(decoded)

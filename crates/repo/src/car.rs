@@ -72,6 +72,11 @@ pub enum ImportProgress {
     },
     /// The blocks are stored; the repository's state is being committed.
     Committing,
+    /// The repository's field indexes are being rebuilt: `records` read.
+    Indexing {
+        /// Records indexed so far.
+        records: u64,
+    },
 }
 
 fn car_err(e: impl std::fmt::Display) -> Error {
@@ -948,6 +953,11 @@ impl<K: Kv> Repos<K> {
             .await?;
         drop(open);
         self.forget(&commit.repo).await;
+        // The target's declared indexes, rebuilt from the imported records.
+        self.open(&commit.repo)
+            .await?
+            .rebuild_indexes(|p| progress(ImportProgress::Indexing { records: p.records }))
+            .await?;
         Ok(ImportReport {
             repo: commit.repo,
             commit: root,

@@ -90,6 +90,29 @@ pub enum Error {
     /// The Pail failed.
     #[error(transparent)]
     Pail(pail::Error),
+    /// A `--where` query (or another index request) is not valid: the
+    /// message names the position or path and what to do.
+    #[error("invalid query: {0}")]
+    InvalidQuery(String),
+    /// `index add` of an index that is declared already.
+    #[error("{collection} already has an index on {path} (drop it first with `datarepo index drop {collection} {path}`)")]
+    IndexExists {
+        /// The collection.
+        collection: String,
+        /// The path.
+        path: String,
+    },
+    /// No index is declared on this path.
+    #[error("{collection} has no index on {path} (see `datarepo index list`)")]
+    IndexNotFound {
+        /// The collection.
+        collection: String,
+        /// The path.
+        path: String,
+    },
+    /// A stored index entry is not what datarepo writes (a bug or corruption).
+    #[error("field index is damaged: {0} (rebuild it: `datarepo index drop` then `datarepo index add`)")]
+    MalformedIndex(String),
     /// Reading or writing a file or stream failed.
     #[error("I/O error: {0}")]
     Io(#[from] std::io::Error),

@@ -24,18 +24,24 @@ mod car;
 mod check;
 mod commit;
 mod error;
+mod index;
 mod json_cbor;
 mod parallel;
 mod record;
 mod repository;
+mod search;
 
 pub use car::{ExportReport, ImportProgress, ImportReport};
 pub use check::{CheckOptions, CheckProgress, CheckReport};
 pub use commit::CommitData;
 pub use error::Error;
+pub use index::{
+    Cmp, Cond, Expr, IndexDecl, IndexKind, Keyword, Literal, Op, Stats, TopValue, parse_where,
+};
 pub use record::Record;
+pub use search::{QueryPage, IndexProgress};
 pub use repository::{
-    CollectionInfo, CommitResult, DEFAULT_MAX_KEY_LENGTH, DEFAULT_MAX_SHARD_SIZE, Env, HeadInfo,
+    CollectionInfo, CommitResult, DEFAULT_INDEX_CACHE_BYTES, DEFAULT_MAX_KEY_LENGTH, DEFAULT_MAX_SHARD_SIZE, Env, HeadInfo,
     LogEntry, MAX_REV_AHEAD, RecordDiff, Repos, Repository, Write, WriteResult,
     default_shard_config, record_uri,
 };

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use store::{Block, Commit, Head, Kv, RecordChange, Store};
 
-use crate::{CommitData, Error, Record};
+use crate::{CommitData, Error, Record, index};
 
 /// The Pail `maxSize` of new repositories: the smallest power of two that
 /// holds the worst unsplittable shard (see [`default_shard_config`]).
@@ -362,10 +362,9 @@ impl<K: Kv> Repos<K> {
             store: Arc::clone(&self.store),
             id: id.to_owned(),
             tids,
-            state: tokio::sync::Mutex::new(State {
-                head,
-                collections: HashMap::new(),
-            }),
+            state: tokio::sync::Mutex::new(State::load(&self.store, id, head).await?),
+            search: tokio::sync::RwLock::new(()),
+            cache: std::sync::Mutex::new(index::IndexCache::new(DEFAULT_INDEX_CACHE_BYTES)),
         });
         open.insert(id.to_owned(), Arc::clone(&repo));
         Ok(repo)
@@ -386,16 +385,14 @@ impl<K: Kv> Repos<K> {
         let Some(head) = head_info(&self.store, self.store.head(id).await?).await? else {
             return Err(Error::RepoNotFound(id.to_owned()));
         };
-        let mut collections = HashMap::new();
-        for (name, bytes) in self.store.collections(id).await? {
-            let info = CollectionInfo::decode(&name, &bytes)?;
-            collections.insert(name, info);
-        }
+        let tids = self.env.tids(Some(head.rev))?;
         let repo = Arc::new(Repository {
             store: Arc::clone(&self.store),
             id: id.to_owned(),
-            tids: self.env.tids(Some(head.rev))?,
-            state: tokio::sync::Mutex::new(State { head, collections }),
+            tids,
+            state: tokio::sync::Mutex::new(State::load(&self.store, id, head).await?),
+            search: tokio::sync::RwLock::new(()),
+            cache: std::sync::Mutex::new(index::IndexCache::new(DEFAULT_INDEX_CACHE_BYTES)),
         });
         open.insert(id.to_owned(), Arc::clone(&repo));
         Ok(repo)
@@ -443,17 +440,48 @@ pub(crate) async fn load_commit<K: Kv>(store: &Store<K>, cid: Cid) -> Result<Com
     CommitData::decode(cid, block.bytes())
 }
 
-struct State {
-    head: HeadInfo,
-    collections: HashMap<String, CollectionInfo>,
+pub(crate) struct State {
+    pub(crate) head: HeadInfo,
+    pub(crate) collections: HashMap<String, CollectionInfo>,
+    /// Field indexes by collection.
+    pub(crate) indexes: HashMap<String, Vec<index::Declared>>,
+    /// Column and dictionary allocation per index scope.
+    pub(crate) counters: HashMap<u32, index::ScopeCounters>,
 }
+
+impl State {
+    async fn load<K: Kv>(store: &Store<K>, id: &str, head: HeadInfo) -> Result<Self, Error> {
+        let mut collections = HashMap::new();
+        for (name, bytes) in store.collections(id).await? {
+            let info = CollectionInfo::decode(&name, &bytes)?;
+            collections.insert(name, info);
+        }
+        let mut indexes: HashMap<String, Vec<index::Declared>> = HashMap::new();
+        for d in index::declarations(store.kv(), id, None).await? {
+            indexes.entry(d.decl.collection.clone()).or_default().push(d);
+        }
+        Ok(Self {
+            head,
+            collections,
+            indexes,
+            counters: HashMap::new(),
+        })
+    }
+}
+
+/// Bytes of decoded bitmaps a repository keeps for its queries.
+pub const DEFAULT_INDEX_CACHE_BYTES: usize = 256 << 20;
 
 /// One repository: its writes (each a commit), reads and history.
 pub struct Repository<K> {
-    store: Arc<Store<K>>,
-    id: String,
+    pub(crate) store: Arc<Store<K>>,
+    pub(crate) id: String,
     tids: TidGenerator<ClockFn>,
-    state: tokio::sync::Mutex<State>,
+    pub(crate) state: tokio::sync::Mutex<State>,
+    /// Held shared by queries, exclusively while a commit or an index
+    /// change is applied: a query sees one head's bitmaps.
+    pub(crate) search: tokio::sync::RwLock<()>,
+    pub(crate) cache: std::sync::Mutex<index::IndexCache>,
 }
 
 impl<K> std::fmt::Debug for Repository<K> {
@@ -591,13 +619,10 @@ impl<K: Kv> Repository<K> {
 
     async fn reload(&self, state: &mut State) -> Result<(), Error> {
         // The latest head, durable or not: the next commit builds on it.
-        state.head = head_info(&self.store, self.store.head(&self.id).await?)
+        let head = head_info(&self.store, self.store.head(&self.id).await?)
             .await?
             .ok_or_else(|| Error::RepoNotFound(self.id.clone()))?;
-        for (name, bytes) in self.store.collections(&self.id).await? {
-            let info = CollectionInfo::decode(&name, &bytes)?;
-            state.collections.insert(name, info);
-        }
+        *state = State::load(&self.store, &self.id, head).await?;
         Ok(())
     }
 
@@ -622,6 +647,10 @@ impl<K: Kv> Repository<K> {
         let mut index = Vec::with_capacity(checked.len());
         let mut new_collections: Vec<(String, Bytes)> = Vec::new();
         let mut added_collections: HashMap<String, CollectionInfo> = HashMap::new();
+        let mut commit_index = index::CommitIndex::default();
+        // Records written earlier in this commit, for the index changes of
+        // later writes to the same path.
+        let mut written: HashMap<String, Option<Value>> = HashMap::new();
         for write in checked {
             let (collection, rkey, new, swap, create) = match write {
                 Checked::Put {
@@ -689,6 +718,27 @@ impl<K: Kv> Repository<K> {
                     actual: describe(old),
                 });
             }
+            if let Some(declared) = state.indexes.get(collection.as_str())
+                && !declared.is_empty()
+            {
+                let before = match (written.get(&path), old) {
+                    (Some(v), _) => v.clone(),
+                    (None, Some(cid)) => Some(self.load_record(cid).await?.to_json()),
+                    (None, None) => None,
+                };
+                let after = new.map(Record::to_json);
+                commit_index
+                    .record(
+                        self.store.kv(),
+                        &state.counters,
+                        declared,
+                        rkey.as_str(),
+                        before.as_ref(),
+                        after.as_ref(),
+                    )
+                    .await?;
+                written.insert(path.clone(), after);
+            }
             index.push(RecordChange {
                 collection: collection.as_str().to_owned(),
                 rkey: rkey.as_str().to_owned(),
@@ -713,6 +763,9 @@ impl<K: Kv> Repository<K> {
         let mut blocks: Vec<Block> = Vec::with_capacity(mutation.additions.len() + 1);
         blocks.extend(mutation.additions.iter().map(Block::from_shard));
         blocks.push(commit_block);
+        let (index_ops, row_deltas, counters) = commit_index.into_ops()?;
+        // Queries wait while the commit lands and the cached bitmaps follow.
+        let search = self.search.write().await;
         let pending = self
             .store
             .stage_commit(Commit {
@@ -725,9 +778,18 @@ impl<K: Kv> Repository<K> {
                 blocks,
                 records: index,
                 collections: new_collections,
-                index: Vec::new(),
+                index: index_ops,
             })
             .await?;
+        {
+            let mut cache = self.cache.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            for (scope, deltas) in &row_deltas {
+                cache.apply(*scope, deltas);
+            }
+            cache.set_head(commit_cid);
+        }
+        drop(search);
+        state.counters.extend(counters);
         self.store.forget_shards(&mutation.removals);
         state.head = HeadInfo {
             commit: commit_cid,

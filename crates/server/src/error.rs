@@ -74,6 +74,9 @@ impl From<repo::Error> for XrpcError {
             | E::KeyTypeConflict { .. }
             | E::RecordExists(_)
             | E::RepoExists(_)
+            | E::InvalidQuery(_)
+            | E::IndexExists { .. }
+            | E::IndexNotFound { .. }
             | E::InvalidCar(_) => Self::invalid(message),
             E::Store(store::Error::DurabilityBlocked { .. } | store::Error::NotWritable { .. }) => {
                 tracing::error!(error = %message, "the store cannot be written");

@@ -1,9 +1,11 @@
 //! Roaring-bitmap containers, the values of record type `0x6`, and the
 //! merge operator that lets commits change them without reading them.
 //!
-//! A container covers 65,536 bit positions (the low 16 bits of a FeatureBase
-//! bit position; the txkey in its key says which). Its stored value is a
-//! [`ContainerDelta`]: the positions it sets and the positions it clears.
+//! A container covers one row's 65,536 columns `[k·2^16, (k+1)·2^16)` (the
+//! txkey in its key says which row and `k`, see `docs/storage-keys.md`). Its
+//! stored value is a [`ContainerDelta`]: the columns it sets and the
+//! columns it clears, as column ids (so that a row is the union of its
+//! containers' bitmaps, each one roaring container, with no per-bit work).
 //!
 //! ```text
 //! 01 │ set bytes: u32 BE │ set: roaring portable bitmap │ clear: roaring portable bitmap
@@ -20,8 +22,8 @@
 //! ```
 //!
 //! and a delta applied to no stored value is the container it sets (the
-//! clears then name bits that are not there). Positions are kept below
-//! 65,536: a value naming another is malformed.
+//! clears then name bits that are not there). All columns of a value share
+//! their high 16 bits: a value that spans two containers is malformed.
 
 use bytes::{BufMut, Bytes};
 use roaring::RoaringBitmap;
@@ -29,11 +31,11 @@ use roaring::RoaringBitmap;
 /// The layout version byte that starts every container value.
 const LAYOUT: u8 = 1;
 
-/// Bits per container.
+/// Columns per container.
 pub const CONTAINER_BITS: u32 = 1 << 16;
 
-/// A change to one container: positions set and positions cleared (both
-/// below [`CONTAINER_BITS`], disjoint once composed).
+/// A change to one container: columns set and columns cleared (all with
+/// the same `column / CONTAINER_BITS`; disjoint once composed).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ContainerDelta {
     /// Positions set.
@@ -55,6 +57,15 @@ impl ContainerDelta {
             set: bits,
             clear: RoaringBitmap::new(),
         }
+    }
+
+    /// `column / CONTAINER_BITS` of the columns named, `None` when none is.
+    #[must_use]
+    pub fn container(&self) -> Option<u32> {
+        self.set
+            .min()
+            .or_else(|| self.clear.min())
+            .map(|c| c / CONTAINER_BITS)
     }
 
     /// Whether this delta changes nothing.
@@ -102,17 +113,26 @@ impl ContainerDelta {
             if !bytes.is_empty() {
                 return Err(ContainerError(format!("{what} bitmap: trailing bytes")));
             }
-            if bitmap.max().is_some_and(|m| m >= CONTAINER_BITS) {
-                return Err(ContainerError(format!(
-                    "{what} bitmap: position past the container"
-                )));
-            }
             Ok(bitmap)
         };
-        Ok(Self {
+        let delta = Self {
             set: decode("set", set)?,
             clear: decode("clear", clear)?,
-        })
+        };
+        let mut high = delta
+            .set
+            .min()
+            .into_iter()
+            .chain(delta.set.max())
+            .chain(delta.clear.min())
+            .chain(delta.clear.max())
+            .map(|c| c / CONTAINER_BITS);
+        if let Some(first) = high.next()
+            && high.any(|h| h != first)
+        {
+            return Err(err("columns of more than one container"));
+        }
+        Ok(delta)
     }
 
     /// `self` followed by `later`.
@@ -245,10 +265,13 @@ mod tests {
     }
 
     #[test]
-    fn positions_past_the_container_are_refused() {
-        let d = ContainerDelta::full([CONTAINER_BITS].into_iter().collect());
+    fn columns_of_two_containers_are_refused() {
+        let d = ContainerDelta {
+            set: [CONTAINER_BITS + 1].into_iter().collect(),
+            clear: [3].into_iter().collect(),
+        };
         let err = ContainerDelta::decode(&d.encode()).unwrap_err();
-        assert!(err.to_string().contains("past the container"), "{err}");
+        assert!(err.to_string().contains("more than one container"), "{err}");
     }
 
     fn hex(bytes: &[u8]) -> String {

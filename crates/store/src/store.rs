@@ -839,7 +839,7 @@ impl<K: Kv> Store<K> {
         limit: usize,
     ) -> Result<Vec<(String, Cid)>, Error> {
         let rows = self
-            .index_rows(repo, collection, cursor, reverse, limit)
+            .index_rows(repo, collection, cursor, reverse, limit, View::Durable)
             .await?;
         rows.into_iter()
             .map(|(rkey, value)| Ok((rkey, parse_index_value(&value)?.0)))
@@ -861,8 +861,39 @@ impl<K: Kv> Store<K> {
         reverse: bool,
         limit: usize,
     ) -> Result<Vec<(String, Block)>, Error> {
+        self.record_blocks_in(repo, collection, cursor, reverse, limit, View::Durable)
+            .await
+    }
+
+    /// [`Store::list_record_blocks`] as writers see the store (a commit
+    /// applied but not yet durable included): what an index build reads,
+    /// with commits held off.
+    ///
+    /// # Errors
+    ///
+    /// As [`Store::list_record_blocks`].
+    pub async fn list_written_record_blocks(
+        &self,
+        repo: &str,
+        collection: &str,
+        cursor: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<(String, Block)>, Error> {
+        self.record_blocks_in(repo, collection, cursor, false, limit, View::Written)
+            .await
+    }
+
+    async fn record_blocks_in(
+        &self,
+        repo: &str,
+        collection: &str,
+        cursor: Option<&str>,
+        reverse: bool,
+        limit: usize,
+        view: View,
+    ) -> Result<Vec<(String, Block)>, Error> {
         let rows = self
-            .index_rows(repo, collection, cursor, reverse, limit)
+            .index_rows(repo, collection, cursor, reverse, limit, view)
             .await?;
         // Inline records are checked here; the others are read together.
         let rows = rows
@@ -956,6 +987,7 @@ impl<K: Kv> Store<K> {
         cursor: Option<&str>,
         reverse: bool,
         limit: usize,
+        view: View,
     ) -> Result<Vec<(String, Bytes)>, Error> {
         let mut range = records::record_index_range(repo, collection);
         if let Some(c) = cursor {
@@ -969,7 +1001,7 @@ impl<K: Kv> Store<K> {
                 range.start = after;
             }
         }
-        let rows = self.kv_scan(&range, reverse, limit, View::Durable).await?;
+        let rows = self.kv_scan(&range, reverse, limit, view).await?;
         rows.into_iter()
             .map(|(k, v)| {
                 let decoded = records::decode_key(&k).map_err(|e| Error::Malformed {
@@ -1030,6 +1062,26 @@ impl<K: Kv> Store<K> {
         rkey: &str,
     ) -> Result<Option<Block>, Error> {
         match self.index_entry(repo, collection, rkey).await? {
+            Some(v) => self.index_block(&v).await.map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// [`Store::record_block`] as writers see the store: a commit that is
+    /// applied but not yet durable included (field-index queries read this
+    /// view, the one their bitmaps are kept in).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Corrupt`], [`Error::Malformed`] or a storage error.
+    pub async fn written_record_block(
+        &self,
+        repo: &str,
+        collection: &str,
+        rkey: &str,
+    ) -> Result<Option<Block>, Error> {
+        let key = records::record_index_key(repo, collection, rkey);
+        match self.kv_get(&key, View::Written).await? {
             Some(v) => self.index_block(&v).await.map(Some),
             None => Ok(None),
         }

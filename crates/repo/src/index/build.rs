@@ -1,0 +1,226 @@
+//! Building indexes over a collection's records in bulk (`index add`, an
+//! import, `check`): rows are assembled in memory and written as full
+//! containers.
+
+use std::collections::{BTreeMap, HashMap};
+
+use bytes::Bytes;
+use keycodec::records;
+use roaring::RoaringBitmap;
+use store::{Kv, Store, WriteOp};
+
+use super::{
+    Declared, IndexKind, Keyword, RowId, decode_column, maintain::bsi_rows, put_rows,
+    values::{keywords, numbers},
+};
+use crate::{Error, Record};
+
+/// Records read so far by a build.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct BuildProgress {
+    pub(crate) records: u64,
+}
+
+fn add(bits: &mut RoaringBitmap, c: u32) {
+    bits.insert(c);
+}
+
+/// The rows of a scope as a build computes them.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub(crate) struct BuiltRows {
+    /// Rows by id; keyword rows are numbered by sorted value.
+    pub(crate) rows: BTreeMap<RowId, RoaringBitmap>,
+    /// Keyword dictionaries: path → values by row.
+    pub(crate) dictionaries: BTreeMap<String, Vec<Keyword>>,
+    /// (rkey, column) of every record, in rkey order.
+    pub(crate) columns: Vec<(String, u32)>,
+}
+
+/// Reads every record of `collection` and computes the rows of the indexes
+/// `declared` (one scope). With `fresh`, records get new columns in rkey
+/// order; otherwise their stored columns are used (a record without one
+/// is an error: the scope is damaged).
+pub(crate) async fn compute_scope<K: Kv>(
+    store: &Store<K>,
+    repo: &str,
+    collection: &str,
+    scope: u32,
+    declared: &[Declared],
+    fresh: bool,
+    mut progress: impl FnMut(BuildProgress) + Send,
+) -> Result<BuiltRows, Error> {
+    const PAGE: usize = 1024;
+    let mut built = BuiltRows::default();
+    let mut keyword_bits: HashMap<&str, BTreeMap<Keyword, RoaringBitmap>> = HashMap::new();
+    let mut cursor: Option<String> = None;
+    let mut done = BuildProgress::default();
+    // Stored columns, read alongside (both in rkey order).
+    let mut stored: std::collections::VecDeque<(String, u32)> = std::collections::VecDeque::new();
+    let mut stored_after: Option<Vec<u8>> = None;
+    let mut stored_done = fresh;
+    let mut all = RoaringBitmap::new();
+    loop {
+        let page = store
+            .list_written_record_blocks(repo, collection, cursor.as_deref(), PAGE)
+            .await?;
+        let Some((last, _)) = page.last() else { break };
+        cursor = Some(last.clone());
+        for (rkey, block) in page {
+            let column = if fresh {
+                u32::try_from(built.columns.len())
+                    .map_err(|_| Error::MalformedIndex("more than 2^32 records in a collection".into()))?
+            } else {
+                loop {
+                    if stored.is_empty() && !stored_done {
+                        let mut range = records::scope_range(records::RecordType::Column, scope, None);
+                        if let Some(after) = &stored_after {
+                            range.start = [after.as_slice(), &[0]].concat();
+                        }
+                        let rows = store.kv().scan(&range, false, 4096).await?;
+                        stored_done = rows.len() < 4096;
+                        stored_after = rows.last().map(|(k, _)| k.to_vec());
+                        for (k, v) in rows {
+                            let Ok(records::DecodedKey::Column { rkey, .. }) = records::decode_key(&k) else {
+                                return Err(super::malformed("a column key does not decode"));
+                            };
+                            stored.push_back((rkey.into_owned(), decode_column(&v)?));
+                        }
+                    }
+                    match stored.front() {
+                        Some((r, _)) if *r < rkey => {
+                            stored.pop_front();
+                        }
+                        Some((r, c)) if *r == rkey => break *c,
+                        _ => {
+                            return Err(Error::MalformedIndex(format!(
+                                "record {collection}/{rkey} has no index column"
+                            )));
+                        }
+                    }
+                }
+            };
+            add(&mut all, column);
+            built.columns.push((rkey, column));
+            let value = Record::stored(block).to_json();
+            for d in declared {
+                let path = d.decl.path.as_str();
+                match d.decl.kind {
+                    IndexKind::Keyword => {
+                        let vals = keywords(&value, path);
+                        if !vals.is_empty() {
+                            add(built.rows.entry(RowId::existence(path)).or_default(), column);
+                        }
+                        let per = keyword_bits.entry(path).or_default();
+                        for v in vals {
+                            add(per.entry(v).or_default(), column);
+                        }
+                    }
+                    kind => {
+                        let vals = numbers(&value, path, kind);
+                        if !vals.is_empty() {
+                            add(built.rows.entry(RowId::existence(path)).or_default(), column);
+                        }
+                        for (slot, v) in vals.into_iter().enumerate() {
+                            for row in bsi_rows(slot, v) {
+                                add(built.rows.entry(RowId::bsi(path, row)).or_default(), column);
+                            }
+                        }
+                    }
+                }
+            }
+            done.records += 1;
+        }
+        progress(done);
+    }
+    if !all.is_empty() {
+        built.rows.insert(RowId::columns(), all);
+    }
+    for d in declared {
+        if d.decl.kind != IndexKind::Keyword {
+            continue;
+        }
+        let path = d.decl.path.as_str();
+        let per = keyword_bits.remove(path).unwrap_or_default();
+        let mut dict = Vec::with_capacity(per.len());
+        for (row, (value, bits)) in per.into_iter().enumerate() {
+            built.rows.insert(RowId::keyword(path, row as u64), bits);
+            dict.push(value);
+        }
+        built.dictionaries.insert(path.to_owned(), dict);
+    }
+    for bits in built.rows.values_mut() {
+        bits.optimize();
+    }
+    Ok(built)
+}
+
+/// Writes a fresh build: columns, dictionaries and full containers, in
+/// batches of about `batch_bytes`.
+pub(crate) async fn write_built<K: Kv>(
+    kv: &K,
+    scope: u32,
+    built: BuiltRows,
+    write_columns: bool,
+    batch_bytes: usize,
+) -> Result<(), Error> {
+    let mut ops: Vec<WriteOp> = Vec::new();
+    let mut bytes = 0usize;
+    async fn flush<K: Kv>(kv: &K, ops: &mut Vec<WriteOp>, bytes: &mut usize) -> Result<(), Error> {
+        if !ops.is_empty() {
+            kv.write(std::mem::take(ops)).await?;
+        }
+        *bytes = 0;
+        Ok(())
+    }
+    if write_columns {
+        for (rkey, column) in &built.columns {
+            let k1 = records::column_key(scope, rkey);
+            let k2 = records::column_rkey_key(scope, u64::from(*column));
+            bytes += k1.len() + k2.len() + 8 + rkey.len();
+            ops.push(WriteOp::Put(k1, Bytes::copy_from_slice(&u64::from(*column).to_be_bytes())));
+            ops.push(WriteOp::Put(k2, Bytes::copy_from_slice(rkey.as_bytes())));
+            if bytes >= batch_bytes {
+                flush(kv, &mut ops, &mut bytes).await?;
+            }
+        }
+    }
+    for (path, values) in &built.dictionaries {
+        for (row, value) in values.iter().enumerate() {
+            let tagged = value.tagged();
+            let row = row as u64;
+            ops.push(WriteOp::Put(
+                records::keyword_row_key(scope, path, &tagged),
+                Bytes::copy_from_slice(&row.to_be_bytes()),
+            ));
+            ops.push(WriteOp::Put(records::keyword_value_key(scope, path, row), Bytes::from(tagged)));
+        }
+    }
+    for (row, bits) in built.rows {
+        if row.field == super::COLUMNS_FIELD && !write_columns {
+            continue;
+        }
+        bytes += put_rows(scope, [(row, bits)], &mut ops)?;
+        if bytes >= batch_bytes {
+            flush(kv, &mut ops, &mut bytes).await?;
+        }
+    }
+    flush(kv, &mut ops, &mut bytes).await
+}
+
+/// Builds the indexes `declared` of a collection (one scope) from its
+/// records and writes them; see [`compute_scope`]. Returns the records read.
+pub(crate) async fn build_scope<K: Kv>(
+    store: &Store<K>,
+    repo: &str,
+    collection: &str,
+    scope: u32,
+    declared: &[Declared],
+    fresh: bool,
+    progress: impl FnMut(BuildProgress) + Send,
+) -> Result<u64, Error> {
+    let built = compute_scope(store, repo, collection, scope, declared, fresh, progress).await?;
+    let records = built.columns.len() as u64;
+    let batch = store.kv().bulk_batch_bytes().unwrap_or(usize::MAX);
+    write_built(store.kv(), scope, built, fresh, batch).await?;
+    Ok(records)
+}

@@ -1,0 +1,144 @@
+//! A bounded in-process cache of decoded bitmap rows and views.
+//!
+//! Entries belong to one repository head: a query that finds the stored
+//! head moved (another process wrote, or an import replaced it) starts
+//! from an empty cache. The writer keeps its cache warm instead: each
+//! commit's row changes are applied to the cached rows, under the lock
+//! that keeps queries out while the commit is applied to the store.
+
+use std::{collections::BTreeMap, sync::Arc};
+
+use cid::Cid;
+use roaring::RoaringBitmap;
+
+use super::{RowDeltas, RowId};
+
+/// A cached bitmap: one row, or every row of a view (bit-sliced indexes
+/// and `--top` read whole views).
+#[derive(Debug, Clone)]
+pub(crate) enum Cached {
+    Row(RoaringBitmap),
+    View(BTreeMap<u64, RoaringBitmap>),
+}
+
+impl Cached {
+    fn bytes(&self) -> usize {
+        match self {
+            Self::Row(b) => b.serialized_size(),
+            Self::View(rows) => rows.values().map(RoaringBitmap::serialized_size).sum(),
+        }
+    }
+}
+
+/// What a cache entry holds: (scope, field, view, row or the whole view).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(crate) struct CacheKey {
+    pub(crate) scope: u32,
+    pub(crate) field: String,
+    pub(crate) view: String,
+    pub(crate) row: Option<u64>,
+}
+
+/// The cache; see the module documentation.
+pub(crate) struct IndexCache {
+    head: Option<Cid>,
+    map: lru::LruCache<CacheKey, (Arc<Cached>, usize)>,
+    bytes: usize,
+    limit: usize,
+}
+
+impl std::fmt::Debug for IndexCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("IndexCache")
+            .field("entries", &self.map.len())
+            .field("bytes", &self.bytes)
+            .field("limit", &self.limit)
+            .finish()
+    }
+}
+
+impl IndexCache {
+    /// A cache of at most `limit` bytes of (serialized) bitmaps.
+    pub(crate) fn new(limit: usize) -> Self {
+        Self {
+            head: None,
+            map: lru::LruCache::unbounded(),
+            bytes: 0,
+            limit,
+        }
+    }
+
+    /// Empties the cache unless it holds entries of `head`.
+    pub(crate) fn sync_head(&mut self, head: Option<Cid>) {
+        if self.head != head {
+            self.clear();
+            self.head = head;
+        }
+    }
+
+    pub(crate) fn clear(&mut self) {
+        self.map.clear();
+        self.bytes = 0;
+        self.head = None;
+    }
+
+    pub(crate) fn get(&mut self, key: &CacheKey) -> Option<Arc<Cached>> {
+        self.map.get(key).map(|(v, _)| Arc::clone(v))
+    }
+
+    pub(crate) fn insert(&mut self, key: CacheKey, value: Cached) -> Arc<Cached> {
+        let size = value.bytes();
+        let value = Arc::new(value);
+        if size > self.limit {
+            return value;
+        }
+        if let Some((_, old)) = self.map.put(key, (Arc::clone(&value), size)) {
+            self.bytes -= old;
+        }
+        self.bytes += size;
+        while self.bytes > self.limit {
+            match self.map.pop_lru() {
+                Some((_, (_, s))) => self.bytes -= s,
+                None => break,
+            }
+        }
+        value
+    }
+
+    /// Applies a commit's row changes in `scope` to the cached rows.
+    pub(crate) fn apply(&mut self, scope: u32, deltas: &RowDeltas) {
+        for (row, delta) in &deltas.0 {
+            for whole in [false, true] {
+                let key = key(scope, row, whole);
+                let Some((value, size)) = self.map.peek_mut(&key) else {
+                    continue;
+                };
+                let cached = Arc::make_mut(value);
+                let bits = match cached {
+                    Cached::Row(b) => b,
+                    Cached::View(rows) => rows.entry(row.row).or_default(),
+                };
+                *bits -= &delta.clear;
+                *bits |= &delta.set;
+                let new_size = cached.bytes();
+                self.bytes = self.bytes - *size + new_size;
+                *size = new_size;
+            }
+        }
+    }
+
+    /// Marks the cache as holding entries of `head` (after a commit whose
+    /// changes were applied to it).
+    pub(crate) fn set_head(&mut self, head: Cid) {
+        self.head = Some(head);
+    }
+}
+
+pub(crate) fn key(scope: u32, row: &RowId, whole_view: bool) -> CacheKey {
+    CacheKey {
+        scope,
+        field: row.field.clone(),
+        view: row.view.clone(),
+        row: (!whole_view).then_some(row.row),
+    }
+}

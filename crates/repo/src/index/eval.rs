@@ -1,0 +1,539 @@
+//! Reading bitmaps (through the cache) and evaluating queries over them.
+
+use std::{
+    collections::{BTreeMap, HashMap},
+    sync::{Arc, Mutex},
+};
+
+use keycodec::{records, txkey};
+use roaring::RoaringBitmap;
+use store::{ContainerDelta, Kv};
+
+use super::{
+    BSI_ROWS_PER_SLOT, Declared, IndexKind, Keyword, RowId, SHARD_BITS, Stats, TopValue,
+    cache::{Cached, IndexCache, key},
+    decode_column, malformed,
+    query::{Cmp, Cond, Expr, Literal, Op, conditions},
+    row_range,
+    values::datetime_micros,
+    view_range,
+};
+use crate::Error;
+
+/// A query, checked against the collection's indexes.
+#[derive(Debug, Clone)]
+pub(crate) enum Plan {
+    Or(Vec<Plan>),
+    And(Vec<Plan>),
+    Not(Box<Plan>),
+    Exists(String),
+    Keywords(String, Vec<Keyword>),
+    Compare(String, Cmp, i64),
+}
+
+fn no_index(collection: &str, c: &Cond, kind_hint: &str) -> Error {
+    Error::InvalidQuery(format!(
+        "at position {}: {} has no index in {collection}; add one with `datarepo index add {collection} {} --kind {kind_hint}`",
+        c.at, c.path, c.path
+    ))
+}
+
+fn hint(op: &Op) -> &'static str {
+    let lit = match op {
+        Op::Compare(_, l) => Some(l),
+        Op::In(ls) => ls.first(),
+        Op::Exists => None,
+    };
+    match (op, lit) {
+        (Op::Compare(c, _), _) if !matches!(c, Cmp::Eq | Cmp::Ne) => "integer|datetime",
+        (_, Some(Literal::Int(_))) => "integer",
+        _ => "keyword",
+    }
+}
+
+/// Checks `expr` against the indexes of `collection` (`declared`).
+pub(crate) fn plan(collection: &str, expr: &Expr, declared: &[Declared]) -> Result<Plan, Error> {
+    let kinds: HashMap<&str, IndexKind> = declared
+        .iter()
+        .map(|d| (d.decl.path.as_str(), d.decl.kind))
+        .collect();
+    // Every condition is checked before any is evaluated.
+    for c in conditions(expr) {
+        if !kinds.contains_key(c.path.as_str()) {
+            return Err(no_index(collection, c, hint(&c.op)));
+        }
+    }
+    to_plan(expr, &kinds)
+}
+
+fn literal_error(c: &Cond, kind: IndexKind, lit: &Literal, want: &str) -> Error {
+    Error::InvalidQuery(format!(
+        "at position {}: {} has a {kind} index, which compares {want}, not {}",
+        c.at,
+        c.path,
+        lit.type_name()
+    ))
+}
+
+fn keyword_literal(c: &Cond, lit: &Literal) -> Result<Keyword, Error> {
+    match lit {
+        Literal::Str(s) => Ok(Keyword::Str(s.clone())),
+        Literal::Bool(b) => Ok(Keyword::Bool(*b)),
+        Literal::Int(_) => Err(literal_error(c, IndexKind::Keyword, lit, "strings and booleans")),
+    }
+}
+
+fn number_literal(c: &Cond, kind: IndexKind, lit: &Literal) -> Result<i64, Error> {
+    match (kind, lit) {
+        (IndexKind::Integer, Literal::Int(i)) => Ok(*i),
+        (IndexKind::Datetime, Literal::Str(s)) => datetime_micros(s).ok_or_else(|| {
+            Error::InvalidQuery(format!(
+                "at position {}: {s:?} is not an AT Protocol datetime (e.g. \"2024-01-31T12:00:00Z\"), which the datetime index on {} compares",
+                c.at, c.path
+            ))
+        }),
+        (IndexKind::Integer, _) => Err(literal_error(c, kind, lit, "integers")),
+        _ => Err(literal_error(c, kind, lit, "datetime strings")),
+    }
+}
+
+fn to_plan(e: &Expr, kinds: &HashMap<&str, IndexKind>) -> Result<Plan, Error> {
+    Ok(match e {
+        Expr::Or(items) => Plan::Or(items.iter().map(|i| to_plan(i, kinds)).collect::<Result<_, _>>()?),
+        Expr::And(items) => Plan::And(items.iter().map(|i| to_plan(i, kinds)).collect::<Result<_, _>>()?),
+        Expr::Not(inner) => Plan::Not(Box::new(to_plan(inner, kinds)?)),
+        Expr::Cond(c) => {
+            let kind = kinds[c.path.as_str()];
+            let path = c.path.clone();
+            match (&c.op, kind) {
+                (Op::Exists, _) => Plan::Exists(path),
+                (Op::Compare(cmp, lit), IndexKind::Keyword) => {
+                    let v = keyword_literal(c, lit)?;
+                    match cmp {
+                        Cmp::Eq => Plan::Keywords(path, vec![v]),
+                        Cmp::Ne => Plan::Not(Box::new(Plan::Keywords(path, vec![v]))),
+                        other => {
+                            return Err(Error::InvalidQuery(format!(
+                                "at position {}: {} has a keyword index, which answers = != in and exists, not {}; for ranges, index it with --kind integer or datetime",
+                                c.at,
+                                c.path,
+                                other.symbol()
+                            )));
+                        }
+                    }
+                }
+                (Op::In(lits), IndexKind::Keyword) => Plan::Keywords(
+                    path,
+                    lits.iter().map(|l| keyword_literal(c, l)).collect::<Result<_, _>>()?,
+                ),
+                (Op::Compare(cmp, lit), kind) => {
+                    let v = number_literal(c, kind, lit)?;
+                    match cmp {
+                        Cmp::Ne => Plan::Not(Box::new(Plan::Compare(path, Cmp::Eq, v))),
+                        cmp => Plan::Compare(path, *cmp, v),
+                    }
+                }
+                (Op::In(lits), kind) => Plan::Or(
+                    lits.iter()
+                        .map(|l| Ok(Plan::Compare(path.clone(), Cmp::Eq, number_literal(c, kind, l)?)))
+                        .collect::<Result<_, Error>>()?,
+                ),
+            }
+        }
+    })
+}
+
+/// Reads one scope's bitmaps, through the cache.
+pub(crate) struct Reader<'a, K> {
+    pub(crate) kv: &'a K,
+    pub(crate) cache: &'a Mutex<IndexCache>,
+    pub(crate) scope: u32,
+    shards: std::sync::OnceLock<u64>,
+}
+
+fn lock(cache: &Mutex<IndexCache>) -> std::sync::MutexGuard<'_, IndexCache> {
+    cache.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// The set bits of a stored container, checked against its key.
+fn container_bits(key: &[u8], value: &[u8]) -> Result<(u64, RoaringBitmap), Error> {
+    let tx = key.get(2..).ok_or_else(|| malformed("short bitmap key"))?;
+    let ckey = txkey::full::extract_container_key(tx).map_err(|e| malformed(format!("bitmap key: {e}")))?;
+    let shard = txkey::full::shard_from_key(tx).map_err(|e| malformed(format!("bitmap key: {e}")))?;
+    let delta = ContainerDelta::decode(value).map_err(|e| malformed(format!("{e} (key {})", hex(key))))?;
+    let high = shard * 16 + (ckey & 0xF);
+    if let Some(c) = delta.container()
+        && u64::from(c) != high
+    {
+        return Err(malformed(format!(
+            "container {} holds columns of another container",
+            hex(key)
+        )));
+    }
+    Ok((ckey / 16, delta.set))
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+impl<'a, K: Kv> Reader<'a, K> {
+    pub(crate) fn new(kv: &'a K, cache: &'a Mutex<IndexCache>, scope: u32) -> Self {
+        Self {
+            kv,
+            cache,
+            scope,
+            shards: std::sync::OnceLock::new(),
+        }
+    }
+
+    /// Shards in use: one past the highest live column's.
+    async fn shards(&self) -> Result<u64, Error> {
+        if let Some(n) = self.shards.get() {
+            return Ok(*n);
+        }
+        let range = records::scope_range(records::RecordType::ColumnRkey, self.scope, None);
+        let n = match self.kv.scan(&range, true, 1).await?.into_iter().next() {
+            Some((k, _)) => match records::decode_key(&k) {
+                Ok(records::DecodedKey::ColumnRkey { column, .. }) => (column >> SHARD_BITS) + 1,
+                _ => return Err(malformed("a column-rkey key does not decode")),
+            },
+            None => 0,
+        };
+        Ok(*self.shards.get_or_init(|| n))
+    }
+
+    /// One row.
+    pub(crate) async fn row(&self, row: &RowId) -> Result<Arc<Cached>, Error> {
+        let k = key(self.scope, row, false);
+        if let Some(hit) = lock(self.cache).get(&k) {
+            return Ok(hit);
+        }
+        let mut bits = RoaringBitmap::new();
+        for shard in 0..self.shards().await? {
+            for (key, value) in self.kv.scan(&row_range(self.scope, row, shard)?, false, usize::MAX).await? {
+                bits |= container_bits(&key, &value)?.1;
+            }
+        }
+        Ok(lock(self.cache).insert(k, Cached::Row(bits)))
+    }
+
+    /// Every row of a view.
+    pub(crate) async fn view(&self, field: &str, view: &str) -> Result<Arc<Cached>, Error> {
+        let probe = RowId {
+            field: field.to_owned(),
+            view: view.to_owned(),
+            row: 0,
+        };
+        let k = key(self.scope, &probe, true);
+        if let Some(hit) = lock(self.cache).get(&k) {
+            return Ok(hit);
+        }
+        let mut rows: BTreeMap<u64, RoaringBitmap> = BTreeMap::new();
+        for shard in 0..self.shards().await? {
+            for (key, value) in self.kv.scan(&view_range(self.scope, field, view, shard)?, false, usize::MAX).await? {
+                let (row, bits) = container_bits(&key, &value)?;
+                *rows.entry(row).or_default() |= bits;
+            }
+        }
+        Ok(lock(self.cache).insert(k, Cached::View(rows)))
+    }
+
+    async fn row_bits(&self, row: &RowId) -> Result<RoaringBitmap, Error> {
+        Ok(match &*self.row(row).await? {
+            Cached::Row(b) => b.clone(),
+            Cached::View(_) => RoaringBitmap::new(),
+        })
+    }
+
+    /// The collection's live columns.
+    pub(crate) async fn all(&self) -> Result<RoaringBitmap, Error> {
+        self.row_bits(&RowId::columns()).await
+    }
+
+    /// Columns whose rkey sorts before an older column's (so that column
+    /// order is not rkey order); empty when the two orders agree.
+    pub(crate) async fn out_of_order(&self) -> Result<RoaringBitmap, Error> {
+        let mut row = RowId::columns();
+        row.row = 1;
+        self.row_bits(&row).await
+    }
+
+    /// The dictionary row of a keyword value.
+    async fn keyword_row(&self, path: &str, v: &Keyword) -> Result<Option<u64>, Error> {
+        match self.kv.get(&records::keyword_row_key(self.scope, path, &v.tagged())).await? {
+            Some(bytes) => Ok(Some(u64::from(decode_column(&bytes)?))),
+            None => Ok(None),
+        }
+    }
+
+    /// Evaluates a plan to the matching columns.
+    pub(crate) fn eval<'b>(
+        &'b self,
+        plan: &'b Plan,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<RoaringBitmap, Error>> + Send + 'b>>
+    where
+        K: Kv,
+    {
+        Box::pin(async move {
+            Ok(match plan {
+                Plan::Or(items) => {
+                    let mut out = RoaringBitmap::new();
+                    for i in items {
+                        out |= self.eval(i).await?;
+                    }
+                    out
+                }
+                Plan::And(items) => {
+                    let mut out: Option<RoaringBitmap> = None;
+                    for i in items {
+                        let b = self.eval(i).await?;
+                        out = Some(match out {
+                            None => b,
+                            Some(acc) => acc & b,
+                        });
+                        if out.as_ref().is_some_and(RoaringBitmap::is_empty) {
+                            break;
+                        }
+                    }
+                    out.unwrap_or_default()
+                }
+                Plan::Not(inner) => self.all().await? - self.eval(inner).await?,
+                Plan::Exists(path) => self.row_bits(&RowId::existence(path)).await?,
+                Plan::Keywords(path, values) => {
+                    let mut out = RoaringBitmap::new();
+                    for v in values {
+                        if let Some(row) = self.keyword_row(path, v).await? {
+                            out |= self.row_bits(&RowId::keyword(path, row)).await?;
+                        }
+                    }
+                    out
+                }
+                Plan::Compare(path, cmp, v) => {
+                    let view = self.bsi(path).await?;
+                    let Cached::View(rows) = &*view else {
+                        return Err(malformed("a bit-sliced view cached as a row"));
+                    };
+                    let mut out = RoaringBitmap::new();
+                    for slot in 0..slots(rows) {
+                        out |= Slot::new(rows, slot).compare(*cmp, *v);
+                    }
+                    out
+                }
+            })
+        })
+    }
+
+    async fn bsi(&self, path: &str) -> Result<Arc<Cached>, Error> {
+        let r = RowId::bsi(path, 0);
+        self.view(&r.field, &r.view).await
+    }
+
+    /// `--stats` over the integer index at `path` for the columns `within`.
+    pub(crate) async fn stats(&self, path: &str, within: &RoaringBitmap) -> Result<Stats, Error> {
+        let view = self.bsi(path).await?;
+        let Cached::View(rows) = &*view else {
+            return Err(malformed("a bit-sliced view cached as a row"));
+        };
+        let mut stats = Stats::default();
+        for slot in 0..slots(rows) {
+            let s = Slot::new(rows, slot);
+            let pos = &(s.exists - s.sign) & within;
+            let neg = &(s.exists & s.sign) & within;
+            stats.count += pos.len() + neg.len();
+            for i in 0..64 {
+                let bit = s.bit(i);
+                if bit.is_empty() {
+                    continue;
+                }
+                let weight = 1i128 << i;
+                stats.sum += weight * i128::from(bit.intersection_len(&pos));
+                stats.sum -= weight * i128::from(bit.intersection_len(&neg));
+            }
+            for (value, is_max) in [(s.extreme(&pos, &neg, true), true), (s.extreme(&pos, &neg, false), false)] {
+                let Some(value) = value else { continue };
+                let slot_best = if is_max { &mut stats.max } else { &mut stats.min };
+                *slot_best = Some(match *slot_best {
+                    None => value,
+                    Some(b) if is_max => b.max(value),
+                    Some(b) => b.min(value),
+                });
+            }
+        }
+        Ok(stats)
+    }
+
+    /// `--top`: the `limit` most frequent values at `path` among `within`.
+    pub(crate) async fn top(&self, path: &str, within: &RoaringBitmap, limit: usize) -> Result<Vec<TopValue>, Error> {
+        let r = RowId::keyword(path, 0);
+        let view = self.view(&r.field, &r.view).await?;
+        let Cached::View(rows) = &*view else {
+            return Err(malformed("a keyword view cached as a row"));
+        };
+        let mut counted: Vec<(u64, u64)> = rows
+            .iter()
+            .map(|(row, bits)| (*row, bits.intersection_len(within)))
+            .filter(|(_, n)| *n > 0)
+            .collect();
+        // The dictionary names each counted row.
+        let mut names: HashMap<u64, Keyword> = HashMap::new();
+        let range = records::scope_range(records::RecordType::KeywordValue, self.scope, Some(path));
+        for (k, v) in self.kv.scan(&range, false, usize::MAX).await? {
+            let Ok(records::DecodedKey::KeywordValue { row, .. }) = records::decode_key(&k) else {
+                return Err(malformed("a keyword-value key does not decode"));
+            };
+            let value = Keyword::from_tagged(&v).ok_or_else(|| malformed(format!("keyword value of row {row} in {path}")))?;
+            names.insert(row, value);
+        }
+        let mut out = Vec::with_capacity(counted.len());
+        for (row, count) in counted.drain(..) {
+            let value = names
+                .get(&row)
+                .cloned()
+                .ok_or_else(|| malformed(format!("row {row} of {path} has no dictionary value")))?;
+            out.push(TopValue { value, count });
+        }
+        out.sort_by(|a, b| b.count.cmp(&a.count).then_with(|| a.value.cmp(&b.value)));
+        out.truncate(limit);
+        Ok(out)
+    }
+
+    /// The column of `rkey`, or of the first rkey after (`reverse`: before)
+    /// it, and whether that is `rkey` itself.
+    pub(crate) async fn column_near(&self, rkey: &str, reverse: bool) -> Result<Option<(u32, bool)>, Error> {
+        let mut range = records::scope_range(records::RecordType::Column, self.scope, None);
+        let at = records::column_key(self.scope, rkey);
+        if reverse {
+            range.end = Some(at.clone());
+            if let Some(v) = self.kv.get(&at).await? {
+                return Ok(Some((decode_column(&v)?, true)));
+            }
+        } else {
+            range.start = at.clone();
+        }
+        Ok(match self.kv.scan(&range, reverse, 1).await?.into_iter().next() {
+            Some((k, v)) => Some((decode_column(&v)?, k.as_ref() == at.as_slice())),
+            None => None,
+        })
+    }
+
+    /// The rkey of a column.
+    pub(crate) async fn rkey(&self, column: u32) -> Result<String, Error> {
+        let v = self
+            .kv
+            .get(&records::column_rkey_key(self.scope, u64::from(column)))
+            .await?
+            .ok_or_else(|| malformed(format!("column {column} of scope {} has no rkey", self.scope)))?;
+        String::from_utf8(v.to_vec()).map_err(|_| malformed("a column's rkey is not UTF-8"))
+    }
+}
+
+fn slots(rows: &BTreeMap<u64, RoaringBitmap>) -> u64 {
+    rows.keys().next_back().map_or(0, |r| r / BSI_ROWS_PER_SLOT + 1)
+}
+
+/// One slot of a bit-sliced index.
+struct Slot<'a> {
+    rows: &'a BTreeMap<u64, RoaringBitmap>,
+    base: u64,
+    exists: &'a RoaringBitmap,
+    sign: &'a RoaringBitmap,
+}
+
+static EMPTY: std::sync::LazyLock<RoaringBitmap> = std::sync::LazyLock::new(RoaringBitmap::new);
+
+impl<'a> Slot<'a> {
+    fn new(rows: &'a BTreeMap<u64, RoaringBitmap>, slot: u64) -> Self {
+        let base = slot * BSI_ROWS_PER_SLOT;
+        let get = |r: u64| rows.get(&(base + r)).unwrap_or(&EMPTY);
+        Self {
+            rows,
+            base,
+            exists: get(0),
+            sign: get(1),
+        }
+    }
+
+    fn bit(&self, i: u32) -> &'a RoaringBitmap {
+        self.rows.get(&(self.base + 2 + u64::from(i))).unwrap_or(&EMPTY)
+    }
+
+    /// Splits `within` by magnitude against `mag`: (less, equal, greater).
+    fn magnitudes(&self, within: RoaringBitmap, mag: u64) -> (RoaringBitmap, RoaringBitmap, RoaringBitmap) {
+        let (mut lt, mut eq, mut gt) = (RoaringBitmap::new(), within, RoaringBitmap::new());
+        for i in (0..64).rev() {
+            if eq.is_empty() {
+                break;
+            }
+            let bit = self.bit(i);
+            if mag >> i & 1 == 1 {
+                lt |= &eq - bit;
+                eq &= bit;
+            } else {
+                gt |= &eq & bit;
+                eq -= bit;
+            }
+        }
+        (lt, eq, gt)
+    }
+
+    fn compare(&self, cmp: Cmp, c: i64) -> RoaringBitmap {
+        let pos = self.exists - self.sign;
+        let neg = self.exists & self.sign;
+        let mag = c.unsigned_abs();
+        let (lt, eq, gt) = if c >= 0 {
+            self.magnitudes(pos.clone(), mag)
+        } else {
+            // Among negatives a larger magnitude is a smaller value.
+            let (l, e, g) = self.magnitudes(neg.clone(), mag);
+            (g, e, l)
+        };
+        match (cmp, c >= 0) {
+            (Cmp::Eq, _) => eq,
+            (Cmp::Lt, true) => neg | lt,
+            (Cmp::Le, true) => neg | lt | eq,
+            (Cmp::Lt, false) => lt,
+            (Cmp::Le, false) => lt | eq,
+            (Cmp::Gt, true) => gt,
+            (Cmp::Ge, true) => gt | eq,
+            (Cmp::Gt, false) => pos | gt,
+            (Cmp::Ge, false) => pos | gt | eq,
+            // Planned as not(=).
+            (Cmp::Ne, _) => self.exists - eq,
+        }
+    }
+
+    /// The largest (`max`) or smallest value among `pos ∪ neg`.
+    fn extreme(&self, pos: &RoaringBitmap, neg: &RoaringBitmap, max: bool) -> Option<i64> {
+        // The largest value is the largest positive magnitude, else the
+        // smallest negative one; the smallest mirrors it.
+        let (set, largest_magnitude, negative) = match (max, pos.is_empty(), neg.is_empty()) {
+            (true, false, _) => (pos, true, false),
+            (true, true, false) => (neg, false, true),
+            (false, _, false) => (neg, true, true),
+            (false, false, true) => (pos, false, false),
+            _ => return None,
+        };
+        let mut cand = set.clone();
+        let mut m: u64 = 0;
+        for i in (0..64).rev() {
+            let bit = self.bit(i);
+            if largest_magnitude {
+                let t = &cand & bit;
+                if !t.is_empty() {
+                    cand = t;
+                    m |= 1 << i;
+                }
+            } else {
+                let t = &cand - bit;
+                if t.is_empty() {
+                    m |= 1 << i;
+                } else {
+                    cand = t;
+                }
+            }
+        }
+        let m = i128::from(m);
+        i64::try_from(if negative { -m } else { m }).ok()
+    }
+}

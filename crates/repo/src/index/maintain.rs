@@ -1,0 +1,283 @@
+//! A commit's index changes: written blind (merge operands and new
+//! dictionary and column entries), never read-modify-write of a bitmap.
+
+use std::collections::{BTreeMap, HashMap};
+
+use bytes::Bytes;
+use keycodec::records;
+use serde_json::Value;
+use store::{Kv, WriteOp};
+
+use super::{
+    BSI_ROWS_PER_SLOT, Declared, IndexKind, Keyword, RowDeltas, RowId, decode_column,
+    values::{keywords, numbers},
+};
+use crate::Error;
+
+/// A scope's allocation state, as the writer keeps it between commits.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct ScopeCounters {
+    loaded: bool,
+    next_column: u64,
+    max_rkey: Option<String>,
+    next_row: HashMap<String, u64>,
+}
+
+async fn load<K: Kv>(kv: &K, scope: u32, c: &mut ScopeCounters) -> Result<(), Error> {
+    if c.loaded {
+        return Ok(());
+    }
+    let range = records::scope_range(records::RecordType::ColumnRkey, scope, None);
+    c.next_column = match kv.scan(&range, true, 1).await?.into_iter().next() {
+        Some((k, _)) => match records::decode_key(&k) {
+            Ok(records::DecodedKey::ColumnRkey { column, .. }) => column + 1,
+            _ => return Err(super::malformed("a column-rkey key does not decode")),
+        },
+        None => 0,
+    };
+    let range = records::scope_range(records::RecordType::Column, scope, None);
+    c.max_rkey = match kv.scan(&range, true, 1).await?.into_iter().next() {
+        Some((k, _)) => match records::decode_key(&k) {
+            Ok(records::DecodedKey::Column { rkey, .. }) => Some(rkey.into_owned()),
+            _ => return Err(super::malformed("a column key does not decode")),
+        },
+        None => None,
+    };
+    c.loaded = true;
+    Ok(())
+}
+
+async fn next_row<K: Kv>(kv: &K, scope: u32, path: &str, c: &mut ScopeCounters) -> Result<u64, Error> {
+    if let Some(n) = c.next_row.get_mut(path) {
+        let row = *n;
+        *n += 1;
+        return Ok(row);
+    }
+    let range = records::scope_range(records::RecordType::KeywordValue, scope, Some(path));
+    let row = match kv.scan(&range, true, 1).await?.into_iter().next() {
+        Some((k, _)) => match records::decode_key(&k) {
+            Ok(records::DecodedKey::KeywordValue { row, .. }) => row + 1,
+            _ => return Err(super::malformed("a keyword-value key does not decode")),
+        },
+        None => 0,
+    };
+    c.next_row.insert(path.to_owned(), row + 1);
+    Ok(row)
+}
+
+/// The index changes of one commit, built write by write.
+#[derive(Debug, Default)]
+pub(crate) struct CommitIndex {
+    /// Row changes per scope.
+    pub(crate) deltas: BTreeMap<u32, RowDeltas>,
+    /// Column and dictionary entries.
+    ops: Vec<WriteOp>,
+    /// Working copies of the counters of the scopes touched.
+    pub(crate) counters: HashMap<u32, ScopeCounters>,
+    /// Columns as of this commit's earlier writes (`None`: deleted).
+    columns: HashMap<(u32, String), Option<u32>>,
+    /// Dictionary rows as of this commit's earlier writes.
+    rows: HashMap<(u32, String, Keyword), u64>,
+}
+
+fn column_u32(c: u64) -> Result<u32, Error> {
+    u32::try_from(c).map_err(|_| Error::MalformedIndex("a collection has used every one of its 2^32 index columns".into()))
+}
+
+impl CommitIndex {
+    /// The operations to write with the commit.
+    pub(crate) fn into_ops(self) -> Result<(Vec<WriteOp>, BTreeMap<u32, RowDeltas>, HashMap<u32, ScopeCounters>), Error> {
+        let mut ops = self.ops;
+        for (scope, d) in &self.deltas {
+            d.merge_ops(*scope, &mut ops)?;
+        }
+        Ok((ops, self.deltas, self.counters))
+    }
+
+    async fn column<K: Kv>(&mut self, kv: &K, scope: u32, rkey: &str) -> Result<Option<u32>, Error> {
+        if let Some(c) = self.columns.get(&(scope, rkey.to_owned())) {
+            return Ok(*c);
+        }
+        match kv.get(&records::column_key(scope, rkey)).await? {
+            Some(v) => Ok(Some(decode_column(&v)?)),
+            None => Ok(None),
+        }
+    }
+
+    async fn keyword_row<K: Kv>(
+        &mut self,
+        kv: &K,
+        scope: u32,
+        path: &str,
+        v: &Keyword,
+        allocate: bool,
+        counters: &mut ScopeCounters,
+    ) -> Result<Option<u64>, Error> {
+        let memo = (scope, path.to_owned(), v.clone());
+        if let Some(r) = self.rows.get(&memo) {
+            return Ok(Some(*r));
+        }
+        let tagged = v.tagged();
+        if let Some(bytes) = kv.get(&records::keyword_row_key(scope, path, &tagged)).await? {
+            let row = u64::from(decode_column(&bytes)?);
+            self.rows.insert(memo, row);
+            return Ok(Some(row));
+        }
+        if !allocate {
+            return Ok(None);
+        }
+        let row = next_row(kv, scope, path, counters).await?;
+        self.ops.push(WriteOp::Put(
+            records::keyword_row_key(scope, path, &tagged),
+            Bytes::copy_from_slice(&row.to_be_bytes()),
+        ));
+        self.ops.push(WriteOp::Put(
+            records::keyword_value_key(scope, path, row),
+            Bytes::from(tagged),
+        ));
+        self.rows.insert(memo, row);
+        Ok(Some(row))
+    }
+
+    /// Records one write: `rkey` of the collection whose indexes are
+    /// `declared` (all of one scope) goes from `old` to `new` (`None`:
+    /// absent).
+    pub(crate) async fn record<K: Kv>(
+        &mut self,
+        kv: &K,
+        saved: &HashMap<u32, ScopeCounters>,
+        declared: &[Declared],
+        rkey: &str,
+        old: Option<&Value>,
+        new: Option<&Value>,
+    ) -> Result<(), Error> {
+        let Some(scope) = declared.first().map(|d| d.scope) else {
+            return Ok(());
+        };
+        let mut counters = match self.counters.remove(&scope) {
+            Some(c) => c,
+            None => saved.get(&scope).cloned().unwrap_or_default(),
+        };
+        let result = self.record_in(kv, scope, &mut counters, declared, rkey, old, new).await;
+        self.counters.insert(scope, counters);
+        result
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    async fn record_in<K: Kv>(
+        &mut self,
+        kv: &K,
+        scope: u32,
+        counters: &mut ScopeCounters,
+        declared: &[Declared],
+        rkey: &str,
+        old: Option<&Value>,
+        new: Option<&Value>,
+    ) -> Result<(), Error> {
+        load(kv, scope, counters).await?;
+        let existing = self.column(kv, scope, rkey).await?;
+        let column = match (existing, new) {
+            (Some(c), _) => c,
+            (None, Some(_)) => {
+                let c = column_u32(counters.next_column)?;
+                counters.next_column += 1;
+                self.ops.push(WriteOp::Put(
+                    records::column_key(scope, rkey),
+                    Bytes::copy_from_slice(&u64::from(c).to_be_bytes()),
+                ));
+                self.ops.push(WriteOp::Put(
+                    records::column_rkey_key(scope, u64::from(c)),
+                    Bytes::copy_from_slice(rkey.as_bytes()),
+                ));
+                let deltas = self.deltas.entry(scope).or_default();
+                if counters.max_rkey.as_deref().is_some_and(|m| rkey < m) {
+                    deltas.set(RowId { row: 1, ..RowId::columns() }, c);
+                }
+                if counters.max_rkey.as_deref().is_none_or(|m| rkey > m) {
+                    counters.max_rkey = Some(rkey.to_owned());
+                }
+                self.columns.insert((scope, rkey.to_owned()), Some(c));
+                c
+            }
+            // A delete of a record with no column: nothing indexed.
+            (None, None) => return Ok(()),
+        };
+        if new.is_some() {
+            self.deltas.entry(scope).or_default().set(RowId::columns(), column);
+        } else {
+            let deltas = self.deltas.entry(scope).or_default();
+            deltas.clear(RowId::columns(), column);
+            deltas.clear(RowId { row: 1, ..RowId::columns() }, column);
+            self.ops.push(WriteOp::Delete(records::column_key(scope, rkey)));
+            self.ops.push(WriteOp::Delete(records::column_rkey_key(scope, u64::from(column))));
+            self.columns.insert((scope, rkey.to_owned()), None);
+        }
+        for d in declared {
+            let path = d.decl.path.as_str();
+            match d.decl.kind {
+                IndexKind::Keyword => {
+                    let before = old.map(|v| keywords(v, path)).unwrap_or_default();
+                    let after = new.map(|v| keywords(v, path)).unwrap_or_default();
+                    let mut set = Vec::new();
+                    for v in &after {
+                        if let Some(row) = self.keyword_row(kv, scope, path, v, true, counters).await? {
+                            set.push(row);
+                        }
+                    }
+                    let mut clear = Vec::new();
+                    for v in before.iter().filter(|v| !after.contains(v)) {
+                        if let Some(row) = self.keyword_row(kv, scope, path, v, false, counters).await? {
+                            clear.push(row);
+                        }
+                    }
+                    let deltas = self.deltas.entry(scope).or_default();
+                    for row in clear {
+                        deltas.clear(RowId::keyword(path, row), column);
+                    }
+                    for row in set {
+                        deltas.set(RowId::keyword(path, row), column);
+                    }
+                    existence(deltas, path, column, !before.is_empty(), !after.is_empty());
+                }
+                kind => {
+                    let before = old.map(|v| numbers(v, path, kind)).unwrap_or_default();
+                    let after = new.map(|v| numbers(v, path, kind)).unwrap_or_default();
+                    let deltas = self.deltas.entry(scope).or_default();
+                    let slots = before.len().max(after.len());
+                    for slot in 0..slots {
+                        let old_rows = before.get(slot).map(|v| bsi_rows(slot, *v)).unwrap_or_default();
+                        let new_rows = after.get(slot).map(|v| bsi_rows(slot, *v)).unwrap_or_default();
+                        for row in old_rows.iter().filter(|r| !new_rows.contains(r)) {
+                            deltas.clear(RowId::bsi(path, *row), column);
+                        }
+                        for row in new_rows {
+                            deltas.set(RowId::bsi(path, row), column);
+                        }
+                    }
+                    existence(deltas, path, column, !before.is_empty(), !after.is_empty());
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+fn existence(deltas: &mut RowDeltas, path: &str, column: u32, before: bool, after: bool) {
+    if after {
+        deltas.set(RowId::existence(path), column);
+    } else if before {
+        deltas.clear(RowId::existence(path), column);
+    }
+}
+
+/// The rows of a bit-sliced slot that are set for `value`.
+pub(crate) fn bsi_rows(slot: usize, value: i64) -> Vec<u64> {
+    let base = slot as u64 * BSI_ROWS_PER_SLOT;
+    let mut rows = vec![base];
+    if value < 0 {
+        rows.push(base + 1);
+    }
+    let mag = value.unsigned_abs();
+    rows.extend((0..64).filter(|i| mag >> i & 1 == 1).map(|i| base + 2 + i));
+    rows
+}

@@ -1,0 +1,409 @@
+//! Field indexes: roaring bitmaps under FeatureBase txkeys, kept in the
+//! same atomic write as every commit, and the `--where` queries over them.
+//!
+//! Layout (`docs/storage-keys.md`, `docs/indexes.md`): each indexed
+//! collection has a *scope* (a `u32`, the txkey's index name in decimal);
+//! each record of it a *column* (dense, first-written order, never reused).
+//! Bitmap rows live in containers of 2^16 columns under record type `0x6`:
+//!
+//! - `.columns` / `existence`, row 0: the collection's live columns;
+//! - a keyword index at `path`: field `path`, view `standard`, one row per
+//!   dictionary value (record types `0xB`/`0xC`), and view `existence`,
+//!   row 0: records with a value;
+//! - an integer or datetime index: field `path`, view `bsig_<path>`, a
+//!   bit-sliced index per *slot* (the n-th value at the path): rows
+//!   `66·slot + 0` exists, `+ 1` sign, `+ 2 + i` magnitude bit `i`; and the
+//!   `existence` view as for keywords.
+//!
+//! A `$` in a path is written `=24` in txkey names (FeatureBase reserves `$`).
+
+mod build;
+mod cache;
+mod eval;
+mod maintain;
+mod query;
+mod values;
+
+use std::collections::BTreeMap;
+
+use bytes::Bytes;
+use keycodec::{records, txkey};
+use roaring::RoaringBitmap;
+use serde::{Deserialize, Serialize};
+use store::{ContainerDelta, Kv, WriteOp};
+
+use crate::Error;
+
+pub(crate) use build::build_scope;
+pub(crate) use cache::IndexCache;
+pub(crate) use eval::{Reader, plan as eval_plan};
+pub(crate) use maintain::{CommitIndex, ScopeCounters};
+pub use query::{Cmp, Cond, Expr, Literal, Op, parse as parse_where};
+pub use values::{IndexKind, Keyword};
+
+/// Columns per shard (FeatureBase's shard width, 2^20).
+const SHARD_BITS: u32 = 20;
+/// Containers per row of one shard (2^20 / 2^16).
+const CONTAINERS_PER_ROW: u64 = 16;
+/// Rows of one bit-sliced slot: exists, sign, 64 magnitude bits.
+const BSI_ROWS_PER_SLOT: u64 = 66;
+/// The field holding the collection's live columns.
+const COLUMNS_FIELD: &str = ".columns";
+const EXISTENCE_VIEW: &str = "existence";
+const STANDARD_VIEW: &str = "standard";
+
+/// A declared field index.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct IndexDecl {
+    /// The collection.
+    pub collection: String,
+    /// The path into its records (segments joined by `.`).
+    pub path: String,
+    /// What it keeps.
+    pub kind: IndexKind,
+}
+
+/// `--top`: one value and how many matching records have it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TopValue {
+    /// The value.
+    pub value: Keyword,
+    /// Matching records with it.
+    pub count: u64,
+}
+
+/// `--stats`: over the indexed values of the matching records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Stats {
+    /// Values (a record with several contributes each).
+    pub count: u64,
+    /// Their exact sum.
+    pub sum: i128,
+    /// The smallest, absent when `count` is 0.
+    pub min: Option<i64>,
+    /// The largest, absent when `count` is 0.
+    pub max: Option<i64>,
+}
+
+/// The stored value of a declaration (record type `0x8`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct DeclValue {
+    kind: String,
+    scope: u32,
+}
+
+/// A declaration with the collection's scope.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Declared {
+    pub(crate) decl: IndexDecl,
+    pub(crate) scope: u32,
+}
+
+pub(crate) fn encode_decl(kind: IndexKind, scope: u32) -> Bytes {
+    let v = DeclValue {
+        kind: kind.name().to_owned(),
+        scope,
+    };
+    Bytes::from(serde_json::to_vec(&v).unwrap_or_default())
+}
+
+fn malformed(what: impl std::fmt::Display) -> Error {
+    Error::MalformedIndex(what.to_string())
+}
+
+/// The declarations of a repository, or of one of its collections.
+pub(crate) async fn declarations<K: Kv>(
+    kv: &K,
+    repo: &str,
+    collection: Option<&str>,
+) -> Result<Vec<Declared>, Error> {
+    let rows = kv
+        .scan(&records::field_index_range(repo, collection), false, usize::MAX)
+        .await?;
+    rows.into_iter()
+        .map(|(k, v)| {
+            let Ok(records::DecodedKey::FieldIndex {
+                collection, path, ..
+            }) = records::decode_key(&k)
+            else {
+                return Err(malformed("a field-index key does not decode"));
+            };
+            let value: DeclValue = serde_json::from_slice(&v)
+                .map_err(|e| malformed(format!("declaration of {collection} {path}: {e}")))?;
+            let kind = value
+                .kind
+                .parse()
+                .map_err(|e| malformed(format!("declaration of {collection} {path}: {e}")))?;
+            Ok(Declared {
+                decl: IndexDecl {
+                    collection: collection.into_owned(),
+                    path: path.into_owned(),
+                    kind,
+                },
+                scope: value.scope,
+            })
+        })
+        .collect()
+}
+
+/// The txkey field name of a path.
+pub(crate) fn field_name(path: &str) -> String {
+    path.replace('$', "=24")
+}
+
+fn bsi_view(path: &str) -> String {
+    format!("bsig_{}", field_name(path))
+}
+
+/// One bitmap row: (field, view, row).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub(crate) struct RowId {
+    pub(crate) field: String,
+    pub(crate) view: String,
+    pub(crate) row: u64,
+}
+
+impl RowId {
+    pub(crate) fn columns() -> Self {
+        Self {
+            field: COLUMNS_FIELD.to_owned(),
+            view: EXISTENCE_VIEW.to_owned(),
+            row: 0,
+        }
+    }
+
+    pub(crate) fn existence(path: &str) -> Self {
+        Self {
+            field: field_name(path),
+            view: EXISTENCE_VIEW.to_owned(),
+            row: 0,
+        }
+    }
+
+    pub(crate) fn keyword(path: &str, row: u64) -> Self {
+        Self {
+            field: field_name(path),
+            view: STANDARD_VIEW.to_owned(),
+            row,
+        }
+    }
+
+    pub(crate) fn bsi(path: &str, row: u64) -> Self {
+        Self {
+            field: field_name(path),
+            view: bsi_view(path),
+            row,
+        }
+    }
+}
+
+fn txkey_bytes(
+    scope: u32,
+    field: &str,
+    view: &str,
+    shard: u64,
+    ckey: u64,
+) -> Result<Vec<u8>, Error> {
+    txkey::full::key(&scope.to_string(), field, view, shard, ckey)
+        .map(|k| records::bitmap_key(&k))
+        .map_err(|e| malformed(format!("txkey for {field};{view}: {e}")))
+}
+
+/// The storage key of the container holding `column`'s bit of `row`.
+pub(crate) fn container_key(scope: u32, row: &RowId, column: u32) -> Result<Vec<u8>, Error> {
+    let shard = u64::from(column >> SHARD_BITS);
+    let within = u64::from((column >> 16) & 0xF);
+    let ckey = row
+        .row
+        .checked_mul(CONTAINERS_PER_ROW)
+        .and_then(|c| c.checked_add(within))
+        .ok_or_else(|| malformed("row id out of range"))?;
+    txkey_bytes(scope, &row.field, &row.view, shard, ckey)
+}
+
+/// The keys of one row's containers in one shard.
+fn row_range(scope: u32, row: &RowId, shard: u64) -> Result<keycodec::KeyRange, Error> {
+    let lo = row.row * CONTAINERS_PER_ROW;
+    let start = txkey_bytes(scope, &row.field, &row.view, shard, lo)?;
+    let end = txkey_bytes(scope, &row.field, &row.view, shard, lo + CONTAINERS_PER_ROW)?;
+    Ok(keycodec::KeyRange {
+        start,
+        end: Some(end),
+    })
+}
+
+/// Every container key of one view in one shard.
+fn view_range(scope: u32, field: &str, view: &str, shard: u64) -> Result<keycodec::KeyRange, Error> {
+    let prefix = txkey::full::prefix(&scope.to_string(), field, view, shard)
+        .map_err(|e| malformed(format!("txkey for {field};{view}: {e}")))?;
+    Ok(keycodec::KeyRange::prefix(&records::bitmap_key(&prefix)))
+}
+
+/// Every container key of one field (all views, all shards).
+fn field_range(scope: u32, field: &str) -> Result<keycodec::KeyRange, Error> {
+    let prefix = txkey::full::field_prefix(&scope.to_string(), field)
+        .map_err(|e| malformed(format!("txkey for {field}: {e}")))?;
+    Ok(keycodec::KeyRange::prefix(&records::bitmap_key(&prefix)))
+}
+
+/// Every container key of a scope.
+fn scope_bitmap_range(scope: u32) -> Result<keycodec::KeyRange, Error> {
+    let prefix = txkey::full::index_only_prefix(&scope.to_string())
+        .map_err(|e| malformed(format!("txkey for scope {scope}: {e}")))?;
+    Ok(keycodec::KeyRange::prefix(&records::bitmap_key(&prefix)))
+}
+
+/// The containers of `bits`: (`column >> 16`, the columns of that container).
+pub(crate) fn split_containers(bits: &RoaringBitmap) -> Vec<(u32, RoaringBitmap)> {
+    let mut out = Vec::new();
+    let mut next = bits.min();
+    while let Some(first) = next {
+        let high = first >> 16;
+        let lo = high << 16;
+        let hi = u64::from(lo) + (1 << 16);
+        let mut mask = RoaringBitmap::new();
+        mask.insert_range(lo..=lo | 0xFFFF);
+        let part = bits & &mask;
+        out.push((high, part));
+        next = u32::try_from(hi).ok().and_then(|from| {
+            let mut it = bits.iter();
+            it.advance_to(from);
+            it.next()
+        });
+    }
+    out
+}
+
+/// Changes to bitmap rows: per row, the columns set and cleared.
+#[derive(Debug, Default, Clone)]
+pub(crate) struct RowDeltas(pub(crate) BTreeMap<RowId, ContainerDelta>);
+
+impl RowDeltas {
+    pub(crate) fn set(&mut self, row: RowId, column: u32) {
+        let d = self.0.entry(row).or_default();
+        d.clear.remove(column);
+        d.set.insert(column);
+    }
+
+    pub(crate) fn clear(&mut self, row: RowId, column: u32) {
+        let d = self.0.entry(row).or_default();
+        d.set.remove(column);
+        d.clear.insert(column);
+    }
+
+    /// Merge operations, one per changed container.
+    pub(crate) fn merge_ops(&self, scope: u32, ops: &mut Vec<WriteOp>) -> Result<(), Error> {
+        for (row, delta) in &self.0 {
+            let mut per: BTreeMap<u32, ContainerDelta> = BTreeMap::new();
+            for c in &delta.set {
+                per.entry(c >> 16).or_default().set.insert(c);
+            }
+            for c in &delta.clear {
+                per.entry(c >> 16).or_default().clear.insert(c);
+            }
+            for (high, d) in per {
+                ops.push(WriteOp::Merge(
+                    container_key(scope, row, high << 16)?,
+                    d.encode(),
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Full containers for whole rows (an index build): put, not merged.
+pub(crate) fn put_rows(
+    scope: u32,
+    rows: impl IntoIterator<Item = (RowId, RoaringBitmap)>,
+    ops: &mut Vec<WriteOp>,
+) -> Result<usize, Error> {
+    let mut bytes = 0;
+    for (row, bits) in rows {
+        for (high, part) in split_containers(&bits) {
+            let key = container_key(scope, &row, high << 16)?;
+            let value = ContainerDelta::full(part).encode();
+            bytes += key.len() + value.len();
+            ops.push(WriteOp::Put(key, value));
+        }
+    }
+    Ok(bytes)
+}
+
+/// Deletes every key in `range`, in batches.
+pub(crate) async fn delete_range<K: Kv>(kv: &K, range: &keycodec::KeyRange) -> Result<(), Error> {
+    loop {
+        let page = kv.scan(range, false, 4096).await?;
+        if page.is_empty() {
+            return Ok(());
+        }
+        let n = page.len();
+        kv.write(page.into_iter().map(|(k, _)| WriteOp::Delete(k.to_vec())).collect())
+            .await?;
+        if n < 4096 {
+            return Ok(());
+        }
+    }
+}
+
+/// Deletes an index's containers and dictionary.
+pub(crate) async fn delete_index_data<K: Kv>(kv: &K, scope: u32, path: &str) -> Result<(), Error> {
+    delete_range(kv, &field_range(scope, &field_name(path))?).await?;
+    for t in [records::RecordType::KeywordRow, records::RecordType::KeywordValue] {
+        delete_range(kv, &records::scope_range(t, scope, Some(path))).await?;
+    }
+    Ok(())
+}
+
+/// Deletes everything of a scope: containers, columns, dictionaries.
+pub(crate) async fn delete_scope<K: Kv>(kv: &K, scope: u32) -> Result<(), Error> {
+    delete_range(kv, &scope_bitmap_range(scope)?).await?;
+    for t in [
+        records::RecordType::Column,
+        records::RecordType::ColumnRkey,
+        records::RecordType::KeywordRow,
+        records::RecordType::KeywordValue,
+    ] {
+        delete_range(kv, &records::scope_range(t, scope, None)).await?;
+    }
+    Ok(())
+}
+
+/// A scope number no declaration and no stored column uses.
+pub(crate) async fn free_scope<K: Kv>(kv: &K) -> Result<u32, Error> {
+    let mut max: Option<u32> = None;
+    for (k, v) in kv
+        .scan(&records::RecordType::FieldIndex.range(), false, usize::MAX)
+        .await?
+    {
+        let _ = k;
+        if let Ok(d) = serde_json::from_slice::<DeclValue>(&v) {
+            max = max.max(Some(d.scope));
+        }
+    }
+    for t in [records::RecordType::Column, records::RecordType::ColumnRkey] {
+        if let Some((k, _)) = kv.scan(&t.range(), true, 1).await?.into_iter().next()
+            && let Ok(
+                records::DecodedKey::Column { scope, .. }
+                | records::DecodedKey::ColumnRkey { scope, .. },
+            ) = records::decode_key(&k)
+        {
+            max = max.max(Some(scope));
+        }
+    }
+    match max {
+        None => Ok(0),
+        Some(m) => m
+            .checked_add(1)
+            .ok_or_else(|| malformed("every index scope number is in use")),
+    }
+}
+
+/// Decodes a stored column value (`u64`, big-endian).
+pub(crate) fn decode_column(v: &[u8]) -> Result<u32, Error> {
+    let bytes: [u8; 8] = v
+        .try_into()
+        .map_err(|_| malformed("a column value is not 8 bytes"))?;
+    u32::try_from(u64::from_be_bytes(bytes))
+        .map_err(|_| malformed("a column id is past 2^32"))
+}

@@ -1,0 +1,238 @@
+//! What an index keeps of a record: the values at a path, by kind.
+
+use serde_json::Value;
+
+/// The kind of a field index.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum IndexKind {
+    /// Strings and booleans, one bitmap row per distinct value.
+    Keyword,
+    /// JSON integers, bit-sliced.
+    Integer,
+    /// AT Protocol datetimes, bit-sliced as microseconds since the epoch.
+    Datetime,
+}
+
+impl IndexKind {
+    /// The name used on the command line and in JSON.
+    #[must_use]
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::Keyword => "keyword",
+            Self::Integer => "integer",
+            Self::Datetime => "datetime",
+        }
+    }
+}
+
+impl std::fmt::Display for IndexKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for IndexKind {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "keyword" => Ok(Self::Keyword),
+            "integer" => Ok(Self::Integer),
+            "datetime" => Ok(Self::Datetime),
+            other => Err(format!(
+                "unknown index kind {other:?} (use keyword, integer or datetime)"
+            )),
+        }
+    }
+}
+
+/// A keyword index's value. Orders as `--top` reports ties: strings (by
+/// their bytes) before booleans, `false` before `true`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Keyword {
+    /// A JSON string.
+    Str(String),
+    /// A JSON boolean.
+    Bool(bool),
+}
+
+impl Keyword {
+    /// The dictionary's bytes for this value: `01` ‖ UTF-8, or `02` ‖ `00|01`.
+    pub(crate) fn tagged(&self) -> Vec<u8> {
+        match self {
+            Self::Str(s) => {
+                let mut out = Vec::with_capacity(1 + s.len());
+                out.push(1);
+                out.extend_from_slice(s.as_bytes());
+                out
+            }
+            Self::Bool(b) => vec![2, u8::from(*b)],
+        }
+    }
+
+    pub(crate) fn from_tagged(bytes: &[u8]) -> Option<Self> {
+        match bytes.split_first()? {
+            (1, s) => std::str::from_utf8(s).ok().map(|s| Self::Str(s.to_owned())),
+            (2, [0]) => Some(Self::Bool(false)),
+            (2, [1]) => Some(Self::Bool(true)),
+            _ => None,
+        }
+    }
+
+    /// The value as JSON.
+    #[must_use]
+    pub fn to_json(&self) -> Value {
+        match self {
+            Self::Str(s) => Value::String(s.clone()),
+            Self::Bool(b) => Value::Bool(*b),
+        }
+    }
+}
+
+/// Every value at `path` (segments separated by `.`): object keys from the
+/// record, continuing into each element of every array reached, the last
+/// step included.
+pub(crate) fn values_at<'a>(record: &'a Value, path: &str) -> Vec<&'a Value> {
+    fn flatten<'a>(v: &'a Value, out: &mut Vec<&'a Value>) {
+        match v {
+            Value::Array(items) => items.iter().for_each(|i| flatten(i, out)),
+            other => out.push(other),
+        }
+    }
+    let mut current = vec![record];
+    for segment in path.split('.') {
+        let mut next = Vec::new();
+        for v in current {
+            if let Some(child) = v.as_object().and_then(|o| o.get(segment)) {
+                flatten(child, &mut next);
+            }
+        }
+        current = next;
+    }
+    current
+}
+
+/// The keyword values at `path`, each once, in order.
+pub(crate) fn keywords(record: &Value, path: &str) -> Vec<Keyword> {
+    let mut out: Vec<Keyword> = values_at(record, path)
+        .into_iter()
+        .filter_map(|v| match v {
+            Value::String(s) => Some(Keyword::Str(s.clone())),
+            Value::Bool(b) => Some(Keyword::Bool(*b)),
+            _ => None,
+        })
+        .collect();
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// The integer (or datetime, as microseconds) values at `path`, in the
+/// order reached, repeats kept: each fills one slot of the bit-sliced index.
+pub(crate) fn numbers(record: &Value, path: &str, kind: IndexKind) -> Vec<i64> {
+    values_at(record, path)
+        .into_iter()
+        .filter_map(|v| match (kind, v) {
+            (IndexKind::Integer, Value::Number(n)) => n.as_i64(),
+            (IndexKind::Datetime, Value::String(s)) => datetime_micros(s),
+            _ => None,
+        })
+        .collect()
+}
+
+/// An AT Protocol datetime (`YYYY-MM-DDTHH:MM:SS[.fraction](Z|±HH:MM)`,
+/// not `-00:00`, year 1000 or later) as microseconds since the Unix epoch;
+/// digits past the microsecond are dropped.
+pub(crate) fn datetime_micros(s: &str) -> Option<i64> {
+    let b = s.as_bytes();
+    let digits = |r: std::ops::Range<usize>| b.get(r).is_some_and(|d| d.iter().all(u8::is_ascii_digit));
+    let at = |i: usize, c: u8| b.get(i) == Some(&c);
+    if !(digits(0..4) && at(4, b'-') && digits(5..7) && at(7, b'-') && digits(8..10) && at(10, b'T'))
+        || !(digits(11..13) && at(13, b':') && digits(14..16) && at(16, b':') && digits(17..19))
+        || b[0] == b'0'
+    {
+        return None;
+    }
+    let mut i = 19;
+    if at(i, b'.') {
+        let start = i + 1;
+        i = start;
+        while b.get(i).is_some_and(u8::is_ascii_digit) {
+            i += 1;
+        }
+        if i == start || i - start > 20 {
+            return None;
+        }
+    }
+    let zone = &s[i..];
+    let zone_ok = zone == "Z"
+        || (zone.len() == 6
+            && matches!(zone.as_bytes()[0], b'+' | b'-')
+            && digits(i + 1..i + 3)
+            && at(i + 3, b':')
+            && digits(i + 4..i + 6)
+            && zone != "-00:00");
+    if !zone_ok {
+        return None;
+    }
+    let ts: jiff::Timestamp = s.parse().ok()?;
+    let micros = ts.as_microsecond();
+    Some(micros)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn values_continue_into_arrays_at_every_step() {
+        let r = json!({"a": [{"b": 1}, {"b": [2, [3]]}, {"c": 4}], "d": "x"});
+        let got: Vec<_> = values_at(&r, "a.b").into_iter().cloned().collect();
+        assert_eq!(got, vec![json!(1), json!(2), json!(3)]);
+        assert_eq!(values_at(&r, "d"), vec![&json!("x")]);
+        assert!(values_at(&r, "d.e").is_empty());
+        assert!(values_at(&r, "zz").is_empty());
+    }
+
+    #[test]
+    fn keyword_values_are_strings_and_booleans_once_each() {
+        let r = json!({"t": ["b", "a", "b", true, 1, null, {"x": 1}]});
+        assert_eq!(
+            keywords(&r, "t"),
+            vec![Keyword::Str("a".into()), Keyword::Str("b".into()), Keyword::Bool(true)]
+        );
+    }
+
+    #[test]
+    fn datetimes_follow_the_atproto_syntax() {
+        // Microseconds derived by hand: 2024-01-01T00:00:00Z is 1704067200 s.
+        assert_eq!(datetime_micros("2024-01-01T00:00:00Z"), Some(1_704_067_200_000_000));
+        assert_eq!(datetime_micros("2024-01-01T00:00:00.1234567Z"), Some(1_704_067_200_123_456));
+        assert_eq!(datetime_micros("2024-01-01T01:00:00+01:00"), Some(1_704_067_200_000_000));
+        for bad in [
+            "2024-01-01",
+            "2024-01-01T00:00:00",
+            "2024-01-01t00:00:00Z",
+            "2024-01-01T00:00:00-00:00",
+            "0999-01-01T00:00:00Z",
+            "2024-13-01T00:00:00Z",
+            "2024-01-01T00:00:00.Z",
+            "2024-01-01T00:00:00+0100",
+        ] {
+            assert_eq!(datetime_micros(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn keyword_tags_round_trip_and_order_as_values() {
+        let mut vals = vec![Keyword::Bool(true), Keyword::Str("b".into()), Keyword::Bool(false), Keyword::Str("a".into())];
+        for v in &vals {
+            assert_eq!(Keyword::from_tagged(&v.tagged()).as_ref(), Some(v));
+        }
+        let mut by_tag = vals.clone();
+        by_tag.sort_by_key(Keyword::tagged);
+        vals.sort();
+        assert_eq!(vals, by_tag);
+    }
+}

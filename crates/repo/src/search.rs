@@ -1,0 +1,501 @@
+//! Field indexes on [`Repository`]: declaring them and querying them.
+
+use keycodec::records;
+use roaring::RoaringBitmap;
+use store::{Kv, WriteOp};
+
+use crate::{
+    Error, Record, Repository,
+    index::{self, Declared, IndexDecl, IndexKind, Reader, Stats, TopValue},
+};
+
+/// One page of [`Repository::query`].
+#[derive(Debug, Clone)]
+pub struct QueryPage {
+    /// (rkey, record), in rkey order (descending with `reverse`).
+    pub records: Vec<(String, Record)>,
+    /// Where the next page starts, present when more may follow.
+    pub cursor: Option<String>,
+}
+
+/// How far an index build is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IndexProgress {
+    /// Records read so far.
+    pub records: u64,
+    /// Records in the collection when the build started (an estimate).
+    pub total: u64,
+}
+
+fn valid_path(path: &str) -> Result<(), Error> {
+    let ok = path.split('.').all(|s| {
+        !s.is_empty()
+            && s.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'$')
+    });
+    if ok {
+        Ok(())
+    } else {
+        Err(Error::InvalidQuery(format!(
+            "{path:?} is not a path: segments of A-Z a-z 0-9 _ $, separated by single dots"
+        )))
+    }
+}
+
+impl<K: Kv> Repository<K> {
+    /// The declared field indexes, of one collection or all, in
+    /// (collection, path) order.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Syntax`] for an invalid collection, or a storage error.
+    pub async fn indexes(&self, collection: Option<&str>) -> Result<Vec<IndexDecl>, Error> {
+        if let Some(c) = collection {
+            rkey::validate_nsid(c)?;
+        }
+        Ok(index::declarations(self.store.kv(), &self.id, collection)
+            .await?
+            .into_iter()
+            .map(|d| d.decl)
+            .collect())
+    }
+
+    async fn count_records(&self, collection: &str) -> Result<u64, Error> {
+        let mut n = 0u64;
+        let mut cursor: Option<String> = None;
+        loop {
+            let page = self
+                .store
+                .list_records(&self.id, collection, cursor.as_deref(), false, 4096)
+                .await?;
+            n += page.len() as u64;
+            match page.last() {
+                Some((last, _)) if page.len() == 4096 => cursor = Some(last.clone()),
+                _ => return Ok(n),
+            }
+        }
+    }
+
+    /// Declares an index on `path` of `collection`'s records and builds it
+    /// over the records there; every later commit maintains it. Commits
+    /// wait while it builds. Returns the records indexed.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::IndexExists`], [`Error::InvalidQuery`] for a malformed
+    /// path, [`Error::Syntax`] for a malformed collection, or a storage
+    /// error (nothing is declared then).
+    pub async fn add_index(
+        &self,
+        collection: &str,
+        path: &str,
+        kind: IndexKind,
+        mut progress: impl FnMut(IndexProgress) + Send,
+    ) -> Result<u64, Error> {
+        rkey::validate_nsid(collection)?;
+        valid_path(path)?;
+        let mut state = self.state.lock().await;
+        let kv = self.store.kv();
+        // Declarations as stored (another process may have changed them).
+        let declared = index::declarations(kv, &self.id, Some(collection)).await?;
+        if declared.iter().any(|d| d.decl.path == path) {
+            return Err(Error::IndexExists {
+                collection: collection.to_owned(),
+                path: path.to_owned(),
+            });
+        }
+        let (scope, fresh) = match declared.first() {
+            Some(d) => (d.scope, false),
+            None => (index::free_scope(kv).await?, true),
+        };
+        // Leftovers of an interrupted build or drop are cleared first.
+        if fresh {
+            index::delete_scope(kv, scope).await?;
+        } else {
+            index::delete_index_data(kv, scope, path).await?;
+        }
+        let total = self.count_records(collection).await?;
+        let decl = Declared {
+            decl: IndexDecl {
+                collection: collection.to_owned(),
+                path: path.to_owned(),
+                kind,
+            },
+            scope,
+        };
+        progress(IndexProgress { records: 0, total });
+        let records = index::build_scope(
+            &self.store,
+            &self.id,
+            collection,
+            scope,
+            std::slice::from_ref(&decl),
+            fresh,
+            |p| {
+                progress(IndexProgress {
+                    records: p.records,
+                    total: total.max(p.records),
+                });
+            },
+        )
+        .await?;
+        // The declaration last: until it lands, the index does not exist.
+        let _search = self.search.write().await;
+        kv.write(vec![WriteOp::Put(
+            records::field_index_key(&self.id, collection, path),
+            index::encode_decl(kind, scope),
+        )])
+        .await?;
+        self.clear_cache();
+        state.counters.remove(&scope);
+        state
+            .indexes
+            .entry(collection.to_owned())
+            .or_default()
+            .push(decl);
+        Ok(records)
+    }
+
+    /// Drops the index on `path` of `collection`, deleting its containers
+    /// (and the collection's columns with its last index).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::IndexNotFound`], or a storage error.
+    pub async fn drop_index(&self, collection: &str, path: &str) -> Result<(), Error> {
+        rkey::validate_nsid(collection)?;
+        let mut state = self.state.lock().await;
+        let kv = self.store.kv();
+        let declared = index::declarations(kv, &self.id, Some(collection)).await?;
+        let Some(found) = declared.iter().find(|d| d.decl.path == path) else {
+            return Err(Error::IndexNotFound {
+                collection: collection.to_owned(),
+                path: path.to_owned(),
+            });
+        };
+        let scope = found.scope;
+        {
+            // The declaration first: queries stop using the index at once.
+            let _search = self.search.write().await;
+            kv.write(vec![WriteOp::Delete(records::field_index_key(
+                &self.id, collection, path,
+            ))])
+            .await?;
+            self.clear_cache();
+        }
+        if let Some(list) = state.indexes.get_mut(collection) {
+            list.retain(|d| d.decl.path != path);
+        }
+        state.counters.remove(&scope);
+        if declared.len() == 1 {
+            state.indexes.remove(collection);
+            index::delete_scope(kv, scope).await?;
+        } else {
+            index::delete_index_data(kv, scope, path).await?;
+        }
+        Ok(())
+    }
+
+    /// Rebuilds every index of the repository from its records (after an
+    /// import replaced them).
+    pub(crate) async fn rebuild_indexes(
+        &self,
+        mut progress: impl FnMut(IndexProgress) + Send,
+    ) -> Result<(), Error> {
+        let mut state = self.state.lock().await;
+        let kv = self.store.kv();
+        let mut by_collection: std::collections::BTreeMap<String, Vec<Declared>> =
+            std::collections::BTreeMap::new();
+        for d in index::declarations(kv, &self.id, None).await? {
+            by_collection
+                .entry(d.decl.collection.clone())
+                .or_default()
+                .push(d);
+        }
+        let mut done = 0;
+        for (collection, declared) in &by_collection {
+            let scope = declared[0].scope;
+            let _search = self.search.write().await;
+            index::delete_scope(kv, scope).await?;
+            index::build_scope(
+                &self.store,
+                &self.id,
+                collection,
+                scope,
+                declared,
+                true,
+                |p| {
+                    progress(IndexProgress {
+                        records: done + p.records,
+                        total: 0,
+                    });
+                },
+            )
+            .await
+            .map(|n| done += n)?;
+            state.counters.remove(&scope);
+        }
+        self.clear_cache();
+        Ok(())
+    }
+
+    fn clear_cache(&self) {
+        self.cache
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clear();
+    }
+
+    /// Empties the cache unless it is of the current head.
+    async fn sync_cache(&self) -> Result<(), Error> {
+        let head = self.store.head(&self.id).await?.map(|h| h.commit);
+        self.cache
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .sync_head(head);
+        Ok(())
+    }
+
+    /// The matching columns of `collection` and the reader that found them;
+    /// `None` when the collection has no index and no `where` was given.
+    async fn matching<'a>(
+        &'a self,
+        collection: &str,
+        where_: Option<&str>,
+    ) -> Result<Option<(Reader<'a, K>, RoaringBitmap)>, Error> {
+        rkey::validate_nsid(collection)?;
+        let expr = where_
+            .map(index::parse_where)
+            .transpose()
+            .map_err(Error::InvalidQuery)?;
+        let declared = index::declarations(self.store.kv(), &self.id, Some(collection)).await?;
+        let plan = expr
+            .as_ref()
+            .map(|e| index::eval_plan(collection, e, &declared))
+            .transpose()?;
+        let Some(scope) = declared.first().map(|d| d.scope) else {
+            return Ok(None);
+        };
+        self.sync_cache().await?;
+        let reader = Reader::new(self.store.kv(), &self.cache, scope);
+        let bits = match &plan {
+            Some(p) => reader.eval(p).await?,
+            None => reader.all().await?,
+        };
+        Ok(Some((reader, bits)))
+    }
+
+    /// The records of `collection` matching `where_` (every record without
+    /// it), in rkey order (descending with `reverse`), up to `limit` after
+    /// `cursor`, as `listRecords` pages them.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidQuery`] naming the position or path at fault, or a
+    /// storage error.
+    pub async fn query(
+        &self,
+        collection: &str,
+        where_: Option<&str>,
+        cursor: Option<&str>,
+        reverse: bool,
+        limit: usize,
+    ) -> Result<QueryPage, Error> {
+        let limit = limit.max(1);
+        let _search = self.search.read().await;
+        let Some((reader, bits)) = self.matching(collection, where_).await? else {
+            let records = self
+                .list_records(collection, cursor, reverse, limit)
+                .await?;
+            let cursor = (records.len() == limit)
+                .then(|| records.last().map(|(k, _)| k.clone()))
+                .flatten();
+            return Ok(QueryPage { records, cursor });
+        };
+        let rkeys = if reader.out_of_order().await?.is_empty() {
+            page_by_column(&reader, &bits, cursor, reverse, limit).await?
+        } else {
+            page_by_rkey(&reader, &bits, cursor, reverse, limit).await?
+        };
+        let blocks = futures::future::try_join_all(
+            rkeys
+                .iter()
+                .map(|r| self.store.written_record_block(&self.id, collection, r)),
+        )
+        .await?;
+        let mut records = Vec::with_capacity(rkeys.len());
+        for (rkey, block) in rkeys.into_iter().zip(blocks) {
+            let block = block.ok_or_else(|| {
+                Error::MalformedIndex(format!("{collection}/{rkey} is indexed but not stored"))
+            })?;
+            records.push((rkey, Record::stored(block)));
+        }
+        let cursor = (records.len() == limit)
+            .then(|| records.last().map(|(k, _)| k.clone()))
+            .flatten();
+        Ok(QueryPage { records, cursor })
+    }
+
+    /// How many records of `collection` match `where_` (all without it).
+    ///
+    /// # Errors
+    ///
+    /// As [`Repository::query`].
+    pub async fn count(&self, collection: &str, where_: Option<&str>) -> Result<u64, Error> {
+        let _search = self.search.read().await;
+        match self.matching(collection, where_).await? {
+            Some((_, bits)) => Ok(bits.len()),
+            None => self.count_records(collection).await,
+        }
+    }
+
+    fn index_of(
+        declared: &[IndexDecl],
+        collection: &str,
+        path: &str,
+        want: IndexKind,
+        what: &str,
+    ) -> Result<(), Error> {
+        match declared.iter().find(|d| d.path == path) {
+            Some(d) if d.kind == want => Ok(()),
+            Some(d) => Err(Error::InvalidQuery(format!(
+                "{what} needs a {want} index; {path} of {collection} has a {} index",
+                d.kind
+            ))),
+            None => Err(Error::InvalidQuery(format!(
+                "{path} has no index in {collection}; add one with `datarepo index add {collection} {path} --kind {want}`"
+            ))),
+        }
+    }
+
+    /// The `limit` most frequent values of the keyword index at `path`
+    /// among the records matching `where_`, by count descending then value.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidQuery`] when `path` has no keyword index, or as
+    /// [`Repository::query`].
+    pub async fn top_values(
+        &self,
+        collection: &str,
+        path: &str,
+        where_: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<TopValue>, Error> {
+        let _search = self.search.read().await;
+        rkey::validate_nsid(collection)?;
+        let declared = self.indexes(Some(collection)).await?;
+        Self::index_of(&declared, collection, path, IndexKind::Keyword, "--top")?;
+        let Some((reader, bits)) = self.matching(collection, where_).await? else {
+            return Ok(Vec::new());
+        };
+        reader.top(path, &bits, limit).await
+    }
+
+    /// Count, sum, min and max of the values of the integer index at
+    /// `path` among the records matching `where_`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidQuery`] when `path` has no integer index, or as
+    /// [`Repository::query`].
+    pub async fn stats(
+        &self,
+        collection: &str,
+        path: &str,
+        where_: Option<&str>,
+    ) -> Result<Stats, Error> {
+        let _search = self.search.read().await;
+        rkey::validate_nsid(collection)?;
+        let declared = self.indexes(Some(collection)).await?;
+        Self::index_of(&declared, collection, path, IndexKind::Integer, "--stats")?;
+        let Some((reader, bits)) = self.matching(collection, where_).await? else {
+            return Ok(Stats::default());
+        };
+        reader.stats(path, &bits).await
+    }
+}
+
+/// A page when column order is rkey order: walk the matching bitmap.
+async fn page_by_column<K: Kv>(
+    reader: &Reader<'_, K>,
+    bits: &RoaringBitmap,
+    cursor: Option<&str>,
+    reverse: bool,
+    limit: usize,
+) -> Result<Vec<String>, Error> {
+    let mut columns = Vec::with_capacity(limit);
+    let mut it = bits.iter();
+    if let Some(c) = cursor {
+        let Some((from, exact)) = reader.column_near(c, reverse).await? else {
+            return Ok(Vec::new());
+        };
+        if reverse {
+            it.advance_back_to(from);
+        } else {
+            it.advance_to(from);
+        }
+        if exact {
+            // The cursor's own record is not repeated.
+            let next = if reverse { it.next_back() } else { it.next() };
+            if let Some(n) = next
+                && n != from
+            {
+                columns.push(n);
+            }
+        }
+    }
+    while columns.len() < limit {
+        let next = if reverse { it.next_back() } else { it.next() };
+        match next {
+            Some(c) => columns.push(c),
+            None => break,
+        }
+    }
+    futures::future::try_join_all(columns.into_iter().map(|c| reader.rkey(c))).await
+}
+
+/// A page when column order is not rkey order: walk the columns by rkey.
+async fn page_by_rkey<K: Kv>(
+    reader: &Reader<'_, K>,
+    bits: &RoaringBitmap,
+    cursor: Option<&str>,
+    reverse: bool,
+    limit: usize,
+) -> Result<Vec<String>, Error> {
+    let mut out = Vec::with_capacity(limit);
+    let mut range = records::scope_range(records::RecordType::Column, reader.scope, None);
+    if let Some(c) = cursor {
+        let at = records::column_key(reader.scope, c);
+        if reverse {
+            range.end = Some(at);
+        } else {
+            range.start = [at.as_slice(), &[0]].concat();
+        }
+    }
+    loop {
+        let page = reader.kv.scan(&range, reverse, 1024).await?;
+        let full = page.len() == 1024;
+        for (k, v) in &page {
+            if bits.contains(index::decode_column(v)?) {
+                let Ok(records::DecodedKey::Column { rkey, .. }) = records::decode_key(k) else {
+                    return Err(Error::MalformedIndex("a column key does not decode".into()));
+                };
+                out.push(rkey.into_owned());
+                if out.len() == limit {
+                    return Ok(out);
+                }
+            }
+        }
+        match page.last() {
+            Some((k, _)) if full => {
+                if reverse {
+                    range.end = Some(k.to_vec());
+                } else {
+                    range.start = [k.as_ref(), &[0]].concat();
+                }
+            }
+            _ => return Ok(out),
+        }
+    }
+}
