@@ -1,0 +1,433 @@
+//! Field-index queries against a plain evaluation of the `--where`
+//! semantics over the records themselves: random commits (creates, updates
+//! that change indexed values, deletes, batches), indexes added and dropped
+//! along the way, and after every commit random queries compared by count,
+//! every page both ways, `--top` and `--stats`.
+
+mod common;
+
+use std::collections::BTreeMap;
+
+use proptest::prelude::*;
+use repo::{IndexKind, Repository, Write};
+use serde_json::{Value, json};
+use store::MemoryKv;
+
+const COLLECTION: &str = "app.test.post";
+const DID: &str = "did:example:model";
+
+/// A small deterministic generator (the case's seed comes from proptest).
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+    fn pick<T: Clone>(&mut self, items: &[T]) -> T {
+        items[self.below(items.len())].clone()
+    }
+    fn chance(&mut self, percent: u64) -> bool {
+        self.next() % 100 < percent
+    }
+}
+
+const LANGS: [&str; 4] = ["en", "fr", "de", "pt-BR"];
+const TAGS: [&str; 4] = ["a", "b", "c", "d"];
+const NUMBERS: [i64; 10] = [-3, -1, 0, 1, 2, 7, 1 << 40, -(1 << 40), i64::MIN, i64::MAX];
+/// Datetimes with their instants in microseconds, written by hand from the
+/// calendar (2024-01-01T00:00:00Z is 1,704,067,200 s after the epoch).
+const DATETIMES: [(&str, i64); 6] = [
+    ("2024-01-01T00:00:00Z", 1_704_067_200_000_000),
+    ("2024-01-01T01:00:00+01:00", 1_704_067_200_000_000),
+    ("2024-01-01T00:00:00.000001Z", 1_704_067_200_000_001),
+    ("2023-12-31T23:59:59.999999Z", 1_704_067_199_999_999),
+    ("1970-01-01T00:00:00Z", 0),
+    ("1969-12-31T23:59:59Z", -1_000_000),
+];
+
+fn record(rng: &mut Rng) -> Value {
+    let mut r = serde_json::Map::new();
+    r.insert("$type".into(), json!(COLLECTION));
+    if rng.chance(80) {
+        let v = if rng.chance(10) { json!(true) } else { json!(rng.pick(&LANGS)) };
+        r.insert("lang".into(), v);
+    }
+    if rng.chance(70) {
+        let n = rng.below(4);
+        let tags: Vec<Value> = (0..n).map(|_| json!(rng.pick(&TAGS))).collect();
+        r.insert("tags".into(), if n == 1 && rng.chance(50) { tags[0].clone() } else { json!(tags) });
+    }
+    if rng.chance(80) {
+        let v = match rng.below(4) {
+            0 => json!((0..rng.below(4)).map(|_| rng.pick(&NUMBERS)).collect::<Vec<_>>()),
+            1 => json!("not a number"),
+            _ => json!(rng.pick(&NUMBERS)),
+        };
+        r.insert("n".into(), v);
+    }
+    if rng.chance(75) {
+        let v = if rng.chance(15) {
+            json!(rng.pick(&["yesterday", "2024-01-01", "2024-01-01T00:00:00"]))
+        } else {
+            json!(rng.pick(&DATETIMES).0)
+        };
+        r.insert("at".into(), v);
+    }
+    if rng.chance(50) {
+        let items: Vec<Value> = (0..rng.below(3)).map(|_| json!({"score": rng.pick(&NUMBERS)})).collect();
+        r.insert("meta".into(), json!(items));
+    }
+    Value::Object(r)
+}
+
+/// The indexes the test may declare.
+const INDEXES: [(&str, IndexKind); 5] = [
+    ("lang", IndexKind::Keyword),
+    ("tags", IndexKind::Keyword),
+    ("n", IndexKind::Integer),
+    ("at", IndexKind::Datetime),
+    ("meta.score", IndexKind::Integer),
+];
+
+/// Every value at `path`, arrays entered at every step (the model's own
+/// reading of the semantics).
+fn values<'a>(v: &'a Value, path: &str) -> Vec<&'a Value> {
+    fn push<'a>(v: &'a Value, out: &mut Vec<&'a Value>) {
+        if let Value::Array(a) = v {
+            a.iter().for_each(|x| push(x, out));
+        } else {
+            out.push(v);
+        }
+    }
+    let mut cur = vec![v];
+    for seg in path.split('.') {
+        let mut next = Vec::new();
+        for c in cur {
+            if let Some(x) = c.get(seg).filter(|_| c.is_object()) {
+                push(x, &mut next);
+            }
+        }
+        cur = next;
+    }
+    cur
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+enum Kw {
+    S(String),
+    B(bool),
+}
+
+fn keywords(v: &Value, path: &str) -> Vec<Kw> {
+    values(v, path)
+        .into_iter()
+        .filter_map(|x| match x {
+            Value::String(s) => Some(Kw::S(s.clone())),
+            Value::Bool(b) => Some(Kw::B(*b)),
+            _ => None,
+        })
+        .collect()
+}
+
+fn numbers(v: &Value, path: &str, kind: IndexKind) -> Vec<i64> {
+    values(v, path)
+        .into_iter()
+        .filter_map(|x| match (kind, x) {
+            (IndexKind::Integer, Value::Number(n)) => n.as_i64(),
+            (IndexKind::Datetime, Value::String(s)) => {
+                DATETIMES.iter().find(|(t, _)| t == s).map(|(_, m)| *m)
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+#[derive(Debug, Clone)]
+enum Q {
+    Or(Vec<Q>),
+    And(Vec<Q>),
+    Not(Box<Q>),
+    Exists(&'static str),
+    KwIn(&'static str, Vec<Kw>, bool),
+    Cmp(&'static str, IndexKind, &'static str, i64, String),
+}
+
+fn kw_literal(k: &Kw) -> String {
+    match k {
+        Kw::S(s) => serde_json::to_string(s).unwrap(),
+        Kw::B(b) => b.to_string(),
+    }
+}
+
+fn render(q: &Q) -> String {
+    match q {
+        Q::Or(items) => format!("({})", items.iter().map(render).collect::<Vec<_>>().join(" or ")),
+        Q::And(items) => format!("({})", items.iter().map(render).collect::<Vec<_>>().join(" and ")),
+        Q::Not(inner) => format!("not {}", render(inner)),
+        Q::Exists(p) => format!("{p} exists"),
+        Q::KwIn(p, vals, negate) if vals.len() == 1 => {
+            format!("{p} {} {}", if *negate { "!=" } else { "=" }, kw_literal(&vals[0]))
+        }
+        Q::KwIn(p, vals, _) => format!(
+            "{p} in [{}]",
+            vals.iter().map(kw_literal).collect::<Vec<_>>().join(", ")
+        ),
+        Q::Cmp(p, _, op, _, lit) => format!("{p} {op} {lit}"),
+    }
+}
+
+fn matches(q: &Q, r: &Value) -> bool {
+    match q {
+        Q::Or(items) => items.iter().any(|i| matches(i, r)),
+        Q::And(items) => items.iter().all(|i| matches(i, r)),
+        Q::Not(inner) => !matches(inner, r),
+        Q::Exists(p) => {
+            let kind = INDEXES.iter().find(|(x, _)| x == p).unwrap().1;
+            match kind {
+                IndexKind::Keyword => !keywords(r, p).is_empty(),
+                k => !numbers(r, p, k).is_empty(),
+            }
+        }
+        Q::KwIn(p, vals, negate) => keywords(r, p).iter().any(|k| vals.contains(k)) != *negate,
+        Q::Cmp(p, kind, op, c, _) => {
+            let vals = numbers(r, p, *kind);
+            match *op {
+                "!=" => !vals.contains(c),
+                "=" => vals.contains(c),
+                "<" => vals.iter().any(|v| v < c),
+                "<=" => vals.iter().any(|v| v <= c),
+                ">" => vals.iter().any(|v| v > c),
+                ">=" => vals.iter().any(|v| v >= c),
+                _ => unreachable!(),
+            }
+        }
+    }
+}
+
+fn query(rng: &mut Rng, declared: &[(&'static str, IndexKind)], depth: u32) -> Q {
+    if depth > 0 && rng.chance(40) {
+        let n = 2 + rng.below(2);
+        let items = (0..n).map(|_| query(rng, declared, depth - 1)).collect();
+        return match rng.below(3) {
+            0 => Q::Or(items),
+            1 => Q::And(items),
+            _ => Q::Not(Box::new(query(rng, declared, depth - 1))),
+        };
+    }
+    let (path, kind) = rng.pick(declared);
+    if rng.chance(15) {
+        return Q::Exists(path);
+    }
+    match kind {
+        IndexKind::Keyword => {
+            let domain: Vec<Kw> = LANGS
+                .iter()
+                .chain(TAGS.iter())
+                .map(|s| Kw::S((*s).to_owned()))
+                .chain([Kw::B(true), Kw::B(false), Kw::S("zz".into())])
+                .collect();
+            let n = if rng.chance(30) { 1 + rng.below(3) } else { 1 };
+            let vals = (0..n).map(|_| rng.pick(&domain)).collect::<Vec<_>>();
+            let negate = vals.len() == 1 && rng.chance(30);
+            Q::KwIn(path, vals, negate)
+        }
+        kind => {
+            let op = rng.pick(&["=", "!=", "<", "<=", ">", ">="]);
+            let (c, lit) = if kind == IndexKind::Integer {
+                let c = if rng.chance(20) { rng.pick(&[5, -2, 3]) } else { rng.pick(&NUMBERS) };
+                (c, c.to_string())
+            } else {
+                let (s, m) = rng.pick(&DATETIMES);
+                (m, serde_json::to_string(s).unwrap())
+            };
+            Q::Cmp(path, kind, op, c, lit)
+        }
+    }
+}
+
+type Model = BTreeMap<String, Value>;
+
+async fn check_query(repo: &Repository<MemoryKv>, model: &Model, q: &Q, rng: &mut Rng) {
+    let text = render(q);
+    let want: Vec<&String> = model.iter().filter(|(_, r)| matches(q, r)).map(|(k, _)| k).collect();
+    let count = repo.count(COLLECTION, Some(&text)).await.unwrap();
+    assert_eq!(count, want.len() as u64, "count of {text}");
+    for reverse in [false, true] {
+        let limit = 1 + rng.below(6);
+        let mut got = Vec::new();
+        let mut cursor: Option<String> = None;
+        loop {
+            let page = repo
+                .query(COLLECTION, Some(&text), cursor.as_deref(), reverse, limit)
+                .await
+                .unwrap();
+            for (rkey, record) in &page.records {
+                assert_eq!(&record.to_json(), &model[rkey], "{rkey} of {text}");
+                got.push(rkey.clone());
+            }
+            assert!(page.records.len() <= limit);
+            match page.cursor {
+                Some(c) => cursor = Some(c),
+                None => break,
+            }
+        }
+        let mut want: Vec<String> = want.iter().map(|s| (*s).clone()).collect();
+        if reverse {
+            want.reverse();
+        }
+        assert_eq!(got, want, "pages of {text} (reverse {reverse}, limit {limit})");
+    }
+}
+
+async fn check_aggregates(repo: &Repository<MemoryKv>, model: &Model, declared: &[(&'static str, IndexKind)], q: Option<&Q>) {
+    let text = q.map(render);
+    let matching: Vec<&Value> = model.values().filter(|r| q.is_none_or(|q| matches(q, r))).collect();
+    for (path, kind) in declared {
+        match kind {
+            IndexKind::Keyword => {
+                let mut counts: BTreeMap<Kw, u64> = BTreeMap::new();
+                for r in &matching {
+                    let mut ks = keywords(r, path);
+                    ks.sort();
+                    ks.dedup();
+                    for k in ks {
+                        *counts.entry(k).or_default() += 1;
+                    }
+                }
+                let mut want: Vec<(Kw, u64)> = counts.into_iter().collect();
+                want.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+                want.truncate(3);
+                let got = repo.top_values(COLLECTION, path, text.as_deref(), 3).await.unwrap();
+                let got: Vec<(Kw, u64)> = got
+                    .into_iter()
+                    .map(|t| {
+                        let k = match t.value {
+                            repo::Keyword::Str(s) => Kw::S(s),
+                            repo::Keyword::Bool(b) => Kw::B(b),
+                        };
+                        (k, t.count)
+                    })
+                    .collect();
+                assert_eq!(got, want, "top {path} where {text:?}");
+            }
+            IndexKind::Integer => {
+                let vals: Vec<i64> = matching.iter().flat_map(|r| numbers(r, path, IndexKind::Integer)).collect();
+                let got = repo.stats(COLLECTION, path, text.as_deref()).await.unwrap();
+                assert_eq!(got.count, vals.len() as u64, "stats count {path} where {text:?}");
+                assert_eq!(got.sum, vals.iter().map(|v| i128::from(*v)).sum::<i128>(), "sum {path}");
+                assert_eq!(got.min, vals.iter().min().copied(), "min {path} where {text:?}");
+                assert_eq!(got.max, vals.iter().max().copied(), "max {path} where {text:?}");
+            }
+            IndexKind::Datetime => {}
+        }
+    }
+}
+
+fn run(seed: u64, ordered_keys: bool) {
+    let mut rng = Rng(seed | 1);
+    common::rt().block_on(async {
+        let repos = common::repos();
+        let repo = repos.create(DID).await.unwrap();
+        let mut model: Model = BTreeMap::new();
+        let mut declared: Vec<(&'static str, IndexKind)> = Vec::new();
+        let mut next_key = 0u32;
+        for step in 0..40 {
+            // Indexes come and go, some over records already there.
+            if step % 8 == 0 || (step % 5 == 0 && rng.chance(50)) {
+                let (path, kind) = rng.pick(&INDEXES);
+                if declared.iter().any(|(p, _)| *p == path) {
+                    if rng.chance(30) {
+                        repo.drop_index(COLLECTION, path).await.unwrap();
+                        declared.retain(|(p, _)| *p != path);
+                    }
+                } else {
+                    let n = repo.add_index(COLLECTION, path, kind, |_| {}).await.unwrap();
+                    assert_eq!(n, model.len() as u64);
+                    declared.push((path, kind));
+                }
+            }
+            let mut writes = Vec::new();
+            let mut staged = model.clone();
+            for _ in 0..1 + rng.below(4) {
+                let existing: Vec<String> = staged.keys().cloned().collect();
+                let choice = rng.below(10);
+                if choice < 5 || existing.is_empty() {
+                    let rkey = if ordered_keys {
+                        next_key += 1;
+                        format!("k{next_key:06}")
+                    } else {
+                        format!("k{:03}", rng.below(60))
+                    };
+                    let value = record(&mut rng);
+                    if staged.contains_key(&rkey) {
+                        writes.push(Write::Update {
+                            collection: COLLECTION.into(),
+                            rkey: rkey.clone(),
+                            value: value.clone(),
+                            swap_record: None,
+                        });
+                    } else {
+                        writes.push(Write::Create {
+                            collection: COLLECTION.into(),
+                            rkey: Some(rkey.clone()),
+                            value: value.clone(),
+                        });
+                    }
+                    staged.insert(rkey, value);
+                } else if choice < 8 {
+                    let rkey = rng.pick(&existing);
+                    let value = record(&mut rng);
+                    writes.push(Write::Update {
+                        collection: COLLECTION.into(),
+                        rkey: rkey.clone(),
+                        value: value.clone(),
+                        swap_record: None,
+                    });
+                    staged.insert(rkey, value);
+                } else {
+                    let rkey = rng.pick(&existing);
+                    writes.push(Write::Delete {
+                        collection: COLLECTION.into(),
+                        rkey: rkey.clone(),
+                        swap_record: None,
+                    });
+                    staged.remove(&rkey);
+                }
+            }
+            repo.apply_writes(writes, None).await.unwrap();
+            model = staged;
+            if declared.is_empty() {
+                continue;
+            }
+            assert_eq!(repo.count(COLLECTION, None).await.unwrap(), model.len() as u64);
+            for _ in 0..4 {
+                let q = query(&mut rng, &declared, 2);
+                check_query(&repo, &model, &q, &mut rng).await;
+            }
+            let q = query(&mut rng, &declared, 1);
+            check_aggregates(&repo, &model, &declared, if rng.chance(30) { None } else { Some(&q) }).await;
+        }
+    });
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+
+    /// Record keys in any order: pages are walked by rkey.
+    #[test]
+    fn queries_match_the_model(seed in any::<u64>()) {
+        run(seed, false);
+    }
+
+    /// Record keys in creation order (as TIDs are): pages are walked by column.
+    #[test]
+    fn queries_match_the_model_with_ordered_keys(seed in any::<u64>()) {
+        run(seed, true);
+    }
+}
