@@ -217,6 +217,10 @@ impl<K: Kv> Repos<K> {
             .await?;
             examined.records.extend(tree.values().copied());
             check_index(store, id, tree, &mut report, &mut progress).await?;
+            // Field indexes: each rebuilt in memory and compared.
+            for difference in self.open(id).await?.index_differences().await? {
+                report.problem(format!("field index of {difference}"));
+            }
         }
         if options.history {
             walk_history(store, &roots, examined, &mut report, &mut progress).await?;

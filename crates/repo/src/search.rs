@@ -499,3 +499,168 @@ async fn page_by_rkey<K: Kv>(
         }
     }
 }
+
+/// How a stored row is compared: keyword rows by their value, others by id.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+enum RowName {
+    Row(index::RowId),
+    Value(String, index::Keyword),
+}
+
+impl<K: Kv> Repository<K> {
+    /// Rebuilds every index in memory from the records and compares it
+    /// with what is stored; one line per difference (empty: they agree).
+    ///
+    /// # Errors
+    ///
+    /// A storage error, or [`Error::MalformedIndex`] for stored entries
+    /// that cannot be read at all.
+    pub async fn index_differences(&self) -> Result<Vec<String>, Error> {
+        let _search = self.search.read().await;
+        let kv = self.store.kv();
+        let mut by_collection: std::collections::BTreeMap<String, Vec<Declared>> =
+            std::collections::BTreeMap::new();
+        for d in index::declarations(kv, &self.id, None).await? {
+            by_collection
+                .entry(d.decl.collection.clone())
+                .or_default()
+                .push(d);
+        }
+        let mut out = Vec::new();
+        for (collection, declared) in &by_collection {
+            let scope = declared[0].scope;
+            let built = match index::compute_scope(
+                &self.store,
+                &self.id,
+                collection,
+                scope,
+                declared,
+                false,
+                |_| {},
+            )
+            .await
+            {
+                Ok(b) => b,
+                Err(Error::MalformedIndex(why)) => {
+                    out.push(format!("{collection}: {why}"));
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
+            // Columns: one per record, each naming its record back.
+            let stored_columns = kv
+                .scan(
+                    &records::scope_range(records::RecordType::ColumnRkey, scope, None),
+                    false,
+                    usize::MAX,
+                )
+                .await?;
+            if stored_columns.len() != built.columns.len() {
+                out.push(format!(
+                    "{collection}: {} index columns for {} records",
+                    stored_columns.len(),
+                    built.columns.len()
+                ));
+            }
+            let by_column: std::collections::HashMap<u32, &str> = built
+                .columns
+                .iter()
+                .map(|(r, c)| (*c, r.as_str()))
+                .collect();
+            for (k, v) in &stored_columns {
+                let Ok(records::DecodedKey::ColumnRkey { column, .. }) = records::decode_key(k) else {
+                    out.push(format!("{collection}: a column-rkey key does not decode"));
+                    continue;
+                };
+                let named = u32::try_from(column).ok().and_then(|c| by_column.get(&c));
+                if named.map(|r| r.as_bytes()) != Some(v.as_ref()) {
+                    out.push(format!(
+                        "{collection}: column {column} names {:?}, which is not its record",
+                        String::from_utf8_lossy(v)
+                    ));
+                }
+            }
+            // Rows, keyword rows by value.
+            let mut names: std::collections::HashMap<(String, u64), index::Keyword> =
+                std::collections::HashMap::new();
+            for d in declared.iter().filter(|d| d.decl.kind == IndexKind::Keyword) {
+                let range = records::scope_range(
+                    records::RecordType::KeywordValue,
+                    scope,
+                    Some(&d.decl.path),
+                );
+                for (k, v) in kv.scan(&range, false, usize::MAX).await? {
+                    if let (Ok(records::DecodedKey::KeywordValue { row, .. }), Some(value)) =
+                        (records::decode_key(&k), index::Keyword::from_tagged(&v))
+                    {
+                        names.insert((index::field_name(&d.decl.path), row), value);
+                    }
+                }
+            }
+            let paths: std::collections::HashMap<String, String> = declared
+                .iter()
+                .map(|d| (index::field_name(&d.decl.path), d.decl.path.clone()))
+                .collect();
+            let name = |row: index::RowId| -> RowName {
+                if row.view == "standard" {
+                    let path = paths.get(&row.field).cloned().unwrap_or_default();
+                    match names.get(&(row.field.clone(), row.row)) {
+                        Some(v) => RowName::Value(path, v.clone()),
+                        None => RowName::Row(row),
+                    }
+                } else {
+                    RowName::Row(row)
+                }
+            };
+            let mut stored: std::collections::BTreeMap<RowName, RoaringBitmap> =
+                std::collections::BTreeMap::new();
+            for (row, bits) in index::stored_rows(kv, scope).await? {
+                // Row 1 of the columns field marks out-of-order columns,
+                // which a rebuild does not recompute.
+                if row == (index::RowId { row: 1, ..index::RowId::columns() }) || bits.is_empty() {
+                    continue;
+                }
+                *stored.entry(name(row)).or_default() |= bits;
+            }
+            let mut expected: std::collections::BTreeMap<RowName, RoaringBitmap> =
+                std::collections::BTreeMap::new();
+            for (row, bits) in built.rows {
+                if bits.is_empty() {
+                    continue;
+                }
+                let n = if row.view == "standard" {
+                    let path = paths.get(&row.field).cloned().unwrap_or_default();
+                    let value = built.dictionaries[&path][usize::try_from(row.row).unwrap_or(usize::MAX)].clone();
+                    RowName::Value(path, value)
+                } else {
+                    RowName::Row(row)
+                };
+                expected.insert(n, bits);
+            }
+            for (n, bits) in &expected {
+                match stored.get(n) {
+                    Some(s) if s == bits => {}
+                    Some(s) => out.push(format!(
+                        "{collection}: {n:?} holds {} records, a rebuild {} ({} differ)",
+                        s.len(),
+                        bits.len(),
+                        (s ^ bits).len()
+                    )),
+                    None => out.push(format!(
+                        "{collection}: {n:?} is missing ({} records in a rebuild)",
+                        bits.len()
+                    )),
+                }
+            }
+            for (n, s) in &stored {
+                if !expected.contains_key(n) {
+                    out.push(format!(
+                        "{collection}: {n:?} holds {} records that a rebuild does not",
+                        s.len()
+                    ));
+                }
+            }
+        }
+        Ok(out)
+    }
+}

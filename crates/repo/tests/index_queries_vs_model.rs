@@ -413,6 +413,7 @@ fn run(seed: u64, ordered_keys: bool) {
             let q = query(&mut rng, &declared, 1);
             check_aggregates(&repo, &model, &declared, if rng.chance(30) { None } else { Some(&q) }).await;
         }
+        assert_eq!(repo.index_differences().await.unwrap(), Vec::<String>::new());
     });
 }
 

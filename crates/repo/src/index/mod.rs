@@ -34,7 +34,7 @@ use store::{ContainerDelta, Kv, WriteOp};
 
 use crate::Error;
 
-pub(crate) use build::build_scope;
+pub(crate) use build::{build_scope, compute_scope};
 pub(crate) use cache::IndexCache;
 pub(crate) use eval::{Reader, plan as eval_plan};
 pub(crate) use maintain::{CommitIndex, ScopeCounters};
@@ -406,4 +406,36 @@ pub(crate) fn decode_column(v: &[u8]) -> Result<u32, Error> {
         .map_err(|_| malformed("a column value is not 8 bytes"))?;
     u32::try_from(u64::from_be_bytes(bytes))
         .map_err(|_| malformed("a column id is past 2^32"))
+}
+
+/// Every stored row of a scope, assembled from its containers.
+pub(crate) async fn stored_rows<K: Kv>(kv: &K, scope: u32) -> Result<BTreeMap<RowId, RoaringBitmap>, Error> {
+    let mut rows: BTreeMap<RowId, RoaringBitmap> = BTreeMap::new();
+    let range = scope_bitmap_range(scope)?;
+    let mut start = range.start.clone();
+    loop {
+        let page = kv
+            .scan(&keycodec::KeyRange { start: start.clone(), end: range.end.clone() }, false, 4096)
+            .await?;
+        for (k, v) in &page {
+            let key = txkey::full::Key::parse(k.get(2..).unwrap_or_default())
+                .map_err(|e| malformed(format!("bitmap key: {e}")))?;
+            let delta = ContainerDelta::decode(v).map_err(malformed)?;
+            let row = RowId {
+                field: key.field.to_owned(),
+                view: key.view.to_owned(),
+                row: key.ckey / CONTAINERS_PER_ROW,
+            };
+            if let Some(c) = delta.container()
+                && u64::from(c) != key.shard * CONTAINERS_PER_ROW + key.ckey % CONTAINERS_PER_ROW
+            {
+                return Err(malformed(format!("{row:?} holds columns of another container")));
+            }
+            *rows.entry(row).or_default() |= delta.set;
+        }
+        match page.last() {
+            Some((k, _)) if page.len() == 4096 => start = [k.as_ref(), &[0]].concat(),
+            _ => return Ok(rows),
+        }
+    }
 }
