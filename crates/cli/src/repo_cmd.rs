@@ -56,6 +56,34 @@ pub(crate) enum LexiconCommand {
     },
 }
 
+#[derive(Debug, Subcommand)]
+pub(crate) enum IndexCommand {
+    /// Declare a field index and build it over the records already there;
+    /// every later commit maintains it.
+    Add {
+        /// The collection (an NSID).
+        collection: String,
+        /// The path into its records: keys joined by dots (arrays are entered).
+        path: String,
+        /// What to index: keyword (strings, booleans), integer, or datetime
+        /// (AT Protocol datetimes).
+        #[arg(long, value_parser = ["keyword", "integer", "datetime"])]
+        kind: String,
+    },
+    /// List the declared field indexes.
+    List {
+        /// Only this collection's.
+        collection: Option<String>,
+    },
+    /// Drop a field index and delete its bitmaps.
+    Drop {
+        /// The collection.
+        collection: String,
+        /// The indexed path.
+        path: String,
+    },
+}
+
 /// A repository command.
 #[derive(Debug, Subcommand)]
 pub(crate) enum RepoCommand {
@@ -115,6 +143,40 @@ pub(crate) enum RepoCommand {
         #[arg(long)]
         reverse: bool,
     },
+    /// Field indexes: declare, list, drop (see docs/indexes.md).
+    #[command(subcommand)]
+    Index(IndexCommand),
+    /// Records of a collection matching a --where query, in record key
+    /// order (listRecords' shape with --json); or their count, the most
+    /// frequent values of a keyword path, or stats of an integer path.
+    Query {
+        /// The collection.
+        collection: String,
+        /// The condition, e.g. 'langs = "en" and createdAt >= "2024-01-01T00:00:00Z"'
+        /// (docs/indexes.md); every record without it.
+        #[arg(long = "where", value_name = "EXPR")]
+        where_: Option<String>,
+        /// At most this many records (default 50, 1 to 10000), or values with --top (default 10).
+        #[arg(long, value_parser = clap::value_parser!(u64).range(1..=10_000))]
+        limit: Option<u64>,
+        /// Continue after this cursor (from the previous page).
+        #[arg(long, conflicts_with_all = ["count", "top", "stats"])]
+        cursor: Option<String>,
+        /// Descending record key order.
+        #[arg(long, conflicts_with_all = ["count", "top", "stats"])]
+        reverse: bool,
+        /// Print only how many records match: {"count": N}.
+        #[arg(long, conflicts_with_all = ["top", "stats"])]
+        count: bool,
+        /// The most frequent values of this keyword-indexed path among the
+        /// matching records: {"top": [{"value", "count"}]}.
+        #[arg(long, value_name = "PATH", conflicts_with = "stats")]
+        top: Option<String>,
+        /// Count, sum, min and max of this integer-indexed path over the
+        /// matching records.
+        #[arg(long, value_name = "PATH")]
+        stats: Option<String>,
+    },
     /// The commit log, newest first.
     Log {
         /// At most this many commits.
@@ -165,8 +227,11 @@ impl RepoCommand {
             | Self::Lexicon(LexiconCommand::Add { .. })
             | Self::Put { .. }
             | Self::Rm { .. }
+            | Self::Index(IndexCommand::Add { .. } | IndexCommand::Drop { .. })
             | Self::Import { .. } => true,
             Self::Collection(CollectionCommand::List)
+            | Self::Index(IndexCommand::List { .. })
+            | Self::Query { .. }
             | Self::Get { .. }
             | Self::Ls { .. }
             | Self::Log { .. }
@@ -486,6 +551,89 @@ async fn execute(s: &Session, args: &RepoArgs, cmd: RepoCommand) -> Result<ExitC
                 }
                 lines.join("\n")
             });
+        }
+        RepoCommand::Index(cmd) => return index_command(s, args, cmd).await,
+        RepoCommand::Query {
+            collection,
+            where_,
+            limit,
+            cursor,
+            reverse,
+            count,
+            top,
+            stats,
+        } => {
+            let repo = s.repo(args).await?;
+            let where_ = where_.as_deref();
+            if count {
+                let n = repo.count(&collection, where_).await.map_err(e)?;
+                print(json_mode, &json!({ "count": n }), || n.to_string());
+            } else if let Some(path) = top {
+                let k = usize::try_from(limit.unwrap_or(10)).unwrap_or(usize::MAX);
+                let top = repo
+                    .top_values(&collection, &path, where_, k)
+                    .await
+                    .map_err(e)?;
+                let rows: Vec<Value> = top
+                    .iter()
+                    .map(|t| json!({"value": t.value.to_json(), "count": t.count}))
+                    .collect();
+                print(json_mode, &json!({ "top": rows }), || {
+                    top.iter()
+                        .map(|t| format!("{}  {}", t.count, t.value.to_json()))
+                        .collect::<Vec<_>>()
+                        .join("\n")
+                });
+            } else if let Some(path) = stats {
+                let st = repo.stats(&collection, &path, where_).await.map_err(e)?;
+                // Written by hand: the sum may pass 64 bits, which JSON
+                // numbers allow and serde_json's values do not.
+                let mut text = format!("{{\"count\":{},\"sum\":{}", st.count, st.sum);
+                if let (Some(min), Some(max)) = (st.min, st.max) {
+                    text.push_str(&format!(",\"min\":{min},\"max\":{max}"));
+                }
+                text.push('}');
+                if json_mode {
+                    println!("{text}");
+                } else {
+                    match (st.min, st.max) {
+                        (Some(min), Some(max)) => println!(
+                            "count {}, sum {}, min {min}, max {max}",
+                            st.count, st.sum
+                        ),
+                        _ => println!("count 0, sum 0"),
+                    }
+                }
+            } else {
+                let limit = usize::try_from(limit.unwrap_or(50)).unwrap_or(usize::MAX);
+                let page = repo
+                    .query(&collection, where_, cursor.as_deref(), reverse, limit)
+                    .await
+                    .map_err(e)?;
+                let records: Vec<Value> = page
+                    .records
+                    .iter()
+                    .map(|(rkey, r)| {
+                        json!({"uri": record_uri(repo.id(), &collection, rkey),
+                               "cid": r.cid().to_string(), "value": r.to_json()})
+                    })
+                    .collect();
+                let mut out = json!({ "records": records });
+                if let Some(next) = &page.cursor {
+                    out["cursor"] = json!(next);
+                }
+                print(json_mode, &out, || {
+                    let mut lines: Vec<String> = page
+                        .records
+                        .iter()
+                        .map(|(rkey, r)| format!("{rkey}  {}", r.cid()))
+                        .collect();
+                    if let Some(next) = &page.cursor {
+                        lines.push(format!("(more: --cursor {next})"));
+                    }
+                    lines.join("\n")
+                });
+            }
         }
         RepoCommand::Log { limit } => {
             let repo = s.repo(args).await?;
@@ -864,4 +1012,58 @@ fn format_tid_time(tid: Tid) -> String {
     jiff::Timestamp::from_microsecond(micros)
         .map(|t| t.to_string())
         .unwrap_or_default()
+}
+
+async fn index_command(s: &Session, args: &RepoArgs, cmd: IndexCommand) -> Result<ExitCode> {
+    let json_mode = args.json;
+    let e = |e: repo::Error| e.to_string();
+    let repo = s.repo(args).await?;
+    match cmd {
+        IndexCommand::Add {
+            collection,
+            path,
+            kind,
+        } => {
+            let kind: repo::IndexKind = kind.parse()?;
+            let bar = bar("indexing [{bar:40}] {pos}/{len} records ({eta} left)");
+            let records = repo
+                .add_index(&collection, &path, kind, |p| {
+                    bar.set_length(p.total);
+                    bar.set_position(p.records);
+                })
+                .await
+                .map_err(e)?;
+            bar.finish_and_clear();
+            print(
+                json_mode,
+                &json!({"collection": collection, "path": path, "kind": kind.name(), "records": records}),
+                || format!("indexed {path} of {collection} ({kind}): {records} records"),
+            );
+        }
+        IndexCommand::List { collection } => {
+            let list = repo.indexes(collection.as_deref()).await.map_err(e)?;
+            let rows: Vec<Value> = list
+                .iter()
+                .map(|d| json!({"collection": d.collection, "path": d.path, "kind": d.kind.name()}))
+                .collect();
+            print(json_mode, &json!({ "indexes": rows }), || {
+                if list.is_empty() {
+                    return "no indexes".to_owned();
+                }
+                list.iter()
+                    .map(|d| format!("{}  {}  {}", d.collection, d.path, d.kind))
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            });
+        }
+        IndexCommand::Drop { collection, path } => {
+            repo.drop_index(&collection, &path).await.map_err(e)?;
+            print(
+                json_mode,
+                &json!({"collection": collection, "path": path, "dropped": true}),
+                || format!("dropped the index on {path} of {collection}"),
+            );
+        }
+    }
+    Ok(ExitCode::SUCCESS)
 }

@@ -302,21 +302,25 @@ impl<K: Kv> Repository<K> {
         limit: usize,
     ) -> Result<QueryPage, Error> {
         let limit = limit.max(1);
+        // One more than asked tells whether another page follows.
+        let want = limit.saturating_add(1);
         let _search = self.search.read().await;
         let Some((reader, bits)) = self.matching(collection, where_).await? else {
-            let records = self
-                .list_records(collection, cursor, reverse, limit)
+            let mut records = self
+                .list_records(collection, cursor, reverse, want)
                 .await?;
-            let cursor = (records.len() == limit)
-                .then(|| records.last().map(|(k, _)| k.clone()))
-                .flatten();
+            let more = records.len() > limit;
+            records.truncate(limit);
+            let cursor = records.last().filter(|_| more).map(|(k, _)| k.clone());
             return Ok(QueryPage { records, cursor });
         };
-        let rkeys = if reader.out_of_order().await?.is_empty() {
-            page_by_column(&reader, &bits, cursor, reverse, limit).await?
+        let mut rkeys = if reader.out_of_order().await?.is_empty() {
+            page_by_column(&reader, &bits, cursor, reverse, want).await?
         } else {
-            page_by_rkey(&reader, &bits, cursor, reverse, limit).await?
+            page_by_rkey(&reader, &bits, cursor, reverse, want).await?
         };
+        let more = rkeys.len() > limit;
+        rkeys.truncate(limit);
         let blocks = futures::future::try_join_all(
             rkeys
                 .iter()
@@ -330,9 +334,7 @@ impl<K: Kv> Repository<K> {
             })?;
             records.push((rkey, Record::stored(block)));
         }
-        let cursor = (records.len() == limit)
-            .then(|| records.last().map(|(k, _)| k.clone()))
-            .flatten();
+        let cursor = records.last().filter(|_| more).map(|(k, _)| k.clone());
         Ok(QueryPage { records, cursor })
     }
 
