@@ -763,3 +763,201 @@ pub(crate) async fn not_found() -> XrpcError {
         "no such endpoint (XRPC methods are under /xrpc/)",
     )
 }
+
+/// `limit` of a page: 1 to `max`, `default` when absent.
+fn page_limit(limit: Option<i64>, default: usize, max: usize) -> Result<usize> {
+    match limit {
+        None => Ok(default.min(max)),
+        Some(n) if n >= 1 && usize::try_from(n).is_ok_and(|n| n <= max) => {
+            Ok(usize::try_from(n).unwrap_or(max))
+        }
+        Some(n) => Err(XrpcError::invalid(format!(
+            "limit {n} is out of range (1 to {max})"
+        ))),
+    }
+}
+
+#[derive(Deserialize)]
+pub(crate) struct QueryRecordsParams {
+    repo: String,
+    collection: String,
+    #[serde(rename = "where")]
+    where_: Option<String>,
+    limit: Option<i64>,
+    cursor: Option<String>,
+    reverse: Option<bool>,
+}
+
+/// `dev.datarepo.queryRecords`: listRecords' shape, filtered by `where`.
+pub(crate) async fn query_records<K: Kv + 'static>(
+    State(app): State<Arc<App<K>>>,
+    headers: HeaderMap,
+    params: std::result::Result<Query<QueryRecordsParams>, QueryRejection>,
+) -> Result<Json<Value>> {
+    app.authorize_read(&headers)?;
+    let p = query(params)?;
+    let limit = page_limit(p.limit, 50, app.config.limits.max_page)?;
+    let repo = app.repo(&p.repo).await?;
+    let page = repo
+        .query(
+            &p.collection,
+            p.where_.as_deref().filter(|w| !w.trim().is_empty()),
+            p.cursor.as_deref(),
+            p.reverse.unwrap_or(false),
+            limit,
+        )
+        .await?;
+    let records: Vec<Value> = page
+        .records
+        .iter()
+        .map(|(rkey, r)| {
+            json!({
+                "uri": record_uri(repo.id(), &p.collection, rkey),
+                "cid": r.cid().to_string(),
+                "value": r.to_json(),
+            })
+        })
+        .collect();
+    let mut out = json!({ "records": records });
+    if let Some(cursor) = page.cursor {
+        out["cursor"] = json!(cursor);
+    }
+    Ok(Json(out))
+}
+
+#[derive(Deserialize)]
+pub(crate) struct CountRecordsParams {
+    repo: String,
+    collection: String,
+    #[serde(rename = "where")]
+    where_: Option<String>,
+}
+
+/// `dev.datarepo.countRecords` → `{"count"}`.
+pub(crate) async fn count_records<K: Kv + 'static>(
+    State(app): State<Arc<App<K>>>,
+    headers: HeaderMap,
+    params: std::result::Result<Query<CountRecordsParams>, QueryRejection>,
+) -> Result<Json<Value>> {
+    app.authorize_read(&headers)?;
+    let p = query(params)?;
+    let repo = app.repo(&p.repo).await?;
+    let n = repo
+        .count(
+            &p.collection,
+            p.where_.as_deref().filter(|w| !w.trim().is_empty()),
+        )
+        .await?;
+    Ok(Json(json!({ "count": n })))
+}
+
+#[derive(Deserialize)]
+pub(crate) struct TopValuesParams {
+    repo: String,
+    collection: String,
+    path: String,
+    #[serde(rename = "where")]
+    where_: Option<String>,
+    limit: Option<i64>,
+}
+
+/// `dev.datarepo.topValues` → `{"top": [{"value", "count"}]}`.
+pub(crate) async fn top_values<K: Kv + 'static>(
+    State(app): State<Arc<App<K>>>,
+    headers: HeaderMap,
+    params: std::result::Result<Query<TopValuesParams>, QueryRejection>,
+) -> Result<Json<Value>> {
+    app.authorize_read(&headers)?;
+    let p = query(params)?;
+    let limit = page_limit(p.limit, 10, app.config.limits.max_page)?;
+    let repo = app.repo(&p.repo).await?;
+    let top = repo
+        .top_values(
+            &p.collection,
+            &p.path,
+            p.where_.as_deref().filter(|w| !w.trim().is_empty()),
+            limit,
+        )
+        .await?;
+    let top: Vec<Value> = top
+        .iter()
+        .map(|t| json!({"value": t.value.to_json(), "count": t.count}))
+        .collect();
+    Ok(Json(json!({ "top": top })))
+}
+
+#[derive(Deserialize)]
+pub(crate) struct ListIndexesParams {
+    repo: String,
+    collection: Option<String>,
+}
+
+/// `dev.datarepo.listIndexes` → `{"indexes": [{"collection", "path", "kind"}]}`.
+pub(crate) async fn list_indexes<K: Kv + 'static>(
+    State(app): State<Arc<App<K>>>,
+    headers: HeaderMap,
+    params: std::result::Result<Query<ListIndexesParams>, QueryRejection>,
+) -> Result<Json<Value>> {
+    app.authorize_read(&headers)?;
+    let p = query(params)?;
+    let repo = app.repo(&p.repo).await?;
+    let list = repo.indexes(p.collection.as_deref()).await?;
+    let indexes: Vec<Value> = list
+        .iter()
+        .map(|d| json!({"collection": d.collection, "path": d.path, "kind": d.kind.name()}))
+        .collect();
+    Ok(Json(json!({ "indexes": indexes })))
+}
+
+#[derive(Deserialize)]
+pub(crate) struct AddIndexInput {
+    repo: String,
+    collection: String,
+    path: String,
+    kind: String,
+}
+
+/// `dev.datarepo.addIndex` (write token) → `{collection, path, kind, records}`.
+pub(crate) async fn add_index<K: Kv + 'static>(
+    State(app): State<Arc<App<K>>>,
+    headers: HeaderMap,
+    raw: std::result::Result<Bytes, BytesRejection>,
+) -> Result<Json<Value>> {
+    app.authorize_write(&headers)?;
+    let (input, _): (AddIndexInput, _) = body(raw)?;
+    let kind: repo::IndexKind = input.kind.parse().map_err(XrpcError::invalid)?;
+    let repo = app.repo(&input.repo).await?;
+    // In a task of its own: a client that goes away does not cut a build short.
+    let (collection, path) = (input.collection.clone(), input.path.clone());
+    let records = tokio::spawn(async move { repo.add_index(&collection, &path, kind, |_| {}).await })
+        .await
+        .map_err(|e| XrpcError::internal(format!("index build task failed: {e}")))??;
+    Ok(Json(json!({
+        "collection": input.collection,
+        "path": input.path,
+        "kind": kind.name(),
+        "records": records,
+    })))
+}
+
+#[derive(Deserialize)]
+pub(crate) struct DropIndexInput {
+    repo: String,
+    collection: String,
+    path: String,
+}
+
+/// `dev.datarepo.dropIndex` (write token) → `{}`.
+pub(crate) async fn drop_index<K: Kv + 'static>(
+    State(app): State<Arc<App<K>>>,
+    headers: HeaderMap,
+    raw: std::result::Result<Bytes, BytesRejection>,
+) -> Result<Json<Value>> {
+    app.authorize_write(&headers)?;
+    let (input, _): (DropIndexInput, _) = body(raw)?;
+    let repo = app.repo(&input.repo).await?;
+    tokio::spawn(async move { repo.drop_index(&input.collection, &input.path).await })
+        .await
+        .map_err(|e| XrpcError::internal(format!("index drop task failed: {e}")))??;
+    Ok(Json(json!({})))
+}

@@ -158,6 +158,14 @@ fn router_for<K: Kv + 'static>(app: Arc<App<K>>) -> Router {
             "/xrpc/com.atproto.repo.applyWrites",
             post(handlers::apply_writes::<K>),
         )
+        .route(
+            "/xrpc/dev.datarepo.addIndex",
+            post(handlers::add_index::<K>),
+        )
+        .route(
+            "/xrpc/dev.datarepo.dropIndex",
+            post(handlers::drop_index::<K>),
+        )
         .route_layer(middleware::from_fn_with_state(
             Arc::clone(&app),
             admission::admit_write::<K>,
@@ -171,6 +179,22 @@ fn router_for<K: Kv + 'static>(app: Arc<App<K>>) -> Router {
         .route(
             "/xrpc/com.atproto.repo.listRecords",
             get(handlers::list_records::<K>),
+        )
+        .route(
+            "/xrpc/dev.datarepo.queryRecords",
+            get(handlers::query_records::<K>),
+        )
+        .route(
+            "/xrpc/dev.datarepo.countRecords",
+            get(handlers::count_records::<K>),
+        )
+        .route(
+            "/xrpc/dev.datarepo.topValues",
+            get(handlers::top_values::<K>),
+        )
+        .route(
+            "/xrpc/dev.datarepo.listIndexes",
+            get(handlers::list_indexes::<K>),
         )
         .route(
             "/xrpc/com.atproto.repo.describeRepo",
