@@ -398,6 +398,21 @@ pub(crate) fn conditions(e: &Expr) -> Vec<&Cond> {
 mod tests {
     use super::*;
 
+    proptest::proptest! {
+        /// Any input: no panic, and an error names a position within it.
+        #[test]
+        fn parsing_never_panics(src in "[a-z0-9 ()\\[\\],=!<>\"\\\\.$_-]{0,40}|\\PC{0,20}") {
+            if let Err(e) = parse(&src) {
+                let at: usize = e
+                    .strip_prefix("at position ")
+                    .and_then(|r| r.split(':').next())
+                    .and_then(|n| n.parse().ok())
+                    .unwrap();
+                proptest::prop_assert!(at <= src.len(), "{}", e);
+            }
+        }
+    }
+
     fn cond(path: &str, at: usize, op: Op) -> Expr {
         Expr::Cond(Cond { path: path.into(), at, op })
     }
@@ -426,7 +441,7 @@ mod tests {
                 cond("x.y_$1", 1, Op::Compare(Cmp::Ge, Literal::Int(-5))),
                 cond(
                     "z",
-                    17,
+                    16,
                     Op::In(vec![Literal::Str("a".into()), Literal::Bool(true), Literal::Int(7)])
                 ),
             ])
