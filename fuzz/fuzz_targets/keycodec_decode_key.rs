@@ -15,6 +15,11 @@ fuzz_target!(|data: &[u8]| {
         DecodedKey::Collection { repo, collection } => records::collection_key(repo, collection),
         DecodedKey::Bitmap { txkey } => records::bitmap_key(txkey),
         DecodedKey::BlockDelta { cid } => records::block_delta_key(cid),
+        DecodedKey::FieldIndex { repo, collection, path } => records::field_index_key(repo, collection, path),
+        DecodedKey::Column { scope, rkey } => records::column_key(*scope, rkey),
+        DecodedKey::ColumnRkey { scope, column } => records::column_rkey_key(*scope, *column),
+        DecodedKey::KeywordRow { scope, path, value } => records::keyword_row_key(*scope, path, value),
+        DecodedKey::KeywordValue { scope, path, row } => records::keyword_value_key(*scope, path, *row),
         _ => return,
     };
     assert_eq!(again, data);
