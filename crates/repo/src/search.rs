@@ -1,5 +1,7 @@
 //! Field indexes on [`Repository`]: declaring them and querying them.
 
+use std::sync::Arc;
+
 use keycodec::records;
 use roaring::RoaringBitmap;
 use store::{Kv, WriteOp};
@@ -246,6 +248,22 @@ impl<K: Kv> Repository<K> {
             .clear();
     }
 
+    /// The declarations of `collection`, through the cache.
+    async fn declared(&self, collection: &str) -> Result<Arc<Vec<Declared>>, Error> {
+        if let Some(d) = self.lock_cache().declared(collection) {
+            return Ok(d);
+        }
+        let d = Arc::new(index::declarations(self.store.kv(), &self.id, Some(collection)).await?);
+        self.lock_cache().set_declared(collection, Arc::clone(&d));
+        Ok(d)
+    }
+
+    fn lock_cache(&self) -> std::sync::MutexGuard<'_, index::IndexCache> {
+        self.cache
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
     /// Empties the cache unless it is of the current head.
     async fn sync_cache(&self) -> Result<(), Error> {
         let head = self.store.head(&self.id).await?.map(|h| h.commit);
@@ -268,7 +286,8 @@ impl<K: Kv> Repository<K> {
             .map(index::parse_where)
             .transpose()
             .map_err(Error::InvalidQuery)?;
-        let declared = index::declarations(self.store.kv(), &self.id, Some(collection)).await?;
+        self.sync_cache().await?;
+        let declared = self.declared(collection).await?;
         let plan = expr
             .as_ref()
             .map(|e| index::eval_plan(collection, e, &declared))
@@ -276,7 +295,6 @@ impl<K: Kv> Repository<K> {
         let Some(scope) = declared.first().map(|d| d.scope) else {
             return Ok(None);
         };
-        self.sync_cache().await?;
         let reader = Reader::new(self.store.kv(), &self.cache, scope);
         let bits = match &plan {
             Some(p) => reader.eval(p).await?,
@@ -386,7 +404,8 @@ impl<K: Kv> Repository<K> {
     ) -> Result<Vec<TopValue>, Error> {
         let _search = self.search.read().await;
         rkey::validate_nsid(collection)?;
-        let declared = self.indexes(Some(collection)).await?;
+        self.sync_cache().await?;
+        let declared: Vec<IndexDecl> = self.declared(collection).await?.iter().map(|d| d.decl.clone()).collect();
         Self::index_of(&declared, collection, path, IndexKind::Keyword, "--top")?;
         let Some((reader, bits)) = self.matching(collection, where_).await? else {
             return Ok(Vec::new());
@@ -409,7 +428,8 @@ impl<K: Kv> Repository<K> {
     ) -> Result<Stats, Error> {
         let _search = self.search.read().await;
         rkey::validate_nsid(collection)?;
-        let declared = self.indexes(Some(collection)).await?;
+        self.sync_cache().await?;
+        let declared: Vec<IndexDecl> = self.declared(collection).await?.iter().map(|d| d.decl.clone()).collect();
         Self::index_of(&declared, collection, path, IndexKind::Integer, "--stats")?;
         let Some((reader, bits)) = self.matching(collection, where_).await? else {
             return Ok(Stats::default());

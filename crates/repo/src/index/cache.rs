@@ -45,6 +45,11 @@ pub(crate) struct IndexCache {
     map: lru::LruCache<CacheKey, (Arc<Cached>, usize)>,
     bytes: usize,
     limit: usize,
+    /// Declarations by collection, as last read.
+    declared: std::collections::HashMap<String, Arc<Vec<super::Declared>>>,
+    /// Dictionary rows found (entries are never rewritten, only deleted
+    /// with their index, which clears this cache).
+    rows: std::collections::HashMap<(u32, String, super::Keyword), u64>,
 }
 
 impl std::fmt::Debug for IndexCache {
@@ -65,6 +70,8 @@ impl IndexCache {
             map: lru::LruCache::unbounded(),
             bytes: 0,
             limit,
+            declared: std::collections::HashMap::new(),
+            rows: std::collections::HashMap::new(),
         }
     }
 
@@ -80,6 +87,25 @@ impl IndexCache {
         self.map.clear();
         self.bytes = 0;
         self.head = None;
+        self.declared.clear();
+        self.rows.clear();
+    }
+
+    pub(crate) fn declared(&self, collection: &str) -> Option<Arc<Vec<super::Declared>>> {
+        self.declared.get(collection).cloned()
+    }
+
+    pub(crate) fn set_declared(&mut self, collection: &str, declared: Arc<Vec<super::Declared>>) {
+        self.declared.insert(collection.to_owned(), declared);
+    }
+
+    pub(crate) fn row_of(&self, scope: u32, path: &str, value: &super::Keyword) -> Option<u64> {
+        // A miss allocates a key; dictionaries are small next to the rows.
+        self.rows.get(&(scope, path.to_owned(), value.clone())).copied()
+    }
+
+    pub(crate) fn set_row_of(&mut self, scope: u32, path: &str, value: super::Keyword, row: u64) {
+        self.rows.insert((scope, path.to_owned(), value), row);
     }
 
     pub(crate) fn get(&mut self, key: &CacheKey) -> Option<Arc<Cached>> {

@@ -261,8 +261,15 @@ impl<'a, K: Kv> Reader<'a, K> {
 
     /// The dictionary row of a keyword value.
     async fn keyword_row(&self, path: &str, v: &Keyword) -> Result<Option<u64>, Error> {
+        if let Some(row) = lock(self.cache).row_of(self.scope, path, v) {
+            return Ok(Some(row));
+        }
         match self.kv.get(&records::keyword_row_key(self.scope, path, &v.tagged())).await? {
-            Some(bytes) => Ok(Some(u64::from(decode_column(&bytes)?))),
+            Some(bytes) => {
+                let row = u64::from(decode_column(&bytes)?);
+                lock(self.cache).set_row_of(self.scope, path, v.clone(), row);
+                Ok(Some(row))
+            }
             None => Ok(None),
         }
     }

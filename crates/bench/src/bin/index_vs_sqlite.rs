@@ -1,0 +1,534 @@
+//! Field indexes against SQLite, same records, same run.
+//!
+//! One collection of N records (default 1,000,000) with four fields: `lang`
+//! (a keyword of 10 values, Zipf-skewed), `tags` (0–3 of 50 values),
+//! `createdAt` (a datetime, in record-key order) and `likes` (an integer,
+//! Pareto). datarepo keeps them in SlateDB in a local directory with a
+//! keyword, keyword, datetime and integer index; SQLite (through
+//! `rusqlite`, WAL, 256 MiB cache) keeps the records as JSON with the
+//! indexes a competent user would build: expression indexes on
+//! `json_extract` and a side table for the tags. Every count is checked to
+//! be the same on both sides.
+//!
+//! Run: `cargo run --release -p datarepo-bench --bin index-vs-sqlite [-- --n 1000000 --runs 200]`
+#![allow(clippy::disallowed_methods, clippy::unwrap_used)] // a benchmark measures wall time
+
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+use std::{
+    path::Path,
+    sync::Arc,
+    time::{Duration, Instant},
+};
+
+use repo::{Env, IndexKind, Repos, Write};
+use serde_json::{Value, json};
+use store::{Kv, SlateKv, Store};
+
+const COLLECTION: &str = "app.bsky.feed.post";
+const DID: &str = "did:plc:indexbench";
+const BASE_MICROS: u64 = 1_767_225_600_000_000;
+
+fn env(start: u64) -> Env {
+    let clock = Arc::new(std::sync::atomic::AtomicU64::new(start));
+    Env::new(move || clock.fetch_add(1, std::sync::atomic::Ordering::Relaxed), 1)
+}
+
+/// Record `i`: its rkey (a TID, in order) and its JSON.
+fn record(i: u64, rng: &mut datarepo_bench::Rng) -> (String, Value) {
+    let micros = BASE_MICROS + i * 1_000_000; // one a second
+    let rkey = rkey::Tid::from_parts(micros, 7).unwrap().to_string();
+    // Zipf over 10 languages: weight 1/k.
+    let weights: [f64; 10] = std::array::from_fn(|k| 1.0 / (k + 1) as f64);
+    let total: f64 = weights.iter().sum();
+    let mut u = (rng.next_u64() % 1_000_000) as f64 / 1_000_000.0 * total;
+    let mut lang = 9;
+    for (k, w) in weights.iter().enumerate() {
+        if u < *w {
+            lang = k;
+            break;
+        }
+        u -= w;
+    }
+    let ntags = rng.next_u64() % 4;
+    let mut tags: Vec<String> = (0..ntags).map(|_| format!("t{}", rng.next_u64() % 50)).collect();
+    tags.sort();
+    tags.dedup();
+    // Pareto (alpha 1.16, minimum 1), minus 1: most posts have 0 likes.
+    let uniform = (rng.next_u64() % 1_000_000 + 1) as f64 / 1_000_001.0;
+    let likes = (1.0 / uniform.powf(1.0 / 1.16)).floor() as i64 - 1;
+    let created = jiff_like(micros);
+    (
+        rkey,
+        json!({"$type": COLLECTION, "text": format!("post {i}"), "lang": format!("l{lang}"),
+               "tags": tags, "createdAt": created, "likes": likes}),
+    )
+}
+
+/// `micros` as an AT Protocol datetime with milliseconds (UTC).
+fn jiff_like(micros: u64) -> String {
+    let secs = micros / 1_000_000;
+    let ms = (micros % 1_000_000) / 1000;
+    let days = secs / 86_400;
+    let rem = secs % 86_400;
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = if m <= 2 { y + 1 } else { y };
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{ms:03}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+fn p50(mut times: Vec<Duration>) -> Duration {
+    times.sort();
+    times[times.len() / 2]
+}
+
+fn us(d: Duration) -> String {
+    let us = d.as_secs_f64() * 1e6;
+    if us >= 1000.0 { format!("{:.2} ms", us / 1000.0) } else { format!("{us:.1} µs") }
+}
+
+fn row(what: &str, ours: Duration, peer: Duration, goal: &str) {
+    println!(
+        "| {what} | {} | {} | {:.0}x | {goal} |",
+        us(ours),
+        us(peer),
+        peer.as_secs_f64() / ours.as_secs_f64()
+    );
+}
+
+fn dir_bytes(dir: &Path) -> u64 {
+    let mut n = 0;
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let m = e.metadata().unwrap();
+            if m.is_dir() {
+                stack.push(e.path());
+            } else {
+                n += m.len();
+            }
+        }
+    }
+    n
+}
+
+async fn key_bytes<K: Kv>(kv: &K, t: keycodec::RecordType) -> u64 {
+    let mut n = 0u64;
+    let range = t.range();
+    let mut start = range.start.clone();
+    loop {
+        let page = kv
+            .scan(&keycodec::KeyRange { start: start.clone(), end: range.end.clone() }, false, 100_000)
+            .await
+            .unwrap();
+        n += page.iter().map(|(k, v)| (k.len() + v.len()) as u64).sum::<u64>();
+        match page.last() {
+            Some((k, _)) if page.len() == 100_000 => start = [k.as_ref(), &[0]].concat(),
+            _ => return n,
+        }
+    }
+}
+
+struct Queries {
+    lang: String,
+    tag: String,
+    from: String,
+    to: String,
+}
+
+impl Queries {
+    fn count_lang(&self) -> String {
+        format!("lang = \"{}\"", self.lang)
+    }
+    fn count_and(&self) -> String {
+        format!("lang = \"{}\" and tags = \"{}\"", self.lang, self.tag)
+    }
+    fn count_range(&self) -> String {
+        format!(
+            "createdAt >= \"{}\" and createdAt < \"{}\" and lang = \"{}\"",
+            self.from, self.to, self.lang
+        )
+    }
+}
+
+struct Sqlite {
+    conn: rusqlite::Connection,
+}
+
+impl Sqlite {
+    fn open(path: &Path) -> Self {
+        let conn = rusqlite::Connection::open(path).unwrap();
+        conn.execute_batch(
+            "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA cache_size=-262144; PRAGMA temp_store=MEMORY;",
+        )
+        .unwrap();
+        Self { conn }
+    }
+    fn count(&self, sql: &str, params: &[&dyn rusqlite::ToSql]) -> u64 {
+        self.conn
+            .prepare_cached(sql)
+            .unwrap()
+            .query_row(params, |r| r.get::<_, i64>(0))
+            .unwrap() as u64
+    }
+}
+
+const SQL_LANG: &str = "SELECT count(*) FROM posts WHERE json_extract(record, '$.lang') = ?1";
+const SQL_AND: &str = "SELECT count(*) FROM posts p JOIN post_tags t ON t.rkey = p.rkey \
+                       WHERE t.tag = ?2 AND json_extract(p.record, '$.lang') = ?1";
+const SQL_RANGE: &str = "SELECT count(*) FROM posts WHERE json_extract(record, '$.createdAt') >= ?2 \
+                         AND json_extract(record, '$.createdAt') < ?3 AND json_extract(record, '$.lang') = ?1";
+const SQL_PAGE: &str = "SELECT p.rkey, p.record FROM posts p JOIN post_tags t ON t.rkey = p.rkey \
+                        WHERE t.tag = ?2 AND json_extract(p.record, '$.lang') = ?1 AND p.rkey > ?3 \
+                        ORDER BY p.rkey LIMIT 50";
+const SQL_TOP: &str = "SELECT tag, count(*) AS c FROM post_tags GROUP BY tag ORDER BY c DESC, tag LIMIT 10";
+
+fn timed<T>(runs: usize, mut f: impl FnMut() -> T) -> (Duration, T) {
+    let mut times = Vec::with_capacity(runs);
+    let mut last = None;
+    for _ in 0..runs {
+        let start = Instant::now();
+        last = Some(f());
+        times.push(start.elapsed());
+    }
+    (p50(times), last.unwrap())
+}
+
+async fn timed_async<T, F: std::future::Future<Output = T>>(runs: usize, mut f: impl FnMut() -> F) -> (Duration, T) {
+    let mut times = Vec::with_capacity(runs);
+    let mut last = None;
+    for _ in 0..runs {
+        let start = Instant::now();
+        last = Some(f().await);
+        times.push(start.elapsed());
+    }
+    (p50(times), last.unwrap())
+}
+
+async fn durable_rate(dir: &Path, indexed: bool, writers: usize, secs: f64) -> f64 {
+    let _ = std::fs::remove_dir_all(dir);
+    let kv = SlateKv::open_local(dir).await.unwrap();
+    let repos = Repos::new(Arc::new(Store::new(kv.clone())), env(BASE_MICROS));
+    let repo = repos.create(DID).await.unwrap();
+    if indexed {
+        for (path, kind) in [
+            ("lang", IndexKind::Keyword),
+            ("tags", IndexKind::Keyword),
+            ("createdAt", IndexKind::Datetime),
+            ("likes", IndexKind::Integer),
+        ] {
+            repo.add_index(COLLECTION, path, kind, |_| {}).await.unwrap();
+        }
+    }
+    let deadline = Instant::now() + Duration::from_secs_f64(secs);
+    let start = Instant::now();
+    let tasks: Vec<_> = (0..writers)
+        .map(|w| {
+            let repo = Arc::clone(&repo);
+            tokio::spawn(async move {
+                let mut rng = datarepo_bench::Rng(w as u64 + 1);
+                let mut n = 0u64;
+                while Instant::now() < deadline {
+                    let (_, value) = record(n * 64 + w as u64, &mut rng);
+                    repo.apply_writes(
+                        vec![Write::Create { collection: COLLECTION.into(), rkey: None, value }],
+                        None,
+                    )
+                    .await
+                    .unwrap();
+                    n += 1;
+                }
+                n
+            })
+        })
+        .collect();
+    let mut total = 0;
+    for t in tasks {
+        total += t.await.unwrap();
+    }
+    let rate = total as f64 / start.elapsed().as_secs_f64();
+    kv.close().await.unwrap();
+    let _ = std::fs::remove_dir_all(dir);
+    rate
+}
+
+fn main() {
+    let n: u64 = datarepo_bench::arg("--n", 1_000_000);
+    let runs: usize = datarepo_bench::arg("--runs", 200);
+    let cold_runs: usize = datarepo_bench::arg("--cold-runs", 15);
+    let secs: f64 = datarepo_bench::arg("--secs", 5.0);
+    let root = std::env::temp_dir().join(format!("datarepo-bench-index-{}", std::process::id()));
+    std::fs::create_dir_all(&root).unwrap();
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    rt.block_on(async {
+        // The records, once for both.
+        let mut rng = datarepo_bench::Rng(7);
+        let records: Vec<(String, Value)> = (0..n).map(|i| record(i, &mut rng)).collect();
+        let q = Queries {
+            lang: "l2".into(),
+            tag: "t7".into(),
+            from: records[(n * 45 / 100) as usize].1["createdAt"].as_str().unwrap().to_owned(),
+            to: records[(n * 55 / 100) as usize].1["createdAt"].as_str().unwrap().to_owned(),
+        };
+
+        // A CAR of them, made in memory.
+        let car = {
+            let repos = Repos::new(Arc::new(Store::new(store::MemoryKv::new())), env(BASE_MICROS + 60_000_000));
+            let repo = repos.create(DID).await.unwrap();
+            for chunk in records.chunks(10_000) {
+                let writes = chunk
+                    .iter()
+                    .map(|(k, v)| Write::Create { collection: COLLECTION.into(), rkey: Some(k.clone()), value: v.clone() })
+                    .collect();
+                repo.apply_writes(writes, None).await.unwrap();
+            }
+            repo.export_car(Vec::new(), None, |_| {}).await.unwrap().0
+        };
+        println!("{n} records; CAR {:.1} MiB", car.len() as f64 / (1 << 20) as f64);
+
+        // Import without indexes, then into a repository with the four declared.
+        let plain_dir = root.join("plain");
+        let kv = SlateKv::open_local(&plain_dir).await.unwrap();
+        let repos = Repos::new(Arc::new(Store::new(kv.clone())), env(BASE_MICROS + 120_000_000));
+        let start = Instant::now();
+        repos.import_car(&car[..], None).await.unwrap();
+        let t_plain = start.elapsed();
+        kv.close().await.unwrap();
+        let plain_bytes = dir_bytes(&plain_dir);
+        let _ = std::fs::remove_dir_all(&plain_dir);
+
+        let dir = root.join("indexed");
+        let kv = SlateKv::open_local(&dir).await.unwrap();
+        let store = Arc::new(Store::new(kv.clone()));
+        let repo = Repos::new(Arc::clone(&store), env(BASE_MICROS)).create(DID).await.unwrap();
+        let repos = Repos::new(store, env(BASE_MICROS + 120_000_000));
+        for (path, kind) in [
+            ("lang", IndexKind::Keyword),
+            ("tags", IndexKind::Keyword),
+            ("createdAt", IndexKind::Datetime),
+            ("likes", IndexKind::Integer),
+        ] {
+            repo.add_index(COLLECTION, path, kind, |_| {}).await.unwrap();
+        }
+        drop(repo);
+        let start = Instant::now();
+        repos.import_car(&car[..], None).await.unwrap();
+        let t_indexed = start.elapsed();
+        drop(car);
+        let container_bytes = key_bytes(&kv, keycodec::RecordType::Bitmap).await;
+        let column_bytes = key_bytes(&kv, keycodec::RecordType::Column).await
+            + key_bytes(&kv, keycodec::RecordType::ColumnRkey).await;
+        kv.close().await.unwrap();
+        let indexed_bytes = dir_bytes(&dir);
+
+        // SQLite: load, then index.
+        let db_path = root.join("sqlite.db");
+        let sqlite = Sqlite::open(&db_path);
+        sqlite.conn.execute_batch(
+            "CREATE TABLE posts(rkey TEXT PRIMARY KEY, record TEXT NOT NULL) WITHOUT ROWID;
+             CREATE TABLE post_tags(tag TEXT NOT NULL, rkey TEXT NOT NULL, PRIMARY KEY(tag, rkey)) WITHOUT ROWID;",
+        ).unwrap();
+        let start = Instant::now();
+        {
+            let tx = sqlite.conn.unchecked_transaction().unwrap();
+            {
+                let mut ins = tx.prepare("INSERT INTO posts VALUES (?1, ?2)").unwrap();
+                for (k, v) in &records {
+                    ins.execute((k, v.to_string())).unwrap();
+                }
+            }
+            tx.commit().unwrap();
+        }
+        let s_load = start.elapsed();
+        let page_bytes = |c: &rusqlite::Connection| -> u64 {
+            let pages: i64 = c.query_row("PRAGMA page_count", [], |r| r.get(0)).unwrap();
+            let size: i64 = c.query_row("PRAGMA page_size", [], |r| r.get(0)).unwrap();
+            (pages * size) as u64
+        };
+        sqlite.conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE);").unwrap();
+        let s_bytes_plain = page_bytes(&sqlite.conn);
+        let start = Instant::now();
+        {
+            let tx = sqlite.conn.unchecked_transaction().unwrap();
+            {
+                let mut ins = tx.prepare("INSERT INTO post_tags VALUES (?1, ?2)").unwrap();
+                for (k, v) in &records {
+                    for t in v["tags"].as_array().unwrap() {
+                        ins.execute((t.as_str().unwrap(), k)).unwrap();
+                    }
+                }
+            }
+            tx.execute_batch(
+                "CREATE INDEX posts_lang ON posts(json_extract(record, '$.lang'));
+                 CREATE INDEX posts_created ON posts(json_extract(record, '$.createdAt'));
+                 CREATE INDEX posts_likes ON posts(json_extract(record, '$.likes'));
+                 CREATE INDEX post_tags_rkey ON post_tags(rkey);",
+            ).unwrap();
+            tx.commit().unwrap();
+        }
+        let s_index = start.elapsed();
+        sqlite.conn.execute_batch("ANALYZE; PRAGMA wal_checkpoint(TRUNCATE);").unwrap();
+        let s_bytes = page_bytes(&sqlite.conn) - s_bytes_plain;
+        drop(sqlite);
+        drop(records);
+
+        println!();
+        println!("| measure | datarepo | SQLite | ratio | goal |");
+        println!("| --- | --- | --- | --- | --- |");
+        println!(
+            "| import / load of {n} records, no indexes | {:.2} s | {:.2} s | | |",
+            t_plain.as_secs_f64(),
+            s_load.as_secs_f64()
+        );
+        println!(
+            "| time the four indexes add | +{:.0}% ({:.2} s) | +{:.0}% ({:.2} s) | | ≤ +20% |",
+            (t_indexed.as_secs_f64() / t_plain.as_secs_f64() - 1.0) * 100.0,
+            t_indexed.as_secs_f64() - t_plain.as_secs_f64(),
+            s_index.as_secs_f64() / s_load.as_secs_f64() * 100.0,
+            s_index.as_secs_f64()
+        );
+        println!(
+            "| bytes per record: containers (4 fields) | {:.2} | {:.1} (4 indexes + tag table) | | ≤ 8 |",
+            container_bytes as f64 / n as f64,
+            s_bytes as f64 / n as f64
+        );
+        println!(
+            "| bytes per record: column mapping (keys + values, before compression) | {:.1} | | | ≤ 32 |",
+            column_bytes as f64 / n as f64
+        );
+        println!(
+            "| store on disk, indexed vs not (after import) | {:.1} vs {:.1} MiB | | | |",
+            indexed_bytes as f64 / (1 << 20) as f64,
+            plain_bytes as f64 / (1 << 20) as f64
+        );
+
+        // Queries: a just-opened store first, then warm.
+        let sqlite = Sqlite::open(&db_path);
+        let lang = q.lang.as_str();
+        let tag = q.tag.as_str();
+        let open = || async {
+            let kv = SlateKv::open_local(&dir).await.unwrap();
+            let repos = Repos::new(Arc::new(Store::new(kv.clone())), env(BASE_MICROS));
+            (kv, repos)
+        };
+        let mut cold_lang = Vec::new();
+        let mut cold_range = Vec::new();
+        let mut s_cold_lang = Vec::new();
+        let mut s_cold_range = Vec::new();
+        for _ in 0..cold_runs {
+            let (kv, repos) = open().await;
+            let repo = repos.open(DID).await.unwrap();
+            let start = Instant::now();
+            let a = repo.count(COLLECTION, Some(&q.count_lang())).await.unwrap();
+            cold_lang.push(start.elapsed());
+            drop(repo);
+            kv.close().await.unwrap();
+            let (kv, repos) = open().await;
+            let repo = repos.open(DID).await.unwrap();
+            let start = Instant::now();
+            let b = repo.count(COLLECTION, Some(&q.count_range())).await.unwrap();
+            cold_range.push(start.elapsed());
+            drop(repo);
+            kv.close().await.unwrap();
+            let fresh = Sqlite::open(&db_path);
+            let start = Instant::now();
+            assert_eq!(fresh.count(SQL_LANG, &[&lang]), a);
+            s_cold_lang.push(start.elapsed());
+            let fresh = Sqlite::open(&db_path);
+            let start = Instant::now();
+            assert_eq!(fresh.count(SQL_RANGE, &[&lang, &q.from, &q.to]), b);
+            s_cold_range.push(start.elapsed());
+        }
+        let (kv, repos) = open().await;
+        let repo = repos.open(DID).await.unwrap();
+        repo.count(COLLECTION, Some(&q.count_range())).await.unwrap(); // warm
+
+        let (w_lang, w_and, w_range) = (q.count_lang(), q.count_and(), q.count_range());
+        let (ours, a) = timed_async(runs, || repo.count(COLLECTION, Some(&w_lang))).await;
+        let (peer, b) = timed(runs, || sqlite.count(SQL_LANG, &[&lang]));
+        assert_eq!(a.unwrap(), b);
+        row(&format!("count of `{}` ({b} records), warm", q.count_lang()), ours, peer, "≤ 50 µs");
+        row("the same from a just-opened store", p50(cold_lang), p50(s_cold_lang), "≤ 2 ms");
+
+        let (ours, a) = timed_async(runs, || repo.count(COLLECTION, Some(&w_and))).await;
+        let (peer, b) = timed(runs, || sqlite.count(SQL_AND, &[&lang, &tag]));
+        assert_eq!(a.unwrap(), b);
+        row(&format!("count of `{}` ({b})", q.count_and()), ours, peer, "≤ 100 µs");
+
+        let (ours, a) = timed_async(runs, || repo.count(COLLECTION, Some(&w_range))).await;
+        let (peer, b) = timed(runs, || sqlite.count(SQL_RANGE, &[&lang, &q.from, &q.to]));
+        assert_eq!(a.unwrap(), b);
+        row(&format!("count of a 10% `createdAt` range and `lang = \"{lang}\"` ({b}), warm"), ours, peer, "≤ 2 ms");
+        row("the same from a just-opened store", p50(cold_range), p50(s_cold_range), "≤ 100 ms");
+
+        // Pages of 50: the first, then the next by cursor.
+        let page_where = q.count_and();
+        let (ours1, first) = timed_async(runs, || repo.query(COLLECTION, Some(&page_where), None, false, 50)).await;
+        let first = first.unwrap();
+        let cursor = first.cursor.clone().unwrap();
+        let (ours2, second) =
+            timed_async(runs, || repo.query(COLLECTION, Some(&page_where), Some(&cursor), false, 50)).await;
+        let second = second.unwrap();
+        let sql_page = |after: &str| -> Vec<String> {
+            let mut st = sqlite.conn.prepare_cached(SQL_PAGE).unwrap();
+            st.query_map((lang, tag, after), |r| {
+                let _: String = r.get(1)?;
+                r.get::<_, String>(0)
+            })
+            .unwrap()
+            .map(Result::unwrap)
+            .collect()
+        };
+        let (peer1, s_first) = timed(runs, || sql_page(""));
+        let (peer2, s_second) = timed(runs, || sql_page(&cursor));
+        let ours_keys: Vec<String> = first.records.iter().map(|(k, _)| k.clone()).collect();
+        assert_eq!(ours_keys, s_first);
+        let ours_keys: Vec<String> = second.records.iter().map(|(k, _)| k.clone()).collect();
+        assert_eq!(ours_keys, s_second);
+        row(&format!("first page of 50 of `{page_where}`"), ours1, peer1, "≤ 1 ms");
+        row("the next page by cursor", ours2, peer2, "≤ 1 ms");
+
+        let (ours, top) = timed_async(runs, || repo.top_values(COLLECTION, "tags", None, 10)).await;
+        let (peer, s_top) = timed(runs, || {
+            let mut st = sqlite.conn.prepare_cached(SQL_TOP).unwrap();
+            st.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?)))
+                .unwrap()
+                .map(Result::unwrap)
+                .collect::<Vec<_>>()
+        });
+        let top: Vec<(String, i64)> = top
+            .unwrap()
+            .into_iter()
+            .map(|t| (t.value.to_json().as_str().unwrap().to_owned(), t.count as i64))
+            .collect();
+        assert_eq!(top, s_top);
+        row("`--top tags` (50 values) over all records", ours, peer, "≤ 5 ms");
+        drop(repo);
+        kv.close().await.unwrap();
+
+        // Durable createRecord with and without the four indexes.
+        for writers in [1, 16] {
+            let plain = durable_rate(&root.join("rate"), false, writers, secs).await;
+            let indexed = durable_rate(&root.join("rate"), true, writers, secs).await;
+            println!(
+                "| durable createRecord, {writers} writer(s): with four indexes vs without | {indexed:.0}/s | {plain:.0}/s (no indexes) | {:.0}% | ≥ 85% |",
+                indexed / plain * 100.0
+            );
+        }
+    });
+    let _ = std::fs::remove_dir_all(&root);
+}
