@@ -597,10 +597,9 @@ async fn execute(s: &Session, args: &RepoArgs, cmd: RepoCommand) -> Result<ExitC
                     println!("{text}");
                 } else {
                     match (st.min, st.max) {
-                        (Some(min), Some(max)) => println!(
-                            "count {}, sum {}, min {min}, max {max}",
-                            st.count, st.sum
-                        ),
+                        (Some(min), Some(max)) => {
+                            println!("count {}, sum {}, min {min}, max {max}", st.count, st.sum)
+                        }
                         _ => println!("count 0, sum 0"),
                     }
                 }

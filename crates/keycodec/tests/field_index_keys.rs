@@ -19,10 +19,7 @@ fn layouts_are_byte_exact() {
         field_index_key("did:web:a", "a.b.c", "langs"),
         b"\x01\x80did:web:a\x00a.b.c\x00langs\x00"
     );
-    assert_eq!(
-        column_key(7, "3kabc"),
-        b"\x01\x90\x00\x00\x00\x073kabc\x00"
-    );
+    assert_eq!(column_key(7, "3kabc"), b"\x01\x90\x00\x00\x00\x073kabc\x00");
     assert_eq!(
         column_rkey_key(7, 0x0102),
         b"\x01\xa0\x00\x00\x00\x07\x00\x00\x00\x00\x00\x00\x01\x02"

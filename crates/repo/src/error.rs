@@ -95,7 +95,9 @@ pub enum Error {
     #[error("invalid query: {0}")]
     InvalidQuery(String),
     /// `index add` of an index that is declared already.
-    #[error("{collection} already has an index on {path} (drop it first with `datarepo index drop {collection} {path}`)")]
+    #[error(
+        "{collection} already has an index on {path} (drop it first with `datarepo index drop {collection} {path}`)"
+    )]
     IndexExists {
         /// The collection.
         collection: String,
@@ -111,7 +113,9 @@ pub enum Error {
         path: String,
     },
     /// A stored index entry is not what datarepo writes (a bug or corruption).
-    #[error("field index is damaged: {0} (rebuild it: `datarepo index drop` then `datarepo index add`)")]
+    #[error(
+        "field index is damaged: {0} (rebuild it: `datarepo index drop` then `datarepo index add`)"
+    )]
     MalformedIndex(String),
     /// Reading or writing a file or stream failed.
     #[error("I/O error: {0}")]

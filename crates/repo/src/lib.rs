@@ -39,9 +39,9 @@ pub use index::{
     Cmp, Cond, Expr, IndexDecl, IndexKind, Keyword, Literal, Op, Stats, TopValue, parse_where,
 };
 pub use record::Record;
-pub use search::{QueryPage, IndexProgress};
 pub use repository::{
-    CollectionInfo, CommitResult, DEFAULT_INDEX_CACHE_BYTES, DEFAULT_MAX_KEY_LENGTH, DEFAULT_MAX_SHARD_SIZE, Env, HeadInfo,
-    LogEntry, MAX_REV_AHEAD, RecordDiff, Repos, Repository, Write, WriteResult,
-    default_shard_config, record_uri,
+    CollectionInfo, CommitResult, DEFAULT_INDEX_CACHE_BYTES, DEFAULT_MAX_KEY_LENGTH,
+    DEFAULT_MAX_SHARD_SIZE, Env, HeadInfo, LogEntry, MAX_REV_AHEAD, RecordDiff, Repos, Repository,
+    Write, WriteResult, default_shard_config, record_uri,
 };
+pub use search::{IndexProgress, QueryPage};

@@ -458,7 +458,10 @@ impl State {
         }
         let mut indexes: HashMap<String, Vec<index::Declared>> = HashMap::new();
         for d in index::declarations(store.kv(), id, None).await? {
-            indexes.entry(d.decl.collection.clone()).or_default().push(d);
+            indexes
+                .entry(d.decl.collection.clone())
+                .or_default()
+                .push(d);
         }
         Ok(Self {
             head,
@@ -763,7 +766,11 @@ impl<K: Kv> Repository<K> {
         let mut blocks: Vec<Block> = Vec::with_capacity(mutation.additions.len() + 1);
         blocks.extend(mutation.additions.iter().map(Block::from_shard));
         blocks.push(commit_block);
-        let (index_ops, row_deltas, counters) = commit_index.into_ops()?;
+        let index::IndexWrite {
+            ops: index_ops,
+            deltas: row_deltas,
+            counters,
+        } = commit_index.into_write()?;
         // Queries wait while the commit lands and the cached bitmaps follow.
         let search = self.search.write().await;
         let pending = self
@@ -782,7 +789,10 @@ impl<K: Kv> Repository<K> {
             })
             .await?;
         {
-            let mut cache = self.cache.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            let mut cache = self
+                .cache
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
             for (scope, deltas) in &row_deltas {
                 cache.apply(*scope, deltas);
             }

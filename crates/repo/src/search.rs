@@ -324,9 +324,7 @@ impl<K: Kv> Repository<K> {
         let want = limit.saturating_add(1);
         let _search = self.search.read().await;
         let Some((reader, bits)) = self.matching(collection, where_).await? else {
-            let mut records = self
-                .list_records(collection, cursor, reverse, want)
-                .await?;
+            let mut records = self.list_records(collection, cursor, reverse, want).await?;
             let more = records.len() > limit;
             records.truncate(limit);
             let cursor = records.last().filter(|_| more).map(|(k, _)| k.clone());
@@ -405,7 +403,12 @@ impl<K: Kv> Repository<K> {
         let _search = self.search.read().await;
         rkey::validate_nsid(collection)?;
         self.sync_cache().await?;
-        let declared: Vec<IndexDecl> = self.declared(collection).await?.iter().map(|d| d.decl.clone()).collect();
+        let declared: Vec<IndexDecl> = self
+            .declared(collection)
+            .await?
+            .iter()
+            .map(|d| d.decl.clone())
+            .collect();
         Self::index_of(&declared, collection, path, IndexKind::Keyword, "--top")?;
         let Some((reader, bits)) = self.matching(collection, where_).await? else {
             return Ok(Vec::new());
@@ -429,7 +432,12 @@ impl<K: Kv> Repository<K> {
         let _search = self.search.read().await;
         rkey::validate_nsid(collection)?;
         self.sync_cache().await?;
-        let declared: Vec<IndexDecl> = self.declared(collection).await?.iter().map(|d| d.decl.clone()).collect();
+        let declared: Vec<IndexDecl> = self
+            .declared(collection)
+            .await?
+            .iter()
+            .map(|d| d.decl.clone())
+            .collect();
         Self::index_of(&declared, collection, path, IndexKind::Integer, "--stats")?;
         let Some((reader, bits)) = self.matching(collection, where_).await? else {
             return Ok(Stats::default());
@@ -590,7 +598,8 @@ impl<K: Kv> Repository<K> {
                 .map(|(r, c)| (*c, r.as_str()))
                 .collect();
             for (k, v) in &stored_columns {
-                let Ok(records::DecodedKey::ColumnRkey { column, .. }) = records::decode_key(k) else {
+                let Ok(records::DecodedKey::ColumnRkey { column, .. }) = records::decode_key(k)
+                else {
                     out.push(format!("{collection}: a column-rkey key does not decode"));
                     continue;
                 };
@@ -605,7 +614,10 @@ impl<K: Kv> Repository<K> {
             // Rows, keyword rows by value.
             let mut names: std::collections::HashMap<(String, u64), index::Keyword> =
                 std::collections::HashMap::new();
-            for d in declared.iter().filter(|d| d.decl.kind == IndexKind::Keyword) {
+            for d in declared
+                .iter()
+                .filter(|d| d.decl.kind == IndexKind::Keyword)
+            {
                 let range = records::scope_range(
                     records::RecordType::KeywordValue,
                     scope,
@@ -639,7 +651,13 @@ impl<K: Kv> Repository<K> {
             for (row, bits) in index::stored_rows(kv, scope).await? {
                 // Row 1 of the columns field marks out-of-order columns,
                 // which a rebuild does not recompute.
-                if row == (index::RowId { row: 1, ..index::RowId::columns() }) || bits.is_empty() {
+                if row
+                    == (index::RowId {
+                        row: 1,
+                        ..index::RowId::columns()
+                    })
+                    || bits.is_empty()
+                {
                     continue;
                 }
                 *stored.entry(name(row)).or_default() |= bits;
@@ -652,7 +670,9 @@ impl<K: Kv> Repository<K> {
                 }
                 let n = if row.view == "standard" {
                     let path = paths.get(&row.field).cloned().unwrap_or_default();
-                    let value = built.dictionaries[&path][usize::try_from(row.row).unwrap_or(usize::MAX)].clone();
+                    let value = built.dictionaries[&path]
+                        [usize::try_from(row.row).unwrap_or(usize::MAX)]
+                    .clone();
                     RowName::Value(path, value)
                 } else {
                     RowName::Row(row)

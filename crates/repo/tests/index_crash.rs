@@ -26,7 +26,9 @@ async fn index_crash_child() {
     let Ok(dir) = std::env::var("DATAREPO_INDEX_CRASH_CHILD") else {
         return;
     };
-    let kv = SlateKv::open_local(std::path::Path::new(&dir)).await.unwrap();
+    let kv = SlateKv::open_local(std::path::Path::new(&dir))
+        .await
+        .unwrap();
     let repos = Repos::new(Arc::new(Store::new(kv)), common::env());
     let repo = match repos.open(DID).await {
         Ok(repo) => repo,

@@ -55,17 +55,32 @@ fn record(rng: &mut Rng) -> Value {
     let mut r = serde_json::Map::new();
     r.insert("$type".into(), json!(COLLECTION));
     if rng.chance(80) {
-        let v = if rng.chance(10) { json!(true) } else { json!(rng.pick(&LANGS)) };
+        let v = if rng.chance(10) {
+            json!(true)
+        } else {
+            json!(rng.pick(&LANGS))
+        };
         r.insert("lang".into(), v);
     }
     if rng.chance(70) {
         let n = rng.below(4);
         let tags: Vec<Value> = (0..n).map(|_| json!(rng.pick(&TAGS))).collect();
-        r.insert("tags".into(), if n == 1 && rng.chance(50) { tags[0].clone() } else { json!(tags) });
+        r.insert(
+            "tags".into(),
+            if n == 1 && rng.chance(50) {
+                tags[0].clone()
+            } else {
+                json!(tags)
+            },
+        );
     }
     if rng.chance(80) {
         let v = match rng.below(4) {
-            0 => json!((0..rng.below(4)).map(|_| rng.pick(&NUMBERS)).collect::<Vec<_>>()),
+            0 => json!(
+                (0..rng.below(4))
+                    .map(|_| rng.pick(&NUMBERS))
+                    .collect::<Vec<_>>()
+            ),
             1 => json!("not a number"),
             _ => json!(rng.pick(&NUMBERS)),
         };
@@ -80,7 +95,9 @@ fn record(rng: &mut Rng) -> Value {
         r.insert("at".into(), v);
     }
     if rng.chance(50) {
-        let items: Vec<Value> = (0..rng.below(3)).map(|_| json!({"score": rng.pick(&NUMBERS)})).collect();
+        let items: Vec<Value> = (0..rng.below(3))
+            .map(|_| json!({"score": rng.pick(&NUMBERS)}))
+            .collect();
         r.insert("meta".into(), json!(items));
     }
     Value::Object(r)
@@ -167,12 +184,22 @@ fn kw_literal(k: &Kw) -> String {
 
 fn render(q: &Q) -> String {
     match q {
-        Q::Or(items) => format!("({})", items.iter().map(render).collect::<Vec<_>>().join(" or ")),
-        Q::And(items) => format!("({})", items.iter().map(render).collect::<Vec<_>>().join(" and ")),
+        Q::Or(items) => format!(
+            "({})",
+            items.iter().map(render).collect::<Vec<_>>().join(" or ")
+        ),
+        Q::And(items) => format!(
+            "({})",
+            items.iter().map(render).collect::<Vec<_>>().join(" and ")
+        ),
         Q::Not(inner) => format!("not {}", render(inner)),
         Q::Exists(p) => format!("{p} exists"),
         Q::KwIn(p, vals, negate) if vals.len() == 1 => {
-            format!("{p} {} {}", if *negate { "!=" } else { "=" }, kw_literal(&vals[0]))
+            format!(
+                "{p} {} {}",
+                if *negate { "!=" } else { "=" },
+                kw_literal(&vals[0])
+            )
         }
         Q::KwIn(p, vals, _) => format!(
             "{p} in [{}]",
@@ -240,7 +267,11 @@ fn query(rng: &mut Rng, declared: &[(&'static str, IndexKind)], depth: u32) -> Q
         kind => {
             let op = rng.pick(&["=", "!=", "<", "<=", ">", ">="]);
             let (c, lit) = if kind == IndexKind::Integer {
-                let c = if rng.chance(20) { rng.pick(&[5, -2, 3]) } else { rng.pick(&NUMBERS) };
+                let c = if rng.chance(20) {
+                    rng.pick(&[5, -2, 3])
+                } else {
+                    rng.pick(&NUMBERS)
+                };
                 (c, c.to_string())
             } else {
                 let (s, m) = rng.pick(&DATETIMES);
@@ -255,7 +286,11 @@ type Model = BTreeMap<String, Value>;
 
 async fn check_query(repo: &Repository<MemoryKv>, model: &Model, q: &Q, rng: &mut Rng) {
     let text = render(q);
-    let want: Vec<&String> = model.iter().filter(|(_, r)| matches(q, r)).map(|(k, _)| k).collect();
+    let want: Vec<&String> = model
+        .iter()
+        .filter(|(_, r)| matches(q, r))
+        .map(|(k, _)| k)
+        .collect();
     let count = repo.count(COLLECTION, Some(&text)).await.unwrap();
     assert_eq!(count, want.len() as u64, "count of {text}");
     for reverse in [false, true] {
@@ -281,13 +316,24 @@ async fn check_query(repo: &Repository<MemoryKv>, model: &Model, q: &Q, rng: &mu
         if reverse {
             want.reverse();
         }
-        assert_eq!(got, want, "pages of {text} (reverse {reverse}, limit {limit})");
+        assert_eq!(
+            got, want,
+            "pages of {text} (reverse {reverse}, limit {limit})"
+        );
     }
 }
 
-async fn check_aggregates(repo: &Repository<MemoryKv>, model: &Model, declared: &[(&'static str, IndexKind)], q: Option<&Q>) {
+async fn check_aggregates(
+    repo: &Repository<MemoryKv>,
+    model: &Model,
+    declared: &[(&'static str, IndexKind)],
+    q: Option<&Q>,
+) {
     let text = q.map(render);
-    let matching: Vec<&Value> = model.values().filter(|r| q.is_none_or(|q| matches(q, r))).collect();
+    let matching: Vec<&Value> = model
+        .values()
+        .filter(|r| q.is_none_or(|q| matches(q, r)))
+        .collect();
     for (path, kind) in declared {
         match kind {
             IndexKind::Keyword => {
@@ -303,7 +349,10 @@ async fn check_aggregates(repo: &Repository<MemoryKv>, model: &Model, declared: 
                 let mut want: Vec<(Kw, u64)> = counts.into_iter().collect();
                 want.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
                 want.truncate(3);
-                let got = repo.top_values(COLLECTION, path, text.as_deref(), 3).await.unwrap();
+                let got = repo
+                    .top_values(COLLECTION, path, text.as_deref(), 3)
+                    .await
+                    .unwrap();
                 let got: Vec<(Kw, u64)> = got
                     .into_iter()
                     .map(|t| {
@@ -317,12 +366,31 @@ async fn check_aggregates(repo: &Repository<MemoryKv>, model: &Model, declared: 
                 assert_eq!(got, want, "top {path} where {text:?}");
             }
             IndexKind::Integer => {
-                let vals: Vec<i64> = matching.iter().flat_map(|r| numbers(r, path, IndexKind::Integer)).collect();
+                let vals: Vec<i64> = matching
+                    .iter()
+                    .flat_map(|r| numbers(r, path, IndexKind::Integer))
+                    .collect();
                 let got = repo.stats(COLLECTION, path, text.as_deref()).await.unwrap();
-                assert_eq!(got.count, vals.len() as u64, "stats count {path} where {text:?}");
-                assert_eq!(got.sum, vals.iter().map(|v| i128::from(*v)).sum::<i128>(), "sum {path}");
-                assert_eq!(got.min, vals.iter().min().copied(), "min {path} where {text:?}");
-                assert_eq!(got.max, vals.iter().max().copied(), "max {path} where {text:?}");
+                assert_eq!(
+                    got.count,
+                    vals.len() as u64,
+                    "stats count {path} where {text:?}"
+                );
+                assert_eq!(
+                    got.sum,
+                    vals.iter().map(|v| i128::from(*v)).sum::<i128>(),
+                    "sum {path}"
+                );
+                assert_eq!(
+                    got.min,
+                    vals.iter().min().copied(),
+                    "min {path} where {text:?}"
+                );
+                assert_eq!(
+                    got.max,
+                    vals.iter().max().copied(),
+                    "max {path} where {text:?}"
+                );
             }
             IndexKind::Datetime => {}
         }
@@ -347,7 +415,10 @@ fn run(seed: u64, ordered_keys: bool) {
                         declared.retain(|(p, _)| *p != path);
                     }
                 } else {
-                    let n = repo.add_index(COLLECTION, path, kind, |_| {}).await.unwrap();
+                    let n = repo
+                        .add_index(COLLECTION, path, kind, |_| {})
+                        .await
+                        .unwrap();
                     assert_eq!(n, model.len() as u64);
                     declared.push((path, kind));
                 }
@@ -405,15 +476,27 @@ fn run(seed: u64, ordered_keys: bool) {
             if declared.is_empty() {
                 continue;
             }
-            assert_eq!(repo.count(COLLECTION, None).await.unwrap(), model.len() as u64);
+            assert_eq!(
+                repo.count(COLLECTION, None).await.unwrap(),
+                model.len() as u64
+            );
             for _ in 0..4 {
                 let q = query(&mut rng, &declared, 2);
                 check_query(&repo, &model, &q, &mut rng).await;
             }
             let q = query(&mut rng, &declared, 1);
-            check_aggregates(&repo, &model, &declared, if rng.chance(30) { None } else { Some(&q) }).await;
+            check_aggregates(
+                &repo,
+                &model,
+                &declared,
+                if rng.chance(30) { None } else { Some(&q) },
+            )
+            .await;
         }
-        assert_eq!(repo.index_differences().await.unwrap(), Vec::<String>::new());
+        assert_eq!(
+            repo.index_differences().await.unwrap(),
+            Vec::<String>::new()
+        );
     });
 }
 

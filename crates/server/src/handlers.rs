@@ -929,9 +929,10 @@ pub(crate) async fn add_index<K: Kv + 'static>(
     let repo = app.repo(&input.repo).await?;
     // In a task of its own: a client that goes away does not cut a build short.
     let (collection, path) = (input.collection.clone(), input.path.clone());
-    let records = tokio::spawn(async move { repo.add_index(&collection, &path, kind, |_| {}).await })
-        .await
-        .map_err(|e| XrpcError::internal(format!("index build task failed: {e}")))??;
+    let records =
+        tokio::spawn(async move { repo.add_index(&collection, &path, kind, |_| {}).await })
+            .await
+            .map_err(|e| XrpcError::internal(format!("index build task failed: {e}")))??;
     Ok(Json(json!({
         "collection": input.collection,
         "path": input.path,

@@ -26,7 +26,12 @@ async fn index_endpoints_answer_as_documented() {
     // Ten posts: langs alternate, likes 0..9; created before the index.
     for i in 0..10 {
         let lang = if i % 3 == 0 { "fr" } else { "en" };
-        create(&server, &format!("p{i}"), json!({"langs": [lang], "likes": i})).await;
+        create(
+            &server,
+            &format!("p{i}"),
+            json!({"langs": [lang], "likes": i}),
+        )
+        .await;
     }
     let (status, body) = server
         .post(
@@ -60,7 +65,10 @@ async fn index_endpoints_answer_as_documented() {
     create(&server, "p10", json!({"langs": ["fr"], "likes": 10})).await;
 
     let (_, body) = server
-        .get("dev.datarepo.listIndexes", &[("repo", DID), ("collection", POST)])
+        .get(
+            "dev.datarepo.listIndexes",
+            &[("repo", DID), ("collection", POST)],
+        )
         .await;
     assert_eq!(
         body,
@@ -84,7 +92,12 @@ async fn index_endpoints_answer_as_documented() {
     let (_, page) = server
         .get(
             "dev.datarepo.queryRecords",
-            &[("repo", DID), ("collection", POST), ("where", filter), ("limit", "2")],
+            &[
+                ("repo", DID),
+                ("collection", POST),
+                ("where", filter),
+                ("limit", "2"),
+            ],
         )
         .await;
     let uris: Vec<&str> = page["records"]
@@ -95,7 +108,10 @@ async fn index_endpoints_answer_as_documented() {
         .collect();
     assert_eq!(
         uris,
-        [format!("at://{DID}/{POST}/p10"), format!("at://{DID}/{POST}/p6")]
+        [
+            format!("at://{DID}/{POST}/p10"),
+            format!("at://{DID}/{POST}/p6")
+        ]
     );
     assert_eq!(page["records"][0]["value"]["likes"], 10);
     assert!(page["records"][0]["cid"].is_string());
@@ -103,7 +119,13 @@ async fn index_endpoints_answer_as_documented() {
     let (_, page) = server
         .get(
             "dev.datarepo.queryRecords",
-            &[("repo", DID), ("collection", POST), ("where", filter), ("limit", "2"), ("cursor", cursor)],
+            &[
+                ("repo", DID),
+                ("collection", POST),
+                ("where", filter),
+                ("limit", "2"),
+                ("cursor", cursor),
+            ],
         )
         .await;
     assert_eq!(page["records"].as_array().unwrap().len(), 1);
@@ -123,7 +145,13 @@ async fn index_endpoints_answer_as_documented() {
     let (_, body) = server
         .get(
             "dev.datarepo.topValues",
-            &[("repo", DID), ("collection", POST), ("path", "langs"), ("where", "likes < 3"), ("limit", "1")],
+            &[
+                ("repo", DID),
+                ("collection", POST),
+                ("path", "langs"),
+                ("where", "likes < 3"),
+                ("limit", "1"),
+            ],
         )
         .await;
     assert_eq!(body, json!({"top": [{"value": "en", "count": 2}]}));
@@ -131,7 +159,10 @@ async fn index_endpoints_answer_as_documented() {
     // Errors name what is wrong.
     for (filter, says) in [
         ("langs = ", "at position 8"),
-        ("lang = \"en\"", "datarepo index add app.bsky.feed.post lang"),
+        (
+            "lang = \"en\"",
+            "datarepo index add app.bsky.feed.post lang",
+        ),
         ("langs > \"en\"", "keyword index"),
         ("likes = \"x\"", "integer"),
     ] {
@@ -143,7 +174,10 @@ async fn index_endpoints_answer_as_documented() {
             .await;
         assert_eq!(status, 400, "{filter}: {body}");
         assert_eq!(body["error"], "InvalidRequest");
-        assert!(body["message"].as_str().unwrap().contains(says), "{filter}: {body}");
+        assert!(
+            body["message"].as_str().unwrap().contains(says),
+            "{filter}: {body}"
+        );
     }
 
     // Writes need the token.

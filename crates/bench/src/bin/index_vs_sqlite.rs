@@ -32,7 +32,10 @@ const BASE_MICROS: u64 = 1_767_225_600_000_000;
 
 fn env(start: u64) -> Env {
     let clock = Arc::new(std::sync::atomic::AtomicU64::new(start));
-    Env::new(move || clock.fetch_add(1, std::sync::atomic::Ordering::Relaxed), 1)
+    Env::new(
+        move || clock.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+        1,
+    )
 }
 
 /// Record `i`: its rkey (a TID, in order) and its JSON.
@@ -52,7 +55,9 @@ fn record(i: u64, rng: &mut datarepo_bench::Rng) -> (String, Value) {
         u -= w;
     }
     let ntags = rng.next_u64() % 4;
-    let mut tags: Vec<String> = (0..ntags).map(|_| format!("t{}", rng.next_u64() % 50)).collect();
+    let mut tags: Vec<String> = (0..ntags)
+        .map(|_| format!("t{}", rng.next_u64() % 50))
+        .collect();
     tags.sort();
     tags.dedup();
     // Pareto (alpha 1.16, minimum 1), minus 1: most posts have 0 likes.
@@ -98,7 +103,11 @@ fn p50(mut times: Vec<Duration>) -> Duration {
 
 fn us(d: Duration) -> String {
     let us = d.as_secs_f64() * 1e6;
-    if us >= 1000.0 { format!("{:.2} ms", us / 1000.0) } else { format!("{us:.1} µs") }
+    if us >= 1000.0 {
+        format!("{:.2} ms", us / 1000.0)
+    } else {
+        format!("{us:.1} µs")
+    }
 }
 
 fn row(what: &str, ours: Duration, peer: Duration, goal: &str) {
@@ -132,10 +141,20 @@ async fn key_bytes<K: Kv>(kv: &K, t: keycodec::RecordType) -> u64 {
     let mut start = range.start.clone();
     loop {
         let page = kv
-            .scan(&keycodec::KeyRange { start: start.clone(), end: range.end.clone() }, false, 100_000)
+            .scan(
+                &keycodec::KeyRange {
+                    start: start.clone(),
+                    end: range.end.clone(),
+                },
+                false,
+                100_000,
+            )
             .await
             .unwrap();
-        n += page.iter().map(|(k, v)| (k.len() + v.len()) as u64).sum::<u64>();
+        n += page
+            .iter()
+            .map(|(k, v)| (k.len() + v.len()) as u64)
+            .sum::<u64>();
         match page.last() {
             Some((k, _)) if page.len() == 100_000 => start = [k.as_ref(), &[0]].concat(),
             _ => return n,
@@ -195,7 +214,8 @@ const SQL_RANGE: &str = "SELECT count(*) FROM posts WHERE json_extract(record, '
 const SQL_PAGE: &str = "SELECT p.rkey, p.record FROM posts p JOIN post_tags t ON t.rkey = p.rkey \
                         WHERE t.tag = ?2 AND json_extract(p.record, '$.lang') = ?1 AND p.rkey > ?3 \
                         ORDER BY p.rkey LIMIT 50";
-const SQL_TOP: &str = "SELECT tag, count(*) AS c FROM post_tags GROUP BY tag ORDER BY c DESC, tag LIMIT 10";
+const SQL_TOP: &str =
+    "SELECT tag, count(*) AS c FROM post_tags GROUP BY tag ORDER BY c DESC, tag LIMIT 10";
 
 fn timed<T>(runs: usize, mut f: impl FnMut() -> T) -> (Duration, T) {
     let mut times = Vec::with_capacity(runs);
@@ -208,7 +228,10 @@ fn timed<T>(runs: usize, mut f: impl FnMut() -> T) -> (Duration, T) {
     (p50(times), last.unwrap())
 }
 
-async fn timed_async<T, F: std::future::Future<Output = T>>(runs: usize, mut f: impl FnMut() -> F) -> (Duration, T) {
+async fn timed_async<T, F: std::future::Future<Output = T>>(
+    runs: usize,
+    mut f: impl FnMut() -> F,
+) -> (Duration, T) {
     let mut times = Vec::with_capacity(runs);
     let mut last = None;
     for _ in 0..runs {
@@ -231,7 +254,9 @@ async fn durable_rate(dir: &Path, indexed: bool, writers: usize, secs: f64) -> f
             ("createdAt", IndexKind::Datetime),
             ("likes", IndexKind::Integer),
         ] {
-            repo.add_index(COLLECTION, path, kind, |_| {}).await.unwrap();
+            repo.add_index(COLLECTION, path, kind, |_| {})
+                .await
+                .unwrap();
         }
     }
     let deadline = Instant::now() + Duration::from_secs_f64(secs);
@@ -245,7 +270,11 @@ async fn durable_rate(dir: &Path, indexed: bool, writers: usize, secs: f64) -> f
                 while Instant::now() < deadline {
                     let (_, value) = record(n * 64 + w as u64, &mut rng);
                     repo.apply_writes(
-                        vec![Write::Create { collection: COLLECTION.into(), rkey: None, value }],
+                        vec![Write::Create {
+                            collection: COLLECTION.into(),
+                            rkey: None,
+                            value,
+                        }],
                         None,
                     )
                     .await
@@ -273,7 +302,11 @@ fn main() {
     let secs: f64 = datarepo_bench::arg("--secs", 5.0);
     let root = std::env::temp_dir().join(format!("datarepo-bench-index-{}", std::process::id()));
     std::fs::create_dir_all(&root).unwrap();
-    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
     rt.block_on(async {
         // The records, once for both.
         let mut rng = datarepo_bench::Rng(7);

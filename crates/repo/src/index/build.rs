@@ -10,7 +10,9 @@ use roaring::RoaringBitmap;
 use store::{Kv, Store, WriteOp};
 
 use super::{
-    Declared, IndexKind, Keyword, RowId, decode_column, maintain::bsi_rows, put_rows,
+    Declared, IndexKind, Keyword, RowId, decode_column,
+    maintain::bsi_rows,
+    put_rows,
     values::{keywords, numbers},
 };
 use crate::{Error, Record};
@@ -67,12 +69,14 @@ pub(crate) async fn compute_scope<K: Kv>(
         cursor = Some(last.clone());
         for (rkey, block) in page {
             let column = if fresh {
-                u32::try_from(built.columns.len())
-                    .map_err(|_| Error::MalformedIndex("more than 2^32 records in a collection".into()))?
+                u32::try_from(built.columns.len()).map_err(|_| {
+                    Error::MalformedIndex("more than 2^32 records in a collection".into())
+                })?
             } else {
                 loop {
                     if stored.is_empty() && !stored_done {
-                        let mut range = records::scope_range(records::RecordType::Column, scope, None);
+                        let mut range =
+                            records::scope_range(records::RecordType::Column, scope, None);
                         if let Some(after) = &stored_after {
                             range.start = [after.as_slice(), &[0]].concat();
                         }
@@ -80,7 +84,9 @@ pub(crate) async fn compute_scope<K: Kv>(
                         stored_done = rows.len() < 4096;
                         stored_after = rows.last().map(|(k, _)| k.to_vec());
                         for (k, v) in rows {
-                            let Ok(records::DecodedKey::Column { rkey, .. }) = records::decode_key(&k) else {
+                            let Ok(records::DecodedKey::Column { rkey, .. }) =
+                                records::decode_key(&k)
+                            else {
                                 return Err(super::malformed("a column key does not decode"));
                             };
                             stored.push_back((rkey.into_owned(), decode_column(&v)?));
@@ -108,7 +114,10 @@ pub(crate) async fn compute_scope<K: Kv>(
                     IndexKind::Keyword => {
                         let vals = keywords(&value, path);
                         if !vals.is_empty() {
-                            add(built.rows.entry(RowId::existence(path)).or_default(), column);
+                            add(
+                                built.rows.entry(RowId::existence(path)).or_default(),
+                                column,
+                            );
                         }
                         let per = keyword_bits.entry(path).or_default();
                         for v in vals {
@@ -118,7 +127,10 @@ pub(crate) async fn compute_scope<K: Kv>(
                     kind => {
                         let vals = numbers(&value, path, kind);
                         if !vals.is_empty() {
-                            add(built.rows.entry(RowId::existence(path)).or_default(), column);
+                            add(
+                                built.rows.entry(RowId::existence(path)).or_default(),
+                                column,
+                            );
                         }
                         for (slot, v) in vals.into_iter().enumerate() {
                             for row in bsi_rows(slot, v) {
@@ -177,7 +189,10 @@ pub(crate) async fn write_built<K: Kv>(
             let k1 = records::column_key(scope, rkey);
             let k2 = records::column_rkey_key(scope, u64::from(*column));
             bytes += k1.len() + k2.len() + 8 + rkey.len();
-            ops.push(WriteOp::Put(k1, Bytes::copy_from_slice(&u64::from(*column).to_be_bytes())));
+            ops.push(WriteOp::Put(
+                k1,
+                Bytes::copy_from_slice(&u64::from(*column).to_be_bytes()),
+            ));
             ops.push(WriteOp::Put(k2, Bytes::copy_from_slice(rkey.as_bytes())));
             if bytes >= batch_bytes {
                 flush(kv, &mut ops, &mut bytes).await?;
@@ -192,7 +207,10 @@ pub(crate) async fn write_built<K: Kv>(
                 records::keyword_row_key(scope, path, &tagged),
                 Bytes::copy_from_slice(&row.to_be_bytes()),
             ));
-            ops.push(WriteOp::Put(records::keyword_value_key(scope, path, row), Bytes::from(tagged)));
+            ops.push(WriteOp::Put(
+                records::keyword_value_key(scope, path, row),
+                Bytes::from(tagged),
+            ));
         }
     }
     for (row, bits) in built.rows {

@@ -101,7 +101,9 @@ impl IndexCache {
 
     pub(crate) fn row_of(&self, scope: u32, path: &str, value: &super::Keyword) -> Option<u64> {
         // A miss allocates a key; dictionaries are small next to the rows.
-        self.rows.get(&(scope, path.to_owned(), value.clone())).copied()
+        self.rows
+            .get(&(scope, path.to_owned(), value.clone()))
+            .copied()
     }
 
     pub(crate) fn set_row_of(&mut self, scope: u32, path: &str, value: super::Keyword, row: u64) {

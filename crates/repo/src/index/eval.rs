@@ -79,7 +79,12 @@ fn keyword_literal(c: &Cond, lit: &Literal) -> Result<Keyword, Error> {
     match lit {
         Literal::Str(s) => Ok(Keyword::Str(s.clone())),
         Literal::Bool(b) => Ok(Keyword::Bool(*b)),
-        Literal::Int(_) => Err(literal_error(c, IndexKind::Keyword, lit, "strings and booleans")),
+        Literal::Int(_) => Err(literal_error(
+            c,
+            IndexKind::Keyword,
+            lit,
+            "strings and booleans",
+        )),
     }
 }
 
@@ -99,8 +104,18 @@ fn number_literal(c: &Cond, kind: IndexKind, lit: &Literal) -> Result<i64, Error
 
 fn to_plan(e: &Expr, kinds: &HashMap<&str, IndexKind>) -> Result<Plan, Error> {
     Ok(match e {
-        Expr::Or(items) => Plan::Or(items.iter().map(|i| to_plan(i, kinds)).collect::<Result<_, _>>()?),
-        Expr::And(items) => Plan::And(items.iter().map(|i| to_plan(i, kinds)).collect::<Result<_, _>>()?),
+        Expr::Or(items) => Plan::Or(
+            items
+                .iter()
+                .map(|i| to_plan(i, kinds))
+                .collect::<Result<_, _>>()?,
+        ),
+        Expr::And(items) => Plan::And(
+            items
+                .iter()
+                .map(|i| to_plan(i, kinds))
+                .collect::<Result<_, _>>()?,
+        ),
         Expr::Not(inner) => Plan::Not(Box::new(to_plan(inner, kinds)?)),
         Expr::Cond(c) => {
             let kind = kinds[c.path.as_str()];
@@ -124,7 +139,9 @@ fn to_plan(e: &Expr, kinds: &HashMap<&str, IndexKind>) -> Result<Plan, Error> {
                 }
                 (Op::In(lits), IndexKind::Keyword) => Plan::Keywords(
                     path,
-                    lits.iter().map(|l| keyword_literal(c, l)).collect::<Result<_, _>>()?,
+                    lits.iter()
+                        .map(|l| keyword_literal(c, l))
+                        .collect::<Result<_, _>>()?,
                 ),
                 (Op::Compare(cmp, lit), kind) => {
                     let v = number_literal(c, kind, lit)?;
@@ -135,7 +152,13 @@ fn to_plan(e: &Expr, kinds: &HashMap<&str, IndexKind>) -> Result<Plan, Error> {
                 }
                 (Op::In(lits), kind) => Plan::Or(
                     lits.iter()
-                        .map(|l| Ok(Plan::Compare(path.clone(), Cmp::Eq, number_literal(c, kind, l)?)))
+                        .map(|l| {
+                            Ok(Plan::Compare(
+                                path.clone(),
+                                Cmp::Eq,
+                                number_literal(c, kind, l)?,
+                            ))
+                        })
                         .collect::<Result<_, Error>>()?,
                 ),
             }
@@ -152,15 +175,20 @@ pub(crate) struct Reader<'a, K> {
 }
 
 fn lock(cache: &Mutex<IndexCache>) -> std::sync::MutexGuard<'_, IndexCache> {
-    cache.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    cache
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// The set bits of a stored container, checked against its key.
 fn container_bits(key: &[u8], value: &[u8]) -> Result<(u64, RoaringBitmap), Error> {
     let tx = key.get(2..).ok_or_else(|| malformed("short bitmap key"))?;
-    let ckey = txkey::full::extract_container_key(tx).map_err(|e| malformed(format!("bitmap key: {e}")))?;
-    let shard = txkey::full::shard_from_key(tx).map_err(|e| malformed(format!("bitmap key: {e}")))?;
-    let delta = ContainerDelta::decode(value).map_err(|e| malformed(format!("{e} (key {})", hex(key))))?;
+    let ckey = txkey::full::extract_container_key(tx)
+        .map_err(|e| malformed(format!("bitmap key: {e}")))?;
+    let shard =
+        txkey::full::shard_from_key(tx).map_err(|e| malformed(format!("bitmap key: {e}")))?;
+    let delta =
+        ContainerDelta::decode(value).map_err(|e| malformed(format!("{e} (key {})", hex(key))))?;
     let high = shard * 16 + (ckey & 0xF);
     if let Some(c) = delta.container()
         && u64::from(c) != high
@@ -211,7 +239,11 @@ impl<'a, K: Kv> Reader<'a, K> {
         }
         let mut bits = RoaringBitmap::new();
         for shard in 0..self.shards().await? {
-            for (key, value) in self.kv.scan(&row_range(self.scope, row, shard)?, false, usize::MAX).await? {
+            for (key, value) in self
+                .kv
+                .scan(&row_range(self.scope, row, shard)?, false, usize::MAX)
+                .await?
+            {
                 bits |= container_bits(&key, &value)?.1;
             }
         }
@@ -231,7 +263,15 @@ impl<'a, K: Kv> Reader<'a, K> {
         }
         let mut rows: BTreeMap<u64, RoaringBitmap> = BTreeMap::new();
         for shard in 0..self.shards().await? {
-            for (key, value) in self.kv.scan(&view_range(self.scope, field, view, shard)?, false, usize::MAX).await? {
+            for (key, value) in self
+                .kv
+                .scan(
+                    &view_range(self.scope, field, view, shard)?,
+                    false,
+                    usize::MAX,
+                )
+                .await?
+            {
                 let (row, bits) = container_bits(&key, &value)?;
                 *rows.entry(row).or_default() |= bits;
             }
@@ -264,7 +304,11 @@ impl<'a, K: Kv> Reader<'a, K> {
         if let Some(row) = lock(self.cache).row_of(self.scope, path, v) {
             return Ok(Some(row));
         }
-        match self.kv.get(&records::keyword_row_key(self.scope, path, &v.tagged())).await? {
+        match self
+            .kv
+            .get(&records::keyword_row_key(self.scope, path, &v.tagged()))
+            .await?
+        {
             Some(bytes) => {
                 let row = u64::from(decode_column(&bytes)?);
                 lock(self.cache).set_row_of(self.scope, path, v.clone(), row);
@@ -278,7 +322,9 @@ impl<'a, K: Kv> Reader<'a, K> {
     pub(crate) fn eval<'b>(
         &'b self,
         plan: &'b Plan,
-    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<RoaringBitmap, Error>> + Send + 'b>>
+    ) -> std::pin::Pin<
+        Box<dyn std::future::Future<Output = Result<RoaringBitmap, Error>> + Send + 'b>,
+    >
     where
         K: Kv,
     {
@@ -357,9 +403,16 @@ impl<'a, K: Kv> Reader<'a, K> {
                 stats.sum += weight * i128::from(bit.intersection_len(&pos));
                 stats.sum -= weight * i128::from(bit.intersection_len(&neg));
             }
-            for (value, is_max) in [(s.extreme(&pos, &neg, true), true), (s.extreme(&pos, &neg, false), false)] {
+            for (value, is_max) in [
+                (s.extreme(&pos, &neg, true), true),
+                (s.extreme(&pos, &neg, false), false),
+            ] {
                 let Some(value) = value else { continue };
-                let slot_best = if is_max { &mut stats.max } else { &mut stats.min };
+                let slot_best = if is_max {
+                    &mut stats.max
+                } else {
+                    &mut stats.min
+                };
                 *slot_best = Some(match *slot_best {
                     None => value,
                     Some(b) if is_max => b.max(value),
@@ -371,7 +424,12 @@ impl<'a, K: Kv> Reader<'a, K> {
     }
 
     /// `--top`: the `limit` most frequent values at `path` among `within`.
-    pub(crate) async fn top(&self, path: &str, within: &RoaringBitmap, limit: usize) -> Result<Vec<TopValue>, Error> {
+    pub(crate) async fn top(
+        &self,
+        path: &str,
+        within: &RoaringBitmap,
+        limit: usize,
+    ) -> Result<Vec<TopValue>, Error> {
         let r = RowId::keyword(path, 0);
         let view = self.view(&r.field, &r.view).await?;
         let Cached::View(rows) = &*view else {
@@ -389,7 +447,8 @@ impl<'a, K: Kv> Reader<'a, K> {
             let Ok(records::DecodedKey::KeywordValue { row, .. }) = records::decode_key(&k) else {
                 return Err(malformed("a keyword-value key does not decode"));
             };
-            let value = Keyword::from_tagged(&v).ok_or_else(|| malformed(format!("keyword value of row {row} in {path}")))?;
+            let value = Keyword::from_tagged(&v)
+                .ok_or_else(|| malformed(format!("keyword value of row {row} in {path}")))?;
             names.insert(row, value);
         }
         let mut out = Vec::with_capacity(counted.len());
@@ -407,7 +466,11 @@ impl<'a, K: Kv> Reader<'a, K> {
 
     /// The column of `rkey`, or of the first rkey after (`reverse`: before)
     /// it, and whether that is `rkey` itself.
-    pub(crate) async fn column_near(&self, rkey: &str, reverse: bool) -> Result<Option<(u32, bool)>, Error> {
+    pub(crate) async fn column_near(
+        &self,
+        rkey: &str,
+        reverse: bool,
+    ) -> Result<Option<(u32, bool)>, Error> {
         let mut range = records::scope_range(records::RecordType::Column, self.scope, None);
         let at = records::column_key(self.scope, rkey);
         if reverse {
@@ -418,10 +481,12 @@ impl<'a, K: Kv> Reader<'a, K> {
         } else {
             range.start = at.clone();
         }
-        Ok(match self.kv.scan(&range, reverse, 1).await?.into_iter().next() {
-            Some((k, v)) => Some((decode_column(&v)?, k.as_ref() == at.as_slice())),
-            None => None,
-        })
+        Ok(
+            match self.kv.scan(&range, reverse, 1).await?.into_iter().next() {
+                Some((k, v)) => Some((decode_column(&v)?, k.as_ref() == at.as_slice())),
+                None => None,
+            },
+        )
     }
 
     /// The rkey of a column.
@@ -430,13 +495,20 @@ impl<'a, K: Kv> Reader<'a, K> {
             .kv
             .get(&records::column_rkey_key(self.scope, u64::from(column)))
             .await?
-            .ok_or_else(|| malformed(format!("column {column} of scope {} has no rkey", self.scope)))?;
+            .ok_or_else(|| {
+                malformed(format!(
+                    "column {column} of scope {} has no rkey",
+                    self.scope
+                ))
+            })?;
         String::from_utf8(v.to_vec()).map_err(|_| malformed("a column's rkey is not UTF-8"))
     }
 }
 
 fn slots(rows: &BTreeMap<u64, RoaringBitmap>) -> u64 {
-    rows.keys().next_back().map_or(0, |r| r / BSI_ROWS_PER_SLOT + 1)
+    rows.keys()
+        .next_back()
+        .map_or(0, |r| r / BSI_ROWS_PER_SLOT + 1)
 }
 
 /// One slot of a bit-sliced index.
@@ -462,11 +534,17 @@ impl<'a> Slot<'a> {
     }
 
     fn bit(&self, i: u32) -> &'a RoaringBitmap {
-        self.rows.get(&(self.base + 2 + u64::from(i))).unwrap_or(&EMPTY)
+        self.rows
+            .get(&(self.base + 2 + u64::from(i)))
+            .unwrap_or(&EMPTY)
     }
 
     /// Splits `within` by magnitude against `mag`: (less, equal, greater).
-    fn magnitudes(&self, within: RoaringBitmap, mag: u64) -> (RoaringBitmap, RoaringBitmap, RoaringBitmap) {
+    fn magnitudes(
+        &self,
+        within: RoaringBitmap,
+        mag: u64,
+    ) -> (RoaringBitmap, RoaringBitmap, RoaringBitmap) {
         let (mut lt, mut eq, mut gt) = (RoaringBitmap::new(), within, RoaringBitmap::new());
         for i in (0..64).rev() {
             if eq.is_empty() {

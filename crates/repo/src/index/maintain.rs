@@ -47,7 +47,12 @@ async fn load<K: Kv>(kv: &K, scope: u32, c: &mut ScopeCounters) -> Result<(), Er
     Ok(())
 }
 
-async fn next_row<K: Kv>(kv: &K, scope: u32, path: &str, c: &mut ScopeCounters) -> Result<u64, Error> {
+async fn next_row<K: Kv>(
+    kv: &K,
+    scope: u32,
+    path: &str,
+    c: &mut ScopeCounters,
+) -> Result<u64, Error> {
     if let Some(n) = c.next_row.get_mut(path) {
         let row = *n;
         *n += 1;
@@ -81,20 +86,39 @@ pub(crate) struct CommitIndex {
 }
 
 fn column_u32(c: u64) -> Result<u32, Error> {
-    u32::try_from(c).map_err(|_| Error::MalformedIndex("a collection has used every one of its 2^32 index columns".into()))
+    u32::try_from(c).map_err(|_| {
+        Error::MalformedIndex("a collection has used every one of its 2^32 index columns".into())
+    })
+}
+
+/// A commit's index changes, ready to write: the operations, the row
+/// changes per scope (for the cache) and the counters after them.
+pub(crate) struct IndexWrite {
+    pub(crate) ops: Vec<WriteOp>,
+    pub(crate) deltas: BTreeMap<u32, RowDeltas>,
+    pub(crate) counters: HashMap<u32, ScopeCounters>,
 }
 
 impl CommitIndex {
     /// The operations to write with the commit.
-    pub(crate) fn into_ops(self) -> Result<(Vec<WriteOp>, BTreeMap<u32, RowDeltas>, HashMap<u32, ScopeCounters>), Error> {
+    pub(crate) fn into_write(self) -> Result<IndexWrite, Error> {
         let mut ops = self.ops;
         for (scope, d) in &self.deltas {
             d.merge_ops(*scope, &mut ops)?;
         }
-        Ok((ops, self.deltas, self.counters))
+        Ok(IndexWrite {
+            ops,
+            deltas: self.deltas,
+            counters: self.counters,
+        })
     }
 
-    async fn column<K: Kv>(&mut self, kv: &K, scope: u32, rkey: &str) -> Result<Option<u32>, Error> {
+    async fn column<K: Kv>(
+        &mut self,
+        kv: &K,
+        scope: u32,
+        rkey: &str,
+    ) -> Result<Option<u32>, Error> {
         if let Some(c) = self.columns.get(&(scope, rkey.to_owned())) {
             return Ok(*c);
         }
@@ -118,7 +142,10 @@ impl CommitIndex {
             return Ok(Some(*r));
         }
         let tagged = v.tagged();
-        if let Some(bytes) = kv.get(&records::keyword_row_key(scope, path, &tagged)).await? {
+        if let Some(bytes) = kv
+            .get(&records::keyword_row_key(scope, path, &tagged))
+            .await?
+        {
             let row = u64::from(decode_column(&bytes)?);
             self.rows.insert(memo, row);
             return Ok(Some(row));
@@ -158,7 +185,9 @@ impl CommitIndex {
             Some(c) => c,
             None => saved.get(&scope).cloned().unwrap_or_default(),
         };
-        let result = self.record_in(kv, scope, &mut counters, declared, rkey, old, new).await;
+        let result = self
+            .record_in(kv, scope, &mut counters, declared, rkey, old, new)
+            .await;
         self.counters.insert(scope, counters);
         result
     }
@@ -191,7 +220,13 @@ impl CommitIndex {
                 ));
                 let deltas = self.deltas.entry(scope).or_default();
                 if counters.max_rkey.as_deref().is_some_and(|m| rkey < m) {
-                    deltas.set(RowId { row: 1, ..RowId::columns() }, c);
+                    deltas.set(
+                        RowId {
+                            row: 1,
+                            ..RowId::columns()
+                        },
+                        c,
+                    );
                 }
                 if counters.max_rkey.as_deref().is_none_or(|m| rkey > m) {
                     counters.max_rkey = Some(rkey.to_owned());
@@ -203,13 +238,26 @@ impl CommitIndex {
             (None, None) => return Ok(()),
         };
         if new.is_some() {
-            self.deltas.entry(scope).or_default().set(RowId::columns(), column);
+            self.deltas
+                .entry(scope)
+                .or_default()
+                .set(RowId::columns(), column);
         } else {
             let deltas = self.deltas.entry(scope).or_default();
             deltas.clear(RowId::columns(), column);
-            deltas.clear(RowId { row: 1, ..RowId::columns() }, column);
-            self.ops.push(WriteOp::Delete(records::column_key(scope, rkey)));
-            self.ops.push(WriteOp::Delete(records::column_rkey_key(scope, u64::from(column))));
+            deltas.clear(
+                RowId {
+                    row: 1,
+                    ..RowId::columns()
+                },
+                column,
+            );
+            self.ops
+                .push(WriteOp::Delete(records::column_key(scope, rkey)));
+            self.ops.push(WriteOp::Delete(records::column_rkey_key(
+                scope,
+                u64::from(column),
+            )));
             self.columns.insert((scope, rkey.to_owned()), None);
         }
         for d in declared {
@@ -220,13 +268,18 @@ impl CommitIndex {
                     let after = new.map(|v| keywords(v, path)).unwrap_or_default();
                     let mut set = Vec::new();
                     for v in &after {
-                        if let Some(row) = self.keyword_row(kv, scope, path, v, true, counters).await? {
+                        if let Some(row) =
+                            self.keyword_row(kv, scope, path, v, true, counters).await?
+                        {
                             set.push(row);
                         }
                     }
                     let mut clear = Vec::new();
                     for v in before.iter().filter(|v| !after.contains(v)) {
-                        if let Some(row) = self.keyword_row(kv, scope, path, v, false, counters).await? {
+                        if let Some(row) = self
+                            .keyword_row(kv, scope, path, v, false, counters)
+                            .await?
+                        {
                             clear.push(row);
                         }
                     }
@@ -245,8 +298,14 @@ impl CommitIndex {
                     let deltas = self.deltas.entry(scope).or_default();
                     let slots = before.len().max(after.len());
                     for slot in 0..slots {
-                        let old_rows = before.get(slot).map(|v| bsi_rows(slot, *v)).unwrap_or_default();
-                        let new_rows = after.get(slot).map(|v| bsi_rows(slot, *v)).unwrap_or_default();
+                        let old_rows = before
+                            .get(slot)
+                            .map(|v| bsi_rows(slot, *v))
+                            .unwrap_or_default();
+                        let new_rows = after
+                            .get(slot)
+                            .map(|v| bsi_rows(slot, *v))
+                            .unwrap_or_default();
                         for row in old_rows.iter().filter(|r| !new_rows.contains(r)) {
                             deltas.clear(RowId::bsi(path, *row), column);
                         }

@@ -37,7 +37,7 @@ use crate::Error;
 pub(crate) use build::{build_scope, compute_scope};
 pub(crate) use cache::IndexCache;
 pub(crate) use eval::{Reader, plan as eval_plan};
-pub(crate) use maintain::{CommitIndex, ScopeCounters};
+pub(crate) use maintain::{CommitIndex, IndexWrite, ScopeCounters};
 pub use query::{Cmp, Cond, Expr, Literal, Op, parse as parse_where};
 pub use values::{IndexKind, Keyword};
 
@@ -118,7 +118,11 @@ pub(crate) async fn declarations<K: Kv>(
     collection: Option<&str>,
 ) -> Result<Vec<Declared>, Error> {
     let rows = kv
-        .scan(&records::field_index_range(repo, collection), false, usize::MAX)
+        .scan(
+            &records::field_index_range(repo, collection),
+            false,
+            usize::MAX,
+        )
         .await?;
     rows.into_iter()
         .map(|(k, v)| {
@@ -233,7 +237,12 @@ fn row_range(scope: u32, row: &RowId, shard: u64) -> Result<keycodec::KeyRange, 
 }
 
 /// Every container key of one view in one shard.
-fn view_range(scope: u32, field: &str, view: &str, shard: u64) -> Result<keycodec::KeyRange, Error> {
+fn view_range(
+    scope: u32,
+    field: &str,
+    view: &str,
+    shard: u64,
+) -> Result<keycodec::KeyRange, Error> {
     let prefix = txkey::full::prefix(&scope.to_string(), field, view, shard)
         .map_err(|e| malformed(format!("txkey for {field};{view}: {e}")))?;
     Ok(keycodec::KeyRange::prefix(&records::bitmap_key(&prefix)))
@@ -338,8 +347,12 @@ pub(crate) async fn delete_range<K: Kv>(kv: &K, range: &keycodec::KeyRange) -> R
             return Ok(());
         }
         let n = page.len();
-        kv.write(page.into_iter().map(|(k, _)| WriteOp::Delete(k.to_vec())).collect())
-            .await?;
+        kv.write(
+            page.into_iter()
+                .map(|(k, _)| WriteOp::Delete(k.to_vec()))
+                .collect(),
+        )
+        .await?;
         if n < 4096 {
             return Ok(());
         }
@@ -349,7 +362,10 @@ pub(crate) async fn delete_range<K: Kv>(kv: &K, range: &keycodec::KeyRange) -> R
 /// Deletes an index's containers and dictionary.
 pub(crate) async fn delete_index_data<K: Kv>(kv: &K, scope: u32, path: &str) -> Result<(), Error> {
     delete_range(kv, &field_range(scope, &field_name(path))?).await?;
-    for t in [records::RecordType::KeywordRow, records::RecordType::KeywordValue] {
+    for t in [
+        records::RecordType::KeywordRow,
+        records::RecordType::KeywordValue,
+    ] {
         delete_range(kv, &records::scope_range(t, scope, Some(path))).await?;
     }
     Ok(())
@@ -404,18 +420,27 @@ pub(crate) fn decode_column(v: &[u8]) -> Result<u32, Error> {
     let bytes: [u8; 8] = v
         .try_into()
         .map_err(|_| malformed("a column value is not 8 bytes"))?;
-    u32::try_from(u64::from_be_bytes(bytes))
-        .map_err(|_| malformed("a column id is past 2^32"))
+    u32::try_from(u64::from_be_bytes(bytes)).map_err(|_| malformed("a column id is past 2^32"))
 }
 
 /// Every stored row of a scope, assembled from its containers.
-pub(crate) async fn stored_rows<K: Kv>(kv: &K, scope: u32) -> Result<BTreeMap<RowId, RoaringBitmap>, Error> {
+pub(crate) async fn stored_rows<K: Kv>(
+    kv: &K,
+    scope: u32,
+) -> Result<BTreeMap<RowId, RoaringBitmap>, Error> {
     let mut rows: BTreeMap<RowId, RoaringBitmap> = BTreeMap::new();
     let range = scope_bitmap_range(scope)?;
     let mut start = range.start.clone();
     loop {
         let page = kv
-            .scan(&keycodec::KeyRange { start: start.clone(), end: range.end.clone() }, false, 4096)
+            .scan(
+                &keycodec::KeyRange {
+                    start: start.clone(),
+                    end: range.end.clone(),
+                },
+                false,
+                4096,
+            )
             .await?;
         for (k, v) in &page {
             let key = txkey::full::Key::parse(k.get(2..).unwrap_or_default())
@@ -429,7 +454,9 @@ pub(crate) async fn stored_rows<K: Kv>(kv: &K, scope: u32) -> Result<BTreeMap<Ro
             if let Some(c) = delta.container()
                 && u64::from(c) != key.shard * CONTAINERS_PER_ROW + key.ckey % CONTAINERS_PER_ROW
             {
-                return Err(malformed(format!("{row:?} holds columns of another container")));
+                return Err(malformed(format!(
+                    "{row:?} holds columns of another container"
+                )));
             }
             *rows.entry(row).or_default() |= delta.set;
         }

@@ -217,15 +217,25 @@ fn tokenize(src: &str) -> Result<Vec<(usize, Token)>, String> {
 fn parse_int(text: &str, at: usize) -> Result<i64, String> {
     let digits = text.strip_prefix('-').unwrap_or(text);
     if digits.len() > 1 && digits.starts_with('0') {
-        return Err(error(at, format!("{text} is not a JSON integer (leading zero)")));
+        return Err(error(
+            at,
+            format!("{text} is not a JSON integer (leading zero)"),
+        ));
     }
-    text.parse()
-        .map_err(|_| error(at, format!("integer {text} is out of range (64-bit signed)")))
+    text.parse().map_err(|_| {
+        error(
+            at,
+            format!("integer {text} is out of range (64-bit signed)"),
+        )
+    })
 }
 
 fn valid_path(p: &str) -> bool {
-    p.split('.')
-        .all(|s| !s.is_empty() && s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'$'))
+    p.split('.').all(|s| {
+        !s.is_empty()
+            && s.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'$')
+    })
 }
 
 struct Parser {
@@ -257,7 +267,10 @@ impl Parser {
             self.pos += 1;
             Ok(())
         } else {
-            Err(error(self.at(), format!("expected {what}, found {}", describe(self.peek()))))
+            Err(error(
+                self.at(),
+                format!("expected {what}, found {}", describe(self.peek())),
+            ))
         }
     }
 
@@ -266,7 +279,11 @@ impl Parser {
         while self.keyword("or") {
             items.push(self.and()?);
         }
-        Ok(if items.len() == 1 { items.remove(0) } else { Expr::Or(items) })
+        Ok(if items.len() == 1 {
+            items.remove(0)
+        } else {
+            Expr::Or(items)
+        })
     }
 
     fn and(&mut self) -> Result<Expr, String> {
@@ -274,7 +291,11 @@ impl Parser {
         while self.keyword("and") {
             items.push(self.unary()?);
         }
-        Ok(if items.len() == 1 { items.remove(0) } else { Expr::And(items) })
+        Ok(if items.len() == 1 {
+            items.remove(0)
+        } else {
+            Expr::And(items)
+        })
     }
 
     fn unary(&mut self) -> Result<Expr, String> {
@@ -295,13 +316,18 @@ impl Parser {
         let path = match self.peek() {
             Some((_, Token::Word(w))) => w.clone(),
             other => {
-                return Err(error(at, format!("expected a path, found {}", describe(other))));
+                return Err(error(
+                    at,
+                    format!("expected a path, found {}", describe(other)),
+                ));
             }
         };
         if !valid_path(&path) {
             return Err(error(
                 at,
-                format!("{path:?} is not a path (segments of A-Z a-z 0-9 _ $, separated by single dots)"),
+                format!(
+                    "{path:?} is not a path (segments of A-Z a-z 0-9 _ $, separated by single dots)"
+                ),
             ));
         }
         self.pos += 1;
@@ -339,7 +365,9 @@ impl Parser {
             Some((_, Token::Int(i))) => Literal::Int(*i),
             Some((_, Token::Word(w))) if w == "true" => Literal::Bool(true),
             Some((_, Token::Word(w))) if w == "false" => Literal::Bool(false),
-            Some((_, Token::Word(w))) if w.bytes().all(|b| b.is_ascii_digit()) => Literal::Int(parse_int(w, at)?),
+            Some((_, Token::Word(w))) if w.bytes().all(|b| b.is_ascii_digit()) => {
+                Literal::Int(parse_int(w, at)?)
+            }
             other => {
                 return Err(error(
                     at,
@@ -414,7 +442,11 @@ mod tests {
     }
 
     fn cond(path: &str, at: usize, op: Op) -> Expr {
-        Expr::Cond(Cond { path: path.into(), at, op })
+        Expr::Cond(Cond {
+            path: path.into(),
+            at,
+            op,
+        })
     }
 
     #[test]
@@ -442,7 +474,11 @@ mod tests {
                 cond(
                     "z",
                     16,
-                    Op::In(vec![Literal::Str("a".into()), Literal::Bool(true), Literal::Int(7)])
+                    Op::In(vec![
+                        Literal::Str("a".into()),
+                        Literal::Bool(true),
+                        Literal::Int(7)
+                    ])
                 ),
             ])
         );
@@ -464,7 +500,10 @@ mod tests {
             ("a", 1, "expected exists"),
         ] {
             let err = parse(src).unwrap_err();
-            assert!(err.starts_with(&format!("at position {at}:")), "{src:?}: {err}");
+            assert!(
+                err.starts_with(&format!("at position {at}:")),
+                "{src:?}: {err}"
+            );
             assert!(err.contains(what), "{src:?}: {err}");
         }
     }

@@ -145,9 +145,15 @@ pub(crate) fn numbers(record: &Value, path: &str, kind: IndexKind) -> Vec<i64> {
 /// digits past the microsecond are dropped.
 pub(crate) fn datetime_micros(s: &str) -> Option<i64> {
     let b = s.as_bytes();
-    let digits = |r: std::ops::Range<usize>| b.get(r).is_some_and(|d| d.iter().all(u8::is_ascii_digit));
+    let digits =
+        |r: std::ops::Range<usize>| b.get(r).is_some_and(|d| d.iter().all(u8::is_ascii_digit));
     let at = |i: usize, c: u8| b.get(i) == Some(&c);
-    if !(digits(0..4) && at(4, b'-') && digits(5..7) && at(7, b'-') && digits(8..10) && at(10, b'T'))
+    if !(digits(0..4)
+        && at(4, b'-')
+        && digits(5..7)
+        && at(7, b'-')
+        && digits(8..10)
+        && at(10, b'T'))
         || !(digits(11..13) && at(13, b':') && digits(14..16) && at(16, b':') && digits(17..19))
         || b[0] == b'0'
     {
@@ -200,16 +206,29 @@ mod tests {
         let r = json!({"t": ["b", "a", "b", true, 1, null, {"x": 1}]});
         assert_eq!(
             keywords(&r, "t"),
-            vec![Keyword::Str("a".into()), Keyword::Str("b".into()), Keyword::Bool(true)]
+            vec![
+                Keyword::Str("a".into()),
+                Keyword::Str("b".into()),
+                Keyword::Bool(true)
+            ]
         );
     }
 
     #[test]
     fn datetimes_follow_the_atproto_syntax() {
         // Microseconds derived by hand: 2024-01-01T00:00:00Z is 1704067200 s.
-        assert_eq!(datetime_micros("2024-01-01T00:00:00Z"), Some(1_704_067_200_000_000));
-        assert_eq!(datetime_micros("2024-01-01T00:00:00.1234567Z"), Some(1_704_067_200_123_456));
-        assert_eq!(datetime_micros("2024-01-01T01:00:00+01:00"), Some(1_704_067_200_000_000));
+        assert_eq!(
+            datetime_micros("2024-01-01T00:00:00Z"),
+            Some(1_704_067_200_000_000)
+        );
+        assert_eq!(
+            datetime_micros("2024-01-01T00:00:00.1234567Z"),
+            Some(1_704_067_200_123_456)
+        );
+        assert_eq!(
+            datetime_micros("2024-01-01T01:00:00+01:00"),
+            Some(1_704_067_200_000_000)
+        );
         for bad in [
             "2024-01-01",
             "2024-01-01T00:00:00",
@@ -226,7 +245,12 @@ mod tests {
 
     #[test]
     fn keyword_tags_round_trip_and_order_as_values() {
-        let mut vals = vec![Keyword::Bool(true), Keyword::Str("b".into()), Keyword::Bool(false), Keyword::Str("a".into())];
+        let mut vals = vec![
+            Keyword::Bool(true),
+            Keyword::Str("b".into()),
+            Keyword::Bool(false),
+            Keyword::Str("a".into()),
+        ];
         for v in &vals {
             assert_eq!(Keyword::from_tagged(&v.tagged()).as_ref(), Some(v));
         }
