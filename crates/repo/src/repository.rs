@@ -447,6 +447,8 @@ pub(crate) struct State {
     pub(crate) indexes: HashMap<String, Vec<index::Declared>>,
     /// Column and dictionary allocation per index scope.
     pub(crate) counters: HashMap<u32, index::ScopeCounters>,
+    /// Dictionary rows already stored, remembered between commits.
+    pub(crate) known_rows: index::KnownRows,
 }
 
 impl State {
@@ -468,6 +470,7 @@ impl State {
             collections,
             indexes,
             counters: HashMap::new(),
+            known_rows: HashMap::new(),
         })
     }
 }
@@ -734,6 +737,7 @@ impl<K: Kv> Repository<K> {
                     .record(
                         self.store.kv(),
                         &state.counters,
+                        &state.known_rows,
                         declared,
                         rkey.as_str(),
                         before.as_ref(),
@@ -770,6 +774,7 @@ impl<K: Kv> Repository<K> {
             ops: index_ops,
             deltas: row_deltas,
             counters,
+            rows,
         } = commit_index.into_write()?;
         // Queries wait while the commit lands and the cached bitmaps follow.
         let search = self.search.write().await;
@@ -800,6 +805,10 @@ impl<K: Kv> Repository<K> {
         }
         drop(search);
         state.counters.extend(counters);
+        if state.known_rows.len() + rows.len() > index::KNOWN_ROWS_LIMIT {
+            state.known_rows.clear();
+        }
+        state.known_rows.extend(rows);
         self.store.forget_shards(&mutation.removals);
         state.head = HeadInfo {
             commit: commit_cid,

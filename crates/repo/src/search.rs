@@ -29,8 +29,11 @@ pub struct IndexProgress {
     pub total: u64,
 }
 
+/// The longest path an index may have, in bytes.
+const MAX_PATH_BYTES: usize = 256;
+
 fn valid_path(path: &str) -> Result<(), Error> {
-    let ok = path.split('.').all(|s| {
+    let ok = path.len() <= MAX_PATH_BYTES && path.split('.').all(|s| {
         !s.is_empty()
             && s.bytes()
                 .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'$')
@@ -39,7 +42,7 @@ fn valid_path(path: &str) -> Result<(), Error> {
         Ok(())
     } else {
         Err(Error::InvalidQuery(format!(
-            "{path:?} is not a path: segments of A-Z a-z 0-9 _ $, separated by single dots"
+            "{path:?} is not a path: segments of A-Z a-z 0-9 _ $, separated by single dots, at most {MAX_PATH_BYTES} bytes"
         )))
     }
 }
@@ -150,6 +153,7 @@ impl<K: Kv> Repository<K> {
         .await?;
         self.clear_cache();
         state.counters.remove(&scope);
+        state.known_rows.retain(|(s, _, _), _| *s != scope);
         state
             .indexes
             .entry(collection.to_owned())
@@ -189,6 +193,7 @@ impl<K: Kv> Repository<K> {
             list.retain(|d| d.decl.path != path);
         }
         state.counters.remove(&scope);
+        state.known_rows.retain(|(s, _, _), _| *s != scope);
         if declared.len() == 1 {
             state.indexes.remove(collection);
             index::delete_scope(kv, scope).await?;
@@ -236,6 +241,7 @@ impl<K: Kv> Repository<K> {
             .await
             .map(|n| done += n)?;
             state.counters.remove(&scope);
+            state.known_rows.retain(|(s, _, _), _| *s != scope);
         }
         self.clear_cache();
         Ok(())

@@ -81,9 +81,16 @@ pub(crate) struct CommitIndex {
     pub(crate) counters: HashMap<u32, ScopeCounters>,
     /// Columns as of this commit's earlier writes (`None`: deleted).
     columns: HashMap<(u32, String), Option<u32>>,
-    /// Dictionary rows as of this commit's earlier writes.
-    rows: HashMap<(u32, String, Keyword), u64>,
+    /// Dictionary rows this commit read or allocated.
+    rows: KnownRows,
 }
+
+/// Dictionary rows by (scope, path, value), as the writer remembers them
+/// between commits: only rows whose entries are stored.
+pub(crate) type KnownRows = HashMap<(u32, String, Keyword), u64>;
+
+/// How many dictionary rows the writer remembers before it starts over.
+pub(crate) const KNOWN_ROWS_LIMIT: usize = 1 << 16;
 
 fn column_u32(c: u64) -> Result<u32, Error> {
     u32::try_from(c).map_err(|_| {
@@ -97,6 +104,8 @@ pub(crate) struct IndexWrite {
     pub(crate) ops: Vec<WriteOp>,
     pub(crate) deltas: BTreeMap<u32, RowDeltas>,
     pub(crate) counters: HashMap<u32, ScopeCounters>,
+    /// Dictionary rows the commit read or wrote, to remember once it lands.
+    pub(crate) rows: KnownRows,
 }
 
 impl CommitIndex {
@@ -110,6 +119,7 @@ impl CommitIndex {
             ops,
             deltas: self.deltas,
             counters: self.counters,
+            rows: self.rows,
         })
     }
 
@@ -128,9 +138,11 @@ impl CommitIndex {
         }
     }
 
+    #[allow(clippy::too_many_arguments)]
     async fn keyword_row<K: Kv>(
         &mut self,
         kv: &K,
+        known: &KnownRows,
         scope: u32,
         path: &str,
         v: &Keyword,
@@ -138,7 +150,7 @@ impl CommitIndex {
         counters: &mut ScopeCounters,
     ) -> Result<Option<u64>, Error> {
         let memo = (scope, path.to_owned(), v.clone());
-        if let Some(r) = self.rows.get(&memo) {
+        if let Some(r) = self.rows.get(&memo).or_else(|| known.get(&memo)) {
             return Ok(Some(*r));
         }
         let tagged = v.tagged();
@@ -169,10 +181,12 @@ impl CommitIndex {
     /// Records one write: `rkey` of the collection whose indexes are
     /// `declared` (all of one scope) goes from `old` to `new` (`None`:
     /// absent).
+    #[allow(clippy::too_many_arguments)]
     pub(crate) async fn record<K: Kv>(
         &mut self,
         kv: &K,
         saved: &HashMap<u32, ScopeCounters>,
+        known: &KnownRows,
         declared: &[Declared],
         rkey: &str,
         old: Option<&Value>,
@@ -186,7 +200,7 @@ impl CommitIndex {
             None => saved.get(&scope).cloned().unwrap_or_default(),
         };
         let result = self
-            .record_in(kv, scope, &mut counters, declared, rkey, old, new)
+            .record_in(kv, known, scope, &mut counters, declared, rkey, old, new)
             .await;
         self.counters.insert(scope, counters);
         result
@@ -196,6 +210,7 @@ impl CommitIndex {
     async fn record_in<K: Kv>(
         &mut self,
         kv: &K,
+        known: &KnownRows,
         scope: u32,
         counters: &mut ScopeCounters,
         declared: &[Declared],
@@ -204,7 +219,13 @@ impl CommitIndex {
         new: Option<&Value>,
     ) -> Result<(), Error> {
         load(kv, scope, counters).await?;
-        let existing = self.column(kv, scope, rkey).await?;
+        // A record that did not exist has no column (deletes remove theirs),
+        // unless an earlier write of this commit gave it one.
+        let existing = match (old, self.columns.get(&(scope, rkey.to_owned()))) {
+            (_, Some(c)) => *c,
+            (None, None) => None,
+            (Some(_), None) => self.column(kv, scope, rkey).await?,
+        };
         let column = match (existing, new) {
             (Some(c), _) => c,
             (None, Some(_)) => {
@@ -269,7 +290,7 @@ impl CommitIndex {
                     let mut set = Vec::new();
                     for v in &after {
                         if let Some(row) =
-                            self.keyword_row(kv, scope, path, v, true, counters).await?
+                            self.keyword_row(kv, known, scope, path, v, true, counters).await?
                         {
                             set.push(row);
                         }
@@ -277,7 +298,7 @@ impl CommitIndex {
                     let mut clear = Vec::new();
                     for v in before.iter().filter(|v| !after.contains(v)) {
                         if let Some(row) = self
-                            .keyword_row(kv, scope, path, v, false, counters)
+                            .keyword_row(kv, known, scope, path, v, false, counters)
                             .await?
                         {
                             clear.push(row);

@@ -37,7 +37,7 @@ use crate::Error;
 pub(crate) use build::{build_scope, compute_scope};
 pub(crate) use cache::IndexCache;
 pub(crate) use eval::{Reader, plan as eval_plan};
-pub(crate) use maintain::{CommitIndex, IndexWrite, ScopeCounters};
+pub(crate) use maintain::{CommitIndex, IndexWrite, KNOWN_ROWS_LIMIT, KnownRows, ScopeCounters};
 pub use query::{Cmp, Cond, Expr, Literal, Op, parse as parse_where};
 pub use values::{IndexKind, Keyword};
 

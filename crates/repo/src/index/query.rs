@@ -238,10 +238,15 @@ fn valid_path(p: &str) -> bool {
     })
 }
 
+/// How deeply `not` and parentheses may nest: evaluation recurses as deep,
+/// and a query must not be able to exhaust a server's stack.
+pub(crate) const MAX_DEPTH: usize = 64;
+
 struct Parser {
     tokens: Vec<(usize, Token)>,
     pos: usize,
     end: usize,
+    depth: usize,
 }
 
 impl Parser {
@@ -299,16 +304,27 @@ impl Parser {
     }
 
     fn unary(&mut self) -> Result<Expr, String> {
-        if self.keyword("not") {
-            return Ok(Expr::Not(Box::new(self.unary()?)));
+        let nested = matches!(self.peek(), Some((_, Token::Open)))
+            || matches!(self.peek(), Some((_, Token::Word(w))) if w == "not");
+        if !nested {
+            return self.cond();
         }
-        if self.peek().map(|(_, t)| t) == Some(&Token::Open) {
+        if self.depth == MAX_DEPTH {
+            return Err(error(
+                self.at(),
+                format!("not and parentheses nest deeper than {MAX_DEPTH}"),
+            ));
+        }
+        self.depth += 1;
+        let e = if self.keyword("not") {
+            self.unary().map(|e| Expr::Not(Box::new(e)))
+        } else {
             self.pos += 1;
-            let e = self.or()?;
-            self.expect(&Token::Close, "\")\"")?;
-            return Ok(e);
-        }
-        self.cond()
+            self.or()
+                .and_then(|e| self.expect(&Token::Close, "\")\"").map(|()| e))
+        };
+        self.depth -= 1;
+        e
     }
 
     fn cond(&mut self) -> Result<Expr, String> {
@@ -394,6 +410,7 @@ pub fn parse(src: &str) -> Result<Expr, String> {
         tokens,
         pos: 0,
         end: src.len(),
+        depth: 0,
     };
     if p.peek().is_none() {
         return Err(error(0, "empty expression"));
@@ -498,6 +515,8 @@ mod tests {
             ("a in []", 6, "expected a literal"),
             (r#"a = "x"#, 4, "unterminated"),
             ("a", 1, "expected exists"),
+            (&"(".repeat(100_000), 64, "deeper than 64"),
+            (&"not ".repeat(65), 256, "deeper than 64"),
         ] {
             let err = parse(src).unwrap_err();
             assert!(

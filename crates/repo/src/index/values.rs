@@ -112,12 +112,16 @@ pub(crate) fn values_at<'a>(record: &'a Value, path: &str) -> Vec<&'a Value> {
     current
 }
 
+/// Strings longer than this many bytes are not indexed (each distinct
+/// value is part of a storage key, which SlateDB bounds).
+pub(crate) const MAX_KEYWORD_BYTES: usize = 1024;
+
 /// The keyword values at `path`, each once, in order.
 pub(crate) fn keywords(record: &Value, path: &str) -> Vec<Keyword> {
     let mut out: Vec<Keyword> = values_at(record, path)
         .into_iter()
         .filter_map(|v| match v {
-            Value::String(s) => Some(Keyword::Str(s.clone())),
+            Value::String(s) if s.len() <= MAX_KEYWORD_BYTES => Some(Keyword::Str(s.clone())),
             Value::Bool(b) => Some(Keyword::Bool(*b)),
             _ => None,
         })
