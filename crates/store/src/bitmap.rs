@@ -144,12 +144,117 @@ impl ContainerDelta {
     }
 }
 
-/// Composes stored container values and operands, oldest first. The key is
-/// not needed: every value under record type `0x6` is a container.
+/// The layout byte of a [`ContainerGroup`].
+const GROUP_LAYOUT: u8 = 2;
+
+/// Changes to the same container (the same 2^16 columns) of several rows
+/// of one view, under one key: bit-sliced views keep a slot's rows (its
+/// exists, sign and magnitude bits) together, so that a commit writes one
+/// key per slot rather than one per bit.
+///
+/// ```text
+/// 02 │ rows: u8 │ (row: u8 │ length: u32 BE │ a ContainerDelta value)…   rows ascending
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ContainerGroup {
+    /// Each row's change, by its number within the group.
+    pub rows: std::collections::BTreeMap<u8, ContainerDelta>,
+}
+
+impl ContainerGroup {
+    /// The value bytes.
+    #[must_use]
+    pub fn encode(&self) -> Bytes {
+        let mut out = Vec::new();
+        out.put_u8(GROUP_LAYOUT);
+        out.put_u8(u8::try_from(self.rows.len()).unwrap_or(u8::MAX));
+        for (row, delta) in self.rows.iter().take(usize::from(u8::MAX)) {
+            let bytes = delta.encode();
+            out.put_u8(*row);
+            out.put_u32(u32::try_from(bytes.len()).unwrap_or(u32::MAX));
+            out.extend_from_slice(&bytes);
+        }
+        Bytes::from(out)
+    }
+
+    /// Decodes a value written by [`ContainerGroup::encode`]; every byte is
+    /// checked.
+    ///
+    /// # Errors
+    ///
+    /// [`ContainerError`] for anything else, also rows out of order or of
+    /// different containers.
+    pub fn decode(bytes: &[u8]) -> Result<Self, ContainerError> {
+        let err = |why: &str| ContainerError(why.to_owned());
+        let (&[layout, count], mut rest) = bytes
+            .split_first_chunk::<2>()
+            .ok_or_else(|| err("truncated group"))?;
+        if layout != GROUP_LAYOUT {
+            return Err(ContainerError(format!("unknown group layout {layout}")));
+        }
+        let mut rows = std::collections::BTreeMap::new();
+        let mut container = None;
+        for _ in 0..count {
+            let (&[row, a, b, c, d], tail) = rest
+                .split_first_chunk::<5>()
+                .ok_or_else(|| err("truncated group row"))?;
+            let len = usize::try_from(u32::from_be_bytes([a, b, c, d])).unwrap_or(usize::MAX);
+            if len > tail.len() {
+                return Err(err("a group row runs past the end"));
+            }
+            let (value, next) = tail.split_at(len);
+            let delta = ContainerDelta::decode(value)?;
+            if let Some(c) = delta.container() {
+                if container.is_some_and(|k| k != c) {
+                    return Err(err("group rows of more than one container"));
+                }
+                container = Some(c);
+            }
+            if rows.last_key_value().is_some_and(|(r, _)| *r >= row) {
+                return Err(err("group rows out of order"));
+            }
+            rows.insert(row, delta);
+            rest = next;
+        }
+        if !rest.is_empty() {
+            return Err(err("trailing bytes after the group"));
+        }
+        Ok(Self { rows })
+    }
+
+    /// `column / CONTAINER_BITS` of the columns named, `None` when none is.
+    #[must_use]
+    pub fn container(&self) -> Option<u32> {
+        self.rows.values().find_map(ContainerDelta::container)
+    }
+
+    /// `self` followed by `later`, row by row.
+    pub fn then(&mut self, later: &Self) {
+        for (row, delta) in &later.rows {
+            self.rows.entry(*row).or_default().then(delta);
+        }
+    }
+}
+
+/// Composes stored container values and operands, oldest first: single
+/// containers ([`ContainerDelta`]) or groups ([`ContainerGroup`]), by their
+/// first byte; a key holds one kind or the other.
 pub(crate) fn merge_values<'a>(
     existing: Option<&[u8]>,
     operands: impl IntoIterator<Item = &'a [u8]>,
 ) -> Result<Bytes, ContainerError> {
+    let mut operands = operands.into_iter().peekable();
+    let first = existing.or_else(|| operands.peek().copied()).and_then(|b| b.first());
+    if first == Some(&GROUP_LAYOUT) {
+        let mut acc = match existing {
+            Some(bytes) => ContainerGroup::decode(bytes)?,
+            None => ContainerGroup::default(),
+        };
+        for operand in operands {
+            acc.then(&ContainerGroup::decode(operand)?);
+        }
+        return Ok(acc.encode());
+    }
     let mut acc = match existing {
         Some(bytes) => ContainerDelta::decode(bytes)?,
         None => ContainerDelta::default(),
@@ -247,6 +352,47 @@ mod tests {
                 prop_assert_eq!(ContainerDelta::decode(&d.encode()).unwrap(), d);
             }
         }
+    }
+
+    proptest! {
+        /// Groups compose row by row, associatively, as single containers do.
+        #[test]
+        fn groups_compose_as_their_rows(groups in proptest::collection::vec(proptest::collection::btree_map(0u8..4, delta(), 0..4), 1..5), split in 0usize..5) {
+            let groups: Vec<ContainerGroup> = groups.into_iter().map(|rows| ContainerGroup { rows }).collect();
+            // At least one operand on the left: SlateDB never merges nothing.
+            let split = split.clamp(1, groups.len());
+            let encoded: Vec<Bytes> = groups.iter().map(ContainerGroup::encode).collect();
+            let whole = merge_values(None, encoded.iter().map(AsRef::as_ref)).unwrap();
+            let left = merge_values(None, encoded[..split].iter().map(AsRef::as_ref)).unwrap();
+            let grouped = merge_values(Some(&left), encoded[split..].iter().map(AsRef::as_ref)).unwrap();
+            let whole = ContainerGroup::decode(&whole).unwrap();
+            prop_assert_eq!(&whole, &ContainerGroup::decode(&grouped).unwrap());
+            for row in 0u8..4 {
+                let deltas: Vec<ContainerDelta> = groups.iter().map(|g| g.rows.get(&row).cloned().unwrap_or_default()).collect();
+                let got: std::collections::BTreeSet<u32> = whole.rows.get(&row).map(|d| d.set.iter().collect()).unwrap_or_default();
+                prop_assert_eq!(got, model(&deltas));
+            }
+        }
+
+        /// Decoding a group never panics; what decodes re-encodes to itself.
+        #[test]
+        fn decoding_arbitrary_groups_is_safe(bytes in proptest::collection::vec(any::<u8>(), 0..96)) {
+            if let Ok(g) = ContainerGroup::decode(&bytes) {
+                prop_assert_eq!(ContainerGroup::decode(&g.encode()).unwrap(), g);
+            }
+        }
+    }
+
+    #[test]
+    fn group_layout_is_pinned() {
+        let one = ContainerDelta::full(bitmap(&[1, 5]));
+        let g = ContainerGroup {
+            rows: [(0, one.clone()), (3, one.clone())].into_iter().collect(),
+        };
+        let d = hex(&one.encode());
+        let len = format!("{:08x}", one.encode().len());
+        assert_eq!(hex(&g.encode()), format!("020200{len}{d}03{len}{d}"));
+        assert_eq!(ContainerGroup::decode(&g.encode()).unwrap(), g);
     }
 
     #[test]

@@ -213,11 +213,19 @@ pub(crate) async fn write_built<K: Kv>(
             ));
         }
     }
-    for (row, bits) in built.rows {
-        if row.field == super::COLUMNS_FIELD && !write_columns {
-            continue;
+    flush(kv, &mut ops, &mut bytes).await?;
+    // All rows at once: a bit-sliced slot's rows share keys.
+    let rows = built
+        .rows
+        .into_iter()
+        .filter(|(row, _)| write_columns || row.field != super::COLUMNS_FIELD);
+    let mut containers = Vec::new();
+    put_rows(scope, rows, &mut containers)?;
+    for op in containers {
+        if let WriteOp::Put(k, v) = &op {
+            bytes += k.len() + v.len();
         }
-        bytes += put_rows(scope, [(row, bits)], &mut ops)?;
+        ops.push(op);
         if bytes >= batch_bytes {
             flush(kv, &mut ops, &mut bytes).await?;
         }

@@ -5,14 +5,14 @@ use std::{
     sync::{Arc, Mutex},
 };
 
-use keycodec::{records, txkey};
+use keycodec::records;
 use roaring::RoaringBitmap;
-use store::{ContainerDelta, Kv};
+use store::Kv;
 
 use super::{
     BSI_ROWS_PER_SLOT, Declared, IndexKind, Keyword, RowId, SHARD_BITS, Stats, TopValue,
     cache::{Cached, IndexCache, key},
-    decode_column, malformed,
+    decode_column, decode_container, malformed,
     query::{Cmp, Cond, Expr, Literal, Op, conditions},
     row_range,
     values::datetime_micros,
@@ -180,31 +180,6 @@ fn lock(cache: &Mutex<IndexCache>) -> std::sync::MutexGuard<'_, IndexCache> {
         .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
-/// The set bits of a stored container, checked against its key.
-fn container_bits(key: &[u8], value: &[u8]) -> Result<(u64, RoaringBitmap), Error> {
-    let tx = key.get(2..).ok_or_else(|| malformed("short bitmap key"))?;
-    let ckey = txkey::full::extract_container_key(tx)
-        .map_err(|e| malformed(format!("bitmap key: {e}")))?;
-    let shard =
-        txkey::full::shard_from_key(tx).map_err(|e| malformed(format!("bitmap key: {e}")))?;
-    let delta =
-        ContainerDelta::decode(value).map_err(|e| malformed(format!("{e} (key {})", hex(key))))?;
-    let high = shard * 16 + (ckey & 0xF);
-    if let Some(c) = delta.container()
-        && u64::from(c) != high
-    {
-        return Err(malformed(format!(
-            "container {} holds columns of another container",
-            hex(key)
-        )));
-    }
-    Ok((ckey / 16, delta.set))
-}
-
-fn hex(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
-}
-
 impl<'a, K: Kv> Reader<'a, K> {
     pub(crate) fn new(kv: &'a K, cache: &'a Mutex<IndexCache>, scope: u32) -> Self {
         Self {
@@ -244,7 +219,9 @@ impl<'a, K: Kv> Reader<'a, K> {
                 .scan(&row_range(self.scope, row, shard)?, false, usize::MAX)
                 .await?
             {
-                bits |= container_bits(&key, &value)?.1;
+                for (_, set) in decode_container(&key, &value)? {
+                    bits |= set;
+                }
             }
         }
         Ok(lock(self.cache).insert(k, Cached::Row(bits)))
@@ -272,8 +249,9 @@ impl<'a, K: Kv> Reader<'a, K> {
                 )
                 .await?
             {
-                let (row, bits) = container_bits(&key, &value)?;
-                *rows.entry(row).or_default() |= bits;
+                for (row, bits) in decode_container(&key, &value)? {
+                    *rows.entry(row.row).or_default() |= bits;
+                }
             }
         }
         Ok(lock(self.cache).insert(k, Cached::View(rows)))

@@ -30,7 +30,7 @@ use bytes::Bytes;
 use keycodec::{records, txkey};
 use roaring::RoaringBitmap;
 use serde::{Deserialize, Serialize};
-use store::{ContainerDelta, Kv, WriteOp};
+use store::{ContainerDelta, ContainerGroup, Kv, WriteOp};
 
 use crate::Error;
 
@@ -300,8 +300,10 @@ impl RowDeltas {
         d.clear.insert(column);
     }
 
-    /// Merge operations, one per changed container.
+    /// Merge operations, one per changed container (one per slot and
+    /// container for bit-sliced views, whose slot rows share a key).
     pub(crate) fn merge_ops(&self, scope: u32, ops: &mut Vec<WriteOp>) -> Result<(), Error> {
+        let mut groups: BTreeMap<(RowId, u32), ContainerGroup> = BTreeMap::new();
         for (row, delta) in &self.0 {
             let mut per: BTreeMap<u32, ContainerDelta> = BTreeMap::new();
             for c in &delta.set {
@@ -311,14 +313,92 @@ impl RowDeltas {
                 per.entry(c >> 16).or_default().clear.insert(c);
             }
             for (high, d) in per {
-                ops.push(WriteOp::Merge(
-                    container_key(scope, row, high << 16)?,
-                    d.encode(),
-                ));
+                match grouped(row) {
+                    Some((slot_row, within)) => {
+                        groups
+                            .entry((slot_row, high))
+                            .or_default()
+                            .rows
+                            .insert(within, d);
+                    }
+                    None => ops.push(WriteOp::Merge(
+                        container_key(scope, row, high << 16)?,
+                        d.encode(),
+                    )),
+                }
             }
+        }
+        for ((slot_row, high), group) in groups {
+            ops.push(WriteOp::Merge(
+                container_key(scope, &slot_row, high << 16)?,
+                group.encode(),
+            ));
         }
         Ok(())
     }
+}
+
+fn is_bsi_view(view: &str) -> bool {
+    view.starts_with("bsig_")
+}
+
+/// For a row of a bit-sliced view: the key's row (its slot) and the row's
+/// number within the slot's group; `None` for rows stored alone.
+fn grouped(row: &RowId) -> Option<(RowId, u8)> {
+    if !is_bsi_view(&row.view) {
+        return None;
+    }
+    let within = u8::try_from(row.row % BSI_ROWS_PER_SLOT).ok()?;
+    Some((
+        RowId {
+            row: row.row / BSI_ROWS_PER_SLOT,
+            ..row.clone()
+        },
+        within,
+    ))
+}
+
+/// The rows a stored container value holds, with the columns each sets,
+/// checked against its key (a group's rows, or the one row).
+pub(crate) fn decode_container(
+    key: &[u8],
+    value: &[u8],
+) -> Result<Vec<(RowId, RoaringBitmap)>, Error> {
+    let tx = txkey::full::Key::parse(key.get(2..).unwrap_or_default())
+        .map_err(|e| malformed(format!("bitmap key: {e}")))?;
+    let high = tx.shard * CONTAINERS_PER_ROW + tx.ckey % CONTAINERS_PER_ROW;
+    let check = |c: Option<u32>| match c {
+        Some(c) if u64::from(c) != high => Err(malformed(format!(
+            "the container under {} holds columns of another",
+            hex(key)
+        ))),
+        _ => Ok(()),
+    };
+    let key_row = tx.ckey / CONTAINERS_PER_ROW;
+    let row = |r: u64| RowId {
+        field: tx.field.to_owned(),
+        view: tx.view.to_owned(),
+        row: r,
+    };
+    if is_bsi_view(tx.view) {
+        let group = ContainerGroup::decode(value)
+            .map_err(|e| malformed(format!("{e} (key {})", hex(key))))?;
+        check(group.container())?;
+        Ok(group
+            .rows
+            .into_iter()
+            .map(|(within, d)| (row(key_row * BSI_ROWS_PER_SLOT + u64::from(within)), d.set))
+            .collect())
+    } else {
+        let delta = ContainerDelta::decode(value)
+            .map_err(|e| malformed(format!("{e} (key {})", hex(key))))?;
+        check(delta.container())?;
+        Ok(vec![(row(key_row), delta.set)])
+    }
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
 }
 
 /// Full containers for whole rows (an index build): put, not merged.
@@ -328,13 +408,28 @@ pub(crate) fn put_rows(
     ops: &mut Vec<WriteOp>,
 ) -> Result<usize, Error> {
     let mut bytes = 0;
+    let mut groups: BTreeMap<(RowId, u32), ContainerGroup> = BTreeMap::new();
     for (row, bits) in rows {
         for (high, part) in split_containers(&bits) {
+            if let Some((slot_row, within)) = grouped(&row) {
+                groups
+                    .entry((slot_row, high))
+                    .or_default()
+                    .rows
+                    .insert(within, ContainerDelta::full(part));
+                continue;
+            }
             let key = container_key(scope, &row, high << 16)?;
             let value = ContainerDelta::full(part).encode();
             bytes += key.len() + value.len();
             ops.push(WriteOp::Put(key, value));
         }
+    }
+    for ((slot_row, high), group) in groups {
+        let key = container_key(scope, &slot_row, high << 16)?;
+        let value = group.encode();
+        bytes += key.len() + value.len();
+        ops.push(WriteOp::Put(key, value));
     }
     Ok(bytes)
 }
@@ -443,22 +538,9 @@ pub(crate) async fn stored_rows<K: Kv>(
             )
             .await?;
         for (k, v) in &page {
-            let key = txkey::full::Key::parse(k.get(2..).unwrap_or_default())
-                .map_err(|e| malformed(format!("bitmap key: {e}")))?;
-            let delta = ContainerDelta::decode(v).map_err(malformed)?;
-            let row = RowId {
-                field: key.field.to_owned(),
-                view: key.view.to_owned(),
-                row: key.ckey / CONTAINERS_PER_ROW,
-            };
-            if let Some(c) = delta.container()
-                && u64::from(c) != key.shard * CONTAINERS_PER_ROW + key.ckey % CONTAINERS_PER_ROW
-            {
-                return Err(malformed(format!(
-                    "{row:?} holds columns of another container"
-                )));
+            for (row, bits) in decode_container(k, v)? {
+                *rows.entry(row).or_default() |= bits;
             }
-            *rows.entry(row).or_default() |= delta.set;
         }
         match page.last() {
             Some((k, _)) if page.len() == 4096 => start = [k.as_ref(), &[0]].concat(),
