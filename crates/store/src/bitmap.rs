@@ -9,7 +9,11 @@
 //!
 //! ```text
 //! 01 │ set bytes: u32 BE │ set: roaring portable bitmap │ clear: roaring portable bitmap
+//! 03 │ container: u16 BE │ n set: u16 BE │ n clear: u16 BE │ low 16 bits of each column: u16 BE…
 //! ```
+//!
+//! The short form (`03`) holds a change of at most [`SHORT_LIMIT`] columns,
+//! distinct and in ascending order within each list (set, then cleared).
 //!
 //! A container's bits are its `set` positions: a full container (as an
 //! index build writes it) clears nothing, and a commit's change is a delta
@@ -28,8 +32,14 @@
 use bytes::{BufMut, Bytes};
 use roaring::RoaringBitmap;
 
-/// The layout version byte that starts every container value.
+/// The layout byte of a container value in roaring's portable format.
 const LAYOUT: u8 = 1;
+
+/// The layout byte of a short container value.
+const SHORT_LAYOUT: u8 = 3;
+
+/// Changes of at most this many columns are written in the short form.
+pub const SHORT_LIMIT: u64 = 64;
 
 /// Columns per container.
 pub const CONTAINER_BITS: u32 = 1 << 16;
@@ -59,6 +69,30 @@ impl ContainerDelta {
         }
     }
 
+    fn decode_short(rest: &[u8]) -> Result<Self, ContainerError> {
+        let err = |why: &str| ContainerError(why.to_owned());
+        let (&[h0, h1, s0, s1, c0, c1], lows) = rest
+            .split_first_chunk::<6>()
+            .ok_or_else(|| err("truncated short container"))?;
+        let high = u32::from(u16::from_be_bytes([h0, h1])) << 16;
+        let (n_set, n_clear) = (
+            usize::from(u16::from_be_bytes([s0, s1])),
+            usize::from(u16::from_be_bytes([c0, c1])),
+        );
+        if lows.len() != 2 * (n_set + n_clear) || n_set + n_clear == 0 {
+            return Err(err("short container of the wrong length"));
+        }
+        let mut columns = lows
+            .chunks_exact(2)
+            .map(|b| high | u32::from(u16::from_be_bytes([b[0], b[1]])));
+        let set: RoaringBitmap = columns.by_ref().take(n_set).collect();
+        let clear: RoaringBitmap = columns.collect();
+        if set.len() != n_set as u64 || clear.len() != n_clear as u64 || !set.is_disjoint(&clear) {
+            return Err(err("short container repeats a column"));
+        }
+        Ok(Self { set, clear })
+    }
+
     /// `column / CONTAINER_BITS` of the columns named, `None` when none is.
     #[must_use]
     pub fn container(&self) -> Option<u32> {
@@ -74,9 +108,32 @@ impl ContainerDelta {
         self.set.is_empty() && self.clear.is_empty()
     }
 
-    /// The value bytes (see the module documentation).
+    /// The value bytes (see the module documentation): the short form for
+    /// a change of at most [`SHORT_LIMIT`] columns, as most commits make.
     #[must_use]
     pub fn encode(&self) -> Bytes {
+        let n = self.set.len() + self.clear.len();
+        let one_container = |c: u32| {
+            [self.set.max(), self.clear.max()]
+                .into_iter()
+                .flatten()
+                .all(|m| m / CONTAINER_BITS == c)
+        };
+        if n <= SHORT_LIMIT
+            && let Some(container) = self.container()
+            && one_container(container)
+        {
+            let mut out = Vec::with_capacity(7 + 2 * usize::try_from(n).unwrap_or(0));
+            out.put_u8(SHORT_LAYOUT);
+            out.put_u16(u16::try_from(container).unwrap_or(u16::MAX));
+            out.put_u16(u16::try_from(self.set.len()).unwrap_or(u16::MAX));
+            out.put_u16(u16::try_from(self.clear.len()).unwrap_or(u16::MAX));
+            for c in self.set.iter().chain(self.clear.iter()) {
+                // The low 16 bits: the high ones are the container's.
+                out.put_u16((c & 0xFFFF) as u16);
+            }
+            return Bytes::from(out);
+        }
         let set_len = self.set.serialized_size();
         let mut out = Vec::with_capacity(5 + set_len + self.clear.serialized_size());
         out.put_u8(LAYOUT);
@@ -96,6 +153,9 @@ impl ContainerDelta {
     pub fn decode(bytes: &[u8]) -> Result<Self, ContainerError> {
         let err = |why: &str| ContainerError(why.to_owned());
         let (&layout, rest) = bytes.split_first().ok_or_else(|| err("empty value"))?;
+        if layout == SHORT_LAYOUT {
+            return Self::decode_short(rest);
+        }
         if layout != LAYOUT {
             return Err(ContainerError(format!("unknown layout {layout}")));
         }
@@ -396,15 +456,34 @@ mod tests {
     }
 
     #[test]
-    fn layout_is_pinned() {
+    fn short_layout_is_pinned() {
         let d = ContainerDelta {
+            set: [65_537, 65_541].into_iter().collect(),
+            clear: [65_538].into_iter().collect(),
+        };
+        // 03, container 1, two set, one cleared, then 1 5 and 2.
+        assert_eq!(hex(&d.encode()), "03000100020001000100050002");
+        assert_eq!(ContainerDelta::decode(&d.encode()).unwrap(), d);
+        // A repeated column is refused.
+        assert!(ContainerDelta::decode(&[3, 0, 0, 0, 2, 0, 0, 0, 1, 0, 1]).is_err());
+    }
+
+    #[test]
+    fn layout_is_pinned() {
+        // Past the short form's limit: roaring's portable format.
+        let mut d = ContainerDelta {
             set: bitmap(&[1, 5]),
             clear: bitmap(&[2]),
         };
+        d.clear.insert_range(100..100 + u32::try_from(SHORT_LIMIT).unwrap());
         // Roaring's portable format (RoaringFormatSpec): cookie 12346,
         // one container, key 0, cardinality − 1, offsets, then the u16s.
         let set = "3a30000001000000000001001000000001000500";
-        let clear = "3a3000000100000000000000100000000200";
+        let clear_values: String = std::iter::once(2u16)
+            .chain(100..100 + u16::try_from(SHORT_LIMIT).unwrap())
+            .map(|v| hex(&v.to_le_bytes()))
+            .collect();
+        let clear = format!("3a3000000100000000004000{}{clear_values}", "10000000");
         let expected = format!("01{:08x}{set}{clear}", set.len() / 2);
         assert_eq!(hex(&d.encode()), expected);
         assert_eq!(ContainerDelta::decode(&d.encode()).unwrap(), d);

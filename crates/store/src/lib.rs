@@ -24,7 +24,7 @@ mod kv;
 mod shard_cache;
 mod store;
 
-pub use bitmap::{CONTAINER_BITS, ContainerDelta, ContainerError, ContainerGroup};
+pub use bitmap::{CONTAINER_BITS, ContainerDelta, ContainerError, ContainerGroup, SHORT_LIMIT};
 pub use block::Block;
 pub use error::{Conflict, Error};
 pub use gc::{GcProgress, GcReport, Retention};
