@@ -2,7 +2,7 @@
 //! import, `check`): rows are assembled in memory and written as full
 //! containers.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
 use bytes::Bytes;
 use keycodec::records;
@@ -16,6 +16,15 @@ use super::{
     values::{keywords, numbers},
 };
 use crate::{Error, Record};
+
+/// One index's rows while a build reads the records.
+#[derive(Default)]
+struct Accumulator {
+    existence: RoaringBitmap,
+    keywords: BTreeMap<Keyword, RoaringBitmap>,
+    /// Bit-sliced rows by number (`66·slot + …`).
+    slices: Vec<RoaringBitmap>,
+}
 
 /// Records read so far by a build.
 #[derive(Debug, Clone, Copy, Default)]
@@ -53,7 +62,8 @@ pub(crate) async fn compute_scope<K: Kv>(
 ) -> Result<BuiltRows, Error> {
     const PAGE: usize = 1024;
     let mut built = BuiltRows::default();
-    let mut keyword_bits: HashMap<&str, BTreeMap<Keyword, RoaringBitmap>> = HashMap::new();
+    // Per index, rows by number (no keys built per bit).
+    let mut per_index: Vec<Accumulator> = declared.iter().map(|_| Accumulator::default()).collect();
     let mut cursor: Option<String> = None;
     let mut done = BuildProgress::default();
     // Stored columns, read alongside (both in rkey order).
@@ -108,33 +118,30 @@ pub(crate) async fn compute_scope<K: Kv>(
             add(&mut all, column);
             built.columns.push((rkey, column));
             let value = Record::stored(block).to_json();
-            for d in declared {
+            for (d, acc) in declared.iter().zip(&mut per_index) {
                 let path = d.decl.path.as_str();
                 match d.decl.kind {
                     IndexKind::Keyword => {
                         let vals = keywords(&value, path);
                         if !vals.is_empty() {
-                            add(
-                                built.rows.entry(RowId::existence(path)).or_default(),
-                                column,
-                            );
+                            add(&mut acc.existence, column);
                         }
-                        let per = keyword_bits.entry(path).or_default();
                         for v in vals {
-                            add(per.entry(v).or_default(), column);
+                            add(acc.keywords.entry(v).or_default(), column);
                         }
                     }
                     kind => {
                         let vals = numbers(&value, path, kind);
                         if !vals.is_empty() {
-                            add(
-                                built.rows.entry(RowId::existence(path)).or_default(),
-                                column,
-                            );
+                            add(&mut acc.existence, column);
                         }
                         for (slot, v) in vals.into_iter().enumerate() {
                             for row in bsi_rows(slot, v) {
-                                add(built.rows.entry(RowId::bsi(path, row)).or_default(), column);
+                                let row = usize::try_from(row).unwrap_or(usize::MAX);
+                                if acc.slices.len() <= row {
+                                    acc.slices.resize_with(row + 1, RoaringBitmap::new);
+                                }
+                                add(&mut acc.slices[row], column);
                             }
                         }
                     }
@@ -147,18 +154,24 @@ pub(crate) async fn compute_scope<K: Kv>(
     if !all.is_empty() {
         built.rows.insert(RowId::columns(), all);
     }
-    for d in declared {
-        if d.decl.kind != IndexKind::Keyword {
-            continue;
-        }
+    for (d, acc) in declared.iter().zip(per_index) {
         let path = d.decl.path.as_str();
-        let per = keyword_bits.remove(path).unwrap_or_default();
-        let mut dict = Vec::with_capacity(per.len());
-        for (row, (value, bits)) in per.into_iter().enumerate() {
-            built.rows.insert(RowId::keyword(path, row as u64), bits);
-            dict.push(value);
+        if !acc.existence.is_empty() {
+            built.rows.insert(RowId::existence(path), acc.existence);
         }
-        built.dictionaries.insert(path.to_owned(), dict);
+        for (row, bits) in acc.slices.into_iter().enumerate() {
+            if !bits.is_empty() {
+                built.rows.insert(RowId::bsi(path, row as u64), bits);
+            }
+        }
+        if d.decl.kind == IndexKind::Keyword {
+            let mut dict = Vec::with_capacity(acc.keywords.len());
+            for (row, (value, bits)) in acc.keywords.into_iter().enumerate() {
+                built.rows.insert(RowId::keyword(path, row as u64), bits);
+                dict.push(value);
+            }
+            built.dictionaries.insert(path.to_owned(), dict);
+        }
     }
     for bits in built.rows.values_mut() {
         bits.optimize();
