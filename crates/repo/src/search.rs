@@ -324,7 +324,10 @@ impl<K: Kv> Repository<K> {
         cursor: Option<&str>,
         reverse: bool,
         limit: usize,
-    ) -> Result<QueryPage, Error> {
+    ) -> Result<QueryPage, Error>
+    where
+        K: 'static,
+    {
         let limit = limit.max(1);
         // One more than asked tells whether another page follows.
         let want = limit.saturating_add(1);
@@ -336,28 +339,85 @@ impl<K: Kv> Repository<K> {
             let cursor = records.last().filter(|_| more).map(|(k, _)| k.clone());
             return Ok(QueryPage { records, cursor });
         };
-        let mut rkeys = if reader.out_of_order().await?.is_empty() {
-            page_by_column(&reader, &bits, cursor, reverse, want).await?
+        let mut items: Vec<PageItem> = if reader.out_of_order().await?.is_empty() {
+            page_by_column(&reader, &bits, cursor, reverse, want)
+                .await?
+                .into_iter()
+                .map(PageItem::Column)
+                .collect()
         } else {
-            page_by_rkey(&reader, &bits, cursor, reverse, want).await?
+            page_by_rkey(&reader, &bits, cursor, reverse, want)
+                .await?
+                .into_iter()
+                .map(PageItem::Rkey)
+                .collect()
         };
-        let more = rkeys.len() > limit;
-        rkeys.truncate(limit);
-        let blocks = futures::future::try_join_all(
-            rkeys
-                .iter()
-                .map(|r| self.store.written_record_block(&self.id, collection, r)),
-        )
-        .await?;
-        let mut records = Vec::with_capacity(rkeys.len());
-        for (rkey, block) in rkeys.into_iter().zip(blocks) {
-            let block = block.ok_or_else(|| {
-                Error::MalformedIndex(format!("{collection}/{rkey} is indexed but not stored"))
-            })?;
-            records.push((rkey, Record::stored(block)));
-        }
+        let more = items.len() > limit;
+        items.truncate(limit);
+        let records = self.read_records(collection, reader.scope, items).await?;
         let cursor = records.last().filter(|_| more).map(|(k, _)| k.clone());
         Ok(QueryPage { records, cursor })
+    }
+
+    /// The records of a page, read in two tasks (the reads are lookups
+    /// that mostly wait on memory, and a page's are independent).
+    async fn read_records(
+        &self,
+        collection: &str,
+        scope: u32,
+        items: Vec<PageItem>,
+    ) -> Result<Vec<(String, Record)>, Error>
+    where
+        K: 'static,
+    {
+        let half = items.len().div_ceil(2).max(1);
+        let mut tasks = Vec::new();
+        for chunk in items.chunks(half) {
+            let (store, id, collection, chunk) = (
+                Arc::clone(&self.store),
+                self.id.clone(),
+                collection.to_owned(),
+                chunk.to_vec(),
+            );
+            tasks.push(tokio::spawn(async move {
+                let mut out = Vec::with_capacity(chunk.len());
+                for item in chunk {
+                    let rkey = match item {
+                        PageItem::Rkey(r) => r,
+                        PageItem::Column(c) => {
+                            let v = store
+                                .kv()
+                                .get(&records::column_rkey_key(scope, u64::from(c)))
+                                .await?
+                                .ok_or_else(|| {
+                                    Error::MalformedIndex(format!("column {c} of scope {scope} has no rkey"))
+                                })?;
+                            String::from_utf8(v.to_vec()).map_err(|_| {
+                                Error::MalformedIndex("a column's rkey is not UTF-8".into())
+                            })?
+                        }
+                    };
+                    let block = store
+                        .written_record_block(&id, &collection, &rkey)
+                        .await?
+                        .ok_or_else(|| {
+                            Error::MalformedIndex(format!(
+                                "{collection}/{rkey} is indexed but not stored"
+                            ))
+                        })?;
+                    out.push((rkey, Record::stored(block)));
+                }
+                Ok::<_, Error>(out)
+            }));
+        }
+        let mut records = Vec::with_capacity(items.len());
+        for t in tasks {
+            records.extend(
+                t.await
+                    .map_err(|e| Error::Io(std::io::Error::other(format!("a read task failed: {e}"))))??,
+            );
+        }
+        Ok(records)
     }
 
     /// How many records of `collection` match `where_` (all without it).
@@ -452,6 +512,13 @@ impl<K: Kv> Repository<K> {
     }
 }
 
+/// One record of a page: its column (rkey still to read) or its rkey.
+#[derive(Debug, Clone)]
+enum PageItem {
+    Column(u32),
+    Rkey(String),
+}
+
 /// A page when column order is rkey order: walk the matching bitmap.
 async fn page_by_column<K: Kv>(
     reader: &Reader<'_, K>,
@@ -459,7 +526,7 @@ async fn page_by_column<K: Kv>(
     cursor: Option<&str>,
     reverse: bool,
     limit: usize,
-) -> Result<Vec<String>, Error> {
+) -> Result<Vec<u32>, Error> {
     let mut columns = Vec::with_capacity(limit);
     let mut it = bits.iter();
     if let Some(c) = cursor {
@@ -488,7 +555,7 @@ async fn page_by_column<K: Kv>(
             None => break,
         }
     }
-    futures::future::try_join_all(columns.into_iter().map(|c| reader.rkey(c))).await
+    Ok(columns)
 }
 
 /// A page when column order is not rkey order: walk the columns by rkey.

@@ -487,8 +487,11 @@ fn main() {
         println!();
         let lang = q.lang.as_str();
         let tag = q.tag.as_str();
+        // As `datarepo query` opens it: read-only (beside a server).
         let open = || async {
-            let kv = SlateKv::open_local(&dir).await.unwrap();
+            let kv = SlateKv::open_reader(&store::Location::Local(dir.clone()), Duration::from_secs(1))
+                .await
+                .unwrap();
             let repos = Repos::new(Arc::new(Store::new(kv.clone())), env(BASE_MICROS));
             (kv, repos)
         };

@@ -467,20 +467,6 @@ impl<'a, K: Kv> Reader<'a, K> {
         )
     }
 
-    /// The rkey of a column.
-    pub(crate) async fn rkey(&self, column: u32) -> Result<String, Error> {
-        let v = self
-            .kv
-            .get(&records::column_rkey_key(self.scope, u64::from(column)))
-            .await?
-            .ok_or_else(|| {
-                malformed(format!(
-                    "column {column} of scope {} has no rkey",
-                    self.scope
-                ))
-            })?;
-        String::from_utf8(v.to_vec()).map_err(|_| malformed("a column's rkey is not UTF-8"))
-    }
 }
 
 fn slots(rows: &BTreeMap<u64, RoaringBitmap>) -> u64 {
