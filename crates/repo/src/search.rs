@@ -33,11 +33,12 @@ pub struct IndexProgress {
 const MAX_PATH_BYTES: usize = 256;
 
 fn valid_path(path: &str) -> Result<(), Error> {
-    let ok = path.len() <= MAX_PATH_BYTES && path.split('.').all(|s| {
-        !s.is_empty()
-            && s.bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'$')
-    });
+    let ok = path.len() <= MAX_PATH_BYTES
+        && path.split('.').all(|s| {
+            !s.is_empty()
+                && s.bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'$')
+        });
     if ok {
         Ok(())
     } else {
@@ -390,7 +391,9 @@ impl<K: Kv> Repository<K> {
                                 .get(&records::column_rkey_key(scope, u64::from(c)))
                                 .await?
                                 .ok_or_else(|| {
-                                    Error::MalformedIndex(format!("column {c} of scope {scope} has no rkey"))
+                                    Error::MalformedIndex(format!(
+                                        "column {c} of scope {scope} has no rkey"
+                                    ))
                                 })?;
                             String::from_utf8(v.to_vec()).map_err(|_| {
                                 Error::MalformedIndex("a column's rkey is not UTF-8".into())
@@ -412,10 +415,9 @@ impl<K: Kv> Repository<K> {
         }
         let mut records = Vec::with_capacity(items.len());
         for t in tasks {
-            records.extend(
-                t.await
-                    .map_err(|e| Error::Io(std::io::Error::other(format!("a read task failed: {e}"))))??,
-            );
+            records.extend(t.await.map_err(|e| {
+                Error::Io(std::io::Error::other(format!("a read task failed: {e}")))
+            })??);
         }
         Ok(records)
     }

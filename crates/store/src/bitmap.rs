@@ -304,7 +304,9 @@ pub(crate) fn merge_values<'a>(
     operands: impl IntoIterator<Item = &'a [u8]>,
 ) -> Result<Bytes, ContainerError> {
     let mut operands = operands.into_iter().peekable();
-    let first = existing.or_else(|| operands.peek().copied()).and_then(|b| b.first());
+    let first = existing
+        .or_else(|| operands.peek().copied())
+        .and_then(|b| b.first());
     if first == Some(&GROUP_LAYOUT) {
         let mut acc = match existing {
             Some(bytes) => ContainerGroup::decode(bytes)?,
@@ -475,7 +477,8 @@ mod tests {
             set: bitmap(&[1, 5]),
             clear: bitmap(&[2]),
         };
-        d.clear.insert_range(100..100 + u32::try_from(SHORT_LIMIT).unwrap());
+        d.clear
+            .insert_range(100..100 + u32::try_from(SHORT_LIMIT).unwrap());
         // Roaring's portable format (RoaringFormatSpec): cookie 12346,
         // one container, key 0, cardinality − 1, offsets, then the u16s.
         let set = "3a30000001000000000001001000000001000500";

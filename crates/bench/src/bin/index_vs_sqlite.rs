@@ -243,7 +243,8 @@ async fn timed_async<T, F: std::future::Future<Output = T>>(
 }
 
 async fn durable_rate(dir: &Path, indexed: bool, writers: usize, secs: f64) -> f64 {
-    let only: String = datarepo_bench::arg("--rate-indexes", "lang,tags,createdAt,likes".to_owned());
+    let only: String =
+        datarepo_bench::arg("--rate-indexes", "lang,tags,createdAt,likes".to_owned());
     let _ = std::fs::remove_dir_all(dir);
     let kv = SlateKv::open_local(dir).await.unwrap();
     let repos = Repos::new(Arc::new(Store::new(kv.clone())), env(BASE_MICROS));
@@ -256,7 +257,9 @@ async fn durable_rate(dir: &Path, indexed: bool, writers: usize, secs: f64) -> f
             ("likes", IndexKind::Integer),
         ] {
             if only.split(',').any(|p| p == path) {
-                repo.add_index(COLLECTION, path, kind, |_| {}).await.unwrap();
+                repo.add_index(COLLECTION, path, kind, |_| {})
+                    .await
+                    .unwrap();
             }
         }
     }

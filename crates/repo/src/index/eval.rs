@@ -466,7 +466,6 @@ impl<'a, K: Kv> Reader<'a, K> {
             },
         )
     }
-
 }
 
 fn slots(rows: &BTreeMap<u64, RoaringBitmap>) -> u64 {

@@ -289,8 +289,9 @@ impl CommitIndex {
                     let after = new.map(|v| keywords(v, path)).unwrap_or_default();
                     let mut set = Vec::new();
                     for v in &after {
-                        if let Some(row) =
-                            self.keyword_row(kv, known, scope, path, v, true, counters).await?
+                        if let Some(row) = self
+                            .keyword_row(kv, known, scope, path, v, true, counters)
+                            .await?
                         {
                             set.push(row);
                         }
