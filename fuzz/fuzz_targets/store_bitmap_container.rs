@@ -1,13 +1,17 @@
 //! Any bytes as a bitmap container value (record type `0x6`), alone and
-//! merged with another: decoding and merging never panic, an accepted
-//! value re-encodes to a value that decodes to the same container, and a
-//! merge of two accepted values is accepted.
+//! merged with another, and as a group of a bit-sliced slot's rows:
+//! decoding and merging never panic, an accepted value re-encodes to a
+//! value that decodes to the same container, and a merge of two accepted
+//! values is accepted.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use store::ContainerDelta;
+use store::{ContainerDelta, ContainerGroup};
 
 fuzz_target!(|data: &[u8]| {
+    if let Ok(g) = ContainerGroup::decode(data) {
+        assert_eq!(ContainerGroup::decode(&g.encode()).as_ref(), Ok(&g));
+    }
     let Some((&split, rest)) = data.split_first() else {
         return;
     };
