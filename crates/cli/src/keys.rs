@@ -3,6 +3,7 @@
 //! Output is JSON on stdout; on invalid input, `{"error": "..."}` on stdout
 //! and exit status 1.
 
+use crate::output::outln;
 use std::{io, process::ExitCode};
 
 use clap::{ArgGroup, Args, Subcommand};
@@ -97,7 +98,7 @@ pub(crate) fn run(cmd: KeysCommand, json_errors: bool) -> io::Result<ExitCode> {
     };
     match result {
         Ok(value) => {
-            println!("{value}");
+            outln!("{value}");
             Ok(ExitCode::SUCCESS)
         }
         Err(e) if json_errors => {

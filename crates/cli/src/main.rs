@@ -14,6 +14,7 @@ use clap::{Parser, Subcommand};
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 mod keys;
+mod output;
 mod pail_cmd;
 mod repo_cmd;
 mod serve;

@@ -2,6 +2,7 @@
 //! in a CAR file (`put`, `get`, `del`, `ls`, `tree`, `diff`, `merge`),
 //! like the reference's CLI.
 
+use crate::output::{out, outln};
 use std::{
     io::{self, BufRead, Write},
     ops::ControlFlow,
@@ -142,7 +143,7 @@ pub(crate) fn run(cmd: PailCommand) -> io::Result<ExitCode> {
                     .map_err(|e| e.to_string())?
                 {
                     Some(v) => {
-                        println!("{v}");
+                        outln!("{v}");
                         Ok(ExitCode::SUCCESS)
                     }
                     None => {
@@ -162,7 +163,7 @@ pub(crate) fn run(cmd: PailCommand) -> io::Result<ExitCode> {
                     prefix,
                     ..EntriesOptions::default()
                 };
-                let mut out = io::BufWriter::new(io::stdout().lock());
+                let mut out = crate::output::Stdout::buffered();
                 let mut n = 0usize;
                 let mut failed = None;
                 pail::for_each_entry(&blocks, root, &options, |k, v| {
@@ -195,26 +196,26 @@ pub(crate) fn run(cmd: PailCommand) -> io::Result<ExitCode> {
                 let (blocks, root) = open(&car.path).await?;
                 let mut out = String::new();
                 draw(&blocks, root, "", &mut out).await?;
-                print!("{out}");
+                out!("{out}");
                 Ok(ExitCode::SUCCESS)
             }
             PailCommand::Diff { car, other, keys } => {
                 let (blocks, a) = open(&car.path).await?;
                 let b = load_into(&other, &blocks).await?;
                 let d = pail::diff(&blocks, a, b).await.map_err(|e| e.to_string())?;
-                println!("--- {a}\n+++ {b}");
+                outln!("--- {a}\n+++ {b}");
                 if keys {
                     for c in &d.keys {
                         if let Some(old) = c.old {
-                            println!("- {}\t{old}", c.key);
+                            outln!("- {}\t{old}", c.key);
                         }
                         if let Some(new) = c.new {
-                            println!("+ {}\t{new}", c.key);
+                            outln!("+ {}\t{new}", c.key);
                         }
                     }
                 } else {
-                    d.additions.iter().for_each(|c| println!("+ {c}"));
-                    d.removals.iter().for_each(|c| println!("- {c}"));
+                    d.additions.iter().for_each(|c| outln!("+ {c}"));
+                    d.removals.iter().for_each(|c| outln!("- {c}"));
                 }
                 Ok(ExitCode::SUCCESS)
             }
@@ -265,9 +266,9 @@ async fn finish(
 }
 
 fn print_mutation(old: Cid, m: &pail::Mutation) {
-    println!("--- {old}\n+++ {}", m.root);
-    m.additions.iter().for_each(|s| println!("+ {}", s.cid()));
-    m.removals.iter().for_each(|c| println!("- {c}"));
+    outln!("--- {old}\n+++ {}", m.root);
+    m.additions.iter().for_each(|s| outln!("+ {}", s.cid()));
+    m.removals.iter().for_each(|c| outln!("- {c}"));
 }
 
 /// One JSON Lines operation of `pail apply`.
@@ -302,7 +303,7 @@ enum Op {
 /// Holds only the live tree: each write's replaced shards are freed.
 async fn apply(config: ShardConfig) -> Result<ExitCode> {
     let mut blocks = LiveBlocks::new(Arc::new(Shard::empty(config)));
-    let mut out = io::BufWriter::new(io::stdout().lock());
+    let mut out = crate::output::Stdout::buffered();
     for line in io::stdin().lock().lines() {
         let line = line.map_err(|e| e.to_string())?;
         if line.trim().is_empty() {

@@ -4,6 +4,7 @@
 //! With `--json`, `put`, `get` and `ls` print exactly the shapes of AT
 //! Protocol's createRecord, getRecord and listRecords responses.
 
+use crate::output::outln;
 use std::{
     io::Read,
     path::{Path, PathBuf},
@@ -328,9 +329,9 @@ fn bar(template: &str) -> ProgressBar {
 
 fn print(json_mode: bool, value: &Value, human: impl FnOnce() -> String) {
     if json_mode {
-        println!("{value}");
+        outln!("{value}");
     } else {
-        println!("{}", human());
+        outln!("{}", human());
     }
 }
 
@@ -594,13 +595,13 @@ async fn execute(s: &Session, args: &RepoArgs, cmd: RepoCommand) -> Result<ExitC
                 }
                 text.push('}');
                 if json_mode {
-                    println!("{text}");
+                    outln!("{text}");
                 } else {
                     match (st.min, st.max) {
                         (Some(min), Some(max)) => {
-                            println!("count {}, sum {}, min {min}, max {max}", st.count, st.sum)
+                            outln!("count {}, sum {}, min {min}, max {max}", st.count, st.sum)
                         }
-                        _ => println!("count 0, sum 0"),
+                        _ => outln!("count 0, sum 0"),
                     }
                 }
             } else {
@@ -708,10 +709,15 @@ async fn execute(s: &Session, args: &RepoArgs, cmd: RepoCommand) -> Result<ExitC
             let progress = |n| bar.set_position(n);
             let report = if file.as_os_str() == "-" {
                 let out = tokio::io::BufWriter::new(tokio::io::stdout());
-                let (mut out, report) = repo.export_car(out, since, progress).await.map_err(e)?;
-                tokio::io::AsyncWriteExt::flush(&mut out)
-                    .await
-                    .map_err(|err| err.to_string())?;
+                let (mut out, report) = match repo.export_car(out, since, progress).await {
+                    Err(repo::Error::Io(err)) if err.kind() == std::io::ErrorKind::BrokenPipe => {
+                        crate::output::stdout_failed(&err)
+                    }
+                    other => other.map_err(e)?,
+                };
+                if let Err(err) = tokio::io::AsyncWriteExt::flush(&mut out).await {
+                    crate::output::stdout_failed(&err);
+                }
                 report
             } else {
                 export_file(&repo, &file, since, progress).await?
@@ -840,7 +846,7 @@ async fn check(s: &Session, args: &RepoArgs, history: bool) -> Result<ExitCode> 
         }
     };
     if ids.is_empty() && !args.json {
-        println!("no repositories in this store: nothing to check");
+        outln!("no repositories in this store: nothing to check");
     }
     let mut reports = Vec::new();
     let mut intact = true;
@@ -882,7 +888,7 @@ async fn check(s: &Session, args: &RepoArgs, history: bool) -> Result<ExitCode> 
         bar.finish_and_clear();
         intact &= report.is_intact();
         if !args.json {
-            println!("{}", describe_check(&id, &report));
+            outln!("{}", describe_check(&id, &report));
         }
         reports.push(json!({
             "repo": id, "commit": report.commit.to_string(), "records": report.records,
@@ -893,7 +899,7 @@ async fn check(s: &Session, args: &RepoArgs, history: bool) -> Result<ExitCode> 
         }));
     }
     if args.json {
-        println!("{}", json!({"intact": intact, "repos": reports}));
+        outln!("{}", json!({"intact": intact, "repos": reports}));
     }
     Ok(if intact {
         ExitCode::SUCCESS

@@ -1,6 +1,7 @@
 //! Opening the store (as its one writer, or read-only) and the commands that
 //! work on it directly: `datarepo gc`.
 
+use crate::output::outln;
 use std::{
     io,
     path::{Path, PathBuf},
@@ -179,7 +180,7 @@ pub(crate) fn gc(store_args: &StoreArgs, args: &GcArgs, json_mode: bool) -> io::
     match result {
         Ok(r) => {
             if json_mode {
-                println!(
+                outln!(
                     "{}",
                     json!({"listed": r.listed, "reachable": r.reachable, "anchors": r.anchors,
                            "deleted": r.deleted,
@@ -187,7 +188,7 @@ pub(crate) fn gc(store_args: &StoreArgs, args: &GcArgs, json_mode: bool) -> io::
                            "commits_dropped": r.commits_dropped})
                 );
             } else {
-                println!(
+                outln!(
                     "{} blocks listed, {} reachable{}, {} deleted ({} bytes freed){}{}",
                     r.listed,
                     r.reachable,

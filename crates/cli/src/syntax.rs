@@ -1,5 +1,6 @@
 //! `datarepo rkey …` and `datarepo tid …`.
 
+use crate::output::outln;
 use std::{
     io::{self, BufRead, Write},
     process::ExitCode,
@@ -77,7 +78,7 @@ pub(crate) fn run_tid(cmd: TidCommand) -> io::Result<ExitCode> {
                 builder = builder.clock_id(id);
             }
             let tids = builder.build().map_err(io::Error::other)?;
-            let mut out = io::BufWriter::new(io::stdout().lock());
+            let mut out = crate::output::Stdout::buffered();
             for _ in 0..count {
                 let tid = tids.next_tid().map_err(io::Error::other)?;
                 writeln!(out, "{tid}")?;
@@ -87,12 +88,12 @@ pub(crate) fn run_tid(cmd: TidCommand) -> io::Result<ExitCode> {
         }
         TidCommand::Decode { tid } => match Tid::parse(&tid) {
             Ok(tid) => {
-                println!("tid:        {tid}");
-                println!("time:       {}", format_micros(tid.timestamp_micros()));
-                println!("micros:     {}", tid.timestamp_micros());
-                println!("clock id:   {}", tid.clock_id());
+                outln!("tid:        {tid}");
+                outln!("time:       {}", format_micros(tid.timestamp_micros()));
+                outln!("micros:     {}", tid.timestamp_micros());
+                outln!("clock id:   {}", tid.clock_id());
                 if tid.top_bit_set() {
-                    println!(
+                    outln!(
                         "note:       the top bit is set; valid syntax, but no conforming generator makes this TID"
                     );
                 }
@@ -122,7 +123,7 @@ fn validate_all<E: std::fmt::Display>(
     args: &ValidateArgs,
     check: impl Fn(&str) -> Result<Map<String, Value>, E>,
 ) -> io::Result<ExitCode> {
-    let mut out = io::BufWriter::new(io::stdout().lock());
+    let mut out = crate::output::Stdout::buffered();
     let mut any_invalid = false;
     let mut usage_error = false;
     let mut report = |raw: &str| -> io::Result<()> {
