@@ -57,6 +57,27 @@ enum Command {
     Keys(keys::KeysCommand),
 }
 
+/// Logs go to stderr, filtered by `RUST_LOG` (else `default_filter`), in
+/// colour only when stderr is a terminal and `NO_COLOR` is unset or empty
+/// (<https://no-color.org>): a file or a pipe gets plain text.
+fn init_logs(default_filter: &str, format: &str) {
+    use std::io::IsTerminal;
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_filter));
+    let colour = std::io::stderr().is_terminal()
+        && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_ansi(colour)
+        .with_writer(std::io::stderr);
+    // A second initialization (none is made) would be refused, not fatal.
+    let _ = if format == "json" {
+        builder.json().try_init()
+    } else {
+        builder.try_init()
+    };
+}
+
 fn io_error(message: String) -> std::io::Error {
     std::io::Error::other(message)
 }
@@ -64,6 +85,10 @@ fn io_error(message: String) -> std::io::Error {
 /// Exit codes: 0 success, 1 invalid input or a failed operation, 2 usage.
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if !matches!(cli.command, Command::Serve(_)) {
+        // Warnings (a slow store, a retried request) for one-shot commands.
+        init_logs("warn", "text");
+    }
     let result = match cli.command {
         Command::Rkey(cmd) => syntax::run_rkey(cmd),
         Command::Tid(cmd) => syntax::run_tid(cmd),

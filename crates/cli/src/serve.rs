@@ -71,19 +71,6 @@ pub(crate) struct ServeArgs {
     log_format: String,
 }
 
-fn init_logs(format: &str) {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,slatedb=warn"));
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr);
-    if format == "json" {
-        builder.json().init();
-    } else {
-        builder.init();
-    }
-}
-
 async fn shutdown_signal() {
     let ctrl_c = async {
         let _ = tokio::signal::ctrl_c().await;
@@ -134,7 +121,7 @@ fn connection_limit(wanted: usize) -> usize {
 }
 
 pub(crate) fn run(store: &StoreArgs, args: &ServeArgs) -> Result<ExitCode, String> {
-    init_logs(&args.log_format);
+    crate::init_logs("info,slatedb=warn", &args.log_format);
     let connections = server::ConnectionLimits {
         max_connections: connection_limit(
             usize::try_from(args.max_connections).unwrap_or(usize::MAX),

@@ -401,6 +401,9 @@ impl Kv for MemoryKv {
 #[derive(Clone)]
 pub struct SlateKv {
     db: Handle,
+    /// A writer's path and object store, for the garbage collection pass
+    /// after a close that flushed the memtable.
+    collect: Option<Collect>,
     /// The directory of a local store.
     local_dir: Option<Arc<PathBuf>>,
     read_ahead: usize,
@@ -408,6 +411,22 @@ pub struct SlateKv {
     /// SlateDB's metrics (a writer's; a reader records none).
     metrics: Option<Arc<DefaultMetricsRecorder>>,
 }
+
+#[derive(Clone)]
+struct Collect {
+    path: String,
+    store: Arc<dyn ObjectStore>,
+    options: slatedb::config::GarbageCollectorOptions,
+}
+
+/// How many WAL SSTs a reopen may have to replay before closing flushes
+/// the memtable to an L0 SST. Every commit is durable in the WAL when it
+/// is acknowledged, so a close needs no flush for safety; without one, a
+/// one-shot command (a CLI `put`) adds no L0 SST, no compaction and no
+/// wait for one, and the next open replays a few small WAL files (about
+/// 0.1 ms each locally). Past this backlog a close flushes, bounding the
+/// replay.
+pub const WAL_REPLAY_LIMIT: u64 = 64;
 
 #[derive(Clone)]
 enum Handle {
@@ -536,10 +555,72 @@ pub const DEFAULT_S3_FLUSH_INTERVAL: std::time::Duration = std::time::Duration::
 /// `max_unflushed_bytes` (1 GiB).
 pub const DEFAULT_L0_SST_SIZE_BYTES: usize = 256 << 20;
 
+/// How often, on a local directory, SlateDB's compactor looks for work to
+/// schedule and its worker for scheduled work to run (SlateDB's default for
+/// both is 5 s). A write that finds L0 full waits for a compaction, and a
+/// short-lived process (one CLI command) flushes its memtable to L0 when
+/// it closes: with 5 s polls, a compaction scheduled by one process ran only
+/// when a later one happened to live 5 s, and single `put`s stalled 3-8 s
+/// in `close` waiting for it. A poll here reads one small local file.
+pub const LOCAL_COMPACTION_POLL: std::time::Duration = std::time::Duration::from_millis(50);
+
+/// How old an empty WAL fence file on a local store must be before garbage
+/// collection deletes it.
+pub const LOCAL_WAL_FENCE_MIN_AGE: std::time::Duration = std::time::Duration::from_secs(3600);
+
+/// Where the database lives, for the defaults that depend on it.
+#[derive(Clone, Copy)]
+enum Medium {
+    Local,
+    ObjectStore,
+}
+
 impl SlateOptions {
-    fn settings(&self, default_flush: std::time::Duration) -> Result<slatedb::Settings, Error> {
+    fn settings(&self, medium: Medium) -> Result<slatedb::Settings, Error> {
+        let (default_flush, compactor_options, local_gc) = match medium {
+            Medium::Local => (
+                DEFAULT_FLUSH_INTERVAL,
+                slatedb::config::CompactorOptions {
+                    poll_interval: LOCAL_COMPACTION_POLL,
+                    worker: Some(slatedb::config::CompactionWorkerOptions {
+                        compactions_poll_interval: LOCAL_COMPACTION_POLL,
+                        ..slatedb::config::CompactionWorkerOptions::default()
+                    }),
+                    ..slatedb::config::CompactorOptions::default()
+                },
+                true,
+            ),
+            Medium::ObjectStore => (
+                DEFAULT_S3_FLUSH_INTERVAL,
+                slatedb::config::CompactorOptions::default(),
+                false,
+            ),
+        };
+        let mut gc = slatedb::config::GarbageCollectorOptions::default();
+        if local_gc {
+            // SlateDB's GC boundary files are rewritten with a conditional
+            // update, which `object_store`'s local file system does not
+            // implement: with them every pass after the first failed, and
+            // manifests and compaction records piled up for ever (hundreds
+            // after a few dozen CLI writes). Readers hold checkpoints, which
+            // the collector honours without boundary files.
+            gc.boundary_files_enabled = false;
+            // Every writer's open leaves an empty WAL "fence" file, which
+            // SlateDB keeps by default (deleting one under a writer that
+            // has been stalled since before it was written could let that
+            // writer's next WAL write land). A local store has one writing
+            // process (the CLI and the server take a lock on the
+            // directory), so fences an hour old go.
+            gc.wal_fence_options = Some(slatedb::config::GarbageCollectorDirectoryOptions {
+                min_age: LOCAL_WAL_FENCE_MIN_AGE,
+                dry_run: false,
+                ..slatedb::config::GarbageCollectorDirectoryOptions::default()
+            });
+        }
         let defaults = slatedb::Settings {
             flush_interval: Some(self.flush_interval.unwrap_or(default_flush)),
+            compactor_options: Some(compactor_options),
+            garbage_collector_options: Some(gc),
             l0_sst_size_bytes: DEFAULT_L0_SST_SIZE_BYTES,
             // LZ4: less than half the bytes on disk for record blocks at
             // about the same speed (docs/benchmarks.md).
@@ -594,9 +675,9 @@ impl SlateKv {
     /// cannot open the database.
     pub async fn open_with(location: &Location, options: &SlateOptions) -> Result<Self, Error> {
         let (path, store) = object_store(location).await?;
-        let default_flush = match location {
-            Location::Local(_) => DEFAULT_FLUSH_INTERVAL,
-            Location::S3 { .. } => DEFAULT_S3_FLUSH_INTERVAL,
+        let medium = match location {
+            Location::Local(_) => Medium::Local,
+            Location::S3 { .. } => Medium::ObjectStore,
         };
         // SlateDB retries a failing write for ever; a directory that cannot
         // be written is said so at once instead.
@@ -610,7 +691,7 @@ impl SlateKv {
             }
             Location::S3 { .. } => None,
         };
-        let mut kv = Self::build(&path, store, options, options.settings(default_flush)?).await?;
+        let mut kv = Self::build(&path, store, options, options.settings(medium)?).await?;
         kv.local_dir = local_dir;
         Ok(kv)
     }
@@ -636,13 +717,7 @@ impl SlateKv {
         store: Arc<dyn ObjectStore>,
         options: &SlateOptions,
     ) -> Result<Self, Error> {
-        Self::build(
-            path,
-            store,
-            options,
-            options.settings(DEFAULT_FLUSH_INTERVAL)?,
-        )
-        .await
+        Self::build(path, store, options, options.settings(Medium::Local)?).await
     }
 
     async fn build(
@@ -652,6 +727,14 @@ impl SlateKv {
         settings: slatedb::Settings,
     ) -> Result<Self, Error> {
         let metrics = Arc::new(DefaultMetricsRecorder::new());
+        let collect = settings
+            .garbage_collector_options
+            .clone()
+            .map(|options| Collect {
+                path: path.to_owned(),
+                store: Arc::clone(&store),
+                options,
+            });
         let db = Db::builder(path.to_owned(), store)
             .with_settings(settings)
             .with_metrics_recorder(metrics.clone())
@@ -660,6 +743,7 @@ impl SlateKv {
             .await?;
         Ok(Self {
             db: Handle::Writer(Arc::new(db)),
+            collect,
             local_dir: None,
             metrics: Some(metrics),
             read_ahead: options
@@ -696,7 +780,7 @@ impl SlateKv {
         refresh: std::time::Duration,
         options: &SlateOptions,
     ) -> Result<Self, Error> {
-        let settings = options.settings(DEFAULT_FLUSH_INTERVAL)?;
+        let settings = options.settings(Medium::Local)?;
         // A reader never creates a database; say so plainly rather than
         // with SlateDB's missing-manifest error.
         if let Location::Local(dir) = location
@@ -740,6 +824,7 @@ impl SlateKv {
             .await?;
         Ok(Self {
             db: Handle::Reader(Arc::new(reader)),
+            collect: None,
             local_dir: match location {
                 Location::Local(dir) => Some(Arc::new(dir.clone())),
                 Location::S3 { .. } => None,
@@ -781,9 +866,38 @@ impl SlateKv {
     /// # Errors
     ///
     /// [`Error::Unavailable`] when the final flush fails.
+    ///
+    /// A writer flushes its memtable to L0 only when a reopen would
+    /// otherwise replay more than [`WAL_REPLAY_LIMIT`] WAL SSTs, and then
+    /// runs one pass of SlateDB's garbage collection (which otherwise runs
+    /// on a timer, and not at all in a process that lives a few
+    /// milliseconds): short-lived processes leave no files behind that
+    /// nothing collects, and files younger than the collector's minimum
+    /// age wait for a later pass.
     pub async fn close(&self) -> Result<(), Error> {
         match &self.db {
-            Handle::Writer(db) => db.close().await.map_err(Error::from),
+            Handle::Writer(db) => {
+                let manifest = db.manifest();
+                let backlog = manifest
+                    .next_wal_sst_id()
+                    .saturating_sub(manifest.replay_after_wal_id() + 1);
+                let flush = backlog > WAL_REPLAY_LIMIT;
+                db.close_with_options(slatedb::config::CloseOptions {
+                    flush_type: Some(if flush {
+                        slatedb::config::FlushType::MemTable
+                    } else {
+                        slatedb::config::FlushType::Wal
+                    }),
+                })
+                .await?;
+                if flush && let Some(c) = &self.collect {
+                    slatedb::admin::AdminBuilder::new(c.path.clone(), Arc::clone(&c.store))
+                        .build()
+                        .run_gc_once(c.options.clone())
+                        .await?;
+                }
+                Ok(())
+            }
             Handle::Reader(r) => r.close().await.map_err(Error::from),
         }
     }
@@ -1023,7 +1137,7 @@ mod tests {
             settings_file: Some(file.clone()),
             ..SlateOptions::default()
         };
-        let settings = options.settings(DEFAULT_FLUSH_INTERVAL).unwrap();
+        let settings = options.settings(Medium::Local).unwrap();
         assert_eq!(settings.l0_sst_size_bytes, 1234);
         assert_eq!(settings.flush_interval, Some(DEFAULT_FLUSH_INTERVAL));
         assert_eq!(
@@ -1031,14 +1145,14 @@ mod tests {
             Some(slatedb::config::CompressionCodec::Lz4)
         );
         std::fs::write(&file, "flush_interval = \"50ms\"\n").unwrap();
-        let settings = options.settings(DEFAULT_FLUSH_INTERVAL).unwrap();
+        let settings = options.settings(Medium::Local).unwrap();
         assert_eq!(
             settings.flush_interval,
             Some(std::time::Duration::from_millis(50))
         );
         assert_eq!(settings.l0_sst_size_bytes, DEFAULT_L0_SST_SIZE_BYTES);
         std::fs::write(&file, "l0_sst_size_bytes = \"many\"\n").unwrap();
-        let err = options.settings(DEFAULT_FLUSH_INTERVAL).unwrap_err();
+        let err = options.settings(Medium::Local).unwrap_err();
         assert!(
             matches!(&err, Error::Settings { reason, .. } if reason.contains("many")),
             "{err}"
@@ -1047,6 +1161,6 @@ mod tests {
             settings_file: Some(dir.path().join("missing.toml")),
             ..SlateOptions::default()
         };
-        assert!(missing.settings(DEFAULT_FLUSH_INTERVAL).is_err());
+        assert!(missing.settings(Medium::Local).is_err());
     }
 }

@@ -31,7 +31,8 @@ pub use gc::{GcProgress, GcReport, Retention};
 pub use kv::{
     DEFAULT_BULK_BATCH_BYTES, DEFAULT_FLUSH_INTERVAL, DEFAULT_L0_SST_SIZE_BYTES,
     DEFAULT_S3_FLUSH_INTERVAL, DEFAULT_SCAN_READ_AHEAD, Durability, EngineMetric,
-    EngineMetricValue, Kv, Location, MemoryKv, S3_PROBE_TIMEOUT, SlateKv, SlateOptions, WriteOp,
+    EngineMetricValue, Kv, LOCAL_COMPACTION_POLL, LOCAL_WAL_FENCE_MIN_AGE, Location, MemoryKv,
+    S3_PROBE_TIMEOUT, SlateKv, SlateOptions, WAL_REPLAY_LIMIT, WriteOp,
 };
 pub use store::{
     Commit, DEFAULT_DURABILITY_TIMEOUT, DEFAULT_SHARD_CACHE_BYTES, Head, INLINE_RECORD_BYTES,

@@ -1,0 +1,114 @@
+//! One-record `datarepo put` as a user runs it: a process per write on a
+//! local store, timed from spawn to exit (open, commit, durable, close).
+//! Prints the latency percentiles and the files the store holds after.
+//!
+//!   cargo build --release --bin datarepo
+//!   cargo run --release -p datarepo-bench --bin cli-put -- [--n 300]
+//!
+//! `DATAREPO_BIN` names another binary.
+
+#![allow(clippy::disallowed_methods)]
+
+use std::{
+    io::Write,
+    path::{Path, PathBuf},
+    process::{Command, Stdio},
+    time::{Duration, Instant},
+};
+
+fn datarepo_bin() -> PathBuf {
+    std::env::var_os("DATAREPO_BIN").map_or_else(
+        || Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/release/datarepo"),
+        PathBuf::from,
+    )
+}
+
+fn files_under(dir: &Path) -> usize {
+    std::fs::read_dir(dir).map_or(0, |entries| {
+        entries
+            .flatten()
+            .map(|e| {
+                let path = e.path();
+                if path.is_dir() { files_under(&path) } else { 1 }
+            })
+            .sum()
+    })
+}
+
+fn run(bin: &Path, args: &[&str], stdin: &str) -> Duration {
+    let start = Instant::now();
+    let mut child = Command::new(bin)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("spawn datarepo");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(stdin.as_bytes())
+        .expect("write stdin");
+    let status = child.wait().expect("wait");
+    assert!(status.success(), "{args:?}: {status}");
+    start.elapsed()
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[i]
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let n: usize = args
+        .iter()
+        .position(|a| a == "--n")
+        .and_then(|i| args.get(i + 1))
+        .map_or(300, |v| v.parse().expect("--n N"));
+    let bin = datarepo_bin();
+    assert!(
+        bin.is_file(),
+        "{} is missing: run `cargo build --release --bin datarepo` (or set DATAREPO_BIN)",
+        bin.display()
+    );
+    let tmp = testkit::tempdir("bench-cli-put");
+    let store = tmp.path().join("data");
+    let store = store.to_str().expect("utf-8 path");
+    let did = "did:web:bench.example";
+    run(&bin, &["--store", store, "--repo", did, "init"], "");
+    let mut times = Vec::with_capacity(n);
+    for i in 0..n {
+        let rkey = format!("r{i}");
+        let record = format!(r#"{{"text":"post {i}","createdAt":"2026-11-25T00:00:00Z"}}"#);
+        times.push(run(
+            &bin,
+            &[
+                "--store",
+                store,
+                "--repo",
+                did,
+                "put",
+                "app.bsky.feed.post",
+                &rkey,
+            ],
+            &record,
+        ));
+    }
+    let mut sorted = times.clone();
+    sorted.sort();
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    println!("cli-put: {n} one-record `datarepo put` processes on a local store");
+    println!(
+        "  p50 {:.1} ms, p90 {:.1} ms, p99 {:.1} ms, max {:.1} ms (target p99 <= 100 ms)",
+        ms(percentile(&sorted, 0.5)),
+        ms(percentile(&sorted, 0.9)),
+        ms(percentile(&sorted, 0.99)),
+        ms(sorted[sorted.len() - 1]),
+    );
+    println!(
+        "  files in the store after: {} (SlateDB collects files older than its minimum age, 5 min by default)",
+        files_under(Path::new(store))
+    );
+}
