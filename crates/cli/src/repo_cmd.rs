@@ -307,8 +307,20 @@ impl Session {
 
     async fn repo(&self, args: &RepoArgs) -> Result<Arc<Repository<SlateKv>>> {
         let id = repo_id(args)?;
-        self.repos.open(id).await.map_err(|e| e.to_string())
+        self.repos.open(id).await.map_err(say)
     }
+}
+
+/// A library error as the CLI says it: with the command that helps, where
+/// one does (the library's messages name no commands; the server's neither).
+fn say(e: repo::Error) -> String {
+    let hint = match &e {
+        repo::Error::RepoNotFound(_) => " (create it with `datarepo init`)",
+        repo::Error::RevNotFound { .. } => " (see `datarepo log`)",
+        repo::Error::RecordExists(_) => " (`datarepo put` replaces it)",
+        _ => "",
+    };
+    format!("{e}{hint}")
 }
 
 fn repo_id(args: &RepoArgs) -> Result<&str> {
@@ -354,7 +366,7 @@ pub(crate) fn run(store: &StoreArgs, args: &RepoArgs, cmd: RepoCommand) -> Resul
 
 async fn execute(s: &Session, args: &RepoArgs, cmd: RepoCommand) -> Result<ExitCode> {
     let json_mode = args.json;
-    let e = |e: repo::Error| e.to_string();
+    let e = say;
     match cmd {
         RepoCommand::Init => {
             let repo = s.repos.create(repo_id(args)?).await.map_err(e)?;
@@ -1021,7 +1033,7 @@ fn format_tid_time(tid: Tid) -> String {
 
 async fn index_command(s: &Session, args: &RepoArgs, cmd: IndexCommand) -> Result<ExitCode> {
     let json_mode = args.json;
-    let e = |e: repo::Error| e.to_string();
+    let e = say;
     let repo = s.repo(args).await?;
     match cmd {
         IndexCommand::Add {

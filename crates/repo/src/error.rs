@@ -41,7 +41,7 @@ pub enum Error {
         reason: String,
     },
     /// No such repository.
-    #[error("repository {0} does not exist (create it with `datarepo init`)")]
+    #[error("repository {0} does not exist")]
     RepoNotFound(String),
     /// The repository already exists.
     #[error("repository {0} already exists")]
@@ -50,7 +50,7 @@ pub enum Error {
     #[error("record not found: {0}")]
     RecordNotFound(String),
     /// A create names a record that exists.
-    #[error("record already exists: {0} (use put to replace it)")]
+    #[error("record already exists: {0}")]
     RecordExists(String),
     /// A compare-and-swap failed: the commit or record is not the one expected.
     #[error("{what} is {actual}, not {expected} as the write expected")]
@@ -63,7 +63,7 @@ pub enum Error {
         actual: String,
     },
     /// No commit with this rev is in the log.
-    #[error("no commit with rev {rev} in {repo} (see `datarepo log`)")]
+    #[error("no commit with rev {rev} in {repo}")]
     RevNotFound {
         /// The repository.
         repo: String,

@@ -756,6 +756,28 @@ pub(crate) async fn not_implemented(
     )
 }
 
+/// A known method asked with the wrong HTTP method: answered as the
+/// reference PDS answers it (400 `InvalidRequest`, "Incorrect HTTP method"),
+/// naming the method it takes.
+pub(crate) async fn wrong_http_method(
+    method: axum::http::Method,
+    uri: axum::http::Uri,
+) -> XrpcError {
+    let expected = if method == axum::http::Method::GET {
+        "POST"
+    } else {
+        "GET"
+    };
+    XrpcError::new(
+        StatusCode::BAD_REQUEST,
+        "InvalidRequest",
+        format!(
+            "Incorrect HTTP method: {} takes {expected}, not {method}",
+            uri.path().trim_start_matches("/xrpc/")
+        ),
+    )
+}
+
 pub(crate) async fn not_found() -> XrpcError {
     XrpcError::new(
         StatusCode::NOT_FOUND,

@@ -223,6 +223,7 @@ fn router_for<K: Kv + 'static>(app: Arc<App<K>>) -> Router {
             axum::routing::any(handlers::not_implemented),
         )
         .fallback(handlers::not_found)
+        .method_not_allowed_fallback(handlers::wrong_http_method)
         .layer(middleware::from_fn_with_state(
             Arc::clone(&app),
             observe::<K>,
@@ -254,6 +255,10 @@ async fn observe<K: Kv + 'static>(
         })
         .to_owned();
     let clock = tokio::time::Instant::now();
+    // The access log names the path only: queries may carry record keys a
+    // private deployment would rather not log.
+    let http_method = request.method().clone();
+    let path = request.uri().path().to_owned();
     let timeout = app.config.limits.request_timeout;
     let response = match tokio::time::timeout(timeout, next.run(request)).await {
         Ok(response) => response,
@@ -266,12 +271,21 @@ async fn observe<K: Kv + 'static>(
         )
         .into_response(),
     };
+    let elapsed = clock.elapsed();
+    tracing::info!(
+        target: "datarepo::access",
+        method = %http_method,
+        path = %path,
+        status = response.status().as_u16(),
+        ms = elapsed.as_secs_f64() * 1e3,
+        "request"
+    );
     app.metrics
         .latency
         .get_or_create(&metrics::MethodLabels {
             method: method.clone(),
         })
-        .observe(clock.elapsed().as_secs_f64());
+        .observe(elapsed.as_secs_f64());
     app.metrics
         .requests
         .get_or_create(&metrics::RequestLabels {
