@@ -195,9 +195,18 @@ pub(crate) enum RepoCommand {
     Export {
         /// The file to write ("-" for standard output).
         file: PathBuf,
-        /// Only what changed after the commit with this rev.
-        #[arg(long)]
+        /// Only what changed after the commit with this rev: every commit
+        /// since, with what each added (an incremental backup).
+        #[arg(long, conflicts_with = "history")]
         since: Option<String>,
+        /// A full backup: every retained commit and what each reaches, and
+        /// the repository's declarations (collections, key types, Lexicons,
+        /// field indexes). Without it, the AT Protocol-style head CAR.
+        #[arg(long)]
+        history: bool,
+        /// Replace FILE if it exists.
+        #[arg(long)]
+        force: bool,
     },
     /// Import a CAR file: creates the repository or moves it forward.
     Import {
@@ -714,14 +723,28 @@ async fn execute(s: &Session, args: &RepoArgs, cmd: RepoCommand) -> Result<ExitC
                 },
             );
         }
-        RepoCommand::Export { file, since } => {
+        RepoCommand::Export {
+            file,
+            since,
+            history,
+            force,
+        } => {
             let repo = s.repo(args).await?;
-            let since = since.as_deref().map(parse_rev).transpose()?;
+            let scope = match since.as_deref().map(parse_rev).transpose()? {
+                _ if history => ExportScope::History,
+                since => ExportScope::Head(since),
+            };
+            if file.as_os_str() != "-" && !force && file.exists() {
+                return Err(format!(
+                    "{} exists: pass --force to replace it",
+                    file.display()
+                ));
+            }
             let bar = bar("{spinner} exporting: {pos} blocks written ({per_sec})");
             let progress = |n| bar.set_position(n);
             let report = if file.as_os_str() == "-" {
                 let out = tokio::io::BufWriter::new(tokio::io::stdout());
-                let (mut out, report) = match repo.export_car(out, since, progress).await {
+                let (mut out, report) = match scope.export(&repo, out, progress).await {
                     Err(repo::Error::Io(err)) if err.kind() == std::io::ErrorKind::BrokenPipe => {
                         crate::output::stdout_failed(&err)
                     }
@@ -732,7 +755,7 @@ async fn execute(s: &Session, args: &RepoArgs, cmd: RepoCommand) -> Result<ExitC
                 }
                 report
             } else {
-                export_file(&repo, &file, since, progress).await?
+                export_file(&repo, &file, scope, progress).await?
             };
             bar.finish_and_clear();
             let out = json!({"commit": report.commit.to_string(), "rev": report.rev.to_string(),
@@ -799,11 +822,23 @@ async fn execute(s: &Session, args: &RepoArgs, cmd: RepoCommand) -> Result<ExitC
             print(
                 json_mode,
                 &json!({"repo": report.repo, "commit": {"cid": report.commit.to_string(), "rev": report.rev.to_string()},
-                        "records": report.records, "blocks": report.blocks, "unreachable": report.unreachable}),
+                        "records": report.records, "blocks": report.blocks, "unreachable": report.unreachable,
+                        "commits": report.commits, "declarations": report.declarations}),
                 || {
                     format!(
-                        "imported {}: {} records, {} blocks; head {} (rev {})",
-                        report.repo, report.records, report.blocks, report.commit, report.rev
+                        "imported {}: {} records, {} blocks, {} commit{}{}; head {} (rev {})",
+                        report.repo,
+                        report.records,
+                        report.blocks,
+                        report.commits,
+                        if report.commits == 1 { "" } else { "s" },
+                        if report.declarations {
+                            ", declarations"
+                        } else {
+                            ""
+                        },
+                        report.commit,
+                        report.rev
                     )
                 },
             );
@@ -971,10 +1006,33 @@ async fn count_records(repo: &Repository<SlateKv>, collection: &str) -> Result<u
     }
 }
 
+/// What an export writes.
+#[derive(Clone, Copy)]
+enum ExportScope {
+    /// The head (and, with a rev, only what changed since).
+    Head(Option<Tid>),
+    /// Every retained commit and the declarations.
+    History,
+}
+
+impl ExportScope {
+    async fn export<W: tokio::io::AsyncWrite + Unpin + Send>(
+        self,
+        repo: &Repository<SlateKv>,
+        out: W,
+        progress: impl FnMut(u64) + Send,
+    ) -> std::result::Result<(W, repo::ExportReport), repo::Error> {
+        match self {
+            Self::Head(since) => repo.export_car(out, since, progress).await,
+            Self::History => repo.export_history_car(out, progress).await,
+        }
+    }
+}
+
 async fn export_file(
     repo: &Repository<SlateKv>,
     file: &Path,
-    since: Option<Tid>,
+    scope: ExportScope,
     progress: impl FnMut(u64) + Send,
 ) -> Result<repo::ExportReport> {
     let tmp = file.with_extension("car.partial");
@@ -983,8 +1041,8 @@ async fn export_file(
         .map_err(|err| format!("cannot write {}: {err}", tmp.display()))?;
     let out = tokio::io::BufWriter::with_capacity(1 << 20, f);
     let written = async {
-        let (mut out, report) = repo
-            .export_car(out, since, progress)
+        let (mut out, report) = scope
+            .export(repo, out, progress)
             .await
             .map_err(|e| e.to_string())?;
         tokio::io::AsyncWriteExt::flush(&mut out)

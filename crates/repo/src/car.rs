@@ -23,6 +23,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 
 use crate::{
     CommitData, Error, Record, Repos, Repository,
+    declarations::{DECLARATIONS_TYPE, Declarations, DeclaredCollection, DeclaredIndex},
     record::is_supported,
     repository::{CollectionInfo, load_commit},
 };
@@ -53,8 +54,14 @@ pub struct ImportReport {
     pub records: u64,
     /// Blocks stored.
     pub blocks: u64,
-    /// Blocks in the file that the commit does not reach (not stored).
+    /// Blocks in the file that no imported commit reaches (not stored).
     pub unreachable: u64,
+    /// Commits entered in the log: the head and the file's older commits
+    /// that lead to it (a history export's, an `export --since`'s).
+    pub commits: u64,
+    /// Whether the file carried declarations (a history export), restored
+    /// where the store did not declare otherwise.
+    pub declarations: bool,
 }
 
 /// How far an import is, after the file has been read.
@@ -272,13 +279,104 @@ impl<'a, K: Kv> IndexPages<'a, K> {
     }
 }
 
+impl<W: AsyncWrite + Unpin + Send> Writer<W> {
+    /// Writes the whole tree at `data` in pre-order: each shard, then for
+    /// each of its entries its record and then its child shard's subtree.
+    /// Records come in key order, read a page at a time from `repo`'s
+    /// record index where it holds them.
+    async fn tree<K: Kv>(
+        &mut self,
+        store: &Store<K>,
+        repo: &str,
+        data: Cid,
+        progress: &mut (impl FnMut(u64) + Send),
+    ) -> Result<(), Error> {
+        let mut records = IndexPages::new(store, repo);
+        let root = store.get_shard(&data).await?;
+        self.block(data, root.bytes()).await?;
+        let mut frames = vec![Frame {
+            shard: root,
+            next: 0,
+            prefix: 0,
+        }];
+        // The key of the entry being visited: its frame's prefix, then the
+        // entry's own key.
+        let mut key = String::new();
+        while let Some(top) = frames.last_mut() {
+            let i = top.next;
+            if i == top.shard.len() {
+                frames.pop();
+                continue;
+            }
+            top.next += 1;
+            key.truncate(top.prefix);
+            key.push_str(top.shard.key(i));
+            let (data, link) = (top.shard.data(i), top.shard.link(i));
+            if let Some(cid) = data
+                && self.seen.insert(cid)
+            {
+                let block = match records.block(&key, cid).await? {
+                    Some(block) => block,
+                    None => store
+                        .get_block(&cid)
+                        .await?
+                        .ok_or(Error::MissingBlock(cid))?,
+                };
+                self.write_new(cid, block.bytes()).await?;
+            }
+            if let Some(cid) = link
+                && self.seen.insert(cid)
+            {
+                let shard = store.get_shard(&cid).await?;
+                self.write_new(cid, shard.bytes()).await?;
+                frames.push(Frame {
+                    shard,
+                    next: 0,
+                    prefix: key.len(),
+                });
+            }
+            progress(self.blocks);
+        }
+        Ok(())
+    }
+
+    /// Writes commit `cid` and what it added to its predecessor's tree
+    /// `old`: the new shards and the records created or updated.
+    async fn changes<K: Kv>(
+        &mut self,
+        store: &Store<K>,
+        cid: Cid,
+        old: Cid,
+        new: Cid,
+        progress: &mut (impl FnMut(u64) + Send),
+    ) -> Result<(), Error> {
+        self.copy(store, cid).await?;
+        let diff = pail::diff(store, old, new).await?;
+        for cid in diff.additions {
+            if !self.seen.contains(&cid) {
+                let shard = store.get_shard(&cid).await?;
+                self.block(cid, shard.bytes()).await?;
+                progress(self.blocks);
+            }
+        }
+        for change in diff.keys {
+            if let Some(cid) = change.new {
+                self.copy(store, cid).await?;
+                progress(self.blocks);
+            }
+        }
+        Ok(())
+    }
+}
+
 impl<K: Kv> Repository<K> {
     /// Writes the repository as a CAR v1 file whose root is the head
     /// commit: every block reachable from it, in a deterministic pre-order.
     ///
-    /// With `since`, only what changed after the commit with that rev: the
-    /// head commit, the shards added since, and the records created or
-    /// updated since.
+    /// With `since`, only what changed after the commit with that rev:
+    /// every commit made since, newest first, each followed by the shards
+    /// and records it added. Imported over a store whose head is that
+    /// commit, it continues the history commit by commit.
     ///
     /// `progress` is called with the number of blocks written so far.
     ///
@@ -296,68 +394,25 @@ impl<K: Kv> Repository<K> {
         let mut w = Writer::start(out, store, head.commit).await?;
         match since {
             None => {
-                // Pre-order: each shard, then for each entry its record and
-                // then its child shard's subtree. Records come in key order.
-                let mut records = IndexPages::new(store, self.id());
-                let root = store.get_shard(&head.data).await?;
-                w.block(head.data, root.bytes()).await?;
-                let mut frames = vec![Frame {
-                    shard: root,
-                    next: 0,
-                    prefix: 0,
-                }];
-                // The key of the entry being visited: its frame's prefix,
-                // then the entry's own key.
-                let mut key = String::new();
-                while let Some(top) = frames.last_mut() {
-                    let i = top.next;
-                    if i == top.shard.len() {
-                        frames.pop();
-                        continue;
-                    }
-                    top.next += 1;
-                    key.truncate(top.prefix);
-                    key.push_str(top.shard.key(i));
-                    let (data, link) = (top.shard.data(i), top.shard.link(i));
-                    if let Some(cid) = data
-                        && w.seen.insert(cid)
-                    {
-                        let block = match records.block(&key, cid).await? {
-                            Some(block) => block,
-                            None => store
-                                .get_block(&cid)
-                                .await?
-                                .ok_or(Error::MissingBlock(cid))?,
-                        };
-                        w.write_new(cid, block.bytes()).await?;
-                    }
-                    if let Some(cid) = link
-                        && w.seen.insert(cid)
-                    {
-                        let shard = store.get_shard(&cid).await?;
-                        w.write_new(cid, shard.bytes()).await?;
-                        frames.push(Frame {
-                            shard,
-                            next: 0,
-                            prefix: key.len(),
-                        });
-                    }
-                    progress(w.blocks);
-                }
+                w.tree(store, self.id(), head.data, &mut progress).await?;
             }
             Some(rev) => {
-                let old = self.commit_at(rev).await?.commit.data;
-                let diff = pail::diff(&**store, old, head.data).await?;
-                for cid in diff.additions {
-                    let shard = store.get_shard(&cid).await?;
-                    w.block(cid, shard.bytes()).await?;
-                    progress(w.blocks);
-                }
-                for change in diff.keys {
-                    if let Some(cid) = change.new {
-                        w.copy(store, cid).await?;
-                        progress(w.blocks);
-                    }
+                let base = self.commit_at(rev).await?;
+                // From the head back to the base, through each `prev`.
+                let (mut cid, mut commit) = (head.commit, load_commit(store, head.commit).await?);
+                while cid != base.cid {
+                    let prev = commit.prev.ok_or_else(|| Error::RevNotFound {
+                        repo: self.id().to_owned(),
+                        rev: format!("{rev} (not an ancestor of the head)"),
+                    })?;
+                    let older = if prev == base.cid {
+                        base.commit.clone()
+                    } else {
+                        load_commit(store, prev).await?
+                    };
+                    w.changes(&**store, cid, older.data, commit.data, &mut progress)
+                        .await?;
+                    (cid, commit) = (prev, older);
                 }
             }
         }
@@ -371,6 +426,87 @@ impl<K: Kv> Repository<K> {
                 bytes: w.bytes,
             },
         ))
+    }
+
+    /// Writes a backup: a CAR v1 file whose root is the head commit, then
+    /// the repository's declarations (collections, key types, Lexicons,
+    /// field indexes; see `docs/repo.md`), then the oldest retained
+    /// commit's whole tree, then every later commit with the shards and
+    /// records it added. [`Repos::import_car`] restores all of it: the
+    /// history (`log`, `get --at`, `diff`) and the declarations.
+    ///
+    /// # Errors
+    ///
+    /// A storage or I/O error.
+    pub async fn export_history_car<W: AsyncWrite + Unpin + Send>(
+        &self,
+        out: W,
+        mut progress: impl FnMut(u64) + Send,
+    ) -> Result<(W, ExportReport), Error> {
+        let head = self.head().await?;
+        let store = self.store();
+        let mut w = Writer::start(out, store, head.commit).await?;
+        let declarations = self.declarations().await?.encode();
+        w.block(declarations.cid(), declarations.bytes()).await?;
+        // Oldest first. The log's newest entry is the head.
+        let mut log = store.commit_log(self.id(), false, usize::MAX).await?;
+        log.retain(|(rev, _)| *rev <= head.rev.as_u64());
+        let mut older: Option<Cid> = None;
+        for (_, cid) in log {
+            let commit = load_commit(store, cid).await?;
+            match older {
+                None => {
+                    w.copy(store, cid).await?;
+                    w.tree(store, self.id(), commit.data, &mut progress).await?;
+                }
+                Some(old) => {
+                    w.changes(&**store, cid, old, commit.data, &mut progress)
+                        .await?;
+                }
+            }
+            older = Some(commit.data);
+        }
+        let out = w.car.finish().await.map_err(io_err)?;
+        Ok((
+            out,
+            ExportReport {
+                commit: head.commit,
+                rev: head.rev,
+                blocks: w.blocks,
+                bytes: w.bytes,
+            },
+        ))
+    }
+
+    /// The repository's declarations, for a history export.
+    async fn declarations(&self) -> Result<Declarations, Error> {
+        let collections = self
+            .collections()
+            .await
+            .into_iter()
+            .map(|(nsid, info)| DeclaredCollection {
+                nsid,
+                key: info.key.to_string(),
+                declared: info.declared,
+                lexicon: info.lexicon.map(|l| l.to_string()),
+            })
+            .collect();
+        let indexes = self
+            .indexes(None)
+            .await?
+            .into_iter()
+            .map(|d| DeclaredIndex {
+                collection: d.collection,
+                path: d.path,
+                kind: d.kind.to_string(),
+            })
+            .collect();
+        Ok(Declarations {
+            kind: DECLARATIONS_TYPE.to_owned(),
+            repo: self.id().to_owned(),
+            collections,
+            indexes,
+        })
     }
 }
 
@@ -589,6 +725,127 @@ async fn read_car<R: AsyncRead + Unpin + Send>(input: R) -> Result<(Cid, FileBlo
     }
 }
 
+impl<K: Kv> Repos<K> {
+    /// Whether the file's commits may go into this store, whose head for
+    /// the repository is `current`: an error unless the file goes on from
+    /// the head, or starts the repository, or replaces one that has no
+    /// records (just `init` and declarations), or is there already.
+    async fn continues(
+        &self,
+        blocks: &FileBlocks,
+        root: Cid,
+        commit: &CommitData,
+        current: Option<Head>,
+    ) -> Result<(), Error> {
+        let Some(head) = current else {
+            return Ok(());
+        };
+        if head.commit == root {
+            // Already imported: nothing to do once the file is checked.
+            return Ok(());
+        }
+        let FileHistory {
+            commits: history,
+            follows,
+        } = file_history(blocks, root, commit, Some(head.commit))?;
+        let oldest = history.last().map_or(commit, |(_, c)| c);
+        if follows == Some(head.commit) {
+            if oldest.rev.as_u64() <= head.rev {
+                return Err(car_err(format!(
+                    "the file's commit (rev {}) is not newer than {}'s head (rev {})",
+                    oldest.rev,
+                    commit.repo,
+                    Tid::from_u64(head.rev)
+                )));
+            }
+            return Ok(());
+        }
+        let data = load_commit(self.store(), head.commit).await?.data;
+        if self.store().get_shard(&data).await?.is_empty() {
+            return Ok(());
+        }
+        if commit.rev.as_u64() <= head.rev {
+            return Err(car_err(format!(
+                "the file's commit (rev {}) is not newer than {}'s head (rev {})",
+                commit.rev,
+                commit.repo,
+                Tid::from_u64(head.rev)
+            )));
+        }
+        Err(car_err(format!(
+            "the file does not continue {}'s history: its oldest commit (rev {}) follows {}, \
+             but the head is rev {}; import exports in the order they were made (an export \
+             --since {} continues this store), or into a store without this repository",
+            commit.repo,
+            oldest.rev,
+            follows.map_or_else(|| "no commit".to_owned(), |c| format!("commit {c}")),
+            Tid::from_u64(head.rev),
+            Tid::from_u64(head.rev),
+        )))
+    }
+}
+
+/// The file's commits before `root` (decoded as `commit`), newest first:
+/// from its `prev` back while each is in the file, stopping at `head` (the
+/// store's head). Returns them and the commit the oldest of them (or the
+/// root) follows.
+fn file_history(
+    blocks: &FileBlocks,
+    root: Cid,
+    commit: &CommitData,
+    head: Option<Cid>,
+) -> Result<FileHistory, Error> {
+    let mut history: Vec<(Cid, CommitData)> = Vec::new();
+    let mut follows = commit.prev;
+    while let Some(prev) = follows {
+        if Some(prev) == head || prev == root {
+            break;
+        }
+        let Some(block) = blocks.get(&prev) else {
+            break;
+        };
+        let older = CommitData::decode(prev, block.bytes())
+            .map_err(|e| car_err(format!("commit {prev}, an older commit in the file: {e}")))?;
+        let newer = history.last().map_or(commit, |(_, c)| c);
+        if older.repo != commit.repo {
+            return Err(car_err(format!(
+                "commit {prev} belongs to {}, the root to {}",
+                older.repo, commit.repo
+            )));
+        }
+        if older.rev >= newer.rev {
+            return Err(car_err(format!(
+                "commit {prev} (rev {}) is not older than the commit after it (rev {})",
+                older.rev, newer.rev
+            )));
+        }
+        follows = older.prev;
+        history.push((prev, older));
+    }
+    Ok(FileHistory {
+        commits: history,
+        follows,
+    })
+}
+
+/// The file's commits before its root, newest first, and the commit the
+/// oldest of them (or the root) follows.
+struct FileHistory {
+    commits: Vec<(Cid, CommitData)>,
+    follows: Option<Cid>,
+}
+
+/// A tree entry: its key and where its record is.
+fn located(blocks: &FileBlocks, key: String, cid: Cid) -> TreeEntry {
+    TreeEntry {
+        key,
+        record: match blocks.position(&cid) {
+            Some(p) => Located::File(p),
+            None => Located::Stored(Box::new(cid)),
+        },
+    }
+}
+
 /// A record's block from the imported file, else from the store.
 async fn record_block<K: Kv>(
     blocks: &FileBlocks,
@@ -798,6 +1055,10 @@ impl<K: Kv> Repos<K> {
             )));
         }
         let store = self.store();
+        // Whether the file may go into this store at all, before its tree
+        // is read: read again under the lock below.
+        let current = store.head(&commit.repo).await?;
+        self.continues(&blocks, root, &commit, current).await?;
         let fetcher = ImportBlocks {
             blocks: &blocks,
             store,
@@ -824,24 +1085,133 @@ impl<K: Kv> Repos<K> {
         check_keys(&entries)?;
         let records_in_file = check_records(&blocks, &entries, store).await?;
 
-        // The commit and its shards. Records come with their index changes
-        // (the changed ones; the others are in the store already).
+        // Hold the open-repositories lock: no handle writes meanwhile.
+        let open = self.lock_open().await;
+        if store.head(&commit.repo).await? != current {
+            return Err(car_err(format!(
+                "{} changed while the file was checked; import it again",
+                commit.repo
+            )));
+        }
+        if let Some(head) = current
+            && head.commit == root
+        {
+            drop(open);
+            return Ok(ImportReport {
+                repo: commit.repo,
+                commit: root,
+                rev: commit.rev,
+                records: entries.len() as u64,
+                blocks: 0,
+                unreachable: 0,
+                commits: 0,
+                declarations: false,
+            });
+        }
+        let head_commit = current.map(|h| h.commit);
+        let FileHistory {
+            commits: history,
+            follows,
+        } = file_history(&blocks, root, &commit, head_commit)?;
+        let mut replace = false;
+        let mut base_tree = None;
+        if let Some(head) = current {
+            let data = load_commit(store, head.commit).await?.data;
+            if follows == Some(head.commit) {
+                base_tree = Some(data);
+            } else {
+                replace = true;
+            }
+        }
+        // The older commits' trees, oldest first, each from the one before
+        // (the oldest from the head it continues, or walked whole): their
+        // shards are decoded through `fetcher`, their records gathered.
+        let mut history_records: Vec<TreeEntry> = Vec::new();
+        {
+            let mut previous = base_tree;
+            for (cid, older) in history.iter().rev() {
+                let walked = match previous {
+                    Some(old) => pail::diff(&fetcher, old, older.data).await.map(|d| {
+                        for change in d.keys {
+                            if let Some(cid) = change.new {
+                                history_records.push(located(&blocks, change.key, cid));
+                            }
+                        }
+                    }),
+                    None => {
+                        pail::for_each_entry(
+                            &fetcher,
+                            older.data,
+                            &EntriesOptions::default(),
+                            |k, v| {
+                                history_records.push(located(&blocks, k.to_owned(), v));
+                                std::ops::ControlFlow::Continue(())
+                            },
+                        )
+                        .await
+                    }
+                };
+                walked.map_err(|e| {
+                    car_err(format!(
+                        "the tree of commit {cid} (rev {}) is invalid or incomplete: {e}",
+                        older.rev
+                    ))
+                })?;
+                previous = Some(older.data);
+            }
+            if let Some(old) = previous.filter(|_| !history.is_empty()) {
+                // Shards the root's tree shares with the newest older commit's
+                // are decoded already; this finds those in between.
+                pail::diff(&fetcher, old, commit.data)
+                    .await
+                    .map_err(|e| car_err(format!("the commit's tree is invalid: {e}")))?;
+            }
+        }
+        check_keys(&history_records)?;
+        let history_in_file = check_records(&blocks, &history_records, store).await?;
+
+        // The commits and their shards. Records come with their index
+        // changes (the changed ones; the others are in the store already);
+        // older versions of records come as blocks.
         let decoded = std::mem::take(
             &mut *fetcher
                 .decoded
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner),
         );
-        let mut keep: Vec<Block> = Vec::with_capacity(1 + decoded.len());
+        let mut keep: Vec<Block> = Vec::with_capacity(1 + history.len() + decoded.len());
         keep.push(commit_block);
+        for (cid, _) in &history {
+            if let Some(block) = blocks.get(cid) {
+                keep.push(block.clone());
+            }
+        }
         keep.extend(decoded.values().map(Block::from_shard));
+        let mut kept: HashSet<Cid> = keep.iter().map(Block::cid).collect();
+        kept.extend(records_in_file.iter().map(|&p| blocks.blocks[p].cid()));
+        for p in history_in_file {
+            let block = &blocks.blocks[p];
+            if kept.insert(block.cid()) {
+                keep.push(block.clone());
+            }
+        }
         let records = entries.len() as u64;
-        let reached = keep.len() + records_in_file.len();
+        // The declarations: the block after the root, reached by no commit.
+        let declarations = blocks
+            .blocks
+            .get(1)
+            .filter(|b| !kept.contains(&b.cid()))
+            .and_then(|b| Declarations::decode(b.bytes()));
+        let reached = kept.len() + usize::from(declarations.is_some());
         let unreachable = blocks.len().saturating_sub(reached) as u64;
-
-        // Hold the open-repositories lock: no handle writes meanwhile.
-        let open = self.lock_open().await;
-        let current = store.head(&commit.repo).await?;
+        if let Some(d) = &declarations
+            && d.repo != commit.repo
+        {
+            return Err(car_err(format!(
+                "the file's declarations are for {}, its commit for {}",
+                d.repo, commit.repo
+            )));
+        }
         let mut index: Vec<RecordChange> = Vec::with_capacity(entries.len());
         let mut declared: HashMap<String, CollectionInfo> = HashMap::new();
         for (name, bytes) in store.collections(&commit.repo).await? {
@@ -849,7 +1219,42 @@ impl<K: Kv> Repos<K> {
                 declared.insert(name, info);
             }
         }
-        match current {
+        // The file's declarations fill in what the store does not declare;
+        // what it declares stays.
+        let mut new_collections = Vec::new();
+        for c in declarations.iter().flat_map(|d| &d.collections) {
+            if declared.get(&c.nsid).is_some_and(|info| info.declared) {
+                continue;
+            }
+            Nsid::new(&c.nsid).map_err(|e| car_err(format!("declared collection: {e}")))?;
+            let info = CollectionInfo {
+                key: c
+                    .key
+                    .parse()
+                    .map_err(|e| car_err(format!("declared collection {}: {e}", c.nsid)))?,
+                declared: c.declared,
+                lexicon: match &c.lexicon {
+                    Some(text) => Some(serde_json::from_str(text).map_err(|e| {
+                        car_err(format!("declared collection {}: Lexicon: {e}", c.nsid))
+                    })?),
+                    None => None,
+                },
+            };
+            new_collections.push((
+                c.nsid.clone(),
+                Bytes::from(serde_json::to_vec(&info).unwrap_or_default()),
+            ));
+            declared.insert(c.nsid.clone(), info);
+        }
+        let mut declared_indexes = Vec::new();
+        for i in declarations.iter().flat_map(|d| &d.indexes) {
+            let kind: crate::IndexKind = i
+                .kind
+                .parse()
+                .map_err(|e| car_err(format!("declared index {} {}: {e}", i.collection, i.path)))?;
+            declared_indexes.push((i.collection.clone(), i.path.clone(), kind));
+        }
+        match base_tree {
             None => {
                 // Consumed as it goes: each key's memory serves the next
                 // change's strings.
@@ -863,27 +1268,8 @@ impl<K: Kv> Repos<K> {
                     }
                 }
             }
-            Some(head) => {
-                if head.commit == root {
-                    drop(open);
-                    return Ok(ImportReport {
-                        repo: commit.repo,
-                        commit: root,
-                        rev: commit.rev,
-                        records,
-                        blocks: 0,
-                        unreachable,
-                    });
-                }
-                if commit.rev.as_u64() <= head.rev {
-                    return Err(car_err(format!(
-                        "the file's commit (rev {}) is not newer than {}'s head (rev {})",
-                        commit.rev,
-                        commit.repo,
-                        Tid::from_u64(head.rev)
-                    )));
-                }
-                let old = load_commit(store, head.commit).await?.data;
+            Some(_) => {
+                let old = load_commit(store, head_commit.unwrap_or(root)).await?.data;
                 let diff = pail::diff(&fetcher, old, commit.data).await?;
                 for change in diff.keys {
                     if let Some((collection, rkey)) = change.key.split_once('/') {
@@ -904,7 +1290,6 @@ impl<K: Kv> Repos<K> {
         // goes before the store takes the commit.
         drop(fetcher);
         drop(blocks);
-        let mut new_collections = Vec::new();
         for change in &index {
             if change.record.is_none() {
                 continue;
@@ -941,6 +1326,16 @@ impl<K: Kv> Repos<K> {
                     records: index,
                     collections: new_collections,
                     index: Vec::new(),
+                    history: store::LogChange {
+                        older: history
+                            .iter()
+                            .map(|(cid, c)| Head {
+                                commit: *cid,
+                                rev: c.rev.as_u64(),
+                            })
+                            .collect(),
+                        replace,
+                    },
                 },
                 |written, total| {
                     progress(if written < total {
@@ -953,11 +1348,24 @@ impl<K: Kv> Repos<K> {
             .await?;
         drop(open);
         self.forget(&commit.repo).await;
-        // The target's declared indexes, rebuilt from the imported records.
-        self.open(&commit.repo)
-            .await?
-            .rebuild_indexes(|p| progress(ImportProgress::Indexing { records: p.records }))
+        // The target's declared indexes, rebuilt from the imported records;
+        // then those only the file declares, built.
+        let repo = self.open(&commit.repo).await?;
+        repo.rebuild_indexes(|p| progress(ImportProgress::Indexing { records: p.records }))
             .await?;
+        let existing = repo.indexes(None).await?;
+        for (collection, path, kind) in declared_indexes {
+            if existing
+                .iter()
+                .any(|d| d.collection == collection && d.path == path)
+            {
+                continue;
+            }
+            repo.add_index(&collection, &path, kind, |p| {
+                progress(ImportProgress::Indexing { records: p.records });
+            })
+            .await?;
+        }
         Ok(ImportReport {
             repo: commit.repo,
             commit: root,
@@ -965,6 +1373,8 @@ impl<K: Kv> Repos<K> {
             records,
             blocks: reached as u64,
             unreachable,
+            commits: 1 + history.len() as u64,
+            declarations: declarations.is_some(),
         })
     }
 }

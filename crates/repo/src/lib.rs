@@ -23,6 +23,7 @@
 mod car;
 mod check;
 mod commit;
+mod declarations;
 mod error;
 mod index;
 mod json_cbor;

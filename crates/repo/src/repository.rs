@@ -347,6 +347,7 @@ impl<K: Kv> Repos<K> {
                 records: Vec::new(),
                 collections: Vec::new(),
                 index: Vec::new(),
+                history: store::LogChange::default(),
             })
             .await
             .map_err(|e| match e {
@@ -791,6 +792,7 @@ impl<K: Kv> Repository<K> {
                 records: index,
                 collections: new_collections,
                 index: index_ops,
+                history: store::LogChange::default(),
             })
             .await?;
         {

@@ -79,6 +79,7 @@ async fn car_with_bad_records(bad_keys: &[&str]) -> Vec<u8> {
             records,
             collections: Vec::new(),
             index: Vec::new(),
+            history: store::LogChange::default(),
         })
         .await
         .unwrap();

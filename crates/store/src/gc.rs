@@ -532,6 +532,7 @@ mod tests {
                     records: Vec::new(),
                     collections: Vec::new(),
                     index: Vec::new(),
+                    history: crate::LogChange::default(),
                 })
                 .await
                 .unwrap();

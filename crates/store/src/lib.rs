@@ -36,5 +36,5 @@ pub use kv::{
 };
 pub use store::{
     Commit, DEFAULT_DURABILITY_TIMEOUT, DEFAULT_SHARD_CACHE_BYTES, Head, INLINE_RECORD_BYTES,
-    IndexRow, PendingCommit, RecordChange, Store,
+    IndexRow, LogChange, PendingCommit, RecordChange, Store,
 };

@@ -157,6 +157,20 @@ pub struct Commit {
     /// Field-index changes the commit causes (column mappings, dictionary
     /// entries, bitmap-container merges), applied in the same batch.
     pub index: Vec<WriteOp>,
+    /// How the commit log changes besides gaining `head` (an import's
+    /// history; nothing else for a write).
+    pub history: LogChange,
+}
+
+/// An import's change to a repository's commit log, besides its new head.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LogChange {
+    /// Commits before the head to enter in the log with it. Their blocks
+    /// come in [`Commit::blocks`].
+    pub older: Vec<Head>,
+    /// Whether the log's present entries go: the repository's history is
+    /// replaced by the one imported (a repository that had no records).
+    pub replace: bool,
 }
 
 /// A commit that is applied (later reads see it) but not yet confirmed
@@ -672,6 +686,7 @@ impl<K: Kv> Store<K> {
             records,
             collections,
             index: index_ops,
+            history,
         } = commit;
         let mut ops = Vec::with_capacity(blocks.len() + 2 * records.len() + collections.len() + 2);
         // The commit's shards and how each is stored, cached once it lands.
@@ -691,10 +706,20 @@ impl<K: Kv> Store<K> {
         }
         drop(blocks);
         ops.push(WriteOp::Put(records::head_key(&repo), head.encode()));
-        ops.push(WriteOp::Put(
-            records::commit_log_key(&repo, head.rev),
-            Bytes::from(head.commit.to_bytes()),
-        ));
+        if history.replace {
+            for (rev, _) in self
+                .commit_log_in(&repo, false, usize::MAX, View::Written)
+                .await?
+            {
+                ops.push(WriteOp::Delete(records::commit_log_key(&repo, rev)));
+            }
+        }
+        for entry in history.older.iter().chain([&head]) {
+            ops.push(WriteOp::Put(
+                records::commit_log_key(&repo, entry.rev),
+                Bytes::from(entry.commit.to_bytes()),
+            ));
+        }
         // The records' blocks, then their index rows: index keys of a
         // commit often come in order, and a store that sorts a batch finds
         // them as one run. Each change is dropped as it is turned into

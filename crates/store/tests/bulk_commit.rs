@@ -108,6 +108,7 @@ fn commit(n: u64, expected: Option<Cid>) -> Commit {
         records,
         collections: vec![("app.bulk.rec".into(), Bytes::from_static(b"{}"))],
         index: Vec::new(),
+        history: store::LogChange::default(),
     }
 }
 

@@ -61,6 +61,7 @@ fn commit(rev: u64, expected: Option<Head>) -> Commit {
         records,
         collections: Vec::new(),
         index: Vec::new(),
+        history: store::LogChange::default(),
     }
 }
 

@@ -61,6 +61,7 @@ async fn crash_child() {
                 }],
                 collections: Vec::new(),
                 index: Vec::new(),
+                history: store::LogChange::default(),
             })
             .await
             .unwrap();

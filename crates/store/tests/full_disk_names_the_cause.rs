@@ -31,6 +31,7 @@ fn commit(expected: Option<cid::Cid>, rev: u64) -> Commit {
         }],
         collections: Vec::new(),
         index: Vec::new(),
+        history: store::LogChange::default(),
     }
 }
 

@@ -76,6 +76,7 @@ async fn write_commits<K: Kv>(store: &Store<K>, from: u64, n: u64) -> Vec<Cid> {
                 records: vec![],
                 collections: Vec::new(),
                 index: Vec::new(),
+                history: store::LogChange::default(),
             })
             .await
             .unwrap();
@@ -211,6 +212,7 @@ async fn a_first_commit_naming_an_unknown_predecessor_is_not_missing_anything() 
             records: vec![],
             collections: Vec::new(),
             index: Vec::new(),
+            history: store::LogChange::default(),
         })
         .await
         .unwrap();
@@ -246,6 +248,7 @@ async fn put_one<K: Kv>(store: &Store<K>, key: &str, record: (Cid, Bytes)) -> Ci
             records: vec![],
             collections: Vec::new(),
             index: Vec::new(),
+            history: store::LogChange::default(),
         })
         .await
         .unwrap();

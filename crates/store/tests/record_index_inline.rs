@@ -42,6 +42,7 @@ async fn inline_records_read_back_verified() {
             ],
             collections: Vec::new(),
             index: Vec::new(),
+            history: store::LogChange::default(),
         })
         .await
         .unwrap();

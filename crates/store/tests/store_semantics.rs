@@ -55,6 +55,7 @@ fn commit(repo: &str, expected: Option<cid::Cid>, n: u64, records: Vec<RecordCha
         records,
         collections: Vec::new(),
         index: Vec::new(),
+        history: store::LogChange::default(),
     }
 }
 

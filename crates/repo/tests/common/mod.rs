@@ -153,6 +153,7 @@ pub(crate) async fn land_raw_commit(
             records,
             collections: Vec::new(),
             index: Vec::new(),
+            history: store::LogChange::default(),
         })
         .await
         .unwrap();
