@@ -19,7 +19,20 @@ fn reading_commands_check_and_use_the_settings_file() {
         common::datarepo(&args, stdin)
     };
     assert!(run(&["init"], "").status.success());
-    let put = run(&["put", POST, "one"], r#"{"text": "hello"}"#);
+    // Tiny memtables: the record reaches an SST, which a reader's cache
+    // holds (a short-lived writer's close leaves small writes in the WAL).
+    let tiny = tmp.path().join("tiny.toml");
+    std::fs::write(&tiny, "l0_sst_size_bytes = 64\n").unwrap();
+    let put = run(
+        &[
+            "--store-settings",
+            tiny.to_str().unwrap(),
+            "put",
+            POST,
+            "one",
+        ],
+        r#"{"text": "hello"}"#,
+    );
     assert!(put.status.success(), "{put:?}");
 
     // A file that does not parse, and one that does not exist: errors that

