@@ -91,7 +91,7 @@ fn main() -> ExitCode {
     }
     let result = match cli.command {
         Command::Rkey(cmd) => syntax::run_rkey(cmd),
-        Command::Tid(cmd) => syntax::run_tid(cmd),
+        Command::Tid(cmd) => syntax::run_tid(cmd, cli.repo.json),
         Command::Keys(cmd) => keys::run(cmd, cli.repo.json),
         Command::Pail(cmd) => pail_cmd::run(cmd),
         Command::Gc(args) => storage::gc(&cli.store, &args, cli.repo.json),

@@ -184,8 +184,8 @@ pub(crate) fn gc(store_args: &StoreArgs, args: &GcArgs, json_mode: bool) -> io::
                     "{}",
                     json!({"listed": r.listed, "reachable": r.reachable, "anchors": r.anchors,
                            "deleted": r.deleted,
-                           "bytes_freed": r.bytes_freed, "missing": r.missing,
-                           "commits_dropped": r.commits_dropped})
+                           "bytesFreed": r.bytes_freed, "missing": r.missing,
+                           "commitsDropped": r.commits_dropped})
                 );
             } else {
                 outln!(

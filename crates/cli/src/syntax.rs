@@ -61,7 +61,7 @@ pub(crate) fn run_rkey(cmd: RkeyCommand) -> io::Result<ExitCode> {
     }
 }
 
-pub(crate) fn run_tid(cmd: TidCommand) -> io::Result<ExitCode> {
+pub(crate) fn run_tid(cmd: TidCommand, json_mode: bool) -> io::Result<ExitCode> {
     match cmd {
         TidCommand::Validate(args) => validate_all(&args, |input| {
             Tid::parse(input).map(|tid| {
@@ -87,6 +87,26 @@ pub(crate) fn run_tid(cmd: TidCommand) -> io::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         TidCommand::Decode { tid } => match Tid::parse(&tid) {
+            Ok(tid) if json_mode => {
+                outln!(
+                    "{}",
+                    serde_json::json!({
+                        "tid": tid.to_string(),
+                        "time": format_micros(tid.timestamp_micros()),
+                        "micros": tid.timestamp_micros(),
+                        "clockId": tid.clock_id(),
+                        "topBitSet": tid.top_bit_set(),
+                    })
+                );
+                Ok(ExitCode::SUCCESS)
+            }
+            Err(e) if json_mode => {
+                eprintln!(
+                    "{}",
+                    serde_json::json!({"error": format!("invalid TID {tid:?}: {e}")})
+                );
+                Ok(ExitCode::from(1))
+            }
             Ok(tid) => {
                 outln!("tid:        {tid}");
                 outln!("time:       {}", format_micros(tid.timestamp_micros()));

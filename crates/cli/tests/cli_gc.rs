@@ -36,6 +36,10 @@ fn gc_deletes_unreachable_blocks() {
     let report: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(report["listed"], 1);
     assert_eq!(report["deleted"], 1);
+    // camelCase, as every JSON datarepo prints and the XRPC API.
+    for key in ["bytesFreed", "commitsDropped"] {
+        assert!(report.get(key).is_some(), "{key} missing: {report}");
+    }
     let out = Command::new(env!("CARGO_BIN_EXE_datarepo"))
         .args(["--store", dir.to_str().unwrap(), "gc"])
         .output()

@@ -118,4 +118,18 @@ fn tid_decode_shows_time_and_clock_id() {
         datarepo(&["tid", "decode", "nope"], "").status.code(),
         Some(1)
     );
+    // --json: one object on stdout; an error as JSON on stderr.
+    let out = datarepo(&["tid", "decode", &tid, "--json"], "");
+    assert_eq!(out.status.code(), Some(0));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        v,
+        serde_json::json!({"tid": tid, "time": "2023-04-29T03:42:21.953005Z",
+                           "micros": 1_682_739_741_953_005_u64, "clockId": 30, "topBitSet": false})
+    );
+    let out = datarepo(&["tid", "decode", "nope", "--json"], "");
+    assert_eq!(out.status.code(), Some(1));
+    assert!(out.stdout.is_empty());
+    let e: serde_json::Value = serde_json::from_slice(&out.stderr).unwrap();
+    assert!(e["error"].as_str().unwrap().contains("nope"), "{e}");
 }
