@@ -318,6 +318,20 @@ impl Session {
         let id = repo_id(args)?;
         self.repos.open(id).await.map_err(say)
     }
+
+    /// The repository, created by the first write to it, as the server's
+    /// first write creates it (`init` creates one explicitly).
+    async fn repo_for_write(&self, args: &RepoArgs) -> Result<Arc<Repository<SlateKv>>> {
+        let id = repo_id(args)?;
+        match self.repos.open(id).await {
+            Err(repo::Error::RepoNotFound(_)) => {
+                let repo = self.repos.create(id).await.map_err(say)?;
+                eprintln!("created repository {id}");
+                Ok(repo)
+            }
+            other => other.map_err(say),
+        }
+    }
 }
 
 /// A library error as the CLI says it: with the command that helps, where
@@ -456,7 +470,7 @@ async fn execute(s: &Session, args: &RepoArgs, cmd: RepoCommand) -> Result<ExitC
                 rkey::validate_record_key(rkey).map_err(|e| e.to_string())?;
             }
             let value = read_json(file.as_deref())?;
-            let repo = s.repo(args).await?;
+            let repo = s.repo_for_write(args).await?;
             let write = match (rkey, create) {
                 (rkey, true) | (rkey @ None, false) => Write::Create {
                     collection,
@@ -521,8 +535,20 @@ async fn execute(s: &Session, args: &RepoArgs, cmd: RepoCommand) -> Result<ExitC
                     }],
                     swap_commit,
                 )
-                .await
-                .map_err(e)?;
+                .await;
+            let c = match c {
+                // As deleteRecord: deleting an absent record is no commit.
+                Err(repo::Error::RecordNotFound(_)) if swap_record.is_none() => {
+                    print(json_mode, &json!({}), || {
+                        format!(
+                            "no record at {}: nothing to delete",
+                            record_uri(repo.id(), &collection, &rkey)
+                        )
+                    });
+                    return Ok(ExitCode::SUCCESS);
+                }
+                other => other.map_err(e)?,
+            };
             print(
                 json_mode,
                 &json!({"commit": {"cid": c.commit.to_string(), "rev": c.rev.to_string()}}),
