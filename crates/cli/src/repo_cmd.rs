@@ -215,6 +215,9 @@ pub(crate) enum RepoCommand {
     },
     /// Counts: records per collection, commits.
     Stats,
+    /// The store's repositories.
+    #[command(subcommand)]
+    Repo(RepoListCommand),
     /// Check a repository (all of them without --repo): every commit in
     /// its log and every shard and record of its head read back and hashed,
     /// and the record index compared with the tree. Changes nothing; exits
@@ -248,9 +251,17 @@ impl RepoCommand {
             | Self::Diff { .. }
             | Self::Export { .. }
             | Self::Stats
+            | Self::Repo(RepoListCommand::List)
             | Self::Check { .. } => false,
         }
     }
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum RepoListCommand {
+    /// Every repository in the store, with its head (listRepos' shape with
+    /// --json).
+    List,
 }
 
 /// Compare-and-swap preconditions of a write.
@@ -315,17 +326,33 @@ impl Session {
     }
 
     async fn repo(&self, args: &RepoArgs) -> Result<Arc<Repository<SlateKv>>> {
-        let id = repo_id(args)?;
-        self.repos.open(id).await.map_err(say)
+        let id = self.repo_id(args).await?;
+        self.repos.open(&id).await.map_err(say)
+    }
+
+    /// `--repo`, or else the store's only repository.
+    async fn repo_id(&self, args: &RepoArgs) -> Result<String> {
+        if let Some(id) = &args.repo {
+            return Ok(id.clone());
+        }
+        let all = self.repos.list().await.map_err(say)?;
+        match all.as_slice() {
+            [(id, _)] => Ok(id.clone()),
+            [] => Err("no repository given and the store has none: pass --repo ID (or set DATAREPO_REPO) to create one".to_owned()),
+            many => Err(format!(
+                "no repository given and the store has {}: pass --repo ID or set DATAREPO_REPO (`datarepo repo list` lists them)",
+                many.len()
+            )),
+        }
     }
 
     /// The repository, created by the first write to it, as the server's
     /// first write creates it (`init` creates one explicitly).
     async fn repo_for_write(&self, args: &RepoArgs) -> Result<Arc<Repository<SlateKv>>> {
-        let id = repo_id(args)?;
-        match self.repos.open(id).await {
+        let id = self.repo_id(args).await?;
+        match self.repos.open(&id).await {
             Err(repo::Error::RepoNotFound(_)) => {
-                let repo = self.repos.create(id).await.map_err(say)?;
+                let repo = self.repos.create(&id).await.map_err(say)?;
                 eprintln!("created repository {id}");
                 Ok(repo)
             }
@@ -868,6 +895,25 @@ async fn execute(s: &Session, args: &RepoArgs, cmd: RepoCommand) -> Result<ExitC
                     )
                 },
             );
+        }
+        RepoCommand::Repo(RepoListCommand::List) => {
+            let all = s.repos.list().await.map_err(e)?;
+            let mut repos = Vec::with_capacity(all.len());
+            let mut lines = Vec::with_capacity(all.len());
+            for (id, head) in all {
+                let rev = Tid::from_u64(head.rev);
+                lines.push(format!("{id}  rev {rev}  {}", head.commit));
+                repos.push(
+                    json!({"did": id, "head": head.commit.to_string(), "rev": rev.to_string()}),
+                );
+            }
+            print(json_mode, &json!({"repos": repos}), || {
+                if lines.is_empty() {
+                    "no repositories in this store".to_owned()
+                } else {
+                    lines.join("\n")
+                }
+            });
         }
         RepoCommand::Stats => {
             let repo = s.repo(args).await?;

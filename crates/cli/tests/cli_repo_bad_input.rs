@@ -89,7 +89,7 @@ fn bad_input_changes_nothing() {
             "{}",
             "already exists",
         ),
-        (vec!["rm", "com.example.a", "missing"], "", "not found"),
+        // (rm of an absent record is a no-op, as deleteRecord: cli_writes_agree_with_the_server.rs)
         (
             vec![
                 "collection",
@@ -184,8 +184,37 @@ fn bad_input_changes_nothing() {
         assert!(String::from_utf8_lossy(&out.stderr).contains("does not exist"));
     }
 
-    // Missing --repo says how to give one.
+    // Without --repo, the store's only repository; with two, an error that
+    // says how to give one.
     let out = common::datarepo(&["--store", store.to_str().unwrap(), "stats"], "");
+    assert!(out.status.success(), "{out:?}");
+    let out = common::datarepo(
+        &[
+            "--store",
+            store.to_str().unwrap(),
+            "--repo",
+            "did:web:second.example",
+            "init",
+        ],
+        "",
+    );
+    assert!(out.status.success(), "{out:?}");
+    let out = common::datarepo(&["--store", store.to_str().unwrap(), "stats"], "");
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
     assert!(String::from_utf8_lossy(&out.stderr).contains("DATAREPO_REPO"));
+    let list = common::datarepo(
+        &["--store", store.to_str().unwrap(), "repo", "list", "--json"],
+        "",
+    );
+    assert!(list.status.success(), "{list:?}");
+    let list: serde_json::Value = serde_json::from_slice(&list.stdout).unwrap();
+    let dids: Vec<&str> = list["repos"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["did"].as_str().unwrap())
+        .collect();
+    assert_eq!(dids.len(), 2, "{list}");
+    assert!(dids.contains(&"did:web:second.example"), "{list}");
     assert_eq!(json!(before["records"]), json!(1));
 }
