@@ -113,20 +113,20 @@ pub(crate) enum RepoCommand {
     },
     /// Print a record.
     Get {
-        /// The collection.
+        /// The collection, or the record's AT URI (at://DID/COLLECTION/RKEY).
         collection: String,
-        /// The record key.
-        rkey: String,
+        /// The record key (none with an AT URI).
+        rkey: Option<String>,
         /// The record as of the commit with this rev.
         #[arg(long)]
         at: Option<String>,
     },
     /// Delete a record.
     Rm {
-        /// The collection.
+        /// The collection, or the record's AT URI (at://DID/COLLECTION/RKEY).
         collection: String,
-        /// The record key.
-        rkey: String,
+        /// The record key (none with an AT URI).
+        rkey: Option<String>,
         #[command(flatten)]
         swap: SwapArgs,
     },
@@ -330,6 +330,39 @@ impl Session {
         self.repos.open(&id).await.map_err(say)
     }
 
+    /// A record named `COLLECTION RKEY` (in `--repo`'s repository) or by
+    /// its AT URI: the repository, the collection and the record key.
+    async fn record_name(
+        &self,
+        args: &RepoArgs,
+        collection: String,
+        rkey: Option<String>,
+    ) -> Result<(Arc<Repository<SlateKv>>, String, String)> {
+        let Some(path) = collection.strip_prefix("at://") else {
+            let rkey =
+                rkey.ok_or("give the record key after the collection, or the record's AT URI")?;
+            return Ok((self.repo(args).await?, collection, rkey));
+        };
+        if rkey.is_some() {
+            return Err("an AT URI names the record by itself: give no record key after it".into());
+        }
+        let mut parts = path.splitn(3, '/');
+        let (Some(did), Some(coll), Some(rk)) = (parts.next(), parts.next(), parts.next()) else {
+            return Err(format!(
+                "{collection:?} is not a record's AT URI (at://DID/COLLECTION/RKEY)"
+            ));
+        };
+        if let Some(given) = &args.repo
+            && given != did
+        {
+            return Err(format!(
+                "the AT URI names repository {did}, but --repo is {given}"
+            ));
+        }
+        let repo = self.repos.open(did).await.map_err(say)?;
+        Ok((repo, coll.to_owned(), rk.to_owned()))
+    }
+
     /// `--repo`, or else the store's only repository.
     async fn repo_id(&self, args: &RepoArgs) -> Result<String> {
         if let Some(id) = &args.repo {
@@ -529,7 +562,7 @@ async fn execute(s: &Session, args: &RepoArgs, cmd: RepoCommand) -> Result<ExitC
             rkey,
             at,
         } => {
-            let repo = s.repo(args).await?;
+            let (repo, collection, rkey) = s.record_name(args, collection, rkey).await?;
             let record = match at {
                 Some(rev) => repo.record_at(parse_rev(&rev)?, &collection, &rkey).await,
                 None => repo.get_record(&collection, &rkey).await,
@@ -552,7 +585,7 @@ async fn execute(s: &Session, args: &RepoArgs, cmd: RepoCommand) -> Result<ExitC
             swap,
         } => {
             let (swap_commit, swap_record) = swap.parse()?;
-            let repo = s.repo(args).await?;
+            let (repo, collection, rkey) = s.record_name(args, collection, rkey).await?;
             let c = repo
                 .apply_writes(
                     vec![Write::Delete {
