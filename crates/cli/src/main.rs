@@ -55,6 +55,12 @@ enum Command {
     /// Storage keys: build and explain them (a key inspector).
     #[command(subcommand)]
     Keys(keys::KeysCommand),
+    /// Print a shell completion script (e.g. `datarepo completions bash >
+    /// ~/.local/share/bash-completion/completions/datarepo`).
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
 }
 
 /// Logs go to stderr, filtered by `RUST_LOG` (else `default_filter`), in
@@ -85,6 +91,12 @@ fn io_error(message: String) -> std::io::Error {
 /// Exit codes: 0 success, 1 invalid input or a failed operation, 2 usage.
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if let Command::Completions { shell } = cli.command {
+        use clap::CommandFactory;
+        let mut out = output::Stdout::buffered();
+        clap_complete::generate(shell, &mut Cli::command(), "datarepo", &mut out);
+        return ExitCode::SUCCESS;
+    }
     if !matches!(cli.command, Command::Serve(_)) {
         // Warnings (a slow store, a retried request) for one-shot commands.
         init_logs("warn", "text");
@@ -97,6 +109,7 @@ fn main() -> ExitCode {
         Command::Gc(args) => storage::gc(&cli.store, &args, cli.repo.json),
         Command::Serve(args) => serve::run(&cli.store, &args).map_err(io_error),
         Command::Repo(cmd) => repo_cmd::run(&cli.store, &cli.repo, cmd).map_err(io_error),
+        Command::Completions { .. } => Ok(ExitCode::SUCCESS),
     };
     match result {
         Ok(code) => code,
