@@ -105,7 +105,7 @@ fn main() -> ExitCode {
         Command::Rkey(cmd) => syntax::run_rkey(cmd),
         Command::Tid(cmd) => syntax::run_tid(cmd, cli.repo.json),
         Command::Keys(cmd) => keys::run(cmd, cli.repo.json),
-        Command::Pail(cmd) => pail_cmd::run(cmd),
+        Command::Pail(cmd) => pail_cmd::run(cmd, cli.repo.json),
         Command::Gc(args) => storage::gc(&cli.store, &args, cli.repo.json),
         Command::Serve(args) => serve::run(&cli.store, &args).map_err(io_error),
         Command::Repo(cmd) => repo_cmd::run(&cli.store, &cli.repo, cmd).map_err(io_error),

@@ -65,7 +65,7 @@ pub(crate) enum PailCommand {
         #[arg(long)]
         json: bool,
     },
-    /// Draw the shard structure.
+    /// Draw the shard structure (with --json, as nested objects).
     Tree {
         #[command(flatten)]
         car: CarPath,
@@ -91,7 +91,8 @@ pub(crate) enum PailCommand {
 
 #[derive(Debug, Args)]
 pub(crate) struct CarPath {
-    /// The CAR file holding the tree.
+    /// The CAR file holding the tree: a Pail CAR, or a repository export
+    /// (whose root commit leads to its tree).
     #[arg(long, default_value = "pail.car")]
     path: PathBuf,
 }
@@ -117,7 +118,7 @@ impl TreeConfig {
 
 type Result<T> = std::result::Result<T, String>;
 
-pub(crate) fn run(cmd: PailCommand) -> io::Result<ExitCode> {
+pub(crate) fn run(cmd: PailCommand, json_mode: bool) -> io::Result<ExitCode> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
@@ -142,9 +143,17 @@ pub(crate) fn run(cmd: PailCommand) -> io::Result<ExitCode> {
                     .await
                     .map_err(|e| e.to_string())?
                 {
+                    Some(v) if json_mode => {
+                        outln!("{}", json!({"key": key, "value": v.to_string()}));
+                        Ok(ExitCode::SUCCESS)
+                    }
                     Some(v) => {
                         outln!("{v}");
                         Ok(ExitCode::SUCCESS)
+                    }
+                    None if json_mode => {
+                        eprintln!("{}", json!({"error": format!("no value for {key:?}")}));
+                        Ok(ExitCode::from(1))
                     }
                     None => {
                         eprintln!("datarepo: no value for {key:?}");
@@ -158,6 +167,7 @@ pub(crate) fn run(cmd: PailCommand) -> io::Result<ExitCode> {
                 finish(&car.path, &blocks, root, m).await
             }
             PailCommand::Ls { car, prefix, json } => {
+                let json = json || json_mode;
                 let (blocks, root) = open(&car.path).await?;
                 let options = EntriesOptions {
                     prefix,
@@ -192,6 +202,11 @@ pub(crate) fn run(cmd: PailCommand) -> io::Result<ExitCode> {
                 out.flush().map_err(|e| e.to_string())?;
                 Ok(ExitCode::SUCCESS)
             }
+            PailCommand::Tree { car } if json_mode => {
+                let (blocks, root) = open(&car.path).await?;
+                outln!("{}", tree_json(&blocks, root).await?);
+                Ok(ExitCode::SUCCESS)
+            }
             PailCommand::Tree { car } => {
                 let (blocks, root) = open(&car.path).await?;
                 let mut out = String::new();
@@ -203,6 +218,25 @@ pub(crate) fn run(cmd: PailCommand) -> io::Result<ExitCode> {
                 let (blocks, a) = open(&car.path).await?;
                 let b = load_into(&other, &blocks).await?;
                 let d = pail::diff(&blocks, a, b).await.map_err(|e| e.to_string())?;
+                if json_mode {
+                    let cids = |v: &[Cid]| v.iter().map(ToString::to_string).collect::<Vec<_>>();
+                    let out = if keys {
+                        let changes: Vec<_> = d
+                            .keys
+                            .iter()
+                            .map(|c| {
+                                json!({"key": c.key, "old": c.old.map(|v| v.to_string()),
+                                       "new": c.new.map(|v| v.to_string())})
+                            })
+                            .collect();
+                        json!({"old": a.to_string(), "new": b.to_string(), "keys": changes})
+                    } else {
+                        json!({"old": a.to_string(), "new": b.to_string(),
+                               "additions": cids(&d.additions), "removals": cids(&d.removals)})
+                    };
+                    outln!("{out}");
+                    return Ok(ExitCode::SUCCESS);
+                }
                 outln!("--- {a}\n+++ {b}");
                 if keys {
                     for c in &d.keys {
@@ -399,6 +433,11 @@ async fn load_into(path: &Path, blocks: &MemoryBlocks) -> Result<Cid> {
         .roots()
         .first()
         .ok_or_else(|| format!("{} has no root", path.display()))?;
+    let mut root = root;
+    // A repository export's root is a commit, and its records are not
+    // shards: the tree is the commit's `data`.
+    let mut not_shards = None;
+    let mut commit_root = false;
     while let Some((cid, bytes)) = reader
         .next_block()
         .await
@@ -407,8 +446,20 @@ async fn load_into(path: &Path, blocks: &MemoryBlocks) -> Result<Cid> {
         if cid.codec() != pail::DAG_CBOR {
             continue;
         }
-        let shard =
-            Shard::decode(&bytes).map_err(|e| format!("{}: block {cid}: {e}", path.display()))?;
+        let shard = match Shard::decode(&bytes) {
+            Ok(shard) => shard,
+            Err(e) => {
+                if cid == root
+                    && let Ok(commit) = repo::CommitData::decode(cid, &bytes)
+                {
+                    root = commit.data;
+                    commit_root = true;
+                } else if not_shards.is_none() {
+                    not_shards = Some(format!("{}: block {cid}: {e}", path.display()));
+                }
+                continue;
+            }
+        };
         if shard.cid() != cid {
             return Err(format!(
                 "{}: block {cid} does not hash to its CID (corrupt file)",
@@ -416,6 +467,11 @@ async fn load_into(path: &Path, blocks: &MemoryBlocks) -> Result<Cid> {
             ));
         }
         blocks.insert(Arc::new(shard));
+    }
+    if let Some(e) = not_shards
+        && !commit_root
+    {
+        return Err(e);
     }
     blocks
         .get_shard(&root)
@@ -481,6 +537,30 @@ async fn save(path: &Path, blocks: &MemoryBlocks, root: Cid) -> Result<()> {
 
 /// Draws the shard structure under `cid`: the shard on the current line
 /// (after whatever the caller printed), its entries below with `indent`.
+/// The tree at `cid` as nested JSON: each shard's CID, encoded size and
+/// entries (key, value, and the child shard a link leads to).
+fn tree_json<'a>(
+    blocks: &'a MemoryBlocks,
+    cid: Cid,
+) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<serde_json::Value>> + 'a>> {
+    Box::pin(async move {
+        let shard = blocks.get_shard(&cid).await.map_err(|e| e.to_string())?;
+        let mut entries = Vec::with_capacity(shard.len());
+        for i in 0..shard.len() {
+            let mut entry = serde_json::Map::new();
+            entry.insert("key".into(), shard.key(i).into());
+            if let Some(v) = shard.data(i) {
+                entry.insert("value".into(), v.to_string().into());
+            }
+            if let Some(link) = shard.link(i) {
+                entry.insert("link".into(), tree_json(blocks, link).await?);
+            }
+            entries.push(serde_json::Value::Object(entry));
+        }
+        Ok(json!({"cid": cid.to_string(), "bytes": shard.bytes().len(), "entries": entries}))
+    })
+}
+
 fn draw<'a>(
     blocks: &'a MemoryBlocks,
     cid: Cid,
