@@ -106,7 +106,9 @@ fn main() -> ExitCode {
         Command::Tid(cmd) => syntax::run_tid(cmd, cli.repo.json),
         Command::Keys(cmd) => keys::run(cmd, cli.repo.json),
         Command::Pail(cmd) => pail_cmd::run(cmd, cli.repo.json),
-        Command::Gc(args) => storage::gc(&cli.store, &args, cli.repo.json),
+        Command::Gc(args) => {
+            storage::gc(&cli.store, &args, cli.repo.repo.as_deref(), cli.repo.json)
+        }
         Command::Serve(args) => serve::run(&cli.store, &args).map_err(io_error),
         Command::Repo(cmd) => repo_cmd::run(&cli.store, &cli.repo, cmd).map_err(io_error),
         Command::Completions { .. } => Ok(ExitCode::SUCCESS),

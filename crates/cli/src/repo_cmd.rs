@@ -27,7 +27,7 @@ use crate::storage::StoreArgs;
 pub(crate) struct RepoArgs {
     /// The repository: a DID (did:web:example.com) or a handle (alice.example.com).
     #[arg(long, global = true, env = "DATAREPO_REPO")]
-    repo: Option<String>,
+    pub(crate) repo: Option<String>,
     /// Print JSON for scripts (put/get/ls print AT Protocol's response shapes).
     #[arg(long, global = true)]
     pub(crate) json: bool,

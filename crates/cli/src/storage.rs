@@ -121,6 +121,9 @@ pub(crate) struct GcArgs {
     /// reach); by default every commit in each repository's log is kept.
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
     keep_last: Option<u64>,
+    /// Report what would leave the log and be deleted, changing nothing.
+    #[arg(long)]
+    dry_run: bool,
 }
 
 /// The commits a collection keeps: the newest `keep_last` of each
@@ -132,7 +135,14 @@ pub(crate) fn retention(keep_last: Option<u64>) -> Retention {
     }
 }
 
-pub(crate) fn gc(store_args: &StoreArgs, args: &GcArgs, json_mode: bool) -> io::Result<ExitCode> {
+/// `datarepo gc`; with `repo` (`--repo`), `--keep-last` applies to that
+/// repository only.
+pub(crate) fn gc(
+    store_args: &StoreArgs,
+    args: &GcArgs,
+    repo: Option<&str>,
+    json_mode: bool,
+) -> io::Result<ExitCode> {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -149,8 +159,12 @@ pub(crate) fn gc(store_args: &StoreArgs, args: &GcArgs, json_mode: bool) -> io::
                 .unwrap_or_else(|_| ProgressStyle::default_bar())
                 .progress_chars("=> ");
         bar.set_style(counting);
+        let mut options = store::GcOptions::new(retention).dry_run(args.dry_run);
+        if let Some(repo) = repo {
+            options = options.repo(repo);
+        }
         let report = store
-            .gc(retention, |p| match p {
+            .gc_with(&options, |p| match p {
                 GcProgress::Listing { listed } => {
                     bar.set_message("listing");
                     bar.set_position(listed as u64);
@@ -185,11 +199,25 @@ pub(crate) fn gc(store_args: &StoreArgs, args: &GcArgs, json_mode: bool) -> io::
                     json!({"listed": r.listed, "reachable": r.reachable, "anchors": r.anchors,
                            "deleted": r.deleted,
                            "bytesFreed": r.bytes_freed, "missing": r.missing,
-                           "commitsDropped": r.commits_dropped})
+                           "commitsDropped": r.commits_dropped, "dryRun": args.dry_run,
+                           "repo": repo})
+                );
+            } else if args.dry_run {
+                outln!(
+                    "dry run: {} blocks listed, {} reachable; {} would be deleted ({} bytes); \
+                     {} older commits would leave the log{}",
+                    r.listed,
+                    r.reachable,
+                    r.deleted,
+                    r.bytes_freed,
+                    r.commits_dropped,
+                    repo.map(|r| format!(" (of {r} only)")).unwrap_or_default()
                 );
             } else {
                 outln!(
-                    "{} blocks listed, {} reachable{}, {} deleted ({} bytes freed){}{}",
+                    "{} blocks listed, {} reachable{}, {} deleted ({} bytes, returned to the \
+                     file system when SlateDB next compacts the files that hold them: the \
+                     directory may grow until then){}{}",
                     r.listed,
                     r.reachable,
                     if r.anchors > 0 {
@@ -201,8 +229,9 @@ pub(crate) fn gc(store_args: &StoreArgs, args: &GcArgs, json_mode: bool) -> io::
                     r.bytes_freed,
                     if r.commits_dropped > 0 {
                         format!(
-                            "; {} older commits left the log (history now starts at the oldest kept)",
-                            r.commits_dropped
+                            "; {} older commits left the log{} (history now starts at the oldest kept)",
+                            r.commits_dropped,
+                            repo.map(|r| format!(" of {r}")).unwrap_or_default()
                         )
                     } else {
                         String::new()

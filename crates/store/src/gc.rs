@@ -32,9 +32,10 @@ use keycodec::{KeyRange, RecordType, records};
 use crate::{Error, Kv, Store, WriteOp, store::View};
 
 /// Which commits keep their blocks alive.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum Retention {
     /// Every commit in every repository's commit log.
+    #[default]
     All,
     /// The newest `n` commits (at least 1: the head) of each repository;
     /// older commits leave the commit log.
@@ -82,6 +83,45 @@ pub struct GcReport {
     /// Commit-log entries removed: those of commits older than the
     /// retained ones, whose blocks went with them.
     pub commits_dropped: usize,
+}
+
+/// What a collection does besides its default (every repository's
+/// retention, deleting what it finds).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct GcOptions {
+    /// Which commits stay in each log.
+    pub retention: Retention,
+    /// Apply `retention` to this repository only (the others keep every
+    /// commit). Blocks no repository reaches are collected whichever wrote
+    /// them: a block belongs to no repository, it is shared by content.
+    pub repo: Option<String>,
+    /// Report what would be dropped and deleted, changing nothing.
+    pub dry_run: bool,
+}
+
+impl GcOptions {
+    /// Options with this retention.
+    pub fn new(retention: Retention) -> Self {
+        Self {
+            retention,
+            ..Self::default()
+        }
+    }
+
+    /// Retention for `repo` only.
+    #[must_use]
+    pub fn repo(mut self, repo: impl Into<String>) -> Self {
+        self.repo = Some(repo.into());
+        self
+    }
+
+    /// A dry run.
+    #[must_use]
+    pub fn dry_run(mut self, dry_run: bool) -> Self {
+        self.dry_run = dry_run;
+        self
+    }
 }
 
 const DAG_CBOR: u64 = 0x71;
@@ -238,17 +278,40 @@ impl<K: Kv> Store<K> {
         retention: Retention,
         progress: impl FnMut(GcProgress),
     ) -> Result<GcReport, Error> {
-        self.gc_keeping_links(retention, LISTED_LINKS_BUDGET, progress)
+        self.gc_with(
+            &GcOptions {
+                retention,
+                ..GcOptions::default()
+            },
+            progress,
+        )
+        .await
+    }
+
+    /// [`Store::gc`] with options: retention for one repository only, or
+    /// a dry run.
+    ///
+    /// # Errors
+    ///
+    /// As [`Store::gc`].
+    pub async fn gc_with(
+        &self,
+        options: &GcOptions,
+        progress: impl FnMut(GcProgress),
+    ) -> Result<GcReport, Error> {
+        self.gc_keeping_links(options, LISTED_LINKS_BUDGET, progress)
             .await
     }
 
-    /// [`Store::gc`], keeping at most `links_budget` links from the listing.
+    /// [`Store::gc_with`], keeping at most `links_budget` links from the
+    /// listing.
     async fn gc_keeping_links(
         &self,
-        retention: Retention,
+        options: &GcOptions,
         links_budget: usize,
         mut progress: impl FnMut(GcProgress),
     ) -> Result<GcReport, Error> {
+        let retention = options.retention;
         let _no_bulk_commits = self.gc_lock.write().await;
         let _noting = NotingWrites::start(self);
         // 1. The candidates: every block stored now. Their bytes come with
@@ -325,8 +388,8 @@ impl<K: Kv> Store<K> {
                 continue;
             };
             let limit = match retention {
-                Retention::All => usize::MAX,
-                Retention::Last(n) => n.max(1),
+                Retention::Last(n) if options.repo.as_ref().is_none_or(|r| *r == repo) => n.max(1),
+                _ => usize::MAX,
             };
             let log = self
                 .commit_log_in(&repo, true, usize::MAX, View::Written)
@@ -417,9 +480,11 @@ impl<K: Kv> Store<K> {
             commits_dropped: dropped_log_keys.len(),
             ..GcReport::default()
         };
-        for chunk in dropped_log_keys.chunks(PAGE) {
-            self.write_durably(chunk.iter().cloned().map(WriteOp::Delete).collect())
-                .await?;
+        if !options.dry_run {
+            for chunk in dropped_log_keys.chunks(PAGE) {
+                self.write_durably(chunk.iter().cloned().map(WriteOp::Delete).collect())
+                    .await?;
+            }
         }
         // (the block's CID, none for a stray key; its key; its length)
         let unreachable: Vec<(Option<Cid>, Vec<u8>, u64)> = listed
@@ -437,6 +502,13 @@ impl<K: Kv> Store<K> {
             .chain(stray.into_iter().map(|(key, len)| (None, key, len)))
             .collect();
         let to_delete = unreachable.len();
+        if options.dry_run {
+            // What a collection now would delete (blocks the dry run cannot
+            // see a commit write again are counted too).
+            report.deleted = to_delete;
+            report.bytes_freed = unreachable.iter().map(|(_, _, len)| len).sum();
+            return Ok(report);
+        }
         for (done, chunk) in unreachable.chunks(PAGE).enumerate() {
             progress(GcProgress::Sweeping {
                 done: done * PAGE,
@@ -559,7 +631,7 @@ mod tests {
             let store = Store::with_cache_bytes(MemoryKv::new(), 0);
             let blocks = history(&store, 6).await;
             let report = store
-                .gc_keeping_links(Retention::Last(2), budget, |_| {})
+                .gc_keeping_links(&GcOptions::new(Retention::Last(2)), budget, |_| {})
                 .await
                 .unwrap();
             outcomes.push((report, stored(&store, &blocks).await));
@@ -594,7 +666,7 @@ mod tests {
             .await
             .unwrap();
         let err = store
-            .gc_keeping_links(Retention::Last(1), 0, |_| {})
+            .gc_keeping_links(&GcOptions::new(Retention::Last(1)), 0, |_| {})
             .await
             .unwrap_err();
         assert!(

@@ -27,7 +27,7 @@ mod store;
 pub use bitmap::{CONTAINER_BITS, ContainerDelta, ContainerError, ContainerGroup, SHORT_LIMIT};
 pub use block::Block;
 pub use error::{Conflict, Error};
-pub use gc::{GcProgress, GcReport, Retention};
+pub use gc::{GcOptions, GcProgress, GcReport, Retention};
 pub use kv::{
     DEFAULT_BULK_BATCH_BYTES, DEFAULT_FLUSH_INTERVAL, DEFAULT_L0_SST_SIZE_BYTES,
     DEFAULT_S3_FLUSH_INTERVAL, DEFAULT_SCAN_READ_AHEAD, Durability, EngineMetric,
