@@ -553,12 +553,15 @@ pub(crate) async fn describe_repo<K: Kv + 'static>(
     app.authorize_read(&headers)?;
     let p = query(params)?;
     let repo = app.repo(&p.repo).await?;
-    let collections: Vec<String> = repo
-        .collections()
-        .await
-        .into_iter()
-        .map(|(n, _)| n)
-        .collect();
+    // As the reference lists them: the collections that hold records (one
+    // whose records were all deleted, or declared and never written, is
+    // not listed).
+    let mut collections: Vec<String> = Vec::new();
+    for (name, _) in repo.collections().await {
+        if !repo.list_records(&name, None, false, 1).await?.is_empty() {
+            collections.push(name);
+        }
+    }
     let id = repo.id();
     // A repository named by a DID has no verified handle; one named by a
     // handle is given the did:web of that name.
