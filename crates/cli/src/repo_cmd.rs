@@ -99,9 +99,20 @@ pub(crate) enum RepoCommand {
     /// Create or replace a record, from a JSON file or standard input.
     Put {
         /// The collection (an NSID).
-        collection: String,
+        #[arg(required_unless_present = "batch")]
+        collection: Option<String>,
         /// The record key (default: a fresh TID).
         rkey: Option<String>,
+        /// Read JSON Lines of applyWrites-shaped writes from standard input
+        /// (`{"$type": "com.atproto.repo.applyWrites#create", "collection":
+        /// …, "rkey"?: …, "value": {…}}`, `#update`, `#delete`) and apply
+        /// them in commits of --commit-every writes.
+        #[arg(long, conflicts_with_all = ["collection", "file", "create", "swap_commit", "swap_record"])]
+        batch: bool,
+        /// With --batch: writes per commit.
+        #[arg(long, default_value_t = 200, requires = "batch",
+              value_parser = clap::value_parser!(u64).range(1..=100_000))]
+        commit_every: u64,
         /// Read the record from this file instead of standard input.
         #[arg(long, short)]
         file: Option<PathBuf>,
@@ -514,12 +525,27 @@ async fn execute(s: &Session, args: &RepoArgs, cmd: RepoCommand) -> Result<ExitC
             );
         }
         RepoCommand::Put {
+            batch: true,
+            commit_every,
+            ..
+        } => {
+            let repo = s.repo_for_write(args).await?;
+            put_batch(
+                &repo,
+                json_mode,
+                usize::try_from(commit_every).unwrap_or(usize::MAX),
+            )
+            .await?;
+        }
+        RepoCommand::Put {
             collection,
             rkey,
             file,
             create,
             swap,
+            ..
         } => {
+            let collection = collection.ok_or("give the collection (or --batch)")?;
             let (swap_commit, swap_record) = swap.parse()?;
             if create && swap_record.is_some() {
                 return Err("--create and --swap-record contradict each other: a record that must not exist has no current CID".into());
@@ -1109,6 +1135,64 @@ async fn count_records(repo: &Repository<SlateKv>, collection: &str) -> Result<u
             _ => return Ok(count),
         }
     }
+}
+
+/// `put --batch`: JSON Lines of applyWrites-shaped writes from stdin, in
+/// commits of `per_commit`. Each commit is atomic; a bad line stops the
+/// batch before its commit, naming the line, and says what was committed.
+async fn put_batch(repo: &Repository<SlateKv>, json_mode: bool, per_commit: usize) -> Result<()> {
+    use std::io::BufRead as _;
+    let bar = bar("{spinner} {pos} writes committed ({per_sec})");
+    let (mut committed, mut commits) = (0_u64, 0_u64);
+    let mut pending: Vec<Write> = Vec::with_capacity(per_commit);
+    let stopped = |line: usize, committed: u64, why: String| {
+        format!("line {line}: {why} ({committed} writes before it were committed)")
+    };
+    let mut lines = std::io::stdin().lock().lines().enumerate();
+    loop {
+        let next = lines.next();
+        if let Some((i, line)) = &next {
+            let line = line
+                .as_ref()
+                .map_err(|e| format!("cannot read standard input: {e}"))?;
+            if !line.trim().is_empty() {
+                let value: Value = serde_json::from_str(line)
+                    .map_err(|e| stopped(i + 1, committed, format!("not JSON: {e}")))?;
+                let write =
+                    Write::from_apply_writes(value).map_err(|e| stopped(i + 1, committed, e))?;
+                pending.push(write);
+            }
+        }
+        if pending.len() == per_commit || (next.is_none() && !pending.is_empty()) {
+            let n = pending.len() as u64;
+            let c = repo
+                .apply_writes(std::mem::take(&mut pending), None)
+                .await
+                .map_err(|e| {
+                    format!(
+                        "{} ({committed} writes before this commit were committed)",
+                        say(e)
+                    )
+                })?;
+            committed += n;
+            commits += 1;
+            bar.set_position(committed);
+            if json_mode {
+                outln!(
+                    "{}",
+                    json!({"commit": {"cid": c.commit.to_string(), "rev": c.rev.to_string()}, "writes": n})
+                );
+            }
+        }
+        if next.is_none() {
+            break;
+        }
+    }
+    bar.finish_and_clear();
+    if !json_mode {
+        outln!("{committed} writes in {commits} commits");
+    }
+    Ok(())
 }
 
 /// What an export writes.

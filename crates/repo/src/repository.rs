@@ -165,6 +165,69 @@ pub enum Write {
     },
 }
 
+impl Write {
+    /// `$type` of an applyWrites create.
+    pub const CREATE_TYPE: &'static str = "com.atproto.repo.applyWrites#create";
+    /// `$type` of an applyWrites update.
+    pub const UPDATE_TYPE: &'static str = "com.atproto.repo.applyWrites#update";
+    /// `$type` of an applyWrites delete.
+    pub const DELETE_TYPE: &'static str = "com.atproto.repo.applyWrites#delete";
+
+    /// One write of `com.atproto.repo.applyWrites` (`{"$type", "collection",
+    /// "rkey"?, "value"?}`).
+    ///
+    /// # Errors
+    ///
+    /// A message naming what is missing or wrong.
+    pub fn from_apply_writes(w: Value) -> Result<Self, String> {
+        #[derive(serde::Deserialize)]
+        struct Fields {
+            #[serde(rename = "$type")]
+            kind: String,
+            collection: String,
+            rkey: Option<String>,
+            value: Option<Value>,
+        }
+        let f: Fields = serde_json::from_value(w).map_err(|e| e.to_string())?;
+        let rkey = |rkey: Option<String>| rkey.ok_or("rkey is required");
+        let value = |value: Option<Value>| value.ok_or("value is required");
+        Ok(match f.kind.as_str() {
+            Self::CREATE_TYPE => Self::Create {
+                collection: f.collection,
+                rkey: f.rkey,
+                value: value(f.value)?,
+            },
+            Self::UPDATE_TYPE => Self::Update {
+                collection: f.collection,
+                rkey: rkey(f.rkey)?,
+                value: value(f.value)?,
+                swap_record: None,
+            },
+            Self::DELETE_TYPE => Self::Delete {
+                collection: f.collection,
+                rkey: rkey(f.rkey)?,
+                swap_record: None,
+            },
+            other => {
+                return Err(format!(
+                    "unknown $type {other:?} (expected {}, {} or {})",
+                    Self::CREATE_TYPE,
+                    Self::UPDATE_TYPE,
+                    Self::DELETE_TYPE
+                ));
+            }
+        })
+    }
+
+    /// The value a create or update writes.
+    pub fn value(&self) -> Option<&Value> {
+        match self {
+            Self::Create { value, .. } | Self::Update { value, .. } => Some(value),
+            Self::Delete { .. } => None,
+        }
+    }
+}
+
 /// What one write did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WriteResult {

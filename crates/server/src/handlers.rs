@@ -336,53 +336,13 @@ pub(crate) struct ApplyWritesInput {
     swap_commit: Option<String>,
 }
 
-const CREATE: &str = "com.atproto.repo.applyWrites#create";
-const UPDATE: &str = "com.atproto.repo.applyWrites#update";
-const DELETE: &str = "com.atproto.repo.applyWrites#delete";
-
 fn parse_write(i: usize, w: Value, max_record: usize, body_len: usize) -> Result<Write> {
-    #[derive(Deserialize)]
-    struct Fields {
-        #[serde(rename = "$type")]
-        kind: String,
-        collection: String,
-        rkey: Option<String>,
-        value: Option<Value>,
+    let write =
+        Write::from_apply_writes(w).map_err(|e| XrpcError::invalid(format!("writes[{i}]: {e}")))?;
+    if let Some(value) = write.value() {
+        check_record_size(max_record, body_len, value)?;
     }
-    let f: Fields =
-        serde_json::from_value(w).map_err(|e| XrpcError::invalid(format!("writes[{i}]: {e}")))?;
-    let need_rkey = |rkey: Option<String>| {
-        rkey.ok_or_else(|| XrpcError::invalid(format!("writes[{i}]: rkey is required")))
-    };
-    let need_value = |value: Option<Value>| -> Result<Value> {
-        let value =
-            value.ok_or_else(|| XrpcError::invalid(format!("writes[{i}]: value is required")))?;
-        check_record_size(max_record, body_len, &value)?;
-        Ok(value)
-    };
-    Ok(match f.kind.as_str() {
-        CREATE => Write::Create {
-            collection: f.collection,
-            rkey: f.rkey,
-            value: need_value(f.value)?,
-        },
-        UPDATE => Write::Update {
-            collection: f.collection,
-            rkey: need_rkey(f.rkey)?,
-            value: need_value(f.value)?,
-            swap_record: None,
-        },
-        DELETE => Write::Delete {
-            collection: f.collection,
-            rkey: need_rkey(f.rkey)?,
-            swap_record: None,
-        },
-        other => {
-            return Err(XrpcError::invalid(format!(
-                "writes[{i}]: unknown $type {other:?} (expected {CREATE}, {UPDATE} or {DELETE})"
-            )));
-        }
-    })
+    Ok(write)
 }
 
 pub(crate) async fn apply_writes<K: Kv + 'static>(
