@@ -16,6 +16,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 mod keys;
 mod output;
 mod pail_cmd;
+mod remote;
 mod repo_cmd;
 mod serve;
 mod storage;

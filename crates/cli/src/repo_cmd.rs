@@ -31,6 +31,11 @@ pub(crate) struct RepoArgs {
     /// Print JSON for scripts (put/get/ls print AT Protocol's response shapes).
     #[arg(long, global = true)]
     pub(crate) json: bool,
+    /// Send writing commands (put, rm, put --batch, index add|drop) to the
+    /// datarepo server at this URL, with the token in DATAREPO_TOKEN, so
+    /// they work beside it (reading commands read the store directly).
+    #[arg(long, global = true, env = "DATAREPO_SERVER")]
+    pub(crate) server: Option<String>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -287,7 +292,7 @@ pub(crate) struct SwapArgs {
 }
 
 impl SwapArgs {
-    fn parse(&self) -> Result<(Option<Cid>, Option<Cid>)> {
+    pub(crate) fn parse(&self) -> Result<(Option<Cid>, Option<Cid>)> {
         let cid = |s: &Option<String>, flag: &str| {
             s.as_deref()
                 .map(|s| {
@@ -449,6 +454,10 @@ pub(crate) fn run(store: &StoreArgs, args: &RepoArgs, cmd: RepoCommand) -> Resul
         .build()
         .map_err(|e| e.to_string())?;
     rt.block_on(async {
+        if let Some(server) = args.server.as_deref().filter(|_| cmd.writes()) {
+            crate::remote::run(server, args, cmd).await?;
+            return Ok(ExitCode::SUCCESS);
+        }
         let session = Session::open(store, cmd.writes()).await?;
         let result = execute(&session, args, cmd).await;
         let closed = session.kv.close().await;
@@ -1253,7 +1262,7 @@ async fn export_file(
     written.map_err(|err| format!("export to {} failed: {err}", file.display()))
 }
 
-fn read_json(file: Option<&Path>) -> Result<Value> {
+pub(crate) fn read_json(file: Option<&Path>) -> Result<Value> {
     let (text, source) = match file {
         Some(path) => (
             std::fs::read_to_string(path)

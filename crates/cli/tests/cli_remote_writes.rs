@@ -1,0 +1,118 @@
+//! `--server URL`: the writing commands go through a running server's API
+//! (the store is the server's), with the token in DATAREPO_TOKEN; commands
+//! that need the store itself say so.
+
+mod common;
+
+use std::process::{Command, Output};
+
+use common::{http, start_server};
+use serde_json::{Value, json};
+
+const TOKEN: &str = "remote-token";
+const DID: &str = "did:web:remote.example";
+const POST: &str = "app.bsky.feed.post";
+
+fn remote(port: u16, token: &str, args: &[&str], stdin: &str) -> Output {
+    use std::io::Write as _;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_datarepo"))
+        .args([
+            "--server",
+            &format!("http://127.0.0.1:{port}"),
+            "--repo",
+            DID,
+        ])
+        .args(args)
+        .env("DATAREPO_TOKEN", token)
+        .env("DATAREPO_STORE", "/nonexistent/not-used")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(stdin.as_bytes())
+        .unwrap();
+    child.wait_with_output().unwrap()
+}
+
+fn get_record(port: u16, rkey: &str) -> Option<Value> {
+    let (status, body) = http(
+        port,
+        "GET",
+        &format!("/xrpc/com.atproto.repo.getRecord?repo={DID}&collection={POST}&rkey={rkey}"),
+        TOKEN,
+        "",
+    )?;
+    (status == 200).then(|| serde_json::from_str(&body).unwrap())
+}
+
+#[test]
+fn writing_commands_go_through_the_server() {
+    let tmp = testkit::tempdir("cli-remote");
+    let store = tmp.path().join("data");
+    let (_server, port) = start_server(store.to_str().unwrap(), TOKEN);
+
+    let out = remote(
+        port,
+        TOKEN,
+        &["put", POST, "a", "--json"],
+        r#"{"text": "remote"}"#,
+    );
+    assert!(out.status.success(), "{out:?}");
+    let put: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(put["uri"], json!(format!("at://{DID}/{POST}/a")));
+    assert_eq!(get_record(port, "a").unwrap()["value"]["text"], "remote");
+
+    let batch: String = (0..5)
+        .map(|i| {
+            json!({"$type": "com.atproto.repo.applyWrites#create", "collection": POST,
+                   "rkey": format!("b{i}"), "value": {"n": i}})
+            .to_string()
+                + "\n"
+        })
+        .collect();
+    let out = remote(
+        port,
+        TOKEN,
+        &["put", "--batch", "--commit-every", "2", "--json"],
+        &batch,
+    );
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(common::json_lines(&out).len(), 3);
+    assert!(get_record(port, "b4").is_some());
+
+    let out = remote(
+        port,
+        TOKEN,
+        &["index", "add", POST, "n", "--kind", "integer", "--json"],
+        "",
+    );
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(
+        serde_json::from_slice::<Value>(&out.stdout).unwrap()["records"],
+        6
+    );
+
+    let out = remote(port, TOKEN, &["rm", POST, "a"], "");
+    assert!(out.status.success(), "{out:?}");
+    assert!(get_record(port, "a").is_none());
+
+    // A wrong token: the server's refusal, as an error.
+    let out = remote(port, "wrong", &["put", POST, "c"], "{}");
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("401"),
+        "{out:?}"
+    );
+    // A command that needs the store itself.
+    let out = remote(port, TOKEN, &["init"], "");
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("needs the store"),
+        "{out:?}"
+    );
+}
