@@ -1187,22 +1187,34 @@ impl<K: Kv> Repos<K> {
             }
         }
         keep.extend(decoded.values().map(Block::from_shard));
-        let mut kept: HashSet<Cid> = keep.iter().map(Block::cid).collect();
-        kept.extend(records_in_file.iter().map(|&p| blocks.blocks[p].cid()));
-        for p in history_in_file {
-            let block = &blocks.blocks[p];
-            if kept.insert(block.cid()) {
-                keep.push(block.clone());
-            }
-        }
+        // Older versions of records: those the head's tree does not name.
+        let history_added: Vec<usize> = if history_in_file.is_empty() {
+            Vec::new()
+        } else {
+            let in_head: HashSet<usize> = records_in_file.iter().copied().collect();
+            history_in_file
+                .iter()
+                .copied()
+                .filter(|p| !in_head.contains(p))
+                .collect()
+        };
+        keep.extend(history_added.iter().map(|&p| blocks.blocks[p].clone()));
         let records = entries.len() as u64;
-        // The declarations: the block after the root, reached by no commit.
+        // The declarations: the block after the root, if no commit reaches
+        // it (not a commit, a shard or a record).
         let declarations = blocks
             .blocks
             .get(1)
-            .filter(|b| !kept.contains(&b.cid()))
+            .filter(|b| {
+                let cid = b.cid();
+                cid != root
+                    && !history.iter().any(|(c, _)| *c == cid)
+                    && !decoded.contains_key(&cid)
+                    && !records_in_file.contains(&1)
+                    && !history_in_file.contains(&1)
+            })
             .and_then(|b| Declarations::decode(b.bytes()));
-        let reached = kept.len() + usize::from(declarations.is_some());
+        let reached = keep.len() + records_in_file.len() + usize::from(declarations.is_some());
         let unreachable = blocks.len().saturating_sub(reached) as u64;
         if let Some(d) = &declarations
             && d.repo != commit.repo
