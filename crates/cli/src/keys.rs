@@ -137,13 +137,13 @@ fn explain(key: &[u8]) -> Result<Value, String> {
     let decoded = decode_key(key).map_err(|e| e.to_string())?;
     let fields = match &decoded {
         DecodedKey::Block { cid } | DecodedKey::BlockDelta { cid } => {
-            json!({"cid_hex": hex::encode(cid)})
+            json!({"cidHex": hex::encode(cid)})
         }
         DecodedKey::Head { repo } => json!({"repo": repo}),
         DecodedKey::CommitLog { repo, rev } => json!({
             "repo": repo,
             "rev": rev,
-            "rev_tid": rkey::Tid::from_u64(*rev).to_string(),
+            "revTid": rkey::Tid::from_u64(*rev).to_string(),
         }),
         DecodedKey::RecordIndex {
             repo,
@@ -158,7 +158,7 @@ fn explain(key: &[u8]) -> Result<Value, String> {
                 .map(|k| k.to_string())
                 .or_else(|_| full::Key::parse(txkey).map(|k| k.to_string()))
                 .map_err(|e| format!("bitmap key holds an invalid txkey: {e}"))?;
-            json!({"txkey_hex": hex::encode(txkey), "txkey": text})
+            json!({"txkeyHex": hex::encode(txkey), "txkey": text})
         }
         DecodedKey::FieldIndex {
             repo,
@@ -168,7 +168,7 @@ fn explain(key: &[u8]) -> Result<Value, String> {
         DecodedKey::Column { scope, rkey } => json!({"scope": scope, "rkey": rkey}),
         DecodedKey::ColumnRkey { scope, column } => json!({"scope": scope, "column": column}),
         DecodedKey::KeywordRow { scope, path, value } => {
-            json!({"scope": scope, "path": path, "value_hex": hex::encode(value)})
+            json!({"scope": scope, "path": path, "valueHex": hex::encode(value)})
         }
         DecodedKey::KeywordValue { scope, path, row } => {
             json!({"scope": scope, "path": path, "row": row})
@@ -178,8 +178,8 @@ fn explain(key: &[u8]) -> Result<Value, String> {
     let tag = decoded.record_type().tag();
     Ok(json!({
         "version": keycodec::CURRENT_VERSION,
-        "record_tag": format!("0x{:02x}", tag.byte()),
-        "record_type": decoded.record_type().name(),
+        "recordTag": format!("0x{:02x}", tag.byte()),
+        "recordType": decoded.record_type().name(),
         "fields": fields,
     }))
 }

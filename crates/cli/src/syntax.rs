@@ -66,9 +66,15 @@ pub(crate) fn run_tid(cmd: TidCommand, json_mode: bool) -> io::Result<ExitCode> 
         TidCommand::Validate(args) => validate_all(&args, |input| {
             Tid::parse(input).map(|tid| {
                 let mut extra = Map::new();
+                // The snake_case names are the interface `tid validate` was
+                // specified with; the camelCase ones, every other JSON's
+                // convention, say the same.
                 extra.insert("timestamp_us".into(), tid.timestamp_micros().into());
                 extra.insert("clock_id".into(), tid.clock_id().into());
                 extra.insert("top_bit_set".into(), tid.top_bit_set().into());
+                extra.insert("timestampUs".into(), tid.timestamp_micros().into());
+                extra.insert("clockId".into(), tid.clock_id().into());
+                extra.insert("topBitSet".into(), tid.top_bit_set().into());
                 extra
             })
         }),

@@ -128,7 +128,7 @@ fn keys_decode_explains_a_record_index_key() {
     assert_eq!(code, Some(0));
     assert_eq!(
         v,
-        json!({"version": 1, "record_tag": "0x40", "record_type": "record-index",
+        json!({"version": 1, "recordTag": "0x40", "recordType": "record-index",
                "fields": {"repo": "did:web:a", "collection": "app.bsky.feed.post", "rkey": "self"}})
     );
     let key = keycodec::records::commit_log_key(
@@ -136,5 +136,5 @@ fn keys_decode_explains_a_record_index_key() {
         rkey::Tid::parse("3jui7kd54zh2y").unwrap().as_u64(),
     );
     let (v, _) = datarepo(&["keys", "decode", &hex::encode(&key)]);
-    assert_eq!(v["fields"]["rev_tid"], "3jui7kd54zh2y");
+    assert_eq!(v["fields"]["revTid"], "3jui7kd54zh2y");
 }

@@ -86,9 +86,12 @@ fn tid_validate_reports_parts() {
     assert_eq!(
         lines[0],
         json!({"input": "3jui7kd54zh2y", "valid": true, "timestamp_us": expected.timestamp_micros(),
-               "clock_id": expected.clock_id(), "top_bit_set": false})
+               "clock_id": expected.clock_id(), "top_bit_set": false,
+               "timestampUs": expected.timestamp_micros(), "clockId": expected.clock_id(),
+               "topBitSet": false})
     );
     assert_eq!(lines[1]["top_bit_set"], true);
+    assert_eq!(lines[1]["topBitSet"], true);
     assert_eq!(lines[2]["valid"], false);
 }
 
