@@ -92,6 +92,7 @@ fn io_error(message: String) -> std::io::Error {
 /// Exit codes: 0 success, 1 invalid input or a failed operation, 2 usage.
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    let json_mode = cli.repo.json;
     if let Command::Completions { shell } = cli.command {
         use clap::CommandFactory;
         let mut out = output::Stdout::buffered();
@@ -117,7 +118,7 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("datarepo: {e}");
+            output::report_error(json_mode, &e);
             ExitCode::from(1)
         }
     }

@@ -17,6 +17,16 @@ pub(crate) fn stdout_failed(e: &io::Error) -> ! {
     std::process::exit(1);
 }
 
+/// Reports a command's failure on stderr: `datarepo: MESSAGE`, or with
+/// `--json` one JSON object `{"error": MESSAGE}` (stdout stays for results).
+pub(crate) fn report_error(json_mode: bool, message: &dyn std::fmt::Display) {
+    if json_mode {
+        eprintln!("{}", serde_json::json!({"error": message.to_string()}));
+    } else {
+        eprintln!("datarepo: {message}");
+    }
+}
+
 /// Buffered, locked stdout whose writes cannot fail: a failure ends the
 /// process as [`stdout_failed`] says.
 pub(crate) struct Stdout(io::BufWriter<io::StdoutLock<'static>>);

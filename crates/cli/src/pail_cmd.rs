@@ -267,7 +267,7 @@ pub(crate) fn run(cmd: PailCommand, json_mode: bool) -> io::Result<ExitCode> {
     match outcome {
         Ok(code) => Ok(code),
         Err(e) => {
-            eprintln!("datarepo: {e}");
+            crate::output::report_error(json_mode, &e);
             Ok(ExitCode::from(1))
         }
     }

@@ -246,7 +246,7 @@ pub(crate) fn gc(
             Ok(ExitCode::SUCCESS)
         }
         Err(e) => {
-            eprintln!("datarepo: {e}");
+            crate::output::report_error(json_mode, &e);
             Ok(ExitCode::from(1))
         }
     }
