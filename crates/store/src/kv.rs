@@ -571,8 +571,13 @@ pub const LOCAL_WAL_FENCE_MIN_AGE: std::time::Duration = std::time::Duration::fr
 /// Where the database lives, for the defaults that depend on it.
 #[derive(Clone, Copy)]
 enum Medium {
+    /// A local directory.
     Local,
+    /// S3-compatible object storage.
     ObjectStore,
+    /// An object store given by the caller (wrapped for tests): the local
+    /// WAL flush interval, SlateDB's compactor and collector settings.
+    Given,
 }
 
 impl SlateOptions {
@@ -592,6 +597,11 @@ impl SlateOptions {
             ),
             Medium::ObjectStore => (
                 DEFAULT_S3_FLUSH_INTERVAL,
+                slatedb::config::CompactorOptions::default(),
+                false,
+            ),
+            Medium::Given => (
+                DEFAULT_FLUSH_INTERVAL,
                 slatedb::config::CompactorOptions::default(),
                 false,
             ),
@@ -706,7 +716,9 @@ impl SlateKv {
         Self::open_object_store_with(path, store, &SlateOptions::default()).await
     }
 
-    /// [`SlateKv::open_object_store`] with options.
+    /// [`SlateKv::open_object_store`] with options. The store may be
+    /// anything, so SlateDB's own compactor and garbage-collector settings
+    /// apply (not the local directory's), with the local WAL flush interval.
     ///
     /// # Errors
     ///
@@ -717,7 +729,7 @@ impl SlateKv {
         store: Arc<dyn ObjectStore>,
         options: &SlateOptions,
     ) -> Result<Self, Error> {
-        Self::build(path, store, options, options.settings(Medium::Local)?).await
+        Self::build(path, store, options, options.settings(Medium::Given)?).await
     }
 
     async fn build(
