@@ -33,8 +33,7 @@ impl<K: Kv + 'static> App<K> {
     fn check_token(&self, headers: &HeaderMap, what: &str) -> Result<()> {
         let Some(token) = &self.config.token else {
             return Err(XrpcError::auth(format!(
-                "this server accepts no {what}: it was started without a token \
-                 (set DATAREPO_TOKEN or pass --token to `datarepo serve`)"
+                "this server accepts no {what}: it was started without a write token"
             )));
         };
         match bearer(headers) {
