@@ -402,7 +402,9 @@ impl Session {
         match self.repos.open(&id).await {
             Err(repo::Error::RepoNotFound(_)) => {
                 let repo = self.repos.create(&id).await.map_err(say)?;
-                eprintln!("created repository {id}");
+                if !args.json {
+                    eprintln!("created repository {id}");
+                }
                 Ok(repo)
             }
             other => other.map_err(say),

@@ -23,11 +23,16 @@ fn put_creates_the_repository_and_rm_of_an_absent_record_is_a_no_op() {
     let store = tmp.path().join("data");
     let store = store.to_str().unwrap();
     let out = datarepo(
-        &["--store", store, "--repo", DID, "put", POST, "a", "--json"],
+        &["--store", store, "--repo", DID, "put", POST, "a"],
         r#"{"text": "first"}"#,
     );
     assert!(out.status.success(), "{out:?}");
     assert!(String::from_utf8_lossy(&out.stderr).contains("created repository"));
+    let out = datarepo(
+        &["--store", store, "--repo", DID, "get", POST, "a", "--json"],
+        "",
+    );
+    assert!(out.status.success(), "{out:?}");
     let put: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(put["uri"], json!(format!("at://{DID}/{POST}/a")), "{put}");
     let commits = log_len(store);
