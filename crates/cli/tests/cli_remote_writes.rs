@@ -14,29 +14,19 @@ const DID: &str = "did:web:remote.example";
 const POST: &str = "app.bsky.feed.post";
 
 fn remote(port: u16, token: &str, args: &[&str], stdin: &str) -> Output {
-    use std::io::Write as _;
-    let mut child = Command::new(env!("CARGO_BIN_EXE_datarepo"))
-        .args([
-            "--server",
-            &format!("http://127.0.0.1:{port}"),
-            "--repo",
-            DID,
-        ])
-        .args(args)
-        .env("DATAREPO_TOKEN", token)
-        .env("DATAREPO_STORE", "/nonexistent/not-used")
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(stdin.as_bytes())
-        .unwrap();
-    child.wait_with_output().unwrap()
+    common::datarepo_with(
+        Command::new(env!("CARGO_BIN_EXE_datarepo"))
+            .args([
+                "--server",
+                &format!("http://127.0.0.1:{port}"),
+                "--repo",
+                DID,
+            ])
+            .args(args)
+            .env("DATAREPO_TOKEN", token)
+            .env("DATAREPO_STORE", "/nonexistent/not-used"),
+        stdin,
+    )
 }
 
 fn get_record(port: u16, rkey: &str) -> Option<Value> {

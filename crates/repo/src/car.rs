@@ -340,6 +340,20 @@ impl<W: AsyncWrite + Unpin + Send> Writer<W> {
         Ok(())
     }
 
+    /// Ends the file; what was written, under the root `head`.
+    async fn finish(self, head: &crate::HeadInfo) -> Result<(W, ExportReport), Error> {
+        let out = self.car.finish().await.map_err(io_err)?;
+        Ok((
+            out,
+            ExportReport {
+                commit: head.commit,
+                rev: head.rev,
+                blocks: self.blocks,
+                bytes: self.bytes,
+            },
+        ))
+    }
+
     /// Writes commit `cid` and what it added to its predecessor's tree
     /// `old`: the new shards and the records created or updated.
     async fn changes<K: Kv>(
@@ -416,16 +430,7 @@ impl<K: Kv> Repository<K> {
                 }
             }
         }
-        let out = w.car.finish().await.map_err(io_err)?;
-        Ok((
-            out,
-            ExportReport {
-                commit: head.commit,
-                rev: head.rev,
-                blocks: w.blocks,
-                bytes: w.bytes,
-            },
-        ))
+        w.finish(&head).await
     }
 
     /// Writes a backup: a CAR v1 file whose root is the head commit, then
@@ -466,16 +471,7 @@ impl<K: Kv> Repository<K> {
             }
             older = Some(commit.data);
         }
-        let out = w.car.finish().await.map_err(io_err)?;
-        Ok((
-            out,
-            ExportReport {
-                commit: head.commit,
-                rev: head.rev,
-                blocks: w.blocks,
-                bytes: w.bytes,
-            },
-        ))
+        w.finish(&head).await
     }
 
     /// The repository's declarations, for a history export.

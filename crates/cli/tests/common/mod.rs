@@ -19,19 +19,23 @@ pub fn rt() -> tokio::runtime::Runtime {
 
 /// Runs `datarepo` with `args`, `stdin` on its standard input.
 pub fn datarepo(args: &[&str], stdin: &str) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_datarepo"))
-        .args(args)
+    datarepo_with(
+        Command::new(env!("CARGO_BIN_EXE_datarepo")).args(args),
+        stdin,
+    )
+}
+
+/// Runs a prepared `datarepo` command (its arguments and environment set),
+/// `stdin` on its standard input.
+pub fn datarepo_with(cmd: &mut Command, stdin: &str) -> Output {
+    let mut child = cmd
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(stdin.as_bytes())
-        .unwrap();
+    // A command may stop reading early (a usage error); its output tells.
+    let _ = child.stdin.take().unwrap().write_all(stdin.as_bytes());
     child.wait_with_output().unwrap()
 }
 
