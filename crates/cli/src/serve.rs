@@ -121,7 +121,8 @@ fn connection_limit(wanted: usize) -> usize {
 }
 
 pub(crate) fn run(store: &StoreArgs, args: &ServeArgs) -> Result<ExitCode, String> {
-    crate::init_logs("info,slatedb=warn", &args.log_format);
+    // Held until the server returns: it flushes the last lines.
+    let _logs = crate::init_logs("info,slatedb=warn", &args.log_format, true);
     let connections = server::ConnectionLimits {
         max_connections: connection_limit(
             usize::try_from(args.max_connections).unwrap_or(usize::MAX),
