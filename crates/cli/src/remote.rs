@@ -8,7 +8,10 @@ use serde_json::{Value, json};
 
 use crate::{
     output::outln,
-    repo_cmd::{IndexCommand, RepoArgs, RepoCommand, read_json},
+    repo_cmd::{
+        IndexCommand, JsonLineBatches, RepoArgs, RepoCommand, batch_stopped, read_json,
+        record_uri_parts,
+    },
 };
 
 type Result<T> = std::result::Result<T, String>;
@@ -77,38 +80,26 @@ pub(crate) async fn run(server: &str, args: &RepoArgs, cmd: RepoCommand) -> Resu
             commit_every,
             ..
         } => {
-            use std::io::BufRead as _;
             let repo = repo()?;
             let per = usize::try_from(commit_every).unwrap_or(usize::MAX);
             let (mut committed, mut commits) = (0_u64, 0_u64);
-            let mut pending: Vec<Value> = Vec::new();
-            let mut lines = std::io::stdin().lock().lines().enumerate().peekable();
-            while let Some((i, line)) = lines.next() {
-                let line = line.map_err(|e| format!("cannot read standard input: {e}"))?;
-                if !line.trim().is_empty() {
-                    pending.push(serde_json::from_str(&line).map_err(|e| {
-                        format!(
-                            "line {}: not JSON: {e} ({committed} writes before it were committed)",
-                            i + 1
-                        )
-                    })?);
-                }
-                if pending.len() == per || (lines.peek().is_none() && !pending.is_empty()) {
-                    let n = pending.len() as u64;
-                    let out = client
-                        .post(
-                            "com.atproto.repo.applyWrites",
-                            &json!({"repo": repo, "writes": std::mem::take(&mut pending)}),
-                        )
-                        .await
-                        .map_err(|e| {
-                            format!("{e} ({committed} writes before this commit were committed)")
-                        })?;
-                    committed += n;
-                    commits += 1;
-                    if args.json {
-                        outln!("{}", json!({"commit": out["commit"], "writes": n}));
-                    }
+            for batch in JsonLineBatches::stdin(per) {
+                let batch = batch.map_err(|(line, why)| batch_stopped(line, committed, &why))?;
+                let n = batch.len() as u64;
+                let writes: Vec<Value> = batch.into_iter().map(|(_, value)| value).collect();
+                let out = client
+                    .post(
+                        "com.atproto.repo.applyWrites",
+                        &json!({"repo": repo, "writes": writes}),
+                    )
+                    .await
+                    .map_err(|e| {
+                        format!("{e} ({committed} writes before this commit were committed)")
+                    })?;
+                committed += n;
+                commits += 1;
+                if args.json {
+                    outln!("{}", json!({"commit": out["commit"], "writes": n}));
                 }
             }
             if !args.json {
@@ -162,16 +153,13 @@ pub(crate) async fn run(server: &str, args: &RepoArgs, cmd: RepoCommand) -> Resu
             rkey,
             swap,
         } => {
-            let (repo, collection, rkey) = match (collection.strip_prefix("at://"), rkey) {
-                (Some(path), None) => {
-                    let mut parts = path.splitn(3, '/');
-                    match (parts.next(), parts.next(), parts.next()) {
-                        (Some(d), Some(c), Some(r)) => (d.to_owned(), c.to_owned(), r.to_owned()),
-                        _ => return Err(format!("{collection:?} is not a record's AT URI")),
-                    }
-                }
-                (None, Some(rkey)) => (repo()?, collection, rkey),
-                _ => return Err("give COLLECTION RKEY, or the record's AT URI alone".to_owned()),
+            let (repo, collection, rkey) = match record_uri_parts(&collection, rkey.as_deref())? {
+                Some((did, coll, rk)) => (did.to_owned(), coll.to_owned(), rk.to_owned()),
+                None => (
+                    repo()?,
+                    collection,
+                    rkey.ok_or("give the record key after the collection, or the record's AT URI")?,
+                ),
             };
             let (swap_commit, swap_record) = swap.parse()?;
             let mut body = json!({"repo": repo, "collection": collection, "rkey": rkey});

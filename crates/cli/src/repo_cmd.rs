@@ -354,19 +354,10 @@ impl Session {
         collection: String,
         rkey: Option<String>,
     ) -> Result<(Arc<Repository<SlateKv>>, String, String)> {
-        let Some(path) = collection.strip_prefix("at://") else {
+        let Some((did, coll, rk)) = record_uri_parts(&collection, rkey.as_deref())? else {
             let rkey =
                 rkey.ok_or("give the record key after the collection, or the record's AT URI")?;
             return Ok((self.repo(args).await?, collection, rkey));
-        };
-        if rkey.is_some() {
-            return Err("an AT URI names the record by itself: give no record key after it".into());
-        }
-        let mut parts = path.splitn(3, '/');
-        let (Some(did), Some(coll), Some(rk)) = (parts.next(), parts.next(), parts.next()) else {
-            return Err(format!(
-                "{collection:?} is not a record's AT URI (at://DID/COLLECTION/RKEY)"
-            ));
         };
         if let Some(given) = &args.repo
             && given != did
@@ -1148,55 +1139,106 @@ async fn count_records(repo: &Repository<SlateKv>, collection: &str) -> Result<u
     }
 }
 
+/// The repository, collection and record key an AT URI given in place of
+/// `COLLECTION RKEY` names; `None` when `collection` is not an AT URI.
+pub(crate) fn record_uri_parts<'a>(
+    collection: &'a str,
+    rkey: Option<&str>,
+) -> Result<Option<(&'a str, &'a str, &'a str)>> {
+    let Some(path) = collection.strip_prefix("at://") else {
+        return Ok(None);
+    };
+    if rkey.is_some() {
+        return Err("an AT URI names the record by itself: give no record key after it".into());
+    }
+    let mut parts = path.splitn(3, '/');
+    match (parts.next(), parts.next(), parts.next()) {
+        (Some(did), Some(coll), Some(rk)) => Ok(Some((did, coll, rk))),
+        _ => Err(format!(
+            "{collection:?} is not a record's AT URI (at://DID/COLLECTION/RKEY)"
+        )),
+    }
+}
+
+/// Standard input's JSON Lines in batches of at most `per` values, each
+/// with its line number (blank lines skipped). A line that cannot be read
+/// or parsed ends the batches with an error naming it.
+pub(crate) struct JsonLineBatches {
+    lines: std::iter::Enumerate<std::io::Lines<std::io::StdinLock<'static>>>,
+    per: usize,
+}
+
+impl JsonLineBatches {
+    pub(crate) fn stdin(per: usize) -> Self {
+        use std::io::BufRead as _;
+        Self {
+            lines: std::io::stdin().lock().lines().enumerate(),
+            per: per.max(1),
+        }
+    }
+}
+
+impl Iterator for JsonLineBatches {
+    /// A batch, or (line number, why) for the line that stopped them.
+    type Item = std::result::Result<Vec<(usize, Value)>, (usize, String)>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let mut batch = Vec::with_capacity(self.per);
+        while batch.len() < self.per {
+            let Some((i, line)) = self.lines.next() else {
+                break;
+            };
+            let n = i + 1;
+            let line = match line {
+                Ok(line) => line,
+                Err(e) => return Some(Err((n, format!("cannot read standard input: {e}")))),
+            };
+            if line.trim().is_empty() {
+                continue;
+            }
+            match serde_json::from_str(&line) {
+                Ok(value) => batch.push((n, value)),
+                Err(e) => return Some(Err((n, format!("not JSON: {e}")))),
+            }
+        }
+        (!batch.is_empty()).then_some(Ok(batch))
+    }
+}
+
+/// The error that stops a batch at `line`, after `committed` writes.
+pub(crate) fn batch_stopped(line: usize, committed: u64, why: &str) -> String {
+    format!("line {line}: {why} ({committed} writes before it were committed)")
+}
+
 /// `put --batch`: JSON Lines of applyWrites-shaped writes from stdin, in
 /// commits of `per_commit`. Each commit is atomic; a bad line stops the
 /// batch before its commit, naming the line, and says what was committed.
 async fn put_batch(repo: &Repository<SlateKv>, json_mode: bool, per_commit: usize) -> Result<()> {
-    use std::io::BufRead as _;
     let bar = bar("{spinner} {pos} writes committed ({per_sec})");
     let (mut committed, mut commits) = (0_u64, 0_u64);
-    let mut pending: Vec<Write> = Vec::with_capacity(per_commit);
-    let stopped = |line: usize, committed: u64, why: String| {
-        format!("line {line}: {why} ({committed} writes before it were committed)")
-    };
-    let mut lines = std::io::stdin().lock().lines().enumerate();
-    loop {
-        let next = lines.next();
-        if let Some((i, line)) = &next {
-            let line = line
-                .as_ref()
-                .map_err(|e| format!("cannot read standard input: {e}"))?;
-            if !line.trim().is_empty() {
-                let value: Value = serde_json::from_str(line)
-                    .map_err(|e| stopped(i + 1, committed, format!("not JSON: {e}")))?;
-                let write =
-                    Write::from_apply_writes(value).map_err(|e| stopped(i + 1, committed, e))?;
-                pending.push(write);
-            }
-        }
-        if pending.len() == per_commit || (next.is_none() && !pending.is_empty()) {
-            let n = pending.len() as u64;
-            let c = repo
-                .apply_writes(std::mem::take(&mut pending), None)
-                .await
-                .map_err(|e| {
-                    format!(
-                        "{} ({committed} writes before this commit were committed)",
-                        say(e)
-                    )
-                })?;
-            committed += n;
-            commits += 1;
-            bar.set_position(committed);
-            if json_mode {
-                outln!(
-                    "{}",
-                    json!({"commit": {"cid": c.commit.to_string(), "rev": c.rev.to_string()}, "writes": n})
-                );
-            }
-        }
-        if next.is_none() {
-            break;
+    for batch in JsonLineBatches::stdin(per_commit) {
+        let batch = batch.map_err(|(line, why)| batch_stopped(line, committed, &why))?;
+        let writes = batch
+            .into_iter()
+            .map(|(line, value)| {
+                Write::from_apply_writes(value).map_err(|e| batch_stopped(line, committed, &e))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let n = writes.len() as u64;
+        let c = repo.apply_writes(writes, None).await.map_err(|e| {
+            format!(
+                "{} ({committed} writes before this commit were committed)",
+                say(e)
+            )
+        })?;
+        committed += n;
+        commits += 1;
+        bar.set_position(committed);
+        if json_mode {
+            outln!(
+                "{}",
+                json!({"commit": {"cid": c.commit.to_string(), "rev": c.rev.to_string()}, "writes": n})
+            );
         }
     }
     bar.finish_and_clear();
