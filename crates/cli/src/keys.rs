@@ -173,6 +173,7 @@ fn explain(key: &[u8]) -> Result<Value, String> {
         DecodedKey::KeywordValue { scope, path, row } => {
             json!({"scope": scope, "path": path, "row": row})
         }
+        DecodedKey::SigningKeys { repo } => json!({"repo": repo}),
         _ => json!({}),
     };
     let tag = decoded.record_type().tag();

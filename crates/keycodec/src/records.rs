@@ -16,6 +16,7 @@
 //! | `0xA` | column rkey | scope (u32), column (u64) |
 //! | `0xB` | keyword row | scope (u32), path (string), value (bytes) |
 //! | `0xC` | keyword value | scope (u32), path (string), row (u64) |
+//! | `0xD` | signing keys | repo (string) |
 
 use std::{borrow::Cow, fmt};
 
@@ -49,11 +50,13 @@ pub enum RecordType {
     KeywordRow = 0xB,
     /// The reverse of [`RecordType::KeywordRow`]: (scope, path, row) → value.
     KeywordValue = 0xC,
+    /// A repository's signing keys: repo → its public keys and key file.
+    SigningKeys = 0xD,
 }
 
 impl RecordType {
     /// Every record type, in tag order.
-    pub const ALL: [Self; 12] = [
+    pub const ALL: [Self; 13] = [
         Self::Block,
         Self::Head,
         Self::CommitLog,
@@ -66,6 +69,7 @@ impl RecordType {
         Self::ColumnRkey,
         Self::KeywordRow,
         Self::KeywordValue,
+        Self::SigningKeys,
     ];
 
     /// The record type for a tag.
@@ -122,6 +126,7 @@ impl RecordType {
             Self::ColumnRkey => "column-rkey",
             Self::KeywordRow => "keyword-row",
             Self::KeywordValue => "keyword-value",
+            Self::SigningKeys => "signing-keys",
         }
     }
 
@@ -158,6 +163,14 @@ pub fn block_delta_key(cid: &[u8]) -> Vec<u8> {
 #[must_use]
 pub fn head_key(repo: &str) -> Vec<u8> {
     KeyBuilder::new(RecordType::Head.prefix())
+        .str(repo)
+        .finish()
+}
+
+/// The key of a repository's signing keys.
+#[must_use]
+pub fn signing_keys_key(repo: &str) -> Vec<u8> {
+    KeyBuilder::new(RecordType::SigningKeys.prefix())
         .str(repo)
         .finish()
 }
@@ -399,6 +412,11 @@ pub enum DecodedKey<'a> {
         /// The row.
         row: u64,
     },
+    /// A signing-keys key.
+    SigningKeys {
+        /// The repository.
+        repo: Cow<'a, str>,
+    },
 }
 
 impl DecodedKey<'_> {
@@ -418,6 +436,7 @@ impl DecodedKey<'_> {
             Self::ColumnRkey { .. } => RecordType::ColumnRkey,
             Self::KeywordRow { .. } => RecordType::KeywordRow,
             Self::KeywordValue { .. } => RecordType::KeywordValue,
+            Self::SigningKeys { .. } => RecordType::SigningKeys,
         }
     }
 }
@@ -471,6 +490,7 @@ pub fn decode_key(key: &[u8]) -> Result<DecodedKey<'_>, Error> {
             path: r.str()?,
             row: r.u64()?,
         },
+        RecordType::SigningKeys => DecodedKey::SigningKeys { repo: r.str()? },
     };
     r.finish()?;
     Ok(decoded)

@@ -7,7 +7,7 @@ use keycodec::{
     RecordType,
     records::{
         DecodedKey, block_delta_key, block_key, collection_key, commit_log_key, commit_log_range,
-        decode_key, head_key, record_index_key, record_index_range,
+        decode_key, head_key, record_index_key, record_index_range, signing_keys_key,
     },
 };
 
@@ -23,6 +23,7 @@ fn layouts_are_byte_exact() {
         b"\x01\x40r\x00a.b.c\x00self\x00"
     );
     assert_eq!(collection_key("r", "a.b.c"), b"\x01\x50r\x00a.b.c\x00");
+    assert_eq!(signing_keys_key("did:web:a"), b"\x01\xd0did:web:a\x00");
     assert_eq!(
         block_key(&[0x01, 0x71, 0x12, 0x20]),
         b"\x01\x10\x01\x71\x12\x20"
@@ -74,6 +75,12 @@ fn every_layout_decodes_back() {
             DecodedKey::Collection {
                 repo: Cow::Borrowed("did:web:a"),
                 collection: Cow::Borrowed("app.bsky.feed.post"),
+            },
+        ),
+        (
+            signing_keys_key("did:web:a"),
+            DecodedKey::SigningKeys {
+                repo: Cow::Borrowed("did:web:a"),
             },
         ),
     ];

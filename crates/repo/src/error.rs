@@ -70,6 +70,30 @@ pub enum Error {
         /// The rev asked for.
         rev: String,
     },
+    /// The repository signs its commits, but its key cannot sign this one
+    /// (the key file is missing, unreadable or holds another key).
+    #[error("{repo} signs its commits with {key}, but {reason}")]
+    SigningKey {
+        /// The repository.
+        repo: String,
+        /// The public key the repository's next commit must be signed with.
+        key: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// A commit's signature is missing or is not by a key the repository
+    /// trusts.
+    #[error("commit {commit} (rev {rev}) of {repo}: {reason}")]
+    Untrusted {
+        /// The repository.
+        repo: String,
+        /// The commit.
+        commit: Cid,
+        /// Its rev.
+        rev: String,
+        /// Why it is not trusted.
+        reason: String,
+    },
     /// A CAR file is malformed, tampered with or incomplete.
     #[error("invalid CAR: {0}")]
     InvalidCar(String),

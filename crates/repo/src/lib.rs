@@ -27,18 +27,21 @@ mod declarations;
 mod error;
 mod index;
 mod json_cbor;
+mod keys;
 mod parallel;
 mod record;
 mod repository;
 mod search;
+mod signing;
 
 pub use car::{ExportReport, ImportProgress, ImportReport};
 pub use check::{CheckOptions, CheckProgress, CheckReport};
-pub use commit::CommitData;
+pub use commit::{CommitData, SIGNED_COMMIT_VERSION};
 pub use error::Error;
 pub use index::{
     Cmp, Cond, Expr, IndexDecl, IndexKind, Keyword, Literal, Op, Stats, TopValue, parse_where,
 };
+pub use keys::{CurrentKey, SigningKeys};
 pub use record::Record;
 pub use repository::{
     CollectionInfo, CommitResult, DEFAULT_INDEX_CACHE_BYTES, DEFAULT_MAX_KEY_LENGTH,
@@ -46,3 +49,4 @@ pub use repository::{
     Write, WriteResult, default_shard_config, record_uri,
 };
 pub use search::{IndexProgress, QueryPage};
+pub use signing::{Curve, KeyError, PublicKey, SignatureError, SigningKey};

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use store::{Block, Commit, Head, Kv, RecordChange, Store};
 
-use crate::{CommitData, Error, Record, index};
+use crate::{CommitData, Error, Record, SigningKey, index, keys::CurrentKey, keys::SigningKeys};
 
 /// The Pail `maxSize` of new repositories: the smallest power of two that
 /// holds the worst unsplittable shard (see [`default_shard_config`]).
@@ -377,12 +377,37 @@ impl<K: Kv> Repos<K> {
         Ok(self.store.repos().await?)
     }
 
-    /// Creates a repository: an empty Pail and a first commit.
+    /// Creates a repository: an empty Pail and a first commit, unsigned
+    /// (as every later commit, until [`Repository::set_signing_key`]).
     ///
     /// # Errors
     ///
     /// [`Error::InvalidRepoId`], [`Error::RepoExists`] or a storage error.
     pub async fn create(&self, id: &str) -> Result<Arc<Repository<K>>, Error> {
+        self.create_with(id, None).await
+    }
+
+    /// Creates a repository whose commits, the first one included, are
+    /// signed by `key`, kept in `file` (its path is stored with the public
+    /// key, so that later writers, in this process or another, load it).
+    ///
+    /// # Errors
+    ///
+    /// As [`Repos::create`].
+    pub async fn create_signed(
+        &self,
+        id: &str,
+        key: Arc<SigningKey>,
+        file: std::path::PathBuf,
+    ) -> Result<Arc<Repository<K>>, Error> {
+        self.create_with(id, Some((key, file))).await
+    }
+
+    async fn create_with(
+        &self,
+        id: &str,
+        signer: Option<(Arc<SigningKey>, std::path::PathBuf)>,
+    ) -> Result<Arc<Repository<K>>, Error> {
         validate_repo_id(id)?;
         let mut open = self.open.lock().await;
         if open.contains_key(id) || self.store.head(id).await?.is_some() {
@@ -390,12 +415,22 @@ impl<K: Kv> Repos<K> {
         }
         let tids = self.env.tids(None)?;
         let empty = Arc::new(Shard::empty(self.shard_config));
-        let commit = CommitData {
-            repo: id.to_owned(),
-            rev: tids.next_tid()?,
-            data: empty.cid(),
-            prev: None,
-        };
+        let mut commit = CommitData::new(id.to_owned(), tids.next_tid()?, empty.cid(), None);
+        // The keys go first: a crash before the commit leaves no repository,
+        // and the next create writes them again.
+        let mut keys = SigningKeys::default();
+        if let Some((key, file)) = &signer {
+            keys.current = Some(CurrentKey {
+                key: *key.public_key(),
+                file: file.clone(),
+            });
+            keys.trust(*key.public_key());
+            keys.save(&self.store, id).await?;
+            commit = commit.signed(key);
+        } else if self.store.signing_keys(id).await?.is_some() {
+            // Left by a signed create that crashed before its commit.
+            keys.save(&self.store, id).await?;
+        }
         let commit_block = commit.encode();
         let commit_cid = commit_block.cid();
         self.store
@@ -429,6 +464,7 @@ impl<K: Kv> Repos<K> {
             state: tokio::sync::Mutex::new(State::load(&self.store, id, head).await?),
             search: tokio::sync::RwLock::new(()),
             cache: std::sync::Mutex::new(index::IndexCache::new(DEFAULT_INDEX_CACHE_BYTES)),
+            signer: std::sync::Mutex::new(signer.map(|(key, _)| key)),
         });
         open.insert(id.to_owned(), Arc::clone(&repo));
         Ok(repo)
@@ -457,6 +493,7 @@ impl<K: Kv> Repos<K> {
             state: tokio::sync::Mutex::new(State::load(&self.store, id, head).await?),
             search: tokio::sync::RwLock::new(()),
             cache: std::sync::Mutex::new(index::IndexCache::new(DEFAULT_INDEX_CACHE_BYTES)),
+            signer: std::sync::Mutex::new(None),
         });
         open.insert(id.to_owned(), Arc::clone(&repo));
         Ok(repo)
@@ -513,6 +550,8 @@ pub(crate) struct State {
     pub(crate) counters: HashMap<u32, index::ScopeCounters>,
     /// Dictionary rows already stored, remembered between commits.
     pub(crate) known_rows: index::KnownRows,
+    /// The signing keys: which key signs the next commit.
+    pub(crate) keys: SigningKeys,
 }
 
 impl State {
@@ -535,6 +574,7 @@ impl State {
             indexes,
             counters: HashMap::new(),
             known_rows: HashMap::new(),
+            keys: SigningKeys::load(store, id).await?,
         })
     }
 }
@@ -552,6 +592,8 @@ pub struct Repository<K> {
     /// change is applied: a query sees one head's bitmaps.
     pub(crate) search: tokio::sync::RwLock<()>,
     pub(crate) cache: std::sync::Mutex<index::IndexCache>,
+    /// The private key of [`State::keys`]' current key, once loaded.
+    signer: std::sync::Mutex<Option<Arc<SigningKey>>>,
 }
 
 impl<K> std::fmt::Debug for Repository<K> {
@@ -685,6 +727,93 @@ impl<K: Kv> Repository<K> {
                 Err(e) => return Err(e),
             }
         }
+    }
+
+    /// The private key that signs the next commit under `keys`, loaded
+    /// from its file on first use; `None` when commits are unsigned.
+    fn signer(&self, keys: &SigningKeys) -> Result<Option<Arc<SigningKey>>, Error> {
+        let Some(current) = &keys.current else {
+            return Ok(None);
+        };
+        let mut signer = self
+            .signer
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(key) = signer.as_ref()
+            && key.public_key() == &current.key
+        {
+            return Ok(Some(Arc::clone(key)));
+        }
+        let refused = |reason: String| Error::SigningKey {
+            repo: self.id.clone(),
+            key: current.key.did_key(),
+            reason,
+        };
+        let key = SigningKey::read_file(&current.file)
+            .map_err(|e| refused(format!("its key file cannot be used: {e}")))?;
+        if key.public_key() != &current.key {
+            return Err(refused(format!(
+                "its key file {} holds another key ({})",
+                current.file.display(),
+                key.public_key()
+            )));
+        }
+        let key = Arc::new(key);
+        *signer = Some(Arc::clone(&key));
+        Ok(Some(key))
+    }
+
+    /// The repository's signing keys, as stored now.
+    ///
+    /// # Errors
+    ///
+    /// A storage error.
+    pub async fn signing_keys(&self) -> Result<SigningKeys, Error> {
+        SigningKeys::load(&self.store, &self.id).await
+    }
+
+    /// Signs the next commits with `key`, kept in `file` (rotation, or the
+    /// start of signing for a repository that had none). The previous key
+    /// stays known, so the history it signed still verifies.
+    ///
+    /// # Errors
+    ///
+    /// A storage error.
+    pub async fn set_signing_key(
+        &self,
+        key: Arc<SigningKey>,
+        file: std::path::PathBuf,
+    ) -> Result<SigningKeys, Error> {
+        let mut state = self.state.lock().await;
+        let mut keys = SigningKeys::load(&self.store, &self.id).await?;
+        keys.current = Some(CurrentKey {
+            key: *key.public_key(),
+            file,
+        });
+        keys.trust(*key.public_key());
+        keys.save(&self.store, &self.id).await?;
+        *self
+            .signer
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(key);
+        state.keys = keys.clone();
+        Ok(keys)
+    }
+
+    /// Adds public keys to those trusted to have signed the history.
+    ///
+    /// # Errors
+    ///
+    /// A storage error.
+    pub async fn trust_keys(&self, trusted: &[crate::PublicKey]) -> Result<SigningKeys, Error> {
+        let mut state = self.state.lock().await;
+        let mut keys = SigningKeys::load(&self.store, &self.id).await?;
+        for key in trusted {
+            keys.trust(*key);
+        }
+        keys.save(&self.store, &self.id).await?;
+        state.keys = keys.clone();
+        Ok(keys)
     }
 
     async fn reload(&self, state: &mut State) -> Result<(), Error> {
@@ -822,12 +951,15 @@ impl<K: Kv> Repository<K> {
             });
         }
         let mutation = batch.commit();
-        let commit = CommitData {
-            repo: self.id.clone(),
-            rev: self.tids.next_tid()?,
-            data: mutation.root,
-            prev: Some(state.head.commit),
-        };
+        let mut commit = CommitData::new(
+            self.id.clone(),
+            self.tids.next_tid()?,
+            mutation.root,
+            Some(state.head.commit),
+        );
+        if let Some(key) = self.signer(&state.keys)? {
+            commit = commit.signed(&key);
+        }
         let commit_block = commit.encode();
         let commit_cid = commit_block.cid();
         // The records' blocks come with their index changes.

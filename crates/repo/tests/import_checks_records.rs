@@ -58,13 +58,7 @@ async fn car_with_bad_records(bad_keys: &[&str]) -> Vec<u8> {
     let mutation = batch.commit();
     blocks.extend(mutation.additions.iter().map(Block::from_shard));
     let rev = rkey::Tid::from_u64(head.rev.as_u64() + 1);
-    let commit = CommitData {
-        repo: DID.into(),
-        rev,
-        data: mutation.root,
-        prev: Some(head.commit),
-    }
-    .encode();
+    let commit = CommitData::new(DID.into(), rev, mutation.root, Some(head.commit)).encode();
     let commit_cid = commit.cid();
     blocks.push(commit);
     store

@@ -825,6 +825,26 @@ impl<K: Kv> Store<K> {
         .await
     }
 
+    /// Sets a repository's signing keys (opaque bytes) durably, outside any
+    /// commit.
+    ///
+    /// # Errors
+    ///
+    /// A storage error.
+    pub async fn put_signing_keys(&self, repo: &str, bytes: Bytes) -> Result<(), Error> {
+        self.write_durably(vec![WriteOp::Put(records::signing_keys_key(repo), bytes)])
+            .await
+    }
+
+    /// A repository's signing keys, as [`Store::put_signing_keys`] set them.
+    ///
+    /// # Errors
+    ///
+    /// A storage error.
+    pub async fn signing_keys(&self, repo: &str) -> Result<Option<Bytes>, Error> {
+        Ok(self.kv.get(&records::signing_keys_key(repo)).await?)
+    }
+
     /// A repository's collection declarations as (collection, bytes), in
     /// collection order.
     ///

@@ -131,13 +131,7 @@ pub(crate) async fn land_raw_commit(
     mut blocks: Vec<store::Block>,
     records: Vec<store::RecordChange>,
 ) {
-    let commit = repo::CommitData {
-        repo: did.into(),
-        rev,
-        data,
-        prev: Some(prev.commit),
-    }
-    .encode();
+    let commit = repo::CommitData::new(did.into(), rev, data, Some(prev.commit)).encode();
     let cid = commit.cid();
     blocks.push(commit);
     repos
