@@ -19,6 +19,7 @@ mod pail_cmd;
 mod remote;
 mod repo_cmd;
 mod serve;
+mod signing_cmd;
 mod storage;
 mod syntax;
 

@@ -94,7 +94,12 @@ pub(crate) enum IndexCommand {
 #[derive(Debug, Subcommand)]
 pub(crate) enum RepoCommand {
     /// Create the repository (--repo).
-    Init,
+    Init {
+        /// Sign every commit with this private key (from `datarepo key
+        /// generate`); its path is kept in the store, the key stays in the file.
+        #[arg(long)]
+        signing_key: Option<PathBuf>,
+    },
     /// Declare or list collections.
     #[command(subcommand)]
     Collection(CollectionCommand),
@@ -224,10 +229,53 @@ pub(crate) enum RepoCommand {
         #[arg(long)]
         force: bool,
     },
-    /// Import a CAR file: creates the repository or moves it forward.
+    /// Import a CAR file: creates the repository or moves it forward. When
+    /// the store knows the repository's signing keys, every commit the file
+    /// adds must be signed by one of them.
     Import {
         /// The CAR file.
         file: PathBuf,
+        /// A public key (did:key) the file's commits may be signed with,
+        /// trusted from now on (repeatable).
+        #[arg(long = "key", value_name = "DID_KEY")]
+        keys: Vec<String>,
+        /// Import commits signed by a key nobody gave (or unsigned) instead
+        /// of refusing them.
+        #[arg(long)]
+        trust_new_key: bool,
+    },
+    /// Signing keys: generate one, show or rotate a repository's.
+    #[command(subcommand)]
+    Key(crate::signing_cmd::KeyCommand),
+    /// Verify a CAR file offline: every block against its CID, every
+    /// commit's signature, every commit's tree and records. Exits with 1
+    /// naming the first failure.
+    Verify {
+        /// The CAR file (from `export`, `export --since`, `export --history`
+        /// or getRepo).
+        file: PathBuf,
+        /// A public key the commits may be signed with (repeatable: every key
+        /// the history was signed with). Default: the keys this store knows
+        /// for the repository.
+        #[arg(long = "key", value_name = "DID_KEY")]
+        keys: Vec<String>,
+        /// The file is an incremental export: blocks its trees name may be
+        /// in the exports before it.
+        #[arg(long)]
+        incremental: bool,
+    },
+    /// Verify a record proof offline (the CAR of com.atproto.sync.getRecord):
+    /// the signed commit, the shards on the path to the record, the record.
+    VerifyRecord {
+        /// The CAR file.
+        file: PathBuf,
+        /// The record's AT URI (at://DID/COLLECTION/RKEY).
+        #[arg(long)]
+        uri: String,
+        /// A public key the commit may be signed with (repeatable). Default:
+        /// the keys this store knows for the repository.
+        #[arg(long = "key", value_name = "DID_KEY")]
+        keys: Vec<String>,
     },
     /// Counts: records per collection, commits.
     Stats,
@@ -251,7 +299,8 @@ impl RepoCommand {
     /// Whether the command changes the store; the others open it read-only.
     fn writes(&self) -> bool {
         match self {
-            Self::Init
+            Self::Key(k) => k.writes(),
+            Self::Init { .. }
             | Self::Collection(CollectionCommand::Define { .. })
             | Self::Lexicon(LexiconCommand::Add { .. })
             | Self::Put { .. }
@@ -268,7 +317,18 @@ impl RepoCommand {
             | Self::Export { .. }
             | Self::Stats
             | Self::Repo(RepoListCommand::List)
+            | Self::Verify { .. }
+            | Self::VerifyRecord { .. }
             | Self::Check { .. } => false,
+        }
+    }
+
+    /// Whether the command reads or writes the store at all.
+    fn needs_store(&self) -> bool {
+        match self {
+            Self::Key(k) => k.needs_store(),
+            Self::Verify { keys, .. } | Self::VerifyRecord { keys, .. } => keys.is_empty(),
+            _ => true,
         }
     }
 }
@@ -307,7 +367,7 @@ impl SwapArgs {
     }
 }
 
-type Result<T> = std::result::Result<T, String>;
+pub(crate) type Result<T> = std::result::Result<T, String>;
 
 fn parse_rev(s: &str) -> Result<Tid> {
     Tid::parse(s)
@@ -323,9 +383,9 @@ pub(crate) fn env() -> Result<Env> {
     Ok(Env::new(|| SystemClock.now_micros(), clock_id))
 }
 
-struct Session {
+pub(crate) struct Session {
     kv: SlateKv,
-    repos: Repos<SlateKv>,
+    pub(crate) repos: Repos<SlateKv>,
 }
 
 impl Session {
@@ -341,7 +401,7 @@ impl Session {
         Ok(Self { kv, repos })
     }
 
-    async fn repo(&self, args: &RepoArgs) -> Result<Arc<Repository<SlateKv>>> {
+    pub(crate) async fn repo(&self, args: &RepoArgs) -> Result<Arc<Repository<SlateKv>>> {
         let id = self.repo_id(args).await?;
         self.repos.open(&id).await.map_err(say)
     }
@@ -405,9 +465,15 @@ impl Session {
 
 /// A library error as the CLI says it: with the command that helps, where
 /// one does (the library's messages name no commands; the server's neither).
-fn say(e: repo::Error) -> String {
+pub(crate) fn say(e: repo::Error) -> String {
     let hint = match &e {
         repo::Error::RepoNotFound(_) => " (create it with `datarepo init`)",
+        repo::Error::SigningKey { .. } => {
+            " (nothing was written; give it a key file with `datarepo key rotate --signing-key FILE`)"
+        }
+        repo::Error::Untrusted { .. } => {
+            " (if the repository's key changed, give the new one with --key did:key:…, or import anyway with --trust-new-key)"
+        }
         repo::Error::RevNotFound { .. } => " (see `datarepo log`)",
         repo::Error::RecordExists(_) => " (`datarepo put` replaces it)",
         _ => "",
@@ -431,7 +497,7 @@ fn bar(template: &str) -> ProgressBar {
     bar
 }
 
-fn print(json_mode: bool, value: &Value, human: impl FnOnce() -> String) {
+pub(crate) fn print(json_mode: bool, value: &Value, human: impl FnOnce() -> String) {
     if json_mode {
         outln!("{value}");
     } else {
@@ -451,6 +517,9 @@ pub(crate) fn run(store: &StoreArgs, args: &RepoArgs, cmd: RepoCommand) -> Resul
             crate::remote::run(server, args, cmd).await?;
             return Ok(ExitCode::SUCCESS);
         }
+        if !cmd.needs_store() {
+            return execute_without_store(args, cmd).await;
+        }
         let session = Session::open(store, cmd.writes()).await?;
         let result = execute(&session, args, cmd).await;
         let closed = session.kv.close().await;
@@ -460,18 +529,61 @@ pub(crate) fn run(store: &StoreArgs, args: &RepoArgs, cmd: RepoCommand) -> Resul
     })
 }
 
+/// The commands that need no store: `key generate`, and `verify` /
+/// `verify-record` given their keys.
+async fn execute_without_store(args: &RepoArgs, cmd: RepoCommand) -> Result<ExitCode> {
+    use crate::signing_cmd;
+    match cmd {
+        RepoCommand::Key(crate::signing_cmd::KeyCommand::Generate { curve, out }) => {
+            signing_cmd::generate(curve, &out, args.json)?;
+        }
+        RepoCommand::Verify {
+            file,
+            keys,
+            incremental,
+        } => signing_cmd::verify(None, &file, &keys, incremental, args.json).await?,
+        RepoCommand::VerifyRecord { file, uri, keys } => {
+            signing_cmd::verify_record(None, &file, &uri, &keys, args.json).await?;
+        }
+        other => return Err(format!("{other:?} needs a store")),
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
 async fn execute(s: &Session, args: &RepoArgs, cmd: RepoCommand) -> Result<ExitCode> {
     let json_mode = args.json;
     let e = say;
     match cmd {
-        RepoCommand::Init => {
-            let repo = s.repos.create(repo_id(args)?).await.map_err(e)?;
+        RepoCommand::Init { signing_key } => {
+            let id = repo_id(args)?;
+            let repo = match signing_key {
+                Some(path) => {
+                    let (key, file) = crate::signing_cmd::load_key_file(&path)?;
+                    s.repos.create_signed(id, key, file).await.map_err(e)?
+                }
+                None => s.repos.create(id).await.map_err(e)?,
+            };
             let head = repo.head().await.map_err(e)?;
+            let keys = repo.signing_keys().await.map_err(e)?;
+            let signing_key = keys.current.as_ref().map(|c| c.key.did_key());
             print(
                 json_mode,
-                &json!({"repo": repo.id(), "commit": {"cid": head.commit.to_string(), "rev": head.rev.to_string()}}),
-                || format!("created {} (rev {})", repo.id(), head.rev),
+                &json!({"repo": repo.id(), "commit": {"cid": head.commit.to_string(), "rev": head.rev.to_string()},
+                        "signingKey": signing_key}),
+                || match &signing_key {
+                    Some(did) => format!("created {} (rev {}), signed by {did}", repo.id(), head.rev),
+                    None => format!("created {} (rev {})", repo.id(), head.rev),
+                },
             );
+        }
+        RepoCommand::Key(cmd) => crate::signing_cmd::run_key(s, args, cmd).await?,
+        RepoCommand::Verify {
+            file,
+            keys,
+            incremental,
+        } => crate::signing_cmd::verify(Some(s), &file, &keys, incremental, json_mode).await?,
+        RepoCommand::VerifyRecord { file, uri, keys } => {
+            crate::signing_cmd::verify_record(Some(s), &file, &uri, &keys, json_mode).await?;
         }
         RepoCommand::Collection(CollectionCommand::Define { nsid, key }) => {
             let key: KeyType = key.parse().map_err(|e: rkey::Error| e.to_string())?;
@@ -889,7 +1001,16 @@ async fn execute(s: &Session, args: &RepoArgs, cmd: RepoCommand) -> Result<ExitC
                 });
             }
         }
-        RepoCommand::Import { file } => {
+        RepoCommand::Import {
+            file,
+            keys,
+            trust_new_key,
+        } => {
+            let options = repo::ImportOptions {
+                repo: args.repo.clone(),
+                keys: crate::signing_cmd::parse_keys(&keys)?,
+                trust_new_key,
+            };
             let f = tokio::fs::File::open(&file)
                 .await
                 .map_err(|err| format!("cannot open {}: {err}", file.display()))?;
@@ -905,7 +1026,7 @@ async fn execute(s: &Session, args: &RepoArgs, cmd: RepoCommand) -> Result<ExitC
                 .unwrap_or_else(|_| ProgressStyle::default_spinner());
             let report = s
                 .repos
-                .import_car_with_progress(reader, args.repo.as_deref(), |step| match step {
+                .import_car_with_progress(reader, &options, |step| match step {
                     ImportProgress::Checking => {
                         bar.set_style(waiting.clone());
                         bar.set_message("checking the commit, its tree and its records");
@@ -937,7 +1058,8 @@ async fn execute(s: &Session, args: &RepoArgs, cmd: RepoCommand) -> Result<ExitC
                 json_mode,
                 &json!({"repo": report.repo, "commit": {"cid": report.commit.to_string(), "rev": report.rev.to_string()},
                         "records": report.records, "blocks": report.blocks, "unreachable": report.unreachable,
-                        "commits": report.commits, "declarations": report.declarations}),
+                        "commits": report.commits, "declarations": report.declarations,
+                        "verified": report.verified}),
                 || {
                     format!(
                         "imported {}: {} records, {} blocks, {} commit{}{}; head {} (rev {})",

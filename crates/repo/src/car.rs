@@ -62,6 +62,23 @@ pub struct ImportReport {
     /// Whether the file carried declarations (a history export), restored
     /// where the store did not declare otherwise.
     pub declarations: bool,
+    /// Commits whose signatures were verified (0 when the repository has
+    /// no known key and none was given, or with `trust_new_key`).
+    pub verified: u64,
+}
+
+/// How an import treats the file.
+#[derive(Debug, Clone, Default)]
+pub struct ImportOptions {
+    /// The repository the file must hold, if any.
+    pub repo: Option<String>,
+    /// Public keys the file's commits may be signed with, besides those
+    /// the store knows for the repository; recorded as known once the
+    /// import succeeds.
+    pub keys: Vec<crate::PublicKey>,
+    /// Imports commits that are unsigned or signed by a key nobody gave
+    /// (the repository's key changed elsewhere) instead of refusing them.
+    pub trust_new_key: bool,
 }
 
 /// How far an import is, after the file has been read.
@@ -86,7 +103,7 @@ pub enum ImportProgress {
     },
 }
 
-fn car_err(e: impl std::fmt::Display) -> Error {
+pub(crate) fn car_err(e: impl std::fmt::Display) -> Error {
     Error::InvalidCar(e.to_string())
 }
 
@@ -572,7 +589,7 @@ impl<K: Kv> Repository<K> {
 /// map from CID to block takes ~350 MiB; growing it rehashes without
 /// touching the blocks; and a walk of a file written in pre-order reads
 /// `blocks` front to back.
-struct FileBlocks {
+pub(crate) struct FileBlocks {
     blocks: Vec<Block>,
     /// (hash, position in `blocks`).
     positions: hashbrown::HashTable<(u64, u32)>,
@@ -626,11 +643,11 @@ impl FileBlocks {
         }
     }
 
-    fn get(&self, cid: &Cid) -> Option<&Block> {
+    pub(crate) fn get(&self, cid: &Cid) -> Option<&Block> {
         self.position(cid).map(|p| &self.blocks[p])
     }
 
-    fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.blocks.len()
     }
 }
@@ -671,7 +688,7 @@ impl FileBlock {
 
 /// Reads a CAR v1 file with one root: the root and the file's blocks, each
 /// checked against its CID.
-async fn read_car<R: AsyncRead + Unpin + Send>(input: R) -> Result<(Cid, FileBlocks), Error> {
+pub(crate) async fn read_car<R: AsyncRead + Unpin + Send>(input: R) -> Result<(Cid, FileBlocks), Error> {
     let mut reader = iroh_car::CarReader::new(input).await.map_err(|e| match e {
         // iroh-car's words for a header whose roots list is empty.
         iroh_car::Error::Parsing(m) if m == "empty CAR file" => {
@@ -785,7 +802,7 @@ impl<K: Kv> Repos<K> {
 /// from its `prev` back while each is in the file, stopping at `head` (the
 /// store's head). Returns them and the commit the oldest of them (or the
 /// root) follows.
-fn file_history(
+pub(crate) fn file_history(
     blocks: &FileBlocks,
     root: Cid,
     commit: &CommitData,
@@ -826,9 +843,9 @@ fn file_history(
 
 /// The file's commits before its root, newest first, and the commit the
 /// oldest of them (or the root) follows.
-struct FileHistory {
-    commits: Vec<(Cid, CommitData)>,
-    follows: Option<Cid>,
+pub(crate) struct FileHistory {
+    pub(crate) commits: Vec<(Cid, CommitData)>,
+    pub(crate) follows: Option<Cid>,
 }
 
 /// A tree entry: its key and where its record is.
@@ -1010,8 +1027,11 @@ impl<K: Kv> Repos<K> {
         input: R,
         expected_repo: Option<&str>,
     ) -> Result<ImportReport, Error> {
-        self.import_car_with_progress(input, expected_repo, |_| {})
-            .await
+        let options = ImportOptions {
+            repo: expected_repo.map(str::to_owned),
+            ..ImportOptions::default()
+        };
+        self.import_car_with_progress(input, &options, |_| {}).await
     }
 
     /// [`Repos::import_car`], calling `progress` at each step after the
@@ -1021,12 +1041,18 @@ impl<K: Kv> Repos<K> {
     /// # Errors
     ///
     /// As [`Repos::import_car`].
+    ///
+    /// When the store knows keys for the repository (or `options.keys`
+    /// gives some), every commit the file adds must be signed by one of
+    /// them ([`Error::Untrusted`] otherwise, nothing written), unless
+    /// `options.trust_new_key`.
     pub async fn import_car_with_progress<R: AsyncRead + Unpin + Send>(
         &self,
         input: R,
-        expected_repo: Option<&str>,
+        options: &ImportOptions,
         mut progress: impl FnMut(ImportProgress) + Send,
     ) -> Result<ImportReport, Error> {
+        let expected_repo = options.repo.as_deref();
         let (root, blocks) = read_car(input).await?;
         progress(ImportProgress::Checking);
         let commit_block = blocks
@@ -1055,6 +1081,12 @@ impl<K: Kv> Repos<K> {
         // is read: read again under the lock below.
         let current = store.head(&commit.repo).await?;
         self.continues(&blocks, root, &commit, current).await?;
+        let mut keys = crate::SigningKeys::load(store, &commit.repo).await?.known;
+        keys.extend(options.keys.iter().copied());
+        let check_signatures = !keys.is_empty() && !options.trust_new_key;
+        if check_signatures {
+            crate::verify::check_signature(root, &commit, &keys)?;
+        }
         let fetcher = ImportBlocks {
             blocks: &blocks,
             store,
@@ -1102,6 +1134,7 @@ impl<K: Kv> Repos<K> {
                 unreachable: 0,
                 commits: 0,
                 declarations: false,
+                verified: 0,
             });
         }
         let head_commit = current.map(|h| h.commit);
@@ -1109,6 +1142,11 @@ impl<K: Kv> Repos<K> {
             commits: history,
             follows,
         } = file_history(&blocks, root, &commit, head_commit)?;
+        if check_signatures {
+            for (cid, older) in &history {
+                crate::verify::check_signature(*cid, older, &keys)?;
+            }
+        }
         let mut replace = false;
         let mut base_tree = None;
         if let Some(head) = current {
@@ -1359,6 +1397,9 @@ impl<K: Kv> Repos<K> {
         // The target's declared indexes, rebuilt from the imported records;
         // then those only the file declares, built.
         let repo = self.open(&commit.repo).await?;
+        if !options.keys.is_empty() {
+            repo.trust_keys(&options.keys).await?;
+        }
         repo.rebuild_indexes(|p| progress(ImportProgress::Indexing { records: p.records }))
             .await?;
         let existing = repo.indexes(None).await?;
@@ -1383,6 +1424,11 @@ impl<K: Kv> Repos<K> {
             unreachable,
             commits: 1 + history.len() as u64,
             declarations: declarations.is_some(),
+            verified: if check_signatures {
+                1 + history.len() as u64
+            } else {
+                0
+            },
         })
     }
 }

@@ -15,6 +15,9 @@
 //!   [`Repository::diff`].
 //! - CAR v1: [`Repository::export_car`], [`Repos::import_car`].
 //! - Integrity: [`Repos::check`] reads a repository back and reports damage.
+//! - Signatures: a repository with a [`SigningKey`] signs every commit;
+//!   [`verify_car`] and [`verify_record`] check exports and record proofs
+//!   offline against public keys ([`PublicKey`], `did:key`).
 //!
 //! Clocks are injected ([`Env`]); nothing here reads the system time.
 
@@ -33,8 +36,9 @@ mod record;
 mod repository;
 mod search;
 mod signing;
+mod verify;
 
-pub use car::{ExportReport, ImportProgress, ImportReport};
+pub use car::{ExportReport, ImportOptions, ImportProgress, ImportReport};
 pub use check::{CheckOptions, CheckProgress, CheckReport};
 pub use commit::{CommitData, SIGNED_COMMIT_VERSION};
 pub use error::Error;
@@ -50,3 +54,6 @@ pub use repository::{
 };
 pub use search::{IndexProgress, QueryPage};
 pub use signing::{Curve, KeyError, PublicKey, SignatureError, SigningKey};
+pub use verify::{
+    VerifiedCommit, VerifiedRecord, VerifyOptions, VerifyReport, verify_car, verify_record,
+};

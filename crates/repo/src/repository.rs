@@ -733,7 +733,15 @@ impl<K: Kv> Repository<K> {
     /// from its file on first use; `None` when commits are unsigned.
     fn signer(&self, keys: &SigningKeys) -> Result<Option<Arc<SigningKey>>, Error> {
         let Some(current) = &keys.current else {
-            return Ok(None);
+            return match keys.known.last() {
+                // A signed history (imported, say) goes on signed or not at all.
+                Some(key) => Err(Error::SigningKey {
+                    repo: self.id.clone(),
+                    key: key.did_key(),
+                    reason: "this store has no key file to sign its next commit with".into(),
+                }),
+                None => Ok(None),
+            };
         };
         let mut signer = self
             .signer

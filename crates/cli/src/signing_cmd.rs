@@ -1,0 +1,322 @@
+//! Signing keys and verification: `key generate|show|rotate`, `verify`,
+//! `verify-record` (see `docs/repo.md`, "Signed commits").
+
+use std::{
+    path::{Path, PathBuf},
+    sync::Arc,
+};
+
+use clap::{Subcommand, ValueEnum};
+use repo::{Curve, PublicKey, SigningKey, VerifyOptions};
+use serde_json::{Value, json};
+
+use crate::repo_cmd::{RepoArgs, Result, Session, print, record_uri_parts, say};
+
+/// A key's curve on the command line.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub(crate) enum CurveArg {
+    /// NIST P-256 (secp256r1).
+    P256,
+    /// secp256k1 (AT Protocol's usual repository key).
+    K256,
+}
+
+impl From<CurveArg> for Curve {
+    fn from(c: CurveArg) -> Self {
+        match c {
+            CurveArg::P256 => Curve::P256,
+            CurveArg::K256 => Curve::K256,
+        }
+    }
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum KeyCommand {
+    /// Make a signing key: its private key goes to a new file (PKCS #8 PEM,
+    /// mode 0600, never overwritten); prints its public key as a did:key.
+    Generate {
+        /// The curve.
+        #[arg(long = "type", value_enum, default_value = "k256")]
+        curve: CurveArg,
+        /// The private key file to create.
+        #[arg(long)]
+        out: PathBuf,
+    },
+    /// Print the repository's public signing key (did:key), its key file,
+    /// and every key its history was signed with.
+    Show,
+    /// Sign the repository's next commits with another key (or start
+    /// signing a repository that had none); earlier keys stay known, so the
+    /// history they signed still verifies.
+    Rotate {
+        /// The new private key file (from `datarepo key generate`).
+        #[arg(long)]
+        signing_key: PathBuf,
+    },
+}
+
+impl KeyCommand {
+    pub(crate) fn writes(&self) -> bool {
+        matches!(self, Self::Rotate { .. })
+    }
+
+    pub(crate) fn needs_store(&self) -> bool {
+        !matches!(self, Self::Generate { .. })
+    }
+}
+
+/// The random bytes of a new key: the operating system's generator.
+pub(crate) fn os_random(bytes: &mut [u8; 32]) {
+    // getrandom fails only where the OS has no generator at all; a key
+    // from anything else would be worse than no key.
+    if let Err(e) = getrandom::fill(bytes) {
+        panic!("the operating system's random number generator failed: {e}");
+    }
+}
+
+/// Reads a key file, for a repository to store its path: absolute, so
+/// that a server started elsewhere finds it.
+pub(crate) fn load_key_file(path: &Path) -> Result<(Arc<SigningKey>, PathBuf)> {
+    let key = SigningKey::read_file(path).map_err(|e| e.to_string())?;
+    let absolute = std::path::absolute(path)
+        .map_err(|e| format!("{}: cannot make the path absolute: {e}", path.display()))?;
+    Ok((Arc::new(key), absolute))
+}
+
+pub(crate) fn generate(curve: CurveArg, out: &Path, json_mode: bool) -> Result<()> {
+    let key = SigningKey::generate(curve.into(), os_random);
+    key.write_new_file(out).map_err(|e| match e {
+        repo::KeyError::Io { source, .. }
+            if source.kind() == std::io::ErrorKind::AlreadyExists =>
+        {
+            format!(
+                "{} exists; a key file is never overwritten (choose another --out)",
+                out.display()
+            )
+        }
+        e => e.to_string(),
+    })?;
+    let did = key.public_key().did_key();
+    print(
+        json_mode,
+        &json!({"didKey": did, "type": Curve::from(curve).name(), "file": out.display().to_string()}),
+        || did.clone(),
+    );
+    Ok(())
+}
+
+fn keys_json(keys: &repo::SigningKeys) -> Value {
+    json!({
+        "signingKey": keys.current.as_ref().map(|c| c.key.did_key()),
+        "keyFile": keys.current.as_ref().map(|c| c.file.display().to_string()),
+        "knownKeys": keys.known.iter().map(PublicKey::did_key).collect::<Vec<_>>(),
+    })
+}
+
+pub(crate) async fn run_key(s: &Session, args: &RepoArgs, cmd: KeyCommand) -> Result<()> {
+    if let KeyCommand::Generate { curve, out } = cmd {
+        return generate(curve, &out, args.json);
+    }
+    let repo = s.repo(args).await?;
+    match cmd {
+        KeyCommand::Generate { .. } => {}
+        KeyCommand::Show => {
+            let keys = repo.signing_keys().await.map_err(say)?;
+            let mut value = keys_json(&keys);
+            value["repo"] = json!(repo.id());
+            print(args.json, &value, || match &keys.current {
+                Some(current) => current.key.did_key(),
+                None if keys.known.is_empty() => {
+                    format!("{} has no signing key: its commits are unsigned", repo.id())
+                }
+                None => format!(
+                    "{} has no key file in this store; its history was signed by {}",
+                    repo.id(),
+                    keys.known
+                        .iter()
+                        .map(PublicKey::did_key)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            });
+        }
+        KeyCommand::Rotate { signing_key } => {
+            let (key, file) = load_key_file(&signing_key)?;
+            let keys = repo.set_signing_key(key, file).await.map_err(say)?;
+            let mut value = keys_json(&keys);
+            value["repo"] = json!(repo.id());
+            print(args.json, &value, || {
+                format!(
+                    "{}: the next commits are signed by {}",
+                    repo.id(),
+                    keys.current
+                        .as_ref()
+                        .map(|c| c.key.did_key())
+                        .unwrap_or_default()
+                )
+            });
+        }
+    }
+    Ok(())
+}
+
+/// The keys to verify with: those given, else those the store knows for
+/// the repository.
+pub(crate) fn parse_keys(given: &[String]) -> Result<Vec<PublicKey>> {
+    given
+        .iter()
+        .map(|k| PublicKey::from_did_key(k).map_err(|e| format!("--key: {e}")))
+        .collect()
+}
+
+async fn stored_keys(s: Option<&Session>, repo: &str) -> Result<Vec<PublicKey>> {
+    let Some(s) = s else {
+        return Err("give the public keys to verify with: --key did:key:…".into());
+    };
+    let known = match s.repos.open(repo).await {
+        Ok(r) => r.signing_keys().await.map_err(say)?.known,
+        Err(repo::Error::RepoNotFound(_)) => Vec::new(),
+        Err(e) => return Err(say(e)),
+    };
+    if known.is_empty() {
+        return Err(format!(
+            "this store knows no signing key for {repo}: give the keys to verify with, --key did:key:…"
+        ));
+    }
+    Ok(known)
+}
+
+/// The repository a CAR file's root commit names, read from its first
+/// blocks only when keys must come from the store.
+async fn car_repo(file: &Path) -> Result<String> {
+    let f = open(file).await?;
+    let mut reader = iroh_car::CarReader::new(tokio::io::BufReader::new(f))
+        .await
+        .map_err(|e| format!("{}: not a CAR v1 file: {e}", file.display()))?;
+    let root = *reader
+        .header()
+        .roots()
+        .first()
+        .ok_or_else(|| format!("{}: the file names no root", file.display()))?;
+    while let Some((cid, bytes)) = reader
+        .next_block()
+        .await
+        .map_err(|e| format!("{}: {e}", file.display()))?
+    {
+        if cid == root {
+            return repo::CommitData::decode(cid, &bytes)
+                .map(|c| c.repo)
+                .map_err(|e| format!("{}: {e}", file.display()));
+        }
+    }
+    Err(format!(
+        "{}: the root commit {root} is not in the file",
+        file.display()
+    ))
+}
+
+async fn open(file: &Path) -> Result<tokio::fs::File> {
+    tokio::fs::File::open(file)
+        .await
+        .map_err(|e| format!("cannot open {}: {e}", file.display()))
+}
+
+pub(crate) async fn verify(
+    s: Option<&Session>,
+    file: &Path,
+    keys: &[String],
+    incremental: bool,
+    json_mode: bool,
+) -> Result<()> {
+    let mut keys = parse_keys(keys)?;
+    if keys.is_empty() {
+        keys = stored_keys(s, &car_repo(file).await?).await?;
+    }
+    let input = tokio::io::BufReader::with_capacity(1 << 20, open(file).await?);
+    let options = VerifyOptions { keys, incremental };
+    let report = repo::verify_car(input, &options)
+        .await
+        .map_err(|e| format!("{}: {e}", file.display()))?;
+    let commits: Vec<Value> = report
+        .commits
+        .iter()
+        .map(|c| json!({"cid": c.cid.to_string(), "rev": c.rev.to_string(), "key": c.key.did_key()}))
+        .collect();
+    let value = json!({
+        "repo": report.repo, "commits": commits, "blocks": report.blocks,
+        "shards": report.shards, "records": report.records,
+        "historyRecords": report.history_records, "absent": report.absent,
+    });
+    print(json_mode, &value, || {
+        let head = &report.commits[0];
+        let mut signers: Vec<String> = report.commits.iter().map(|c| c.key.did_key()).collect();
+        signers.dedup();
+        let mut text = format!(
+            "verified {}: {} (head rev {}) signed by {}; {} hashed; {}, {}",
+            report.repo,
+            count(report.commits.len() as u64, "commit"),
+            head.rev,
+            signers.join(", "),
+            count(report.blocks, "block"),
+            count(report.shards, "shard"),
+            count(report.records, "record"),
+        );
+        if report.history_records > 0 {
+            text += &format!(" (+{} in older commits)", report.history_records);
+        }
+        if report.absent > 0 {
+            text += &format!(
+                "; {} blocks the trees name are in earlier exports",
+                report.absent
+            );
+        }
+        text
+    });
+    Ok(())
+}
+
+fn count(n: u64, what: &str) -> String {
+    format!("{n} {what}{}", if n == 1 { "" } else { "s" })
+}
+
+pub(crate) async fn verify_record(
+    s: Option<&Session>,
+    file: &Path,
+    uri: &str,
+    keys: &[String],
+    json_mode: bool,
+) -> Result<()> {
+    let Some((did, collection, rkey)) = record_uri_parts(uri, None)? else {
+        return Err(format!(
+            "--uri {uri:?} is not a record's AT URI (at://DID/COLLECTION/RKEY)"
+        ));
+    };
+    let mut keys = parse_keys(keys)?;
+    if keys.is_empty() {
+        keys = stored_keys(s, did).await?;
+    }
+    let input = tokio::io::BufReader::new(open(file).await?);
+    let proof = repo::verify_record(input, did, collection, rkey, &keys)
+        .await
+        .map_err(|e| format!("{}: {e}", file.display()))?;
+    let value = proof.record.as_ref().map(repo::Record::to_json);
+    print(
+        json_mode,
+        &json!({
+            "uri": uri, "cid": proof.cid.map(|c| c.to_string()), "value": value,
+            "commit": {"cid": proof.commit.cid.to_string(), "rev": proof.commit.rev.to_string()},
+            "key": proof.commit.key.did_key(),
+        }),
+        || match proof.cid {
+            Some(cid) => format!(
+                "verified {uri}: record {cid} in commit {} (rev {}) signed by {}",
+                proof.commit.cid, proof.commit.rev, proof.commit.key
+            ),
+            None => format!(
+                "verified: {uri} does not exist at commit {} (rev {}) signed by {}",
+                proof.commit.cid, proof.commit.rev, proof.commit.key
+            ),
+        },
+    );
+    Ok(())
+}
