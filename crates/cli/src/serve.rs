@@ -23,6 +23,15 @@ pub(crate) struct ServeArgs {
     /// Require the token for reads too.
     #[arg(long)]
     private_reads: bool,
+    /// Give every repository created through the API a signing key of its
+    /// own: DIR/<repository>.key (PKCS #8 PEM, mode 0600), made on its
+    /// first write; every commit is then signed. Repositories created with
+    /// `init --signing-key` are signed with their own key file wherever this is.
+    #[arg(long, value_name = "DIR")]
+    signing_key_dir: Option<std::path::PathBuf>,
+    /// The curve of keys made in --signing-key-dir.
+    #[arg(long, value_enum, default_value = "k256", requires = "signing_key_dir")]
+    signing_key_type: crate::signing_cmd::CurveArg,
     /// Serve reads only, from a store another `datarepo serve` writes
     /// (for example the same s3:// location).
     #[arg(long)]
@@ -159,7 +168,25 @@ pub(crate) fn run(store: &StoreArgs, args: &ServeArgs) -> Result<ExitCode, Strin
             Arc::new(Store::new(kv.clone())),
             repo_cmd::env()?,
         ));
+        let signing_keys = match &args.signing_key_dir {
+            Some(dir) => {
+                let mut builder = std::fs::DirBuilder::new();
+                builder.recursive(true);
+                #[cfg(unix)]
+                std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+                builder.create(dir).map_err(|e| {
+                    format!("--signing-key-dir {}: cannot create it: {e}", dir.display())
+                })?;
+                Some(server::SigningKeyDir {
+                    dir: dir.clone(),
+                    curve: args.signing_key_type.into(),
+                    random: Arc::new(crate::signing_cmd::os_random),
+                })
+            }
+            None => None,
+        };
         let config = server::Config {
+            signing_keys,
             token: args.token.clone().filter(|t| !t.is_empty()),
             private_reads: args.private_reads,
             read_only: args.replica,

@@ -65,10 +65,11 @@ impl<K: Kv + 'static> App<K> {
         Ok(self.repos.open(id).await?)
     }
 
-    /// The repository, created on the first authorized write to it.
+    /// The repository, created on the first authorized write to it (with a
+    /// key of its own in the signing-key directory, when there is one).
     async fn repo_for_write(&self, id: &str) -> Result<Arc<Repository<K>>> {
         match self.repos.open(id).await {
-            Err(repo::Error::RepoNotFound(_)) => match self.repos.create(id).await {
+            Err(repo::Error::RepoNotFound(_)) => match self.create(id).await {
                 Err(repo::Error::RepoExists(_)) => Ok(self.repos.open(id).await?),
                 other => {
                     if other.is_ok() {
@@ -79,6 +80,18 @@ impl<K: Kv + 'static> App<K> {
             },
             other => Ok(other?),
         }
+    }
+
+    async fn create(&self, id: &str) -> std::result::Result<Arc<Repository<K>>, repo::Error> {
+        let Some(dir) = &self.config.signing_keys else {
+            return self.repos.create(id).await;
+        };
+        let (key, file) = dir.key_for(id).map_err(|e| repo::Error::SigningKey {
+            repo: id.to_owned(),
+            key: "a key of its own".to_owned(),
+            reason: e.to_string(),
+        })?;
+        self.repos.create_signed(id, key, file).await
     }
 
     /// Applies writes in a task of its own, so that a client that goes
@@ -529,13 +542,25 @@ pub(crate) async fn describe_repo<K: Kv + 'static>(
     } else {
         (format!("did:web:{id}"), id.to_owned(), true)
     };
-    Ok(Json(json!({
+    // The public key that signs the next commit (or last signed one).
+    let keys = repo.signing_keys().await?;
+    let signing_key = keys
+        .current
+        .as_ref()
+        .map(|c| c.key)
+        .or_else(|| keys.known.last().copied())
+        .map(|k| k.did_key());
+    let mut out = json!({
         "handle": handle,
         "did": did,
         "didDoc": {},
         "collections": collections,
         "handleIsCorrect": correct,
-    })))
+    });
+    if let Some(key) = signing_key {
+        out["signingKey"] = json!(key);
+    }
+    Ok(Json(out))
 }
 
 #[derive(Deserialize)]

@@ -66,9 +66,66 @@ impl Default for Limits {
     }
 }
 
+/// Where repositories created through the API get their signing keys:
+/// one PKCS #8 PEM file per repository, `<dir>/<repository id>.key`,
+/// created (mode 0600) on the repository's first write, or used as it is
+/// when it exists.
+#[derive(Clone)]
+pub struct SigningKeyDir {
+    /// The directory.
+    pub dir: std::path::PathBuf,
+    /// The curve of new keys.
+    pub curve: repo::Curve,
+    /// Fills a new key's 32 random bytes.
+    pub random: Arc<dyn Fn(&mut [u8; 32]) + Send + Sync>,
+}
+
+impl std::fmt::Debug for SigningKeyDir {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SigningKeyDir")
+            .field("dir", &self.dir)
+            .field("curve", &self.curve)
+            .finish_non_exhaustive()
+    }
+}
+
+impl SigningKeyDir {
+    /// The key of repository `id`, made and written if its file does not
+    /// exist, with the file's absolute path.
+    ///
+    /// # Errors
+    ///
+    /// The key file cannot be read or written.
+    pub fn key_for(
+        &self,
+        id: &str,
+    ) -> Result<(Arc<repo::SigningKey>, std::path::PathBuf), repo::KeyError> {
+        let file = std::path::absolute(self.dir.join(format!("{id}.key"))).map_err(|source| {
+            repo::KeyError::Io {
+                path: self.dir.display().to_string(),
+                source,
+            }
+        })?;
+        if !file.exists() {
+            let key = repo::SigningKey::generate(self.curve, |b| (self.random)(b));
+            match key.write_new_file(&file) {
+                Ok(()) => return Ok((Arc::new(key), file)),
+                // Another writer made it first: use theirs.
+                Err(repo::KeyError::Io { source, .. })
+                    if source.kind() == std::io::ErrorKind::AlreadyExists => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok((Arc::new(repo::SigningKey::read_file(&file)?), file))
+    }
+}
+
 /// How the server behaves.
 #[derive(Debug, Clone, Default)]
 pub struct Config {
+    /// Where repositories created through the API get signing keys
+    /// (`None`: they are created unsigned).
+    pub signing_keys: Option<SigningKeyDir>,
     /// The bearer token that authorizes writes (`None`: writes refused).
     pub token: Option<String>,
     /// Whether reads need the token too.
