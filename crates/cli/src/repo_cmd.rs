@@ -571,7 +571,9 @@ async fn execute(s: &Session, args: &RepoArgs, cmd: RepoCommand) -> Result<ExitC
                 &json!({"repo": repo.id(), "commit": {"cid": head.commit.to_string(), "rev": head.rev.to_string()},
                         "signingKey": signing_key}),
                 || match &signing_key {
-                    Some(did) => format!("created {} (rev {}), signed by {did}", repo.id(), head.rev),
+                    Some(did) => {
+                        format!("created {} (rev {}), signed by {did}", repo.id(), head.rev)
+                    }
                     None => format!("created {} (rev {})", repo.id(), head.rev),
                 },
             );
@@ -1052,14 +1054,24 @@ async fn execute(s: &Session, args: &RepoArgs, cmd: RepoCommand) -> Result<ExitC
                     }
                 })
                 .await
-                .map_err(|err| format!("{}: {err} (nothing was imported)", file.display()))?;
+                .map_err(|err| {
+                    format!("{}: {} (nothing was imported)", file.display(), say(err))
+                })?;
             bar.finish_and_clear();
+            if report.signed && report.verified == 0 && !trust_new_key && !json_mode {
+                eprintln!(
+                    "note: the file's commits are signed, but this store knows no key for {} and none \
+                     was given (--key), so they were not verified; `datarepo verify FILE --key DID_KEY` \
+                     checks them, and `datarepo key rotate --signing-key FILE` lets this store sign the next commits",
+                    report.repo
+                );
+            }
             print(
                 json_mode,
                 &json!({"repo": report.repo, "commit": {"cid": report.commit.to_string(), "rev": report.rev.to_string()},
                         "records": report.records, "blocks": report.blocks, "unreachable": report.unreachable,
                         "commits": report.commits, "declarations": report.declarations,
-                        "verified": report.verified}),
+                        "verified": report.verified, "signed": report.signed}),
                 || {
                     format!(
                         "imported {}: {} records, {} blocks, {} commit{}{}; head {} (rev {})",

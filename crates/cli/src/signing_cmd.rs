@@ -65,7 +65,9 @@ impl KeyCommand {
     }
 }
 
-/// The random bytes of a new key: the operating system's generator.
+/// The random bytes of a new key: the operating system's generator. The
+/// binary is where randomness is chosen and injected into the libraries.
+#[allow(clippy::disallowed_methods)]
 pub(crate) fn os_random(bytes: &mut [u8; 32]) {
     // getrandom fails only where the OS has no generator at all; a key
     // from anything else would be worse than no key.
@@ -86,9 +88,7 @@ pub(crate) fn load_key_file(path: &Path) -> Result<(Arc<SigningKey>, PathBuf)> {
 pub(crate) fn generate(curve: CurveArg, out: &Path, json_mode: bool) -> Result<()> {
     let key = SigningKey::generate(curve.into(), os_random);
     key.write_new_file(out).map_err(|e| match e {
-        repo::KeyError::Io { source, .. }
-            if source.kind() == std::io::ErrorKind::AlreadyExists =>
-        {
+        repo::KeyError::Io { source, .. } if source.kind() == std::io::ErrorKind::AlreadyExists => {
             format!(
                 "{} exists; a key file is never overwritten (choose another --out)",
                 out.display()
@@ -240,7 +240,9 @@ pub(crate) async fn verify(
     let commits: Vec<Value> = report
         .commits
         .iter()
-        .map(|c| json!({"cid": c.cid.to_string(), "rev": c.rev.to_string(), "key": c.key.did_key()}))
+        .map(
+            |c| json!({"cid": c.cid.to_string(), "rev": c.rev.to_string(), "key": c.key.did_key()}),
+        )
         .collect();
     let value = json!({
         "repo": report.repo, "commits": commits, "blocks": report.blocks,

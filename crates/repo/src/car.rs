@@ -65,6 +65,8 @@ pub struct ImportReport {
     /// Commits whose signatures were verified (0 when the repository has
     /// no known key and none was given, or with `trust_new_key`).
     pub verified: u64,
+    /// Whether the file's head commit is signed.
+    pub signed: bool,
 }
 
 /// How an import treats the file.
@@ -688,7 +690,9 @@ impl FileBlock {
 
 /// Reads a CAR v1 file with one root: the root and the file's blocks, each
 /// checked against its CID.
-pub(crate) async fn read_car<R: AsyncRead + Unpin + Send>(input: R) -> Result<(Cid, FileBlocks), Error> {
+pub(crate) async fn read_car<R: AsyncRead + Unpin + Send>(
+    input: R,
+) -> Result<(Cid, FileBlocks), Error> {
     let mut reader = iroh_car::CarReader::new(input).await.map_err(|e| match e {
         // iroh-car's words for a header whose roots list is empty.
         iroh_car::Error::Parsing(m) if m == "empty CAR file" => {
@@ -1135,6 +1139,7 @@ impl<K: Kv> Repos<K> {
                 commits: 0,
                 declarations: false,
                 verified: 0,
+                signed: commit.sig.is_some(),
             });
         }
         let head_commit = current.map(|h| h.commit);
@@ -1429,6 +1434,7 @@ impl<K: Kv> Repos<K> {
             } else {
                 0
             },
+            signed: commit.sig.is_some(),
         })
     }
 }

@@ -35,11 +35,7 @@ pub struct CommitData {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub version: Option<u64>,
     /// The signature of a signed commit, else `None`.
-    #[serde(
-        default,
-        skip_serializing_if = "Option::is_none",
-        with = "serde_bytes"
-    )]
+    #[serde(default, skip_serializing_if = "Option::is_none", with = "serde_bytes")]
     pub sig: Option<Vec<u8>>,
 }
 
@@ -128,10 +124,14 @@ impl CommitData {
         match (commit.version, &commit.sig) {
             (None, None) | (Some(SIGNED_COMMIT_VERSION), Some(_)) => {}
             (Some(SIGNED_COMMIT_VERSION), None) => {
-                return Err(malformed("a signed commit's version without its sig".into()));
+                return Err(malformed(
+                    "a signed commit's version without its sig".into(),
+                ));
             }
             (None, Some(_)) => {
-                return Err(malformed("a sig without the signed commit's version".into()));
+                return Err(malformed(
+                    "a sig without the signed commit's version".into(),
+                ));
             }
             (Some(v), _) => return Err(malformed(format!("unknown commit version {v}"))),
         }

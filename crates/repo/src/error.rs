@@ -83,15 +83,11 @@ pub enum Error {
     },
     /// A commit's signature is missing or is not by a key the repository
     /// trusts.
-    #[error("commit {commit} (rev {rev}) of {repo}: {reason}")]
+    #[error("commit {commit} {reason}")]
     Untrusted {
-        /// The repository.
-        repo: String,
         /// The commit.
         commit: Cid,
-        /// Its rev.
-        rev: String,
-        /// Why it is not trusted.
+        /// Its rev and repository, and why it is not trusted.
         reason: String,
     },
     /// A CAR file is malformed, tampered with or incomplete.

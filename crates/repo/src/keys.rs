@@ -62,7 +62,8 @@ impl SigningKeys {
                 reason: format!("{repo}: {reason}"),
             })
         };
-        let stored: Stored = serde_json::from_slice(&bytes).map_err(|e| malformed(e.to_string()))?;
+        let stored: Stored =
+            serde_json::from_slice(&bytes).map_err(|e| malformed(e.to_string()))?;
         let parse = |did: &str| PublicKey::from_did_key(did).map_err(|e| malformed(e.to_string()));
         Ok(Self {
             current: stored

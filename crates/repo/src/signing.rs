@@ -190,12 +190,13 @@ impl SigningKey {
     ///
     /// [`KeyError::Io`] or [`KeyError::NotAPrivateKey`] naming the file.
     pub fn read_file(path: &Path) -> Result<Self, KeyError> {
-        let text = Zeroizing::new(std::fs::read_to_string(path).map_err(|source| {
-            KeyError::Io {
-                path: path.display().to_string(),
-                source,
-            }
-        })?);
+        let text =
+            Zeroizing::new(
+                std::fs::read_to_string(path).map_err(|source| KeyError::Io {
+                    path: path.display().to_string(),
+                    source,
+                })?,
+            );
         Self::from_pkcs8_pem(&text).map_err(|_| KeyError::NotAPrivateKey {
             what: path.display().to_string(),
         })
@@ -337,7 +338,11 @@ impl PublicKey {
                 k256::ecdsa::VerifyingKey::from_sec1_bytes(point)
                     .map_err(|_| bad("not a point on secp256k1"))?,
             ),
-            _ => return Err(bad(&format!("multicodec 0x{code:x} is not a supported key"))),
+            _ => {
+                return Err(bad(&format!(
+                    "multicodec 0x{code:x} is not a supported key"
+                )));
+            }
         };
         Ok(Self { key })
     }

@@ -66,24 +66,27 @@ pub(crate) fn check_signature<'k>(
     keys: &'k [PublicKey],
 ) -> Result<&'k PublicKey, Error> {
     commit.verify(keys).map_err(|e| Error::Untrusted {
-        repo: commit.repo.clone(),
         commit: cid,
-        rev: commit.rev.to_string(),
-        reason: match e {
-            SignatureError::Unsigned => "the commit is not signed".to_owned(),
-            SignatureError::Mismatch if keys.len() == 1 => {
-                format!("the signature is not by {}", keys[0])
+        reason: format!(
+            "(rev {}) of {}: {}",
+            commit.rev,
+            commit.repo,
+            match e {
+                SignatureError::Unsigned => "the commit is not signed".to_owned(),
+                SignatureError::Mismatch if keys.len() == 1 => {
+                    format!("the signature is not by {}", keys[0])
+                }
+                SignatureError::Mismatch => format!(
+                    "the signature is not by any of the {} keys given ({})",
+                    keys.len(),
+                    keys.iter()
+                        .map(PublicKey::did_key)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+                e => e.to_string(),
             }
-            SignatureError::Mismatch => format!(
-                "the signature is not by any of the {} keys given ({})",
-                keys.len(),
-                keys.iter()
-                    .map(PublicKey::did_key)
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
-            e => e.to_string(),
-        },
+        ),
     })
 }
 

@@ -93,7 +93,9 @@ fn both_reject_high_s_tampered_and_wrong_key_signatures() {
     let message = b"the unsigned commit".to_vec();
     let mut flips = Vec::new();
     for (curve, key) in &keys {
-        flips.push(json!({"op": "highS", "curve": curve.name(), "sig": hex::encode(key.sign(&message))}));
+        flips.push(
+            json!({"op": "highS", "curve": curve.name(), "sig": hex::encode(key.sign(&message))}),
+        );
     }
     let high: Vec<Vec<u8>> = oracle(&flips)
         .iter()

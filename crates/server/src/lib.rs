@@ -66,6 +66,10 @@ impl Default for Limits {
     }
 }
 
+/// The source of a new signing key's 32 random bytes (injected: library
+/// code reads no ambient randomness).
+pub type KeyRandomness = Arc<dyn Fn(&mut [u8; 32]) + Send + Sync>;
+
 /// Where repositories created through the API get their signing keys:
 /// one PKCS #8 PEM file per repository, `<dir>/<repository id>.key`,
 /// created (mode 0600) on the repository's first write, or used as it is
@@ -77,7 +81,7 @@ pub struct SigningKeyDir {
     /// The curve of new keys.
     pub curve: repo::Curve,
     /// Fills a new key's 32 random bytes.
-    pub random: Arc<dyn Fn(&mut [u8; 32]) + Send + Sync>,
+    pub random: KeyRandomness,
 }
 
 impl std::fmt::Debug for SigningKeyDir {

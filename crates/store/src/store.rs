@@ -842,7 +842,7 @@ impl<K: Kv> Store<K> {
     ///
     /// A storage error.
     pub async fn signing_keys(&self, repo: &str) -> Result<Option<Bytes>, Error> {
-        Ok(self.kv.get(&records::signing_keys_key(repo)).await?)
+        self.kv.get(&records::signing_keys_key(repo)).await
     }
 
     /// A repository's collection declarations as (collection, bytes), in
