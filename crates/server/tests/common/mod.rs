@@ -56,7 +56,13 @@ impl TestServer {
         }));
         Self {
             url,
-            client: reqwest::Client::new(),
+            // A fresh connection per request: a server may close a
+            // connection after refusing a body it did not read (413, 401),
+            // and a pooled client could write its next request into it.
+            client: reqwest::Client::builder()
+                .pool_max_idle_per_host(0)
+                .build()
+                .unwrap(),
             stop: std::sync::Mutex::new(Some(stop)),
             task: tokio::sync::Mutex::new(Some(task)),
         }
