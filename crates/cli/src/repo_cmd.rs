@@ -892,7 +892,8 @@ async fn execute(s: &Session, args: &RepoArgs, cmd: RepoCommand) -> Result<ExitC
                 .map(|l| {
                     json!({"cid": l.cid.to_string(), "rev": l.commit.rev.to_string(),
                            "data": l.commit.data.to_string(),
-                           "prev": l.commit.prev.map(|p| p.to_string())})
+                           "prev": l.commit.prev.map(|p| p.to_string()),
+                           "signed": l.commit.is_signed()})
                 })
                 .collect();
             print(json_mode, &json!({ "commits": commits }), || {
@@ -1206,7 +1207,8 @@ async fn check(s: &Session, args: &RepoArgs, history: bool) -> Result<ExitCode> 
         }
         reports.push(json!({
             "repo": id, "commit": report.commit.to_string(), "records": report.records,
-            "shards": report.shards, "commits": report.commits, "intact": report.is_intact(),
+            "shards": report.shards, "commits": report.commits, "signedCommits": report.signed,
+            "intact": report.is_intact(),
             "problemCount": report.problem_count, "problems": report.problems,
             "headMoved": report.head_moved,
             "olderShards": report.older_shards, "olderRecords": report.older_records,
@@ -1224,8 +1226,13 @@ async fn check(s: &Session, args: &RepoArgs, history: bool) -> Result<ExitCode> 
 
 /// A check's result for a person.
 fn describe_check(id: &str, report: &repo::CheckReport) -> String {
+    let signed = match report.signed {
+        0 => String::new(),
+        n if n == report.commits => " (all signed)".to_owned(),
+        n => format!(" ({n} signed)"),
+    };
     let mut counts = format!(
-        "{} records, {} shards, {} commits; head {}",
+        "{} records, {} shards, {} commits{signed}; head {}",
         report.records, report.shards, report.commits, report.commit
     );
     if report.older_shards > 0 || report.older_records > 0 {

@@ -28,6 +28,10 @@ pub struct CheckReport {
     pub shards: u64,
     /// Commit-log entries checked.
     pub commits: u64,
+    /// Of those, commits that carry a signature: each verified against the
+    /// public keys the store knows for the repository, when it knows some
+    /// (one that does not verify is a problem).
+    pub signed: u64,
     /// What is wrong, each in a sentence; empty when the repository is
     /// intact. At most 100 are listed (see `problem_count`).
     pub problems: Vec<String>,
@@ -122,7 +126,8 @@ impl<K: Kv> Repos<K> {
     /// - the head commit and every commit in the log exist, hash to their
     ///   CIDs and decode; the log's newest entry is the head, and each
     ///   entry's `prev` is the entry before it (the oldest may name a
-    ///   commit garbage collection removed);
+    ///   commit garbage collection removed); a signed commit's signature
+    ///   is by one of the repository's known keys;
     /// - every shard of the head's tree exists, hashes to its CID and is a
     ///   canonical Pail shard;
     /// - the record index holds exactly the tree's records with the same
@@ -166,6 +171,7 @@ impl<K: Kv> Repos<K> {
             records: 0,
             shards: 0,
             commits: 0,
+            signed: 0,
             problems: Vec::new(),
             problem_count: 0,
             older_shards: 0,
@@ -240,6 +246,7 @@ impl<K: Kv> Repos<K> {
     ) -> Result<Vec<(rkey::Tid, Cid)>, Error> {
         let store = &**self.store();
         let log = store.commit_log(id, true, usize::MAX).await?;
+        let keys = crate::SigningKeys::load(store, id).await?.known;
         match log.first() {
             Some((_, newest)) if *newest != head => report.problem(format!(
                 "the commit log's newest entry is {newest}, the head is {head}"
@@ -267,6 +274,18 @@ impl<K: Kv> Repos<K> {
                             "commit {cid} has rev {}, but the log lists it under another rev",
                             commit.rev
                         ));
+                    }
+                    if commit.is_signed() {
+                        report.signed += 1;
+                        if !keys.is_empty()
+                            && let Err(e) = commit.verify(&keys)
+                        {
+                            report.problem(format!(
+                                "commit {cid} (rev {}): {e} (not by any of the repository's \
+                                 known keys)",
+                                commit.rev
+                            ));
+                        }
                     }
                     expected = Some(commit.prev);
                     roots.push((commit.rev, commit.data));

@@ -142,3 +142,57 @@ fn key_files_are_private_and_never_overwritten() {
     assert!(debug.contains(&signer.public_key().did_key()));
     assert!(!debug.contains(&*signer.to_pkcs8_pem()));
 }
+
+#[test]
+fn check_counts_signed_commits_and_names_a_foreign_signature() {
+    common::rt().block_on(async {
+        let dir = testkit::tempdir("signed-check");
+        let file = dir.path().join("a.key");
+        let signer = Arc::new(key(Curve::K256, 0x31));
+        signer.write_new_file(&file).unwrap();
+        let repos = common::repos();
+        let repo = repos
+            .create_signed("did:web:a", signer, file)
+            .await
+            .unwrap();
+        repo.apply_writes(common::posts("app.x.post", 2), None)
+            .await
+            .unwrap();
+        let report = repos.check("did:web:a", |_| {}).await.unwrap();
+        assert!(report.is_intact(), "{:?}", report.problems);
+        assert_eq!((report.commits, report.signed), (2, 2));
+
+        // A commit signed by a key the repository does not know, landed
+        // behind the repository's back.
+        let head = repo.head().await.unwrap();
+        let foreign = key(Curve::K256, 0x32);
+        let rev = rkey::Tid::from_u64(head.rev.as_u64() + 1024);
+        let forged = repo::CommitData::new("did:web:a".into(), rev, head.data, Some(head.commit))
+            .signed(&foreign)
+            .encode();
+        repos
+            .store()
+            .commit(store::Commit {
+                repo: "did:web:a".into(),
+                expected: Some(head.commit),
+                head: store::Head {
+                    commit: forged.cid(),
+                    rev: rev.as_u64(),
+                },
+                blocks: vec![forged.clone()],
+                records: Vec::new(),
+                collections: Vec::new(),
+                index: Vec::new(),
+                history: store::LogChange::default(),
+            })
+            .await
+            .unwrap();
+        let report = repos.check("did:web:a", |_| {}).await.unwrap();
+        assert_eq!(report.problem_count, 1, "{:?}", report.problems);
+        assert!(
+            report.problems[0].contains(&forged.cid().to_string()),
+            "{:?}",
+            report.problems
+        );
+    });
+}
