@@ -174,6 +174,7 @@ fn explain(key: &[u8]) -> Result<Value, String> {
             json!({"scope": scope, "path": path, "row": row})
         }
         DecodedKey::SigningKeys { repo } => json!({"repo": repo}),
+        DecodedKey::Event { seq } => json!({"seq": seq}),
         _ => json!({}),
     };
     let tag = decoded.record_type().tag();

@@ -17,6 +17,7 @@
 //! | `0xB` | keyword row | scope (u32), path (string), value (bytes) |
 //! | `0xC` | keyword value | scope (u32), path (string), row (u64) |
 //! | `0xD` | signing keys | repo (string) |
+//! | `0xE` | event | seq (u64) |
 
 use std::{borrow::Cow, fmt};
 
@@ -52,11 +53,13 @@ pub enum RecordType {
     KeywordValue = 0xC,
     /// A repository's signing keys: repo → its public keys and key file.
     SigningKeys = 0xD,
+    /// A firehose event: seq → the commit event, server-wide.
+    Event = 0xE,
 }
 
 impl RecordType {
     /// Every record type, in tag order.
-    pub const ALL: [Self; 13] = [
+    pub const ALL: [Self; 14] = [
         Self::Block,
         Self::Head,
         Self::CommitLog,
@@ -70,6 +73,7 @@ impl RecordType {
         Self::KeywordRow,
         Self::KeywordValue,
         Self::SigningKeys,
+        Self::Event,
     ];
 
     /// The record type for a tag.
@@ -127,6 +131,7 @@ impl RecordType {
             Self::KeywordRow => "keyword-row",
             Self::KeywordValue => "keyword-value",
             Self::SigningKeys => "signing-keys",
+            Self::Event => "event",
         }
     }
 
@@ -172,6 +177,14 @@ pub fn head_key(repo: &str) -> Vec<u8> {
 pub fn signing_keys_key(repo: &str) -> Vec<u8> {
     KeyBuilder::new(RecordType::SigningKeys.prefix())
         .str(repo)
+        .finish()
+}
+
+/// The key of a firehose event.
+#[must_use]
+pub fn event_key(seq: u64) -> Vec<u8> {
+    KeyBuilder::new(RecordType::Event.prefix())
+        .u64(seq)
         .finish()
 }
 
@@ -417,6 +430,11 @@ pub enum DecodedKey<'a> {
         /// The repository.
         repo: Cow<'a, str>,
     },
+    /// A firehose event key.
+    Event {
+        /// The event's sequence number.
+        seq: u64,
+    },
 }
 
 impl DecodedKey<'_> {
@@ -437,6 +455,7 @@ impl DecodedKey<'_> {
             Self::KeywordRow { .. } => RecordType::KeywordRow,
             Self::KeywordValue { .. } => RecordType::KeywordValue,
             Self::SigningKeys { .. } => RecordType::SigningKeys,
+            Self::Event { .. } => RecordType::Event,
         }
     }
 }
@@ -491,6 +510,7 @@ pub fn decode_key(key: &[u8]) -> Result<DecodedKey<'_>, Error> {
             row: r.u64()?,
         },
         RecordType::SigningKeys => DecodedKey::SigningKeys { repo: r.str()? },
+        RecordType::Event => DecodedKey::Event { seq: r.u64()? },
     };
     r.finish()?;
     Ok(decoded)

@@ -58,10 +58,10 @@ fn invalid_prefixes_are_typed_errors() {
     );
     // A record type datarepo does not define is reported, not guessed.
     assert_eq!(
-        RecordType::from_tag(RecordTag::new(0xe, 0).unwrap()),
+        RecordType::from_tag(RecordTag::new(0xf, 0).unwrap()),
         Err(Error::UnknownRecordType {
-            record_type: 0xe,
-            tag: 0xe0
+            record_type: 0xf,
+            tag: 0xf0
         })
     );
 }

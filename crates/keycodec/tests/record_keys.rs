@@ -7,7 +7,7 @@ use keycodec::{
     RecordType,
     records::{
         DecodedKey, block_delta_key, block_key, collection_key, commit_log_key, commit_log_range,
-        decode_key, head_key, record_index_key, record_index_range, signing_keys_key,
+        decode_key, event_key, head_key, record_index_key, record_index_range, signing_keys_key,
     },
 };
 
@@ -24,6 +24,10 @@ fn layouts_are_byte_exact() {
     );
     assert_eq!(collection_key("r", "a.b.c"), b"\x01\x50r\x00a.b.c\x00");
     assert_eq!(signing_keys_key("did:web:a"), b"\x01\xd0did:web:a\x00");
+    assert_eq!(
+        event_key(0x0102),
+        b"\x01\xe0\x00\x00\x00\x00\x00\x00\x01\x02"
+    );
     assert_eq!(
         block_key(&[0x01, 0x71, 0x12, 0x20]),
         b"\x01\x10\x01\x71\x12\x20"
@@ -77,6 +81,7 @@ fn every_layout_decodes_back() {
                 collection: Cow::Borrowed("app.bsky.feed.post"),
             },
         ),
+        (event_key(77), DecodedKey::Event { seq: 77 }),
         (
             signing_keys_key("did:web:a"),
             DecodedKey::SigningKeys {
@@ -92,7 +97,7 @@ fn every_layout_decodes_back() {
     let mut trailing = head_key("r");
     trailing.push(9);
     assert!(decode_key(&trailing).is_err());
-    assert!(decode_key(&[0x01, 0xe0]).is_err());
+    assert!(decode_key(&[0x01, 0xf0]).is_err());
     // Found by fuzzing: reserved bits are not ignored (0x14 is not a block
     // key, though its type nibble is 0x1), so every accepted key re-encodes
     // to itself.

@@ -1387,6 +1387,7 @@ impl<K: Kv> Repos<K> {
                             .collect(),
                         replace,
                     },
+                    event: None,
                 },
                 |written, total| {
                     progress(if written < total {

@@ -28,6 +28,7 @@ mod check;
 mod commit;
 mod declarations;
 mod error;
+mod event;
 mod index;
 mod json_cbor;
 mod keys;
@@ -42,6 +43,7 @@ pub use car::{ExportReport, ImportOptions, ImportProgress, ImportReport};
 pub use check::{CheckOptions, CheckProgress, CheckReport};
 pub use commit::{CommitData, SIGNED_COMMIT_VERSION};
 pub use error::Error;
+pub use event::{CommitEvent, Frame, RepoOp, decode_frame, error_frame, info_frame};
 pub use index::{
     Cmp, Cond, Expr, IndexDecl, IndexKind, Keyword, Literal, Op, Stats, TopValue, parse_where,
 };

@@ -248,6 +248,8 @@ pub struct CommitResult {
     pub rev: Tid,
     /// One result per write, in order.
     pub results: Vec<WriteResult>,
+    /// The sequence number of the commit's firehose event.
+    pub seq: Option<u64>,
 }
 
 /// A record that differs between two commits.
@@ -433,6 +435,15 @@ impl<K: Kv> Repos<K> {
         }
         let commit_block = commit.encode();
         let commit_cid = commit_block.cid();
+        let event = commit_event(
+            &commit,
+            &commit_block,
+            None,
+            std::iter::once((empty.cid(), empty.bytes())),
+            std::iter::empty(),
+            Vec::new(),
+        )
+        .await;
         self.store
             .commit(Commit {
                 repo: id.to_owned(),
@@ -446,6 +457,7 @@ impl<K: Kv> Repos<K> {
                 collections: Vec::new(),
                 index: Vec::new(),
                 history: store::LogChange::default(),
+                event: Some(event),
             })
             .await
             .map_err(|e| match e {
@@ -530,6 +542,38 @@ async fn head_info<K: Kv>(store: &Store<K>, head: Option<Head>) -> Result<Option
         rev: commit.rev,
         data: commit.data,
     }))
+}
+
+/// The stored firehose event of `commit` (block `block`), made on
+/// `previous` (the head it follows), adding `shards` and `records`.
+async fn commit_event<'a>(
+    commit: &CommitData,
+    block: &'a Block,
+    previous: Option<&HeadInfo>,
+    shards: impl Iterator<Item = (Cid, &'a [u8])>,
+    records: impl Iterator<Item = (Cid, &'a [u8])>,
+    ops: Vec<crate::event::RepoOp>,
+) -> Bytes {
+    let blocks = std::iter::once((block.cid(), &block.bytes()[..]))
+        .chain(shards)
+        .chain(records);
+    crate::event::CommitEvent {
+        seq: 0,
+        rebase: false,
+        too_big: false,
+        repo: commit.repo.clone(),
+        commit: block.cid(),
+        rev: commit.rev.to_string(),
+        since: previous.map(|h| h.rev.to_string()),
+        blocks: crate::event::car_slice(block.cid(), blocks).await,
+        ops,
+        blobs: Vec::new(),
+        // A rev is the commit's time in microseconds, shifted past its
+        // clock id.
+        time: crate::event::rfc3339(commit.rev.as_u64() >> 10),
+        prev_data: previous.map(|h| h.data),
+    }
+    .to_stored()
 }
 
 /// Reads and decodes a commit block.
@@ -855,6 +899,7 @@ impl<K: Kv> Repository<K> {
         let mut new_collections: Vec<(String, Bytes)> = Vec::new();
         let mut added_collections: HashMap<String, CollectionInfo> = HashMap::new();
         let mut commit_index = index::CommitIndex::default();
+        let mut ops = Vec::with_capacity(checked.len());
         // Records written earlier in this commit, for the index changes of
         // later writes to the same path.
         let mut written: HashMap<String, Option<Value>> = HashMap::new();
@@ -925,6 +970,17 @@ impl<K: Kv> Repository<K> {
                     actual: describe(old),
                 });
             }
+            ops.push(crate::event::RepoOp {
+                action: match (new_cid, old) {
+                    (Some(_), None) => "create",
+                    (Some(_), Some(_)) => "update",
+                    (None, _) => "delete",
+                }
+                .to_owned(),
+                path: path.clone(),
+                cid: new_cid,
+                prev: old,
+            });
             if let Some(declared) = state.indexes.get(collection.as_str())
                 && !declared.is_empty()
             {
@@ -970,6 +1026,18 @@ impl<K: Kv> Repository<K> {
         }
         let commit_block = commit.encode();
         let commit_cid = commit_block.cid();
+        let event = commit_event(
+            &commit,
+            &commit_block,
+            Some(&state.head),
+            mutation.additions.iter().map(|s| (s.cid(), s.bytes())),
+            index
+                .iter()
+                .filter_map(|r| r.record.as_ref())
+                .map(|b| (b.cid(), &b.bytes()[..])),
+            ops,
+        )
+        .await;
         // The records' blocks come with their index changes.
         let mut blocks: Vec<Block> = Vec::with_capacity(mutation.additions.len() + 1);
         blocks.extend(mutation.additions.iter().map(Block::from_shard));
@@ -996,8 +1064,10 @@ impl<K: Kv> Repository<K> {
                 collections: new_collections,
                 index: index_ops,
                 history: store::LogChange::default(),
+                event: Some(event),
             })
             .await?;
+        let seq = pending.seq();
         {
             let mut cache = self
                 .cache
@@ -1027,6 +1097,7 @@ impl<K: Kv> Repository<K> {
                 commit: commit_cid,
                 rev: commit.rev,
                 results,
+                seq,
             },
         ))
     }

@@ -179,6 +179,7 @@ fn the_tree_wins_over_a_differing_index_row() {
                 collections: Vec::new(),
                 index: Vec::new(),
                 history: store::LogChange::default(),
+                event: None,
             })
             .await
             .unwrap();

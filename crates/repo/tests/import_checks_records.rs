@@ -74,6 +74,7 @@ async fn car_with_bad_records(bad_keys: &[&str]) -> Vec<u8> {
             collections: Vec::new(),
             index: Vec::new(),
             history: store::LogChange::default(),
+            event: None,
         })
         .await
         .unwrap();

@@ -184,6 +184,7 @@ fn check_counts_signed_commits_and_names_a_foreign_signature() {
                 collections: Vec::new(),
                 index: Vec::new(),
                 history: store::LogChange::default(),
+                event: None,
             })
             .await
             .unwrap();

@@ -122,11 +122,13 @@ impl<K: Kv + 'static> App<K> {
             self.metrics.commits.clone(),
             self.metrics.records_written.clone(),
         );
+        let firehose = self.firehose.notifier();
         let task = tokio::spawn(async move {
             let result = repo.apply_writes(writes, swap_commit).await;
             if result.is_ok() {
                 commits.inc();
                 records.inc_by(n);
+                firehose.notify_one();
             }
             result
         });

@@ -13,6 +13,8 @@
 mod admission;
 mod connections;
 mod error;
+mod firehose;
+pub use firehose::{Retention, prune as prune_events};
 mod gc;
 mod handlers;
 mod metrics;
@@ -142,6 +144,7 @@ pub struct Config {
 
 pub(crate) struct App<K> {
     pub(crate) repos: Arc<Repos<K>>,
+    pub(crate) firehose: firehose::Firehose,
     pub(crate) config: Config,
     pub(crate) metrics: metrics::Metrics,
     pub(crate) body_budget: admission::BodyBudget,
@@ -178,6 +181,7 @@ impl<K: Kv + 'static> Server<K> {
         Self {
             app: Arc::new(App {
                 repos,
+                firehose: firehose::Firehose::new(),
                 body_budget,
                 config,
                 metrics: metrics::Metrics::new(move || engine.store().kv().engine_metrics()),
@@ -190,6 +194,12 @@ impl<K: Kv + 'static> Server<K> {
     /// called within a Tokio runtime; a read-only server's collections fail.
     pub fn spawn_gc(&self, schedule: GcSchedule) -> GcTask {
         gc::spawn(Arc::clone(&self.app), schedule)
+    }
+
+    /// Deletes firehose events outside `retention` every minute (must be
+    /// called within a Tokio runtime).
+    pub fn spawn_firehose_pruner(&self, retention: Retention) {
+        firehose::spawn_pruner(&self.app, retention);
     }
 
     /// The HTTP routes.
@@ -236,6 +246,10 @@ fn router_for<K: Kv + 'static>(app: Arc<App<K>>) -> Router {
         .route(
             "/xrpc/com.atproto.repo.getRecord",
             get(handlers::get_record::<K>),
+        )
+        .route(
+            "/xrpc/com.atproto.sync.subscribeRepos",
+            get(firehose::subscribe_repos::<K>),
         )
         .route(
             "/xrpc/com.atproto.repo.listRecords",

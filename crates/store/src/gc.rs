@@ -605,6 +605,7 @@ mod tests {
                     collections: Vec::new(),
                     index: Vec::new(),
                     history: crate::LogChange::default(),
+                    event: None,
                 })
                 .await
                 .unwrap();

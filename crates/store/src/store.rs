@@ -160,6 +160,10 @@ pub struct Commit {
     /// How the commit log changes besides gaining `head` (an import's
     /// history; nothing else for a write).
     pub history: LogChange,
+    /// A firehose event for the commit (opaque bytes): stored under the
+    /// next server-wide sequence number in the same atomic batch
+    /// ([`PendingCommit::seq`], [`Store::events`]).
+    pub event: Option<Bytes>,
 }
 
 /// An import's change to a repository's commit log, besides its new head.
@@ -177,6 +181,8 @@ pub struct LogChange {
 /// durable; see [`Store::stage_commit`].
 #[must_use = "await the commit's durability before reporting success"]
 pub struct PendingCommit {
+    /// The sequence number of the commit's event, if it had one.
+    seq: Option<u64>,
     durability: crate::Durability,
     timeout: std::time::Duration,
     /// The store's local directory, checked for writability when the
@@ -191,6 +197,12 @@ impl std::fmt::Debug for PendingCommit {
 }
 
 impl PendingCommit {
+    /// The sequence number the commit's event was stored under.
+    #[must_use]
+    pub fn seq(&self) -> Option<u64> {
+        self.seq
+    }
+
     /// Waits until the commit survives a crash.
     ///
     /// # Errors
@@ -323,7 +335,9 @@ pub(crate) enum View {
 #[derive(Debug)]
 pub struct Store<K> {
     kv: K,
-    commit_lock: tokio::sync::Mutex<()>,
+    /// Serializes commits; holds the next event sequence number once read
+    /// from the store.
+    commit_lock: tokio::sync::Mutex<Option<u64>>,
     /// Held shared by [`Store::bulk_commit`] and exclusively by
     /// [`Store::gc`]: blocks written ahead of their commit are unreachable
     /// until it lands, and a collection must not see them in between.
@@ -354,7 +368,7 @@ impl<K: Kv> Store<K> {
     pub fn with_cache_bytes(kv: K, limit: usize) -> Self {
         Self {
             kv,
-            commit_lock: tokio::sync::Mutex::new(()),
+            commit_lock: tokio::sync::Mutex::new(None),
             gc_lock: tokio::sync::RwLock::new(()),
             written_during_gc: Mutex::new(None),
             sweep_order: tokio::sync::Mutex::new(()),
@@ -435,6 +449,7 @@ impl<K: Kv> Store<K> {
     /// Waits for an applied write to be durable, within the store's bound.
     pub(crate) async fn wait_durable(&self, durability: crate::Durability) -> Result<(), Error> {
         PendingCommit {
+            seq: None,
             local_dir: self.kv.local_dir(),
             durability,
             timeout: self.durability_timeout,
@@ -687,6 +702,7 @@ impl<K: Kv> Store<K> {
             collections,
             index: index_ops,
             history,
+            event,
         } = commit;
         let mut ops = Vec::with_capacity(blocks.len() + 2 * records.len() + collections.len() + 2);
         // The commit's shards and how each is stored, cached once it lands.
@@ -746,12 +762,30 @@ impl<K: Kv> Store<K> {
             ));
         }
         ops.extend(index_ops);
-        let durability = {
-            let _serial = self.commit_lock.lock().await;
+        let (durability, seq) = {
+            let mut next_seq = self.commit_lock.lock().await;
             self.check_head(&repo, expected).await?;
+            let seq = match event {
+                Some(bytes) => {
+                    let seq = match *next_seq {
+                        Some(seq) => seq,
+                        None => self
+                            .last_event_seq(View::Written)
+                            .await?
+                            .map_or(1, |s| s + 1),
+                    };
+                    ops.push(WriteOp::Put(records::event_key(seq), bytes));
+                    Some(seq)
+                }
+                None => None,
+            };
             let _sweep = self.sweep_order.lock().await;
             self.note_written(written);
-            self.kv.apply(ops).await?
+            let durability = self.kv.apply(ops).await?;
+            if let Some(seq) = seq {
+                *next_seq = Some(seq + 1);
+            }
+            (durability, seq)
         };
         let mut cache = self.cache();
         for (shard, anchor) in shards {
@@ -759,6 +793,7 @@ impl<K: Kv> Store<K> {
         }
         drop(cache);
         Ok(PendingCommit {
+            seq,
             local_dir: self.kv.local_dir(),
             durability,
             timeout: self.durability_timeout,
@@ -843,6 +878,84 @@ impl<K: Kv> Store<K> {
     /// A storage error.
     pub async fn signing_keys(&self, repo: &str) -> Result<Option<Bytes>, Error> {
         self.kv.get(&records::signing_keys_key(repo)).await
+    }
+
+    async fn last_event_seq(&self, view: View) -> Result<Option<u64>, Error> {
+        let last = self
+            .kv_scan(&RecordType::Event.range(), true, 1, view)
+            .await?;
+        last.first()
+            .map(|(key, _)| match records::decode_key(key) {
+                Ok(records::DecodedKey::Event { seq }) => Ok(seq),
+                _ => Err(Error::Malformed {
+                    what: "event key",
+                    reason: "not an event key".into(),
+                }),
+            })
+            .transpose()
+    }
+
+    /// The sequence number of the newest durable event, if any.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Malformed`] or a storage error.
+    pub async fn newest_event(&self) -> Result<Option<u64>, Error> {
+        self.last_event_seq(View::Durable).await
+    }
+
+    /// Up to `limit` durable events with sequence numbers above `after`, in
+    /// order, as (seq, bytes).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Malformed`] or a storage error.
+    pub async fn events(&self, after: u64, limit: usize) -> Result<Vec<(u64, Bytes)>, Error> {
+        let range = KeyRange {
+            start: records::event_key(after.saturating_add(1)),
+            end: RecordType::Event.range().end,
+        };
+        if after == u64::MAX {
+            return Ok(Vec::new());
+        }
+        self.kv_scan(&range, false, limit, View::Durable)
+            .await?
+            .into_iter()
+            .map(|(key, value)| match records::decode_key(&key) {
+                Ok(records::DecodedKey::Event { seq }) => Ok((seq, value)),
+                _ => Err(Error::Malformed {
+                    what: "event key",
+                    reason: "not an event key".into(),
+                }),
+            })
+            .collect()
+    }
+
+    /// Deletes the events with sequence numbers up to `through`, durably
+    /// (the firehose's retention).
+    ///
+    /// # Errors
+    ///
+    /// A storage error.
+    pub async fn delete_events_through(&self, through: u64) -> Result<u64, Error> {
+        let mut deleted = 0;
+        loop {
+            let range = KeyRange {
+                start: RecordType::Event.range().start,
+                end: Some(records::event_key(through.saturating_add(1))),
+            };
+            let keys = self.kv_scan(&range, false, 10_000, View::Written).await?;
+            if keys.is_empty() {
+                return Ok(deleted);
+            }
+            deleted += keys.len() as u64;
+            self.write_durably(
+                keys.into_iter()
+                    .map(|(k, _)| WriteOp::Delete(k.to_vec()))
+                    .collect(),
+            )
+            .await?;
+        }
     }
 
     /// A repository's collection declarations as (collection, bytes), in

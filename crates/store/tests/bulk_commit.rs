@@ -109,6 +109,7 @@ fn commit(n: u64, expected: Option<Cid>) -> Commit {
         collections: vec![("app.bulk.rec".into(), Bytes::from_static(b"{}"))],
         index: Vec::new(),
         history: store::LogChange::default(),
+        event: None,
     }
 }
 

@@ -62,6 +62,7 @@ fn commit(rev: u64, expected: Option<Head>) -> Commit {
         collections: Vec::new(),
         index: Vec::new(),
         history: store::LogChange::default(),
+        event: None,
     }
 }
 

@@ -62,6 +62,7 @@ async fn crash_child() {
                 collections: Vec::new(),
                 index: Vec::new(),
                 history: store::LogChange::default(),
+                event: None,
             })
             .await
             .unwrap();

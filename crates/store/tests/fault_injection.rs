@@ -148,6 +148,7 @@ fn commit(expected: Option<cid::Cid>, rev: u64) -> Commit {
         collections: Vec::new(),
         index: Vec::new(),
         history: store::LogChange::default(),
+        event: None,
     }
 }
 

@@ -77,6 +77,7 @@ async fn write_commits<K: Kv>(store: &Store<K>, from: u64, n: u64) -> Vec<Cid> {
                 collections: Vec::new(),
                 index: Vec::new(),
                 history: store::LogChange::default(),
+                event: None,
             })
             .await
             .unwrap();
@@ -213,6 +214,7 @@ async fn a_first_commit_naming_an_unknown_predecessor_is_not_missing_anything() 
             collections: Vec::new(),
             index: Vec::new(),
             history: store::LogChange::default(),
+            event: None,
         })
         .await
         .unwrap();
@@ -249,6 +251,7 @@ async fn put_one<K: Kv>(store: &Store<K>, key: &str, record: (Cid, Bytes)) -> Ci
             collections: Vec::new(),
             index: Vec::new(),
             history: store::LogChange::default(),
+            event: None,
         })
         .await
         .unwrap();

@@ -29,6 +29,7 @@ fn commit(rev: u64, expected: Option<Head>, rkey: &str) -> Commit {
         collections: Vec::new(),
         index: Vec::new(),
         history: store::LogChange::default(),
+        event: None,
     }
 }
 

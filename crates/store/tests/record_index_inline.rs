@@ -43,6 +43,7 @@ async fn inline_records_read_back_verified() {
             collections: Vec::new(),
             index: Vec::new(),
             history: store::LogChange::default(),
+            event: None,
         })
         .await
         .unwrap();

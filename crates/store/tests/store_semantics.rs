@@ -56,6 +56,7 @@ fn commit(repo: &str, expected: Option<cid::Cid>, n: u64, records: Vec<RecordCha
         collections: Vec::new(),
         index: Vec::new(),
         history: store::LogChange::default(),
+        event: None,
     }
 }
 

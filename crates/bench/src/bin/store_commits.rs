@@ -43,6 +43,7 @@ fn commit(repo: &str, expected: Option<Cid>, rev: u64) -> Commit {
         collections: Vec::new(),
         index: Vec::new(),
         history: store::LogChange::default(),
+        event: None,
     }
 }
 

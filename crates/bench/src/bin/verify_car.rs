@@ -11,7 +11,7 @@
 //!   cargo build --release --bin datarepo
 //!   cargo run --release -p datarepo-bench --bin verify-car -- [--n 1000000 --batch 10000 --runs 3]
 //!
-//! `DATAREPO_BIN` names another binary.
+//! `DATAREPO_BIN` names another binary; `--keep 1` keeps the CAR file.
 
 #![allow(clippy::disallowed_methods, clippy::unwrap_used)] // a benchmark measures wall time
 
@@ -171,5 +171,9 @@ fn main() {
             "(build the release binary to time `datarepo verify`: cargo build --release --bin datarepo)"
         );
     }
-    let _ = std::fs::remove_dir_all(&dir);
+    if datarepo_bench::arg("--keep", 0u8) == 1 {
+        println!("kept {} (key {did})", file.display());
+    } else {
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }

@@ -148,6 +148,7 @@ pub(crate) async fn land_raw_commit(
             collections: Vec::new(),
             index: Vec::new(),
             history: store::LogChange::default(),
+            event: None,
         })
         .await
         .unwrap();

@@ -1,0 +1,240 @@
+//! Firehose events: each commit as AT Protocol's
+//! `com.atproto.sync.subscribeRepos#commit` message, stored with the commit
+//! (under a server-wide sequence number the store assigns) and framed for
+//! the event stream: a dag-cbor header `{op: 1, t: "#commit"}` followed by
+//! the dag-cbor body.
+
+use bytes::Bytes;
+use cid::Cid;
+use serde::{Deserialize, Serialize};
+
+use crate::Error;
+
+/// One record operation of a commit, as the `#repoOp` Lexicon defines it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RepoOp {
+    /// `create`, `update` or `delete`.
+    pub action: String,
+    /// `collection/rkey`.
+    pub path: String,
+    /// The new record's CID; `None` for a delete.
+    pub cid: Option<Cid>,
+    /// The record's previous CID, for an update or delete.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prev: Option<Cid>,
+}
+
+/// A `#commit` message body.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CommitEvent {
+    /// The server-wide sequence number (0 until the store assigns one).
+    pub seq: u64,
+    /// Always false (datarepo never rebases).
+    pub rebase: bool,
+    /// Always false: every commit's blocks are carried.
+    pub too_big: bool,
+    /// The repository.
+    pub repo: String,
+    /// The commit's CID.
+    pub commit: Cid,
+    /// The commit's rev.
+    pub rev: String,
+    /// The previous commit's rev (`None` for a repository's first commit).
+    pub since: Option<String>,
+    /// A CAR v1 file (root: the commit) holding the commit block, the Pail
+    /// shards it added and the records it wrote.
+    #[serde(with = "serde_bytes")]
+    pub blocks: Vec<u8>,
+    /// The record operations.
+    pub ops: Vec<RepoOp>,
+    /// Always empty: datarepo stores no blobs.
+    pub blobs: Vec<Cid>,
+    /// When the commit was made (RFC 3339, UTC).
+    pub time: String,
+    /// The previous commit's tree root.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prev_data: Option<Cid>,
+}
+
+/// The frame header of a `#commit` message.
+#[derive(Serialize)]
+struct Header<'a> {
+    op: i64,
+    t: &'a str,
+}
+
+/// The frame header of an error message.
+#[derive(Serialize)]
+struct ErrorHeader {
+    op: i64,
+}
+
+#[derive(Serialize)]
+struct ErrorBody<'a> {
+    error: &'a str,
+    message: &'a str,
+}
+
+#[derive(Serialize)]
+struct InfoBody<'a> {
+    name: &'a str,
+    message: &'a str,
+}
+
+fn cbor(value: &impl Serialize) -> Vec<u8> {
+    // Maps of strings, integers, byte strings and links always encode.
+    serde_ipld_dagcbor::to_vec(value).unwrap_or_default()
+}
+
+impl CommitEvent {
+    /// The event as stored with its commit (`seq` 0).
+    #[must_use]
+    pub fn to_stored(&self) -> Bytes {
+        Bytes::from(cbor(self))
+    }
+
+    /// Decodes a stored event.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidRecord`] when the bytes are not an event.
+    pub fn from_stored(bytes: &[u8]) -> Result<Self, Error> {
+        serde_ipld_dagcbor::from_slice(bytes)
+            .map_err(|e| Error::InvalidRecord(format!("a stored firehose event: {e}")))
+    }
+
+    /// The event stream frame of a stored event under `seq`.
+    ///
+    /// # Errors
+    ///
+    /// As [`CommitEvent::from_stored`].
+    pub fn frame(seq: u64, stored: &[u8]) -> Result<Vec<u8>, Error> {
+        let mut event = Self::from_stored(stored)?;
+        event.seq = seq;
+        let mut out = cbor(&Header {
+            op: 1,
+            t: "#commit",
+        });
+        out.extend_from_slice(&cbor(&event));
+        Ok(out)
+    }
+}
+
+/// An error frame (`{op: -1}` then `{error, message}`), e.g.
+/// `FutureCursor` or `ConsumerTooSlow`.
+#[must_use]
+pub fn error_frame(error: &str, message: &str) -> Vec<u8> {
+    let mut out = cbor(&ErrorHeader { op: -1 });
+    out.extend_from_slice(&cbor(&ErrorBody { error, message }));
+    out
+}
+
+/// An `#info` frame (e.g. `OutdatedCursor`).
+#[must_use]
+pub fn info_frame(name: &str, message: &str) -> Vec<u8> {
+    let mut out = cbor(&Header { op: 1, t: "#info" });
+    out.extend_from_slice(&cbor(&InfoBody { name, message }));
+    out
+}
+
+/// A decoded event stream frame.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Frame {
+    /// A `#commit` message.
+    Commit(Box<CommitEvent>),
+    /// An `#info` message.
+    Info {
+        /// E.g. `OutdatedCursor`.
+        name: String,
+        /// What it says.
+        message: Option<String>,
+    },
+    /// An error frame; the stream ends after it.
+    Error {
+        /// E.g. `FutureCursor`, `ConsumerTooSlow`.
+        error: String,
+        /// What it says.
+        message: Option<String>,
+    },
+    /// A message of a type this decoder does not know (its `t`).
+    Unknown(String),
+}
+
+#[derive(Deserialize)]
+struct AnyHeader {
+    op: i64,
+    #[serde(default)]
+    t: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct AnyInfo {
+    name: String,
+    #[serde(default)]
+    message: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct AnyError {
+    error: String,
+    #[serde(default)]
+    message: Option<String>,
+}
+
+/// Decodes an event stream frame: a dag-cbor header, then its body.
+///
+/// # Errors
+///
+/// [`Error::InvalidRecord`] naming what is malformed.
+pub fn decode_frame(bytes: &[u8]) -> Result<Frame, Error> {
+    let bad = |e: String| Error::InvalidRecord(format!("an event stream frame: {e}"));
+    let mut reader = std::io::Cursor::new(bytes);
+    let header: AnyHeader =
+        serde_ipld_dagcbor::de::from_reader_once(&mut reader).map_err(|e| bad(e.to_string()))?;
+    let body = &bytes[usize::try_from(reader.position()).unwrap_or(bytes.len())..];
+    let body_err =
+        |e: serde_ipld_dagcbor::DecodeError<std::convert::Infallible>| bad(e.to_string());
+    match (header.op, header.t.as_deref()) {
+        (-1, _) => {
+            let e: AnyError = serde_ipld_dagcbor::from_slice(body).map_err(body_err)?;
+            Ok(Frame::Error {
+                error: e.error,
+                message: e.message,
+            })
+        }
+        (1, Some("#commit")) => Ok(Frame::Commit(Box::new(
+            serde_ipld_dagcbor::from_slice(body).map_err(body_err)?,
+        ))),
+        (1, Some("#info")) => {
+            let i: AnyInfo = serde_ipld_dagcbor::from_slice(body).map_err(body_err)?;
+            Ok(Frame::Info {
+                name: i.name,
+                message: i.message,
+            })
+        }
+        (1, t) => Ok(Frame::Unknown(t.unwrap_or_default().to_owned())),
+        (op, _) => Err(bad(format!("unknown op {op}"))),
+    }
+}
+
+/// A CAR v1 file of `blocks` whose root is `root`.
+pub(crate) async fn car_slice<'a>(
+    root: Cid,
+    blocks: impl Iterator<Item = (Cid, &'a [u8])>,
+) -> Vec<u8> {
+    let mut car = iroh_car::CarWriter::new(iroh_car::CarHeader::new_v1(vec![root]), Vec::new());
+    for (cid, bytes) in blocks {
+        // Writing into memory cannot fail.
+        let _ = car.write(cid, bytes).await;
+    }
+    car.finish().await.unwrap_or_default()
+}
+
+/// Microseconds since the Unix epoch as RFC 3339 UTC with milliseconds.
+pub(crate) fn rfc3339(micros: u64) -> String {
+    let micros = i64::try_from(micros).unwrap_or(i64::MAX);
+    jiff::Timestamp::from_microsecond(micros)
+        .map(|t| format!("{t:.3}"))
+        .unwrap_or_default()
+}
