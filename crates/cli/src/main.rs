@@ -13,6 +13,7 @@ use clap::{Parser, Subcommand};
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+mod follow;
 mod keys;
 mod output;
 mod pail_cmd;
@@ -54,6 +55,10 @@ enum Command {
     /// writer: stop a running server first, or let it collect
     /// (`serve --gc-interval-secs`).
     Gc(storage::GcArgs),
+    /// Follow a server's firehose (com.atproto.sync.subscribeRepos): one line
+    /// per commit (JSON Lines with --json), resuming from the last one when
+    /// the connection drops.
+    Follow(follow::FollowArgs),
     /// Storage keys: build and explain them (a key inspector).
     #[command(subcommand)]
     Keys(keys::KeysCommand),
@@ -128,6 +133,7 @@ fn main() -> ExitCode {
         Command::Rkey(cmd) => syntax::run_rkey(cmd),
         Command::Tid(cmd) => syntax::run_tid(cmd, cli.repo.json),
         Command::Keys(cmd) => keys::run(cmd, cli.repo.json),
+        Command::Follow(args) => follow::run(&args, cli.repo.json).map_err(io_error),
         Command::Pail(cmd) => pail_cmd::run(cmd, cli.repo.json),
         Command::Gc(args) => {
             storage::gc(&cli.store, &args, cli.repo.repo.as_deref(), cli.repo.json)

@@ -67,6 +67,12 @@ pub(crate) struct ServeArgs {
     /// before it is closed (more than --request-timeout-secs).
     #[arg(long, default_value_t = server::ConnectionLimits::default().idle_timeout.as_secs(), value_parser = clap::value_parser!(u64).range(1..))]
     idle_timeout_secs: u64,
+    /// How long firehose events (com.atproto.sync.subscribeRepos) are kept:
+    /// a number of events (100000) or an age (30m, 72h, 7d). Older ones are
+    /// deleted every minute; a consumer with an older cursor replays from the
+    /// oldest kept.
+    #[arg(long, default_value = "72h", value_parser = parse_retention)]
+    firehose_retention: server::Retention,
     /// Collect garbage every N seconds while serving, alongside the writes
     /// (as `datarepo gc` does; off by default).
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..), conflicts_with = "replica")]
@@ -127,6 +133,10 @@ fn connection_limit(wanted: usize) -> usize {
         );
     }
     wanted.min(fits)
+}
+
+fn parse_retention(s: &str) -> Result<server::Retention, String> {
+    s.parse()
 }
 
 pub(crate) fn run(store: &StoreArgs, args: &ServeArgs) -> Result<ExitCode, String> {
@@ -213,6 +223,9 @@ pub(crate) fn run(store: &StoreArgs, args: &ServeArgs) -> Result<ExitCode, Strin
             "datarepo serving on http://{addr}"
         );
         let server = server::Server::new(repos, config);
+        if !args.replica {
+            server.spawn_firehose_pruner(args.firehose_retention);
+        }
         let gc = args.gc_interval_secs.map(|secs| {
             let schedule = server::GcSchedule {
                 interval: Duration::from_secs(secs),

@@ -100,6 +100,32 @@ pub fn run_node(script: &str, input: &str) -> Vec<String> {
         .collect()
 }
 
+/// The Python interpreter of the virtual environment `scripts/test` makes
+/// for the Python AT Protocol SDK (`tests/python/requirements.lock`).
+///
+/// # Panics
+///
+/// When the environment is not there (the message says how to make it):
+/// a test failure, never a silent skip.
+#[must_use]
+pub fn python_sdk() -> PathBuf {
+    let python =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target/test-tools/python/bin/python");
+    assert!(
+        python.exists(),
+        "the Python AT Protocol SDK is not installed: run `scripts/test` (or \
+         `python3 -m venv target/test-tools/python && target/test-tools/python/bin/pip \
+         install -r tests/python/requirements.lock`) first"
+    );
+    python
+}
+
+/// The `tests/python` directory at the repository root.
+#[must_use]
+pub fn python_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/python")
+}
+
 /// A global allocator that counts allocations, for tests that pin "this
 /// path allocates nothing":
 ///

@@ -1,0 +1,150 @@
+//! `datarepo follow URL [--cursor N] [--json]`: a firehose consumer. Prints
+//! one line per commit (with `--json`, one JSON object per commit: seq,
+//! repo, rev, commit, since, time, ops) and, when the connection drops or
+//! the server says the consumer fell behind, reconnects from the last
+//! sequence number it printed.
+
+use std::{process::ExitCode, time::Duration};
+
+use clap::Args;
+use futures_util::StreamExt;
+use repo::Frame;
+use serde_json::json;
+use tokio_tungstenite::tungstenite::Message;
+
+use crate::output::outln;
+
+#[derive(Debug, Args)]
+pub(crate) struct FollowArgs {
+    /// The server (http://HOST:PORT or ws://HOST:PORT).
+    url: String,
+    /// Start after this sequence number (0: every event the server keeps;
+    /// without it, from now on).
+    #[arg(long)]
+    cursor: Option<u64>,
+    /// Stop after this many commits (default: follow until interrupted).
+    #[arg(long)]
+    limit: Option<u64>,
+}
+
+fn stream_url(base: &str, cursor: Option<u64>) -> Result<String, String> {
+    let base = base.trim_end_matches('/');
+    let ws = if let Some(rest) = base.strip_prefix("http://") {
+        format!("ws://{rest}")
+    } else if base.starts_with("ws://") {
+        base.to_owned()
+    } else if base.starts_with("https://") || base.starts_with("wss://") {
+        return Err(format!(
+            "{base}: TLS is not supported by `datarepo follow`; connect to the server over \
+             plain ws:// (e.g. through a local tunnel)"
+        ));
+    } else {
+        format!("ws://{base}")
+    };
+    let mut url = format!("{ws}/xrpc/com.atproto.sync.subscribeRepos");
+    if let Some(c) = cursor {
+        url += &format!("?cursor={c}");
+    }
+    Ok(url)
+}
+
+fn print_commit(event: &repo::CommitEvent, json_mode: bool) {
+    if json_mode {
+        let ops: Vec<_> = event
+            .ops
+            .iter()
+            .map(|o| {
+                json!({"action": o.action, "path": o.path,
+                       "cid": o.cid.map(|c| c.to_string()), "prev": o.prev.map(|c| c.to_string())})
+            })
+            .collect();
+        outln!(
+            "{}",
+            json!({"seq": event.seq, "repo": event.repo, "rev": event.rev,
+                   "commit": event.commit.to_string(), "since": event.since,
+                   "time": event.time, "ops": ops})
+        );
+    } else {
+        let ops: Vec<String> = event
+            .ops
+            .iter()
+            .map(|o| format!("{} {}", o.action, o.path))
+            .collect();
+        outln!(
+            "{}  {}  rev {}  {}",
+            event.seq,
+            event.repo,
+            event.rev,
+            if ops.is_empty() {
+                "(no records changed)".to_owned()
+            } else {
+                ops.join(", ")
+            }
+        );
+    }
+}
+
+pub(crate) fn run(args: &FollowArgs, json_mode: bool) -> Result<ExitCode, String> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())?;
+    rt.block_on(follow(args, json_mode))
+}
+
+async fn follow(args: &FollowArgs, json_mode: bool) -> Result<ExitCode, String> {
+    let mut cursor = args.cursor;
+    let mut printed = 0u64;
+    let mut connected_once = false;
+    loop {
+        let url = stream_url(&args.url, cursor)?;
+        let mut socket = match tokio_tungstenite::connect_async(&url).await {
+            Ok((socket, _)) => socket,
+            Err(e) if connected_once => {
+                eprintln!("datarepo: {url}: {e}; reconnecting in 1 s");
+                tokio::time::sleep(Duration::from_secs(1)).await;
+                continue;
+            }
+            Err(e) => return Err(format!("{url}: {e}")),
+        };
+        connected_once = true;
+        while let Some(message) = socket.next().await {
+            let bytes = match message {
+                Ok(Message::Binary(bytes)) => bytes,
+                Ok(Message::Close(_)) | Err(_) => break,
+                Ok(_) => continue,
+            };
+            match repo::decode_frame(&bytes).map_err(|e| e.to_string())? {
+                Frame::Commit(event) => {
+                    print_commit(&event, json_mode);
+                    cursor = Some(event.seq);
+                    printed += 1;
+                    if args.limit.is_some_and(|l| printed >= l) {
+                        return Ok(ExitCode::SUCCESS);
+                    }
+                }
+                Frame::Info { name, message } => {
+                    eprintln!("datarepo: {name}: {}", message.unwrap_or_default());
+                }
+                Frame::Error { error, message } if error == "ConsumerTooSlow" => {
+                    eprintln!(
+                        "datarepo: {error}: {}; resuming from {}",
+                        message.unwrap_or_default(),
+                        cursor.unwrap_or(0)
+                    );
+                    break;
+                }
+                Frame::Error { error, message } => {
+                    return Err(format!("{error}: {}", message.unwrap_or_default()));
+                }
+                Frame::Unknown(_) => {}
+            }
+        }
+        // The connection ended: resume after the last commit printed.
+        eprintln!(
+            "datarepo: the stream closed; reconnecting from {}",
+            cursor.map_or_else(|| "now".to_owned(), |c| c.to_string())
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
