@@ -124,6 +124,21 @@ pub(crate) struct GcArgs {
     /// Report what would leave the log and be deleted, changing nothing.
     #[arg(long)]
     dry_run: bool,
+    /// Firehose events to keep (as `serve --firehose-retention`): a count
+    /// (100000) or an age (30m, 72h, 7d); older ones are deleted too.
+    #[arg(long, default_value = "72h", value_parser = parse_events_retention)]
+    firehose_retention: server::Retention,
+}
+
+fn parse_events_retention(s: &str) -> Result<server::Retention, String> {
+    s.parse()
+}
+
+#[allow(clippy::disallowed_methods)] // the command's wall clock, for event ages
+fn now_micros() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX))
 }
 
 /// The commits a collection keeps: the newest `keep_last` of each
@@ -184,15 +199,25 @@ pub(crate) fn gc(
             })
             .await;
         bar.finish_and_clear();
+        let events = match &report {
+            Ok(_) if !args.dry_run => {
+                server::prune_events(&store, args.firehose_retention, now_micros()).await
+            }
+            _ => Ok(0),
+        };
         let close = kv.close().await;
         let report = report.map_err(|e| {
             format!("garbage collection failed (nothing was deleted that is reachable): {e}")
         })?;
+        let events = events.map_err(|e| format!("deleting old firehose events: {e}"))?;
         close.map_err(|e| e.to_string())?;
-        Ok::<_, String>(report)
+        Ok::<_, String>((report, events))
     });
     match result {
-        Ok(r) => {
+        Ok((r, events)) => {
+            if events > 0 && !json_mode {
+                eprintln!("deleted {events} firehose events past retention");
+            }
             if json_mode {
                 outln!(
                     "{}",
@@ -200,6 +225,7 @@ pub(crate) fn gc(
                            "deleted": r.deleted,
                            "bytesFreed": r.bytes_freed, "missing": r.missing,
                            "commitsDropped": r.commits_dropped, "dryRun": args.dry_run,
+                           "eventsDeleted": events,
                            "repo": repo})
                 );
             } else if args.dry_run {

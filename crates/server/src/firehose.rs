@@ -68,7 +68,8 @@ impl std::str::FromStr for Retention {
 #[derive(Debug)]
 pub(crate) struct Framed {
     seq: u64,
-    frame: Vec<u8>,
+    /// Shared by every connection that sends it.
+    frame: bytes::Bytes,
 }
 
 /// The firehose's shared state.
@@ -139,6 +140,7 @@ fn start_publisher<K: Kv + 'static>(app: &Arc<App<K>>) {
                     match repo::CommitEvent::frame(seq, &stored) {
                         Ok(frame) => {
                             // No receiver is not an error.
+                            let frame = bytes::Bytes::from(frame);
                             let _ = app.firehose.live.send(Arc::new(Framed { seq, frame }));
                         }
                         Err(e) => tracing::error!(seq, error = %e, "firehose: skipping an event"),
@@ -255,7 +257,10 @@ async fn close(socket: &mut WebSocket) -> std::result::Result<(), axum::Error> {
     socket.send(Message::Close(None)).await
 }
 
-async fn send(socket: &mut WebSocket, frame: Vec<u8>) -> std::result::Result<(), axum::Error> {
+async fn send(
+    socket: &mut WebSocket,
+    frame: impl Into<bytes::Bytes>,
+) -> std::result::Result<(), axum::Error> {
     socket.send(Message::Binary(frame.into())).await
 }
 

@@ -1,0 +1,236 @@
+//! The firehose of `datarepo serve` as a process, on a local store:
+//!
+//! 1. Durable `createRecord` throughput (64 writers for `--secs`) with no
+//!    consumer, then with `--consumers` (100) connected: the ratio, and the
+//!    delay from each acknowledgement to its delivery to every consumer
+//!    (p50, p99, max).
+//! 2. One consumer replaying from cursor 0 every retained event (topped up
+//!    to `--replay` events by more writes first): events/s.
+//!
+//!   cargo build --release --bin datarepo
+//!   cargo run --release -p datarepo-bench --bin firehose -- [--secs 10 --consumers 100 --replay 1000000]
+//!
+//! `DATAREPO_BIN` names another binary.
+
+#![allow(clippy::disallowed_methods, clippy::unwrap_used)] // a benchmark measures wall time
+
+use std::{
+    collections::HashMap,
+    path::{Path, PathBuf},
+    sync::{Arc, Mutex},
+    time::{Duration, Instant},
+};
+
+use futures_util::StreamExt;
+
+const TOKEN: &str = "bench";
+const WRITERS: usize = 64;
+
+fn datarepo_bin() -> PathBuf {
+    std::env::var_os("DATAREPO_BIN").map_or_else(
+        || Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/release/datarepo"),
+        PathBuf::from,
+    )
+}
+
+struct Server(std::process::Child);
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Acknowledgement times by commit CID.
+type Acks = Arc<Mutex<HashMap<String, Instant>>>;
+
+/// `WRITERS` writers creating records for `secs`; the acknowledged count.
+async fn write_load(base: &str, secs: f64, acks: Option<Acks>) -> u64 {
+    let client = reqwest::Client::new();
+    let deadline = Instant::now() + Duration::from_secs_f64(secs);
+    let mut tasks = Vec::new();
+    for w in 0..WRITERS {
+        let client = client.clone();
+        let url = format!("{base}/xrpc/com.atproto.repo.createRecord");
+        let acks = acks.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut n = 0u64;
+            while Instant::now() < deadline {
+                let body = format!(
+                    r#"{{"repo":"did:plc:firehosebench","collection":"app.bsky.feed.post","record":{{"text":"post {w}/{n}","createdAt":"2026-11-25T00:00:00Z"}}}}"#
+                );
+                let response = client
+                    .post(&url)
+                    .bearer_auth(TOKEN)
+                    .header("content-type", "application/json")
+                    .body(body)
+                    .send()
+                    .await
+                    .unwrap();
+                assert!(response.status().is_success());
+                let text = response.text().await.unwrap();
+                let at = Instant::now();
+                if let Some(acks) = &acks {
+                    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+                    let cid = v["commit"]["cid"].as_str().unwrap().to_owned();
+                    acks.lock().unwrap().insert(cid, at);
+                }
+                n += 1;
+            }
+            n
+        }));
+    }
+    let mut total = 0;
+    for t in tasks {
+        total += t.await.unwrap();
+    }
+    total
+}
+
+type Socket =
+    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+
+async fn connect(addr: &str, cursor: Option<u64>) -> Socket {
+    let mut url = format!("ws://{addr}/xrpc/com.atproto.sync.subscribeRepos");
+    if let Some(c) = cursor {
+        url += &format!("?cursor={c}");
+    }
+    tokio_tungstenite::connect_async(url).await.unwrap().0
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    sorted[((sorted.len() - 1) as f64 * p) as usize]
+}
+
+fn main() {
+    let secs: f64 = datarepo_bench::arg("--secs", 10.0);
+    let consumers: usize = datarepo_bench::arg("--consumers", 100);
+    let replay: u64 = datarepo_bench::arg("--replay", 1_000_000);
+    let bin = datarepo_bin();
+    assert!(
+        bin.exists(),
+        "build the release binary first: cargo build --release --bin datarepo"
+    );
+    let dir = std::env::temp_dir().join(format!("datarepo-bench-firehose-{}", std::process::id()));
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let addr = format!("127.0.0.1:{port}");
+    let base = format!("http://{addr}");
+    let _server = Server(
+        std::process::Command::new(&bin)
+            .arg("--store")
+            .arg(&dir)
+            .args(["serve", "--addr", &addr])
+            .env("DATAREPO_TOKEN", TOKEN)
+            .env("RUST_LOG", "warn")
+            .spawn()
+            .unwrap(),
+    );
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let client = reqwest::Client::new();
+        while client
+            .get(format!("{base}/xrpc/_health"))
+            .send()
+            .await
+            .is_err()
+        {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        // Warm up (creates the repository).
+        write_load(&base, 1.0, None).await;
+
+        let none = write_load(&base, secs, None).await;
+        let rate_none = none as f64 / secs;
+
+        let acks: Acks = Arc::new(Mutex::new(HashMap::new()));
+        let delays = Arc::new(Mutex::new(Vec::new()));
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let mut readers = Vec::new();
+        for _ in 0..consumers {
+            let mut socket = connect(&addr, None).await;
+            let (acks, delays, stop) = (Arc::clone(&acks), Arc::clone(&delays), Arc::clone(&stop));
+            readers.push(tokio::spawn(async move {
+                let mut received = Vec::new();
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    let Ok(Some(Ok(message))) =
+                        tokio::time::timeout(Duration::from_millis(500), socket.next()).await
+                    else {
+                        continue;
+                    };
+                    let at = Instant::now();
+                    if let tokio_tungstenite::tungstenite::Message::Binary(bytes) = message
+                        && let Ok(repo::Frame::Commit(event)) = repo::decode_frame(&bytes)
+                    {
+                        received.push((event.commit.to_string(), at));
+                    }
+                }
+                // Matched after the load: acknowledgements may land after
+                // their deliveries.
+                let acks = acks.lock().unwrap();
+                let mut mine: Vec<Duration> = received
+                    .iter()
+                    .filter_map(|(cid, at)| {
+                        acks.get(cid)
+                            .map(|ack| at.saturating_duration_since(*ack))
+                    })
+                    .collect();
+                let n = received.len();
+                delays.lock().unwrap().append(&mut mine);
+                n
+            }));
+        }
+        let with = write_load(&base, secs, Some(Arc::clone(&acks))).await;
+        let rate_with = with as f64 / secs;
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        let mut delivered = 0;
+        for r in readers {
+            delivered += r.await.unwrap();
+        }
+        let mut delays = std::mem::take(&mut *delays.lock().unwrap());
+        delays.sort();
+        println!(
+            "createRecord: {rate_none:.0}/s with no consumer, {rate_with:.0}/s with {consumers} \
+             ({:.1}%); {delivered} deliveries; ack -> delivery p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms",
+            100.0 * rate_with / rate_none,
+            percentile(&delays, 0.5).as_secs_f64() * 1e3,
+            percentile(&delays, 0.99).as_secs_f64() * 1e3,
+            delays.last().unwrap().as_secs_f64() * 1e3,
+        );
+
+        // Replay: top up to `replay` events, then read them all from 0.
+        let mut events = 1 + none + with;
+        while events < replay {
+            let need = (replay - events) as f64;
+            events += write_load(&base, (need / rate_none.max(1.0)).clamp(1.0, 60.0), None).await;
+            eprintln!("{events} events");
+        }
+        let mut socket = connect(&addr, Some(0)).await;
+        let start = Instant::now();
+        let mut n = 0u64;
+        let mut bytes = 0usize;
+        while n < events {
+            let message = socket.next().await.unwrap().unwrap();
+            if let tokio_tungstenite::tungstenite::Message::Binary(frame) = message {
+                bytes += frame.len();
+                n += 1;
+            }
+        }
+        let elapsed = start.elapsed().as_secs_f64();
+        println!(
+            "replay from cursor 0: {n} events ({:.0} MiB of frames) in {elapsed:.2} s = {:.0} events/s",
+            bytes as f64 / (1 << 20) as f64,
+            n as f64 / elapsed
+        );
+    });
+    let _ = std::fs::remove_dir_all(&dir);
+}
