@@ -1,8 +1,13 @@
 //! Firehose events: each commit as AT Protocol's
-//! `com.atproto.sync.subscribeRepos#commit` message, stored with the commit
-//! (under a server-wide sequence number the store assigns) and framed for
-//! the event stream: a dag-cbor header `{op: 1, t: "#commit"}` followed by
-//! the dag-cbor body.
+//! `com.atproto.sync.subscribeRepos#commit` message, framed for the event
+//! stream as a dag-cbor header `{op: 1, t: "#commit"}` followed by the
+//! dag-cbor body.
+//!
+//! What is stored with a commit (under a server-wide sequence number the
+//! store assigns) is the body without its blocks, plus the CIDs of the Pail
+//! shards the commit added: the blocks are in the store already (shards as
+//! deltas), and a commit's shards are tens of kilobytes where the rest of
+//! its event is a few hundred bytes. [`frame_event`] reads them back.
 
 use bytes::Bytes;
 use cid::Cid;
@@ -88,37 +93,104 @@ fn cbor(value: &impl Serialize) -> Vec<u8> {
 }
 
 impl CommitEvent {
-    /// The event as stored with its commit (`seq` 0).
+    /// The event's frame: header, then body.
     #[must_use]
-    pub fn to_stored(&self) -> Bytes {
-        Bytes::from(cbor(self))
-    }
-
-    /// Decodes a stored event.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::InvalidRecord`] when the bytes are not an event.
-    pub fn from_stored(bytes: &[u8]) -> Result<Self, Error> {
-        serde_ipld_dagcbor::from_slice(bytes)
-            .map_err(|e| Error::InvalidRecord(format!("a stored firehose event: {e}")))
-    }
-
-    /// The event stream frame of a stored event under `seq`.
-    ///
-    /// # Errors
-    ///
-    /// As [`CommitEvent::from_stored`].
-    pub fn frame(seq: u64, stored: &[u8]) -> Result<Vec<u8>, Error> {
-        let mut event = Self::from_stored(stored)?;
-        event.seq = seq;
+    pub fn to_frame(&self) -> Vec<u8> {
         let mut out = cbor(&Header {
             op: 1,
             t: "#commit",
         });
-        out.extend_from_slice(&cbor(&event));
-        Ok(out)
+        out.extend_from_slice(&cbor(self));
+        out
     }
+}
+
+/// An event as stored with its commit: the `#commit` body without `seq`
+/// (the key holds it) and without `blocks` (read from the store when
+/// framed), with the CIDs of the shards the commit added.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct StoredEvent {
+    pub(crate) repo: String,
+    pub(crate) commit: Cid,
+    pub(crate) rev: String,
+    pub(crate) since: Option<String>,
+    pub(crate) ops: Vec<RepoOp>,
+    pub(crate) time: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) prev_data: Option<Cid>,
+    /// The Pail shards the commit added.
+    pub(crate) shards: Vec<Cid>,
+}
+
+impl StoredEvent {
+    pub(crate) fn encode(&self) -> Bytes {
+        Bytes::from(cbor(self))
+    }
+
+    fn decode(bytes: &[u8]) -> Result<Self, Error> {
+        serde_ipld_dagcbor::from_slice(bytes)
+            .map_err(|e| Error::InvalidRecord(format!("a stored firehose event: {e}")))
+    }
+}
+
+/// When a stored event's commit was made (RFC 3339), if the bytes are an
+/// event.
+#[must_use]
+pub fn stored_event_time(stored: &[u8]) -> Option<String> {
+    StoredEvent::decode(stored).ok().map(|e| e.time)
+}
+
+/// The event stream frame of the event stored under `seq`: its blocks (the
+/// commit, the shards it added, the records it wrote) read from `store`.
+/// When one of them is gone (garbage collection with `--keep-last`), the
+/// frame says `tooBig` and carries the blocks that are left.
+///
+/// # Errors
+///
+/// [`Error::InvalidRecord`] when `stored` is not an event, or a storage
+/// error.
+pub async fn frame_event<K: store::Kv>(
+    store: &store::Store<K>,
+    seq: u64,
+    stored: &[u8],
+) -> Result<Vec<u8>, Error> {
+    let event = StoredEvent::decode(stored)?;
+    let wanted = std::iter::once(event.commit)
+        .chain(event.shards.iter().copied())
+        .chain(event.ops.iter().filter_map(|op| op.cid));
+    let mut blocks: Vec<store::Block> =
+        Vec::with_capacity(2 + event.shards.len() + event.ops.len());
+    let mut too_big = false;
+    for cid in wanted {
+        if blocks.iter().any(|b| b.cid() == cid) {
+            continue;
+        }
+        match store.get_block(&cid).await? {
+            Some(block) => blocks.push(block),
+            None => too_big = true,
+        }
+    }
+    let car = car_slice(
+        event.commit,
+        blocks.iter().map(|b| (b.cid(), &b.bytes()[..])),
+    )
+    .await;
+    Ok(CommitEvent {
+        seq,
+        rebase: false,
+        too_big,
+        repo: event.repo,
+        commit: event.commit,
+        rev: event.rev,
+        since: event.since,
+        blocks: car,
+        ops: event.ops,
+        blobs: Vec::new(),
+        time: event.time,
+        prev_data: event.prev_data,
+    }
+    .to_frame())
 }
 
 /// An error frame (`{op: -1}` then `{error, message}`), e.g.

@@ -43,7 +43,10 @@ pub use car::{ExportReport, ImportOptions, ImportProgress, ImportReport};
 pub use check::{CheckOptions, CheckProgress, CheckReport};
 pub use commit::{CommitData, SIGNED_COMMIT_VERSION};
 pub use error::Error;
-pub use event::{CommitEvent, Frame, RepoOp, decode_frame, error_frame, info_frame};
+pub use event::{
+    CommitEvent, Frame, RepoOp, decode_frame, error_frame, frame_event, info_frame,
+    stored_event_time,
+};
 pub use index::{
     Cmp, Cond, Expr, IndexDecl, IndexKind, Keyword, Literal, Op, Stats, TopValue, parse_where,
 };

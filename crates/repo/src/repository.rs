@@ -435,15 +435,7 @@ impl<K: Kv> Repos<K> {
         }
         let commit_block = commit.encode();
         let commit_cid = commit_block.cid();
-        let event = commit_event(
-            &commit,
-            &commit_block,
-            None,
-            std::iter::once((empty.cid(), empty.bytes())),
-            std::iter::empty(),
-            Vec::new(),
-        )
-        .await;
+        let event = commit_event(&commit, commit_cid, None, vec![empty.cid()], Vec::new());
         self.store
             .commit(Commit {
                 repo: id.to_owned(),
@@ -544,36 +536,28 @@ async fn head_info<K: Kv>(store: &Store<K>, head: Option<Head>) -> Result<Option
     }))
 }
 
-/// The stored firehose event of `commit` (block `block`), made on
-/// `previous` (the head it follows), adding `shards` and `records`.
-async fn commit_event<'a>(
+/// The stored firehose event of `commit` (CID `cid`), made on `previous`
+/// (the head it follows), adding `shards`.
+fn commit_event(
     commit: &CommitData,
-    block: &'a Block,
+    cid: Cid,
     previous: Option<&HeadInfo>,
-    shards: impl Iterator<Item = (Cid, &'a [u8])>,
-    records: impl Iterator<Item = (Cid, &'a [u8])>,
+    shards: Vec<Cid>,
     ops: Vec<crate::event::RepoOp>,
 ) -> Bytes {
-    let blocks = std::iter::once((block.cid(), &block.bytes()[..]))
-        .chain(shards)
-        .chain(records);
-    crate::event::CommitEvent {
-        seq: 0,
-        rebase: false,
-        too_big: false,
+    crate::event::StoredEvent {
         repo: commit.repo.clone(),
-        commit: block.cid(),
+        commit: cid,
         rev: commit.rev.to_string(),
         since: previous.map(|h| h.rev.to_string()),
-        blocks: crate::event::car_slice(block.cid(), blocks).await,
         ops,
-        blobs: Vec::new(),
         // A rev is the commit's time in microseconds, shifted past its
         // clock id.
         time: crate::event::rfc3339(commit.rev.as_u64() >> 10),
         prev_data: previous.map(|h| h.data),
+        shards,
     }
-    .to_stored()
+    .encode()
 }
 
 /// Reads and decodes a commit block.
@@ -1028,16 +1012,11 @@ impl<K: Kv> Repository<K> {
         let commit_cid = commit_block.cid();
         let event = commit_event(
             &commit,
-            &commit_block,
+            commit_cid,
             Some(&state.head),
-            mutation.additions.iter().map(|s| (s.cid(), s.bytes())),
-            index
-                .iter()
-                .filter_map(|r| r.record.as_ref())
-                .map(|b| (b.cid(), &b.bytes()[..])),
+            mutation.additions.iter().map(|s| s.cid()).collect(),
             ops,
-        )
-        .await;
+        );
         // The records' blocks come with their index changes.
         let mut blocks: Vec<Block> = Vec::with_capacity(mutation.additions.len() + 1);
         blocks.extend(mutation.additions.iter().map(Block::from_shard));

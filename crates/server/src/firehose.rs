@@ -19,6 +19,7 @@ use axum::{
     http::HeaderMap,
     response::Response,
 };
+use futures_util::SinkExt;
 use serde::Deserialize;
 use store::Kv;
 use tokio::sync::{Notify, broadcast};
@@ -29,6 +30,8 @@ use crate::{App, error::XrpcError};
 pub(crate) const CONSUMER_BUFFER_EVENTS: usize = 4096;
 /// Events read from the store per batch (replay and publishing).
 const BATCH: usize = 1024;
+/// Frames written to a connection before it is flushed.
+const FLUSH_EVERY: usize = 64;
 /// How often the publisher looks for events nobody told it about.
 const POLL: Duration = Duration::from_millis(100);
 
@@ -137,7 +140,7 @@ fn start_publisher<K: Kv + 'static>(app: &Arc<App<K>>) {
                 };
                 let n = events.len();
                 for (seq, stored) in events {
-                    match repo::CommitEvent::frame(seq, &stored) {
+                    match repo::frame_event(&store, seq, &stored).await {
                         Ok(frame) => {
                             // No receiver is not an error.
                             let frame = bytes::Bytes::from(frame);
@@ -206,9 +209,8 @@ pub async fn prune<K: Kv>(
                     break;
                 }
                 for (seq, stored) in events {
-                    let young = repo::CommitEvent::from_stored(&stored)
-                        .ok()
-                        .and_then(|e| e.time.parse::<jiff::Timestamp>().ok())
+                    let young = repo::stored_event_time(&stored)
+                        .and_then(|t| t.parse::<jiff::Timestamp>().ok())
                         .is_none_or(|t| u64::try_from(t.as_microsecond()).unwrap_or(0) >= cutoff);
                     if young {
                         break 'scan;
@@ -300,22 +302,47 @@ async fn stream<K: Kv>(
     replay(store, &mut socket, &mut last).await?;
     loop {
         tokio::select! {
-            event = live.recv() => match event {
-                Ok(event) => {
-                    if event.seq > last {
-                        send(&mut socket, event.frame.clone()).await?;
-                        last = event.seq;
+            event = live.recv() => {
+                // This event and every one already waiting go out in one
+                // write: under load, a write per frame per connection would
+                // cost more than the frames.
+                let mut next = event.map_err(|e| match e {
+                    broadcast::error::RecvError::Lagged(_) => broadcast::error::TryRecvError::Lagged(0),
+                    broadcast::error::RecvError::Closed => broadcast::error::TryRecvError::Closed,
+                });
+                let mut fed = 0;
+                loop {
+                    match next {
+                        Ok(event) => {
+                            if event.seq > last {
+                                socket.feed(Message::Binary(event.frame.clone())).await?;
+                                last = event.seq;
+                                fed += 1;
+                            }
+                        }
+                        Err(broadcast::error::TryRecvError::Empty) => break,
+                        Err(broadcast::error::TryRecvError::Lagged(_)) => {
+                            socket.flush().await?;
+                            let message = format!(
+                                "this connection fell more than {CONSUMER_BUFFER_EVENTS} events \
+                                 behind; reconnect with cursor={last} to resume"
+                            );
+                            send(&mut socket, repo::error_frame("ConsumerTooSlow", &message))
+                                .await?;
+                            return close(&mut socket).await;
+                        }
+                        Err(broadcast::error::TryRecvError::Closed) => {
+                            socket.flush().await?;
+                            return close(&mut socket).await;
+                        }
                     }
+                    if fed >= FLUSH_EVERY {
+                        socket.flush().await?;
+                        fed = 0;
+                    }
+                    next = live.try_recv();
                 }
-                Err(broadcast::error::RecvError::Lagged(_)) => {
-                    let message = format!(
-                        "this connection fell more than {CONSUMER_BUFFER_EVENTS} events behind; \
-                         reconnect with cursor={last} to resume"
-                    );
-                    send(&mut socket, repo::error_frame("ConsumerTooSlow", &message)).await?;
-                    return close(&mut socket).await;
-                }
-                Err(broadcast::error::RecvError::Closed) => return close(&mut socket).await,
+                socket.flush().await?;
             },
             incoming = socket.recv() => match incoming {
                 // A consumer sends nothing but pings and its close.
@@ -335,13 +362,17 @@ async fn replay<K: Kv>(
     loop {
         let events = store.events(*last, BATCH).await.map_err(axum::Error::new)?;
         let done = events.len() < BATCH;
-        for (seq, stored) in events {
-            match repo::CommitEvent::frame(seq, &stored) {
-                Ok(frame) => send(socket, frame).await?,
+        for (i, (seq, stored)) in events.into_iter().enumerate() {
+            match repo::frame_event(store, seq, &stored).await {
+                Ok(frame) => socket.feed(Message::Binary(frame.into())).await?,
                 Err(e) => tracing::error!(seq, error = %e, "firehose: skipping an event"),
             }
             *last = seq;
+            if (i + 1) % FLUSH_EVERY == 0 {
+                socket.flush().await?;
+            }
         }
+        socket.flush().await?;
         if done {
             return Ok(());
         }
