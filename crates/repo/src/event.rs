@@ -156,17 +156,21 @@ pub async fn frame_event<K: store::Kv>(
     stored: &[u8],
 ) -> Result<Vec<u8>, Error> {
     let event = StoredEvent::decode(stored)?;
-    let wanted = std::iter::once(event.commit)
+    let mut wanted: Vec<Cid> = Vec::with_capacity(1 + event.shards.len() + event.ops.len());
+    for cid in std::iter::once(event.commit)
         .chain(event.shards.iter().copied())
-        .chain(event.ops.iter().filter_map(|op| op.cid));
-    let mut blocks: Vec<store::Block> =
-        Vec::with_capacity(2 + event.shards.len() + event.ops.len());
-    let mut too_big = false;
-    for cid in wanted {
-        if blocks.iter().any(|b| b.cid() == cid) {
-            continue;
+        .chain(event.ops.iter().filter_map(|op| op.cid))
+    {
+        if !wanted.contains(&cid) {
+            wanted.push(cid);
         }
-        match store.get_block(&cid).await? {
+    }
+    // Read at once: a read from a cold store waits on the disk.
+    let read = futures::future::join_all(wanted.iter().map(|cid| store.get_block(cid))).await;
+    let mut blocks: Vec<store::Block> = Vec::with_capacity(wanted.len());
+    let mut too_big = false;
+    for block in read {
+        match block? {
             Some(block) => blocks.push(block),
             None => too_big = true,
         }

@@ -19,7 +19,7 @@ use axum::{
     http::HeaderMap,
     response::Response,
 };
-use futures_util::SinkExt;
+use futures_util::{SinkExt, StreamExt};
 use serde::Deserialize;
 use store::Kv;
 use tokio::sync::{Notify, broadcast};
@@ -30,6 +30,8 @@ use crate::{App, error::XrpcError};
 pub(crate) const CONSUMER_BUFFER_EVENTS: usize = 4096;
 /// Events read from the store per batch (replay and publishing).
 const BATCH: usize = 1024;
+/// Events framed at once (each reads its blocks from the store).
+const FRAMING_AT_ONCE: usize = 16;
 /// Frames written to a connection before it is flushed.
 const FLUSH_EVERY: usize = 64;
 /// How often the publisher looks for events nobody told it about.
@@ -139,8 +141,14 @@ fn start_publisher<K: Kv + 'static>(app: &Arc<App<K>>) {
                     }
                 };
                 let n = events.len();
-                for (seq, stored) in events {
-                    match repo::frame_event(&store, seq, &stored).await {
+                let store = &store;
+                let mut frames = futures_util::stream::iter(events)
+                    .map(|(seq, stored)| async move {
+                        (seq, repo::frame_event(store, seq, &stored).await)
+                    })
+                    .buffered(FRAMING_AT_ONCE);
+                while let Some((seq, frame)) = frames.next().await {
+                    match frame {
                         Ok(frame) => {
                             // No receiver is not an error.
                             let frame = bytes::Bytes::from(frame);
@@ -362,13 +370,19 @@ async fn replay<K: Kv>(
     loop {
         let events = store.events(*last, BATCH).await.map_err(axum::Error::new)?;
         let done = events.len() < BATCH;
-        for (i, (seq, stored)) in events.into_iter().enumerate() {
-            match repo::frame_event(store, seq, &stored).await {
+        // Framed several at once (each reads its blocks back), sent in order.
+        let mut frames = futures_util::stream::iter(events)
+            .map(|(seq, stored)| async move { (seq, repo::frame_event(store, seq, &stored).await) })
+            .buffered(FRAMING_AT_ONCE);
+        let mut sent = 0;
+        while let Some((seq, frame)) = frames.next().await {
+            match frame {
                 Ok(frame) => socket.feed(Message::Binary(frame.into())).await?,
                 Err(e) => tracing::error!(seq, error = %e, "firehose: skipping an event"),
             }
             *last = seq;
-            if (i + 1) % FLUSH_EVERY == 0 {
+            sent += 1;
+            if sent % FLUSH_EVERY == 0 {
                 socket.flush().await?;
             }
         }

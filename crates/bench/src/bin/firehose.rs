@@ -203,6 +203,9 @@ fn main() {
         }
         let mut delays = std::mem::take(&mut *delays.lock().unwrap());
         delays.sort();
+        if delays.is_empty() {
+            delays.push(Duration::ZERO);
+        }
         println!(
             "createRecord: {rate_none:.0}/s with no consumer, {rate_with:.0}/s with {consumers} \
              ({:.1}%); {delivered} deliveries; ack -> delivery p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms",
