@@ -250,6 +250,10 @@ pub struct CommitResult {
     pub results: Vec<WriteResult>,
     /// The sequence number of the commit's firehose event.
     pub seq: Option<u64>,
+    /// Whether this request is the first of those its commit answers
+    /// (group commit): counting the results where it is true counts
+    /// commits.
+    pub first_in_commit: bool,
 }
 
 /// A record that differs between two commits.
@@ -469,6 +473,7 @@ impl<K: Kv> Repos<K> {
             search: tokio::sync::RwLock::new(()),
             cache: std::sync::Mutex::new(index::IndexCache::new(DEFAULT_INDEX_CACHE_BYTES)),
             signer: std::sync::Mutex::new(signer.map(|(key, _)| key)),
+            waiting: std::sync::Mutex::new(std::collections::VecDeque::new()),
         });
         open.insert(id.to_owned(), Arc::clone(&repo));
         Ok(repo)
@@ -498,6 +503,7 @@ impl<K: Kv> Repos<K> {
             search: tokio::sync::RwLock::new(()),
             cache: std::sync::Mutex::new(index::IndexCache::new(DEFAULT_INDEX_CACHE_BYTES)),
             signer: std::sync::Mutex::new(None),
+            waiting: std::sync::Mutex::new(std::collections::VecDeque::new()),
         });
         open.insert(id.to_owned(), Arc::clone(&repo));
         Ok(repo)
@@ -622,6 +628,39 @@ pub struct Repository<K> {
     pub(crate) cache: std::sync::Mutex<index::IndexCache>,
     /// The private key of [`State::keys`]' current key, once loaded.
     signer: std::sync::Mutex<Option<Arc<SigningKey>>>,
+    /// Writes waiting for the repository lock, committed together by
+    /// whichever of them gets it first (group commit).
+    waiting: std::sync::Mutex<std::collections::VecDeque<Waiting>>,
+}
+
+/// Writes per group commit, at most (a single request may have more).
+const GROUP_WRITES: usize = 200;
+
+/// A request's writes waiting to be committed, and where its result goes.
+struct Waiting {
+    checked: Vec<Checked>,
+    done: tokio::sync::oneshot::Sender<Result<CommitResult, Error>>,
+}
+
+/// An error for each of the other requests of a group commit whose
+/// durability failed: the same kind where the kind matters to callers.
+fn for_another_request(e: &Error) -> Error {
+    use store::Error as S;
+    Error::Store(match e {
+        Error::Store(S::DurabilityTimeout(after)) => S::DurabilityTimeout(*after),
+        Error::Store(S::DurabilityBlocked {
+            after,
+            location,
+            source,
+        }) => S::DurabilityBlocked {
+            after: *after,
+            location: location.clone(),
+            source: std::io::Error::new(source.kind(), source.to_string()),
+        },
+        Error::Store(S::Fenced) => S::Fenced,
+        Error::Store(S::ReadOnly) => S::ReadOnly,
+        other => S::Unavailable(other.to_string().into()),
+    })
 }
 
 impl<K> std::fmt::Debug for Repository<K> {
@@ -737,22 +776,167 @@ impl<K: Kv> Repository<K> {
             .into_iter()
             .map(check)
             .collect::<Result<Vec<_>, _>>()?;
-        let mut state = self.state.lock().await;
+        if swap_commit.is_some() || checked.len() >= GROUP_WRITES {
+            let mut state = self.state.lock().await;
+            let (pending, result) = self
+                .apply_retrying(&mut state, &checked, swap_commit)
+                .await?;
+            drop(state);
+            pending.durable().await?;
+            return Ok(result);
+        }
+        // Group commit: requests that wait for the lock are committed
+        // together by the first of them to get it, one commit for all
+        // (one tree rewrite, one signature, one event).
+        let (done, mut result) = tokio::sync::oneshot::channel();
+        self.waiting_queue().push_back(Waiting { checked, done });
+        loop {
+            let mut state = self.state.lock().await;
+            match result.try_recv() {
+                Ok(result) => return result,
+                Err(tokio::sync::oneshot::error::TryRecvError::Closed) => {
+                    return Err(Error::Io(std::io::Error::other(
+                        "a group commit was abandoned",
+                    )));
+                }
+                Err(tokio::sync::oneshot::error::TryRecvError::Empty) => {}
+            }
+            let group = self.take_group();
+            if group.is_empty() {
+                // Taken by a request that is making it durable.
+                drop(state);
+                return result.await.unwrap_or_else(|_| {
+                    Err(Error::Io(std::io::Error::other(
+                        "a group commit was abandoned",
+                    )))
+                });
+            }
+            let outcomes = self.commit_group(&mut state, group).await;
+            drop(state);
+            for (pending, deliveries) in outcomes {
+                let durable = match pending {
+                    Some(p) => p.durable().await.map_err(Error::from),
+                    None => Ok(()),
+                };
+                for (done, outcome) in deliveries {
+                    let outcome = match (&durable, outcome) {
+                        (Ok(()), outcome) => outcome,
+                        (Err(e), Ok(_)) => Err(for_another_request(e)),
+                        (Err(_), Err(e)) => Err(e),
+                    };
+                    // A request that went away no longer waits.
+                    let _ = done.send(outcome);
+                }
+            }
+        }
+    }
+
+    fn waiting_queue(&self) -> std::sync::MutexGuard<'_, std::collections::VecDeque<Waiting>> {
+        self.waiting
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The waiting requests at the front, up to [`GROUP_WRITES`] writes
+    /// (at least one request).
+    fn take_group(&self) -> Vec<Waiting> {
+        let mut queue = self.waiting_queue();
+        let mut group = Vec::new();
+        let mut writes = 0;
+        while let Some(next) = queue.front() {
+            if !group.is_empty() && writes + next.checked.len() > GROUP_WRITES {
+                break;
+            }
+            writes += next.checked.len();
+            group.extend(queue.pop_front());
+        }
+        group
+    }
+
+    /// Commits `group`'s requests as one commit, or, when one of them
+    /// fails, each on its own (so that a failed request fails alone). Each
+    /// commit made comes with the requests it answers.
+    #[allow(clippy::type_complexity)]
+    async fn commit_group(
+        &self,
+        state: &mut State,
+        group: Vec<Waiting>,
+    ) -> Vec<(
+        Option<store::PendingCommit>,
+        Vec<(
+            tokio::sync::oneshot::Sender<Result<CommitResult, Error>>,
+            Result<CommitResult, Error>,
+        )>,
+    )> {
+        if group.len() > 1 {
+            let sizes: Vec<usize> = group.iter().map(|w| w.checked.len()).collect();
+            let (checked, senders): (Vec<Vec<Checked>>, Vec<_>) =
+                group.into_iter().map(|w| (w.checked, w.done)).unzip();
+            let merged: Vec<Checked> = checked.into_iter().flatten().collect();
+            match self.apply_retrying(state, &merged, None).await {
+                Ok((pending, result)) => {
+                    let mut results = result.results.into_iter();
+                    let deliveries = senders
+                        .into_iter()
+                        .zip(&sizes)
+                        .enumerate()
+                        .map(|(i, (done, &n))| {
+                            let mine = CommitResult {
+                                commit: result.commit,
+                                rev: result.rev,
+                                results: results.by_ref().take(n).collect(),
+                                seq: result.seq,
+                                first_in_commit: i == 0,
+                            };
+                            (done, Ok(mine))
+                        })
+                        .collect();
+                    return vec![(Some(pending), deliveries)];
+                }
+                Err(_) => {
+                    // One at a time: each request's own outcome.
+                    let mut outcomes = Vec::with_capacity(senders.len());
+                    let mut start = 0;
+                    for (done, n) in senders.into_iter().zip(sizes) {
+                        let mine = &merged[start..start + n];
+                        start += n;
+                        outcomes.push(match self.apply_retrying(state, mine, None).await {
+                            Ok((pending, result)) => (Some(pending), vec![(done, Ok(result))]),
+                            Err(e) => (None, vec![(done, Err(e))]),
+                        });
+                    }
+                    return outcomes;
+                }
+            }
+        }
+        let mut outcomes = Vec::with_capacity(1);
+        for waiting in group {
+            outcomes.push(
+                match self.apply_retrying(state, &waiting.checked, None).await {
+                    Ok((pending, result)) => (Some(pending), vec![(waiting.done, Ok(result))]),
+                    Err(e) => (None, vec![(waiting.done, Err(e))]),
+                },
+            );
+        }
+        outcomes
+    }
+
+    /// [`Repository::try_apply`], again on the stored head when the head
+    /// moved under it (another process, or a cancelled write that landed).
+    async fn apply_retrying(
+        &self,
+        state: &mut State,
+        checked: &[Checked],
+        swap_commit: Option<Cid>,
+    ) -> Result<(store::PendingCommit, CommitResult), Error> {
         let mut attempts = 0;
         loop {
-            match self.try_apply(&mut state, &checked, swap_commit).await {
-                Ok((pending, result)) => {
-                    drop(state);
-                    pending.durable().await?;
-                    return Ok(result);
-                }
-                // The stored head moved under us (another process, or a
-                // cancelled write that landed): reload it and start over.
+            match self.try_apply(state, checked, swap_commit).await {
                 Err(Error::Store(store::Error::Conflict(_))) if attempts < 2 => {
                     attempts += 1;
-                    self.reload(&mut state).await?;
+                    self.reload(state).await?;
                 }
-                Err(e) => return Err(e),
+                other => return other,
             }
         }
     }
@@ -1077,6 +1261,7 @@ impl<K: Kv> Repository<K> {
                 rev: commit.rev,
                 results,
                 seq,
+                first_in_commit: true,
             },
         ))
     }

@@ -125,8 +125,10 @@ impl<K: Kv + 'static> App<K> {
         let firehose = self.firehose.notifier();
         let task = tokio::spawn(async move {
             let result = repo.apply_writes(writes, swap_commit).await;
-            if result.is_ok() {
-                commits.inc();
+            if let Ok(r) = &result {
+                if r.first_in_commit {
+                    commits.inc();
+                }
                 records.inc_by(n);
                 firehose.notify_one();
             }
