@@ -165,8 +165,15 @@ pub async fn frame_event<K: store::Kv>(
             wanted.push(cid);
         }
     }
-    // Read at once: a read from a cold store waits on the disk.
-    let read = futures::future::join_all(wanted.iter().map(|cid| store.get_block(cid))).await;
+    // A recent commit's shards are in the shard cache; the rest are read
+    // at once (a read from a cold store waits on the disk).
+    let read = futures::future::join_all(wanted.iter().map(|cid| async move {
+        match store.cached_shard(cid) {
+            Some(shard) => Ok(Some(store::Block::from_shard(&shard))),
+            None => store.get_block(cid).await,
+        }
+    }))
+    .await;
     let mut blocks: Vec<store::Block> = Vec::with_capacity(wanted.len());
     let mut too_big = false;
     for block in read {

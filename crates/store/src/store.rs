@@ -1335,6 +1335,16 @@ impl<K: Kv> Store<K> {
     }
 }
 
+impl<K: Kv> Store<K> {
+    /// The shard `cid` if the decoded-shard cache holds it (a recent
+    /// commit's shards do), without reading the store (a miss adds
+    /// nothing to the cache).
+    #[must_use]
+    pub fn cached_shard(&self, cid: &Cid) -> Option<Arc<Shard>> {
+        self.cache().get(cid)
+    }
+}
+
 impl<K: Kv> ShardFetcher for Store<K> {
     async fn get_shard(&self, cid: &Cid) -> Result<Arc<Shard>, pail::Error> {
         if let Some(shard) = self.cache().get(cid) {
