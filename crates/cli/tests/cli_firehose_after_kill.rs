@@ -14,23 +14,6 @@ use serde_json::{Value, json};
 
 const DID: &str = "did:plc:killed";
 
-fn follow(port: u16, cursor: u64, count: usize) -> Vec<Value> {
-    let out = common::datarepo(
-        &[
-            "follow",
-            &format!("http://127.0.0.1:{port}"),
-            "--cursor",
-            &cursor.to_string(),
-            "--limit",
-            &count.to_string(),
-            "--json",
-        ],
-        "",
-    );
-    assert!(out.status.success(), "{out:?}");
-    common::json_lines(&out)
-}
-
 #[test]
 fn every_acknowledged_commit_is_delivered_once_after_kill_9() {
     let dir = testkit::tempdir("cli-firehose-kill");
@@ -64,7 +47,7 @@ fn every_acknowledged_commit_is_delivered_once_after_kill_9() {
     while acked.lock().unwrap().len() < 20 {
         std::thread::sleep(std::time::Duration::from_millis(10));
     }
-    let before = follow(port, 0, 10);
+    let before = common::follow(port, 0, 10);
     let cursor = before.last().unwrap()["seq"].as_u64().unwrap();
     while acked.lock().unwrap().len() < 200 {
         std::thread::sleep(std::time::Duration::from_millis(10));
@@ -87,7 +70,7 @@ fn every_acknowledged_commit_is_delivered_once_after_kill_9() {
         .as_array()
         .unwrap()
         .len();
-    let after = follow(port, cursor, commits - usize::try_from(cursor).unwrap());
+    let after = common::follow(port, cursor, commits - usize::try_from(cursor).unwrap());
     let events: Vec<&Value> = before.iter().chain(&after).collect();
     for (i, event) in events.iter().enumerate() {
         assert_eq!(event["seq"].as_u64(), Some(i as u64 + 1), "{event}");

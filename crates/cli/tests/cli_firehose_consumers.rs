@@ -31,23 +31,6 @@ fn python_consumer(port: u16, cursor: u64, count: usize) -> Vec<Value> {
         .collect()
 }
 
-fn follow(port: u16, cursor: u64, count: usize) -> Vec<Value> {
-    let out = common::datarepo(
-        &[
-            "follow",
-            &format!("http://127.0.0.1:{port}"),
-            "--cursor",
-            &cursor.to_string(),
-            "--limit",
-            &count.to_string(),
-            "--json",
-        ],
-        "",
-    );
-    assert!(out.status.success(), "{out:?}");
-    common::json_lines(&out)
-}
-
 /// One write through the API; its response.
 fn write(port: u16, method: &str, body: &Value) -> Value {
     let (status, out) = http(
@@ -157,7 +140,7 @@ fn the_python_sdk_and_follow_read_every_commit_across_a_restart() {
     // The repository's creation by the first write is event 1.
     let python = python_consumer(port, 1, made.len());
     check(&python, &made, true);
-    let ours = follow(port, 1, made.len());
+    let ours = common::follow(port, 1, made.len());
     check(&ours, &made, false);
     let last = python.last().unwrap()["seq"].as_u64().unwrap();
 

@@ -6,29 +6,15 @@ mod common;
 use std::{sync::Arc, time::Duration};
 
 use common::{DID, TestServer};
-use futures_util::StreamExt;
 use repo::Frame;
 use serde_json::json;
 use server::Config;
 use store::SlateKv;
 
-async fn next_commit(
-    socket: &mut tokio_tungstenite::WebSocketStream<
-        tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>,
-    >,
-) -> Box<repo::CommitEvent> {
-    loop {
-        let message = tokio::time::timeout(Duration::from_secs(20), socket.next())
-            .await
-            .expect("a frame within 20 s")
-            .unwrap()
-            .unwrap();
-        if let tokio_tungstenite::tungstenite::Message::Binary(bytes) = message {
-            match repo::decode_frame(&bytes).unwrap() {
-                Frame::Commit(event) => return event,
-                other => panic!("{other:?}"),
-            }
-        }
+async fn next_commit(socket: &mut common::Socket) -> Box<repo::CommitEvent> {
+    match common::next_frame(socket).await {
+        Some(Frame::Commit(event)) => event,
+        other => panic!("{other:?}"),
     }
 }
 
@@ -61,11 +47,7 @@ async fn a_replica_streams_its_writers_commits() {
         },
     )
     .await;
-    let url = format!(
-        "ws://{}/xrpc/com.atproto.sync.subscribeRepos?cursor=0",
-        replica.addr()
-    );
-    let mut socket = tokio_tungstenite::connect_async(url).await.unwrap().0;
+    let mut socket = common::subscribe(replica.addr(), Some(0)).await;
     // Replayed: the repository's creation and the first write.
     assert_eq!(next_commit(&mut socket).await.seq, 1);
     let replayed = next_commit(&mut socket).await;

@@ -4,35 +4,11 @@
 
 mod common;
 
-use std::{sync::Arc, time::Duration};
+use std::sync::Arc;
 
 use common::{DID, TestServer};
-use futures_util::StreamExt;
 use repo::Frame;
 use serde_json::json;
-
-type Socket =
-    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
-
-async fn connect(srv: &TestServer, cursor: Option<u64>) -> Socket {
-    let mut url = format!("ws://{}/xrpc/com.atproto.sync.subscribeRepos", srv.addr());
-    if let Some(c) = cursor {
-        url += &format!("?cursor={c}");
-    }
-    tokio_tungstenite::connect_async(url).await.unwrap().0
-}
-
-async fn next_frame(socket: &mut Socket) -> Option<Frame> {
-    loop {
-        let message = tokio::time::timeout(Duration::from_secs(20), socket.next())
-            .await
-            .expect("a frame within 20 s")?
-            .ok()?;
-        if let tokio_tungstenite::tungstenite::Message::Binary(bytes) = message {
-            return Some(repo::decode_frame(&bytes).unwrap());
-        }
-    }
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stalled_consumer_is_cut_off_and_resumes_from_its_cursor() {
@@ -50,7 +26,7 @@ async fn a_stalled_consumer_is_cut_off_and_resumes_from_its_cursor() {
     assert_eq!(s, 200);
     // Connected and following live (it receives the next commit), then
     // never read while the writes go on.
-    let mut stalled = connect(&srv, None).await;
+    let mut stalled = common::subscribe(srv.addr(), None).await;
     let (s, _) = srv
         .post(
             "com.atproto.repo.createRecord",
@@ -58,7 +34,7 @@ async fn a_stalled_consumer_is_cut_off_and_resumes_from_its_cursor() {
         )
         .await;
     assert_eq!(s, 200);
-    let Some(Frame::Commit(first)) = next_frame(&mut stalled).await else {
+    let Some(Frame::Commit(first)) = common::next_frame(&mut stalled).await else {
         panic!("no first frame");
     };
     assert_eq!(first.seq, 3);
@@ -82,7 +58,7 @@ async fn a_stalled_consumer_is_cut_off_and_resumes_from_its_cursor() {
 
     // Reading now: commits up to where it was cut off, then the error.
     let error = loop {
-        match next_frame(&mut stalled).await {
+        match common::next_frame(&mut stalled).await {
             Some(Frame::Commit(event)) => {
                 assert_eq!(event.seq, last + 1);
                 last = event.seq;
@@ -96,9 +72,9 @@ async fn a_stalled_consumer_is_cut_off_and_resumes_from_its_cursor() {
     assert!(last < total);
 
     // Resumed from its cursor: every later event, in order.
-    let mut resumed = connect(&srv, Some(last)).await;
+    let mut resumed = common::subscribe(srv.addr(), Some(last)).await;
     while last < total {
-        match next_frame(&mut resumed).await {
+        match common::next_frame(&mut resumed).await {
             Some(Frame::Commit(event)) => {
                 assert_eq!(event.seq, last + 1);
                 last = event.seq;

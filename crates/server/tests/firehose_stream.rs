@@ -8,33 +8,18 @@ mod common;
 use std::time::Duration;
 
 use common::{DID, TestServer};
-use futures_util::StreamExt;
 use repo::Frame;
 use serde_json::json;
 
-type Socket =
-    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
-
-async fn connect(srv: &TestServer, cursor: Option<u64>) -> Socket {
-    let mut url = format!("ws://{}/xrpc/com.atproto.sync.subscribeRepos", srv.addr());
-    if let Some(c) = cursor {
-        url += &format!("?cursor={c}");
-    }
-    tokio_tungstenite::connect_async(url).await.unwrap().0
-}
-
-/// The next `n` frames (failing after 10 s).
-async fn frames(socket: &mut Socket, n: usize) -> Vec<Frame> {
-    let mut out = Vec::new();
+/// The next `n` frames.
+async fn frames(socket: &mut common::Socket, n: usize) -> Vec<Frame> {
+    let mut out = Vec::with_capacity(n);
     while out.len() < n {
-        let message = tokio::time::timeout(Duration::from_secs(10), socket.next())
-            .await
-            .expect("a frame within 10 s")
-            .expect("the stream is open")
-            .unwrap();
-        if let tokio_tungstenite::tungstenite::Message::Binary(bytes) = message {
-            out.push(repo::decode_frame(&bytes).unwrap());
-        }
+        out.push(
+            common::next_frame(socket)
+                .await
+                .expect("the stream is open"),
+        );
     }
     out
 }
@@ -80,7 +65,7 @@ async fn commits_stream_in_order_and_resume_from_a_cursor() {
     assert_eq!(s, 200, "{batch}");
 
     // The repository's creation by its first write, then the five writes.
-    let mut socket = connect(&srv, Some(0)).await;
+    let mut socket = common::subscribe(srv.addr(), Some(0)).await;
     let all = frames(&mut socket, 6).await;
     let events: Vec<&repo::CommitEvent> = all.iter().map(commit).collect();
     assert_eq!(
@@ -155,7 +140,7 @@ async fn commits_stream_in_order_and_resume_from_a_cursor() {
     assert_eq!(commit(&live[0]).seq, 7);
 
     // A cursor resumes right after it.
-    let mut resumed = connect(&srv, Some(4)).await;
+    let mut resumed = common::subscribe(srv.addr(), Some(4)).await;
     let next = frames(&mut resumed, 3).await;
     assert_eq!(
         next.iter().map(|f| commit(f).seq).collect::<Vec<_>>(),
@@ -163,7 +148,7 @@ async fn commits_stream_in_order_and_resume_from_a_cursor() {
     );
 
     // A cursor ahead of the newest event.
-    let mut future = connect(&srv, Some(1000)).await;
+    let mut future = common::subscribe(srv.addr(), Some(1000)).await;
     match &frames(&mut future, 1).await[0] {
         Frame::Error { error, .. } => assert_eq!(error, "FutureCursor"),
         other => panic!("{other:?}"),
@@ -189,7 +174,7 @@ async fn events_past_retention_are_gone_and_an_old_cursor_is_told() {
         .await
         .unwrap();
     assert_eq!(deleted, 4);
-    let mut socket = connect(&srv, Some(0)).await;
+    let mut socket = common::subscribe(srv.addr(), Some(0)).await;
     let got = frames(&mut socket, 3).await;
     match &got[0] {
         Frame::Info { name, .. } => assert_eq!(name, "OutdatedCursor"),

@@ -150,3 +150,22 @@ pub fn wait_until_up(port: u16) -> bool {
         http(port, "GET", "/xrpc/_health", "", "").map(|(s, _)| s) == Some(200)
     })
 }
+
+/// `datarepo follow` of the server on `port` from `cursor`: the first
+/// `count` commits it prints as JSON.
+pub fn follow(port: u16, cursor: u64, count: usize) -> Vec<Value> {
+    let out = datarepo(
+        &[
+            "follow",
+            &format!("http://127.0.0.1:{port}"),
+            "--cursor",
+            &cursor.to_string(),
+            "--limit",
+            &count.to_string(),
+            "--json",
+        ],
+        "",
+    );
+    assert!(out.status.success(), "{out:?}");
+    json_lines(&out)
+}

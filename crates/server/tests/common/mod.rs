@@ -176,3 +176,31 @@ pub fn sample(text: &str, name: &str, labels: &str) -> Option<f64> {
         })
         .map(|value| value.parse().unwrap())
 }
+
+/// A firehose connection.
+pub type Socket =
+    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+
+/// Connects to the firehose of the server at `addr` (host:port), after
+/// `cursor` when given.
+pub async fn subscribe(addr: &str, cursor: Option<u64>) -> Socket {
+    let mut url = format!("ws://{addr}/xrpc/com.atproto.sync.subscribeRepos");
+    if let Some(c) = cursor {
+        url += &format!("?cursor={c}");
+    }
+    tokio_tungstenite::connect_async(url).await.unwrap().0
+}
+
+/// The next frame (failing after 20 s), or `None` when the stream ended.
+pub async fn next_frame(socket: &mut Socket) -> Option<repo::Frame> {
+    use futures_util::StreamExt;
+    loop {
+        let message = tokio::time::timeout(std::time::Duration::from_secs(20), socket.next())
+            .await
+            .expect("a frame within 20 s")?
+            .ok()?;
+        if let tokio_tungstenite::tungstenite::Message::Binary(bytes) = message {
+            return Some(repo::decode_frame(&bytes).unwrap());
+        }
+    }
+}
