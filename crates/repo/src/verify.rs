@@ -73,6 +73,9 @@ pub(crate) fn check_signature<'k>(
             commit.repo,
             match e {
                 SignatureError::Unsigned => "the commit is not signed".to_owned(),
+                SignatureError::Mismatch if keys.is_empty() => {
+                    "no public key was given to check its signature against".to_owned()
+                }
                 SignatureError::Mismatch if keys.len() == 1 => {
                     format!("the signature is not by {}", keys[0])
                 }

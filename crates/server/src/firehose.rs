@@ -147,6 +147,7 @@ fn start_publisher<K: Kv + 'static>(app: &Arc<App<K>>) {
                         (seq, repo::frame_event(store, seq, &stored).await)
                     })
                     .buffered(FRAMING_AT_ONCE);
+                let mut failed = false;
                 while let Some((seq, frame)) = frames.next().await {
                     match frame {
                         Ok(frame) => {
@@ -154,11 +155,19 @@ fn start_publisher<K: Kv + 'static>(app: &Arc<App<K>>) {
                             let frame = bytes::Bytes::from(frame);
                             let _ = app.firehose.live.send(Arc::new(Framed { seq, frame }));
                         }
-                        Err(e) => tracing::error!(seq, error = %e, "firehose: skipping an event"),
+                        Err(repo::Error::InvalidRecord(e)) => {
+                            tracing::error!(seq, error = %e, "firehose: skipping a malformed event");
+                        }
+                        Err(e) => {
+                            // Tried again at the next poll: never skipped.
+                            tracing::warn!(seq, error = %e, "firehose: cannot frame an event");
+                            failed = true;
+                            break;
+                        }
                     }
                     last = seq;
                 }
-                if n < BATCH {
+                if failed || n < BATCH {
                     break;
                 }
             }
@@ -378,7 +387,11 @@ async fn replay<K: Kv>(
         while let Some((seq, frame)) = frames.next().await {
             match frame {
                 Ok(frame) => socket.feed(Message::Binary(frame.into())).await?,
-                Err(e) => tracing::error!(seq, error = %e, "firehose: skipping an event"),
+                Err(repo::Error::InvalidRecord(e)) => {
+                    tracing::error!(seq, error = %e, "firehose: skipping a malformed event");
+                }
+                // The connection ends; the consumer resumes from its cursor.
+                Err(e) => return Err(axum::Error::new(e)),
             }
             *last = seq;
             sent += 1;
