@@ -757,7 +757,11 @@ impl<K: Kv> Repository<K> {
     /// Applies `writes` as one commit, all or nothing.
     ///
     /// With `swap_commit`, fails with [`Error::InvalidSwap`] unless the head
-    /// is that commit.
+    /// is that commit. Without, the writes may share a commit with other
+    /// requests waiting at the same time (group commit; see `docs/repo.md`),
+    /// and this call may commit theirs: run it to completion (in a task of
+    /// its own where a caller could go away), or the others it carries are
+    /// told their group was abandoned.
     ///
     /// # Errors
     ///
