@@ -1,7 +1,7 @@
-//! Concurrent writes to one repository share commits (group commit): every
-//! request gets its own results under the commit that holds them, a
-//! request that fails fails alone, and the history is what a model of the
-//! writes says.
+//! Concurrent writes to one repository share commits (group commit): the
+//! requests that wait while a commit is applied are committed together,
+//! each with its own results under the commit that holds them; a request
+//! that fails fails alone; every record is there afterwards.
 
 mod common;
 
@@ -10,7 +10,7 @@ use std::sync::Arc;
 use repo::{Error, Write};
 
 #[test]
-fn concurrent_requests_share_commits_and_fail_alone() {
+fn concurrent_requests_fail_alone_and_all_land() {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -85,8 +85,64 @@ fn concurrent_requests_share_commits_and_fail_alone() {
         }
         let log = repo.log(usize::MAX).await.unwrap();
         assert_eq!(log.len(), commits.len() + 2);
-        eprintln!("{ok} requests in {} commits", commits.len());
         assert!(repos.check("did:web:a", |_| {}).await.unwrap().is_intact());
         kv.close().await.unwrap();
+    });
+}
+
+#[test]
+fn requests_waiting_for_a_commit_are_committed_together() {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let kv = common::PausingKv::new(common::PauseAt::Write);
+        let repos = repo::Repos::new(Arc::new(store::Store::new(kv.clone())), common::env());
+        let repo = repos.create("did:web:a").await.unwrap();
+        let create = |repo: &Arc<repo::Repository<common::PausingKv>>, rkey: String| {
+            let repo = Arc::clone(repo);
+            tokio::spawn(async move {
+                repo.apply_writes(
+                    vec![Write::Create {
+                        collection: "app.x.post".into(),
+                        rkey: Some(rkey),
+                        value: serde_json::json!({}),
+                    }],
+                    None,
+                )
+                .await
+            })
+        };
+        // The first commit stops inside its write, holding the lock.
+        let release = kv.arm();
+        let first = create(&repo, "first".into());
+        kv.reached().await;
+        let waiting: Vec<_> = (0..300)
+            .map(|i| create(&repo, format!("r{i:03}")))
+            .collect();
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        release.send(()).unwrap();
+        let first = first.await.unwrap().unwrap();
+        let mut commits = std::collections::HashSet::new();
+        for (i, task) in waiting.into_iter().enumerate() {
+            let result = task.await.unwrap().unwrap();
+            assert_eq!(result.results.len(), 1);
+            assert_eq!(result.results[0].rkey, format!("r{i:03}"));
+            assert_ne!(result.commit, first.commit);
+            commits.insert(result.commit);
+        }
+        // 300 waiting requests of one write each: groups of at most 200.
+        assert_eq!(commits.len(), 2, "{commits:?}");
+        let log = repo.log(usize::MAX).await.unwrap();
+        assert_eq!(log.len(), 1 + 1 + 2);
+        assert_eq!(
+            repo.list_records("app.x.post", None, false, 1000)
+                .await
+                .unwrap()
+                .len(),
+            301
+        );
     });
 }

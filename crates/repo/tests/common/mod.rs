@@ -51,6 +51,8 @@ pub(crate) enum PauseAt {
     HeadScan,
     /// A write made only of deletions: a collection's first sweep batch.
     Deletions,
+    /// Any write: a commit being applied, its repository lock held.
+    Write,
 }
 
 /// The in-memory store, except that it waits once at `at` when armed, so
@@ -103,7 +105,7 @@ impl store::Kv for PausingKv {
     }
     async fn apply(&self, ops: Vec<store::WriteOp>) -> Result<store::Durability, store::Error> {
         let deletions = ops.iter().all(|op| matches!(op, store::WriteOp::Delete(_)));
-        self.wait_if(self.at == PauseAt::Deletions && deletions)
+        self.wait_if(self.at == PauseAt::Write || (self.at == PauseAt::Deletions && deletions))
             .await;
         self.inner.apply(ops).await
     }
