@@ -134,13 +134,6 @@ fn parse_events_retention(s: &str) -> Result<server::Retention, String> {
     s.parse()
 }
 
-#[allow(clippy::disallowed_methods)] // the command's wall clock, for event ages
-fn now_micros() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX))
-}
-
 /// The commits a collection keeps: the newest `keep_last` of each
 /// repository, or all.
 pub(crate) fn retention(keep_last: Option<u64>) -> Retention {
@@ -201,7 +194,8 @@ pub(crate) fn gc(
         bar.finish_and_clear();
         let events = match &report {
             Ok(_) if !args.dry_run => {
-                server::prune_events(&store, args.firehose_retention, now_micros()).await
+                let now = rkey::Clock::now_micros(&rkey::SystemClock);
+                server::prune_events(&store, args.firehose_retention, now).await
             }
             _ => Ok(0),
         };

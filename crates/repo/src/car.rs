@@ -845,6 +845,16 @@ pub(crate) fn file_history(
     })
 }
 
+/// The file's root commit block, decoded.
+pub(crate) fn root_commit(blocks: &FileBlocks, root: Cid) -> Result<(&Block, CommitData), Error> {
+    let block = blocks
+        .get(&root)
+        .ok_or_else(|| car_err(format!("the root commit {root} is not in the file")))?;
+    let commit = CommitData::decode(root, block.bytes())
+        .map_err(|e| car_err(format!("the root is not a datarepo commit: {e}")))?;
+    Ok((block, commit))
+}
+
 /// The file's commits before its root, newest first, and the commit the
 /// oldest of them (or the root) follows.
 pub(crate) struct FileHistory {
@@ -1059,12 +1069,8 @@ impl<K: Kv> Repos<K> {
         let expected_repo = options.repo.as_deref();
         let (root, blocks) = read_car(input).await?;
         progress(ImportProgress::Checking);
-        let commit_block = blocks
-            .get(&root)
-            .ok_or_else(|| car_err(format!("the root commit {root} is not in the file")))?
-            .clone();
-        let commit = CommitData::decode(root, commit_block.bytes())
-            .map_err(|e| car_err(format!("the root is not a datarepo commit: {e}")))?;
+        let (commit_block, commit) = root_commit(&blocks, root)?;
+        let commit_block = commit_block.clone();
         if let Some(why) = crate::repository::unusable_rev(commit.rev, self.env().now_micros()) {
             return Err(car_err(format!("the root commit {root}: {why}")));
         }

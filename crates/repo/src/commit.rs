@@ -58,7 +58,8 @@ impl CommitData {
     pub fn signed(mut self, key: &SigningKey) -> Self {
         self.version = Some(SIGNED_COMMIT_VERSION);
         self.sig = None;
-        self.sig = Some(key.sign(&self.unsigned_bytes()).to_vec());
+        // Without `sig`, the encoding is the unsigned bytes.
+        self.sig = Some(key.sign(&self.encode_bytes()).to_vec());
         self
     }
 

@@ -642,6 +642,12 @@ struct Waiting {
     done: tokio::sync::oneshot::Sender<Result<CommitResult, Error>>,
 }
 
+/// A request's outcome, to be sent once its commit is durable.
+type Delivery = (
+    tokio::sync::oneshot::Sender<Result<CommitResult, Error>>,
+    Result<CommitResult, Error>,
+);
+
 /// An error for each of the other requests of a group commit whose
 /// durability failed: the same kind where the kind matters to callers.
 fn for_another_request(e: &Error) -> Error {
@@ -860,67 +866,47 @@ impl<K: Kv> Repository<K> {
     /// Commits `group`'s requests as one commit, or, when one of them
     /// fails, each on its own (so that a failed request fails alone). Each
     /// commit made comes with the requests it answers.
-    #[allow(clippy::type_complexity)]
     async fn commit_group(
         &self,
         state: &mut State,
         group: Vec<Waiting>,
-    ) -> Vec<(
-        Option<store::PendingCommit>,
-        Vec<(
-            tokio::sync::oneshot::Sender<Result<CommitResult, Error>>,
-            Result<CommitResult, Error>,
-        )>,
-    )> {
-        if group.len() > 1 {
-            let sizes: Vec<usize> = group.iter().map(|w| w.checked.len()).collect();
-            let (checked, senders): (Vec<Vec<Checked>>, Vec<_>) =
-                group.into_iter().map(|w| (w.checked, w.done)).unzip();
-            let merged: Vec<Checked> = checked.into_iter().flatten().collect();
-            match self.apply_retrying(state, &merged, None).await {
-                Ok((pending, result)) => {
-                    let mut results = result.results.into_iter();
-                    let deliveries = senders
-                        .into_iter()
-                        .zip(&sizes)
-                        .enumerate()
-                        .map(|(i, (done, &n))| {
-                            let mine = CommitResult {
-                                commit: result.commit,
-                                rev: result.rev,
-                                results: results.by_ref().take(n).collect(),
-                                seq: result.seq,
-                                first_in_commit: i == 0,
-                            };
-                            (done, Ok(mine))
-                        })
-                        .collect();
-                    return vec![(Some(pending), deliveries)];
-                }
-                Err(_) => {
-                    // One at a time: each request's own outcome.
-                    let mut outcomes = Vec::with_capacity(senders.len());
-                    let mut start = 0;
-                    for (done, n) in senders.into_iter().zip(sizes) {
-                        let mine = &merged[start..start + n];
-                        start += n;
-                        outcomes.push(match self.apply_retrying(state, mine, None).await {
-                            Ok((pending, result)) => (Some(pending), vec![(done, Ok(result))]),
-                            Err(e) => (None, vec![(done, Err(e))]),
-                        });
-                    }
-                    return outcomes;
-                }
-            }
+    ) -> Vec<(Option<store::PendingCommit>, Vec<Delivery>)> {
+        let sizes: Vec<usize> = group.iter().map(|w| w.checked.len()).collect();
+        let (checked, senders): (Vec<Vec<Checked>>, Vec<_>) =
+            group.into_iter().map(|w| (w.checked, w.done)).unzip();
+        let merged: Vec<Checked> = checked.into_iter().flatten().collect();
+        if senders.len() > 1
+            && let Ok((pending, result)) = self.apply_retrying(state, &merged, None).await
+        {
+            let mut results = result.results.into_iter();
+            let deliveries = senders
+                .into_iter()
+                .zip(&sizes)
+                .enumerate()
+                .map(|(i, (done, &n))| {
+                    let mine = CommitResult {
+                        commit: result.commit,
+                        rev: result.rev,
+                        results: results.by_ref().take(n).collect(),
+                        seq: result.seq,
+                        first_in_commit: i == 0,
+                    };
+                    (done, Ok(mine))
+                })
+                .collect();
+            return vec![(Some(pending), deliveries)];
         }
-        let mut outcomes = Vec::with_capacity(1);
-        for waiting in group {
-            outcomes.push(
-                match self.apply_retrying(state, &waiting.checked, None).await {
-                    Ok((pending, result)) => (Some(pending), vec![(waiting.done, Ok(result))]),
-                    Err(e) => (None, vec![(waiting.done, Err(e))]),
-                },
-            );
+        // One request, or a group one of whose writes failed: one at a
+        // time, each request's own outcome.
+        let mut outcomes = Vec::with_capacity(senders.len());
+        let mut start = 0;
+        for (done, n) in senders.into_iter().zip(sizes) {
+            let mine = &merged[start..start + n];
+            start += n;
+            outcomes.push(match self.apply_retrying(state, mine, None).await {
+                Ok((pending, result)) => (Some(pending), vec![(done, Ok(result))]),
+                Err(e) => (None, vec![(done, Err(e))]),
+            });
         }
         outcomes
     }

@@ -12,7 +12,7 @@ use tokio::io::AsyncRead;
 
 use crate::{
     CommitData, Error, PublicKey, SignatureError,
-    car::{FileBlocks, FileHistory, car_err, file_history, read_car},
+    car::{FileBlocks, FileHistory, car_err, file_history, read_car, root_commit},
 };
 
 /// What [`verify_car`] checks beyond blocks and signatures.
@@ -95,11 +95,7 @@ pub(crate) fn check_signature<'k>(
 
 /// The root commit of a file and the commits before it in the file.
 fn commits(blocks: &FileBlocks, root: Cid) -> Result<Vec<(Cid, CommitData)>, Error> {
-    let block = blocks
-        .get(&root)
-        .ok_or_else(|| car_err(format!("the root commit {root} is not in the file")))?;
-    let commit = CommitData::decode(root, block.bytes())
-        .map_err(|e| car_err(format!("the root is not a datarepo commit: {e}")))?;
+    let (_, commit) = root_commit(blocks, root)?;
     let FileHistory { commits, .. } = file_history(blocks, root, &commit, None)?;
     let mut all = Vec::with_capacity(1 + commits.len());
     all.push((root, commit));
@@ -262,11 +258,7 @@ pub async fn verify_record<R: AsyncRead + Unpin + Send>(
     keys: &[PublicKey],
 ) -> Result<VerifiedRecord, Error> {
     let (root, blocks) = read_car(input).await?;
-    let block = blocks
-        .get(&root)
-        .ok_or_else(|| car_err(format!("the root commit {root} is not in the file")))?;
-    let commit = CommitData::decode(root, block.bytes())
-        .map_err(|e| car_err(format!("the root is not a datarepo commit: {e}")))?;
+    let (_, commit) = root_commit(&blocks, root)?;
     if commit.repo != repo {
         return Err(car_err(format!(
             "the proof is for repository {}, not {repo}",

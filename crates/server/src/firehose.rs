@@ -141,12 +141,7 @@ fn start_publisher<K: Kv + 'static>(app: &Arc<App<K>>) {
                     }
                 };
                 let n = events.len();
-                let store = &store;
-                let mut frames = futures_util::stream::iter(events)
-                    .map(|(seq, stored)| async move {
-                        (seq, repo::frame_event(store, seq, &stored).await)
-                    })
-                    .buffered(FRAMING_AT_ONCE);
+                let mut frames = framed(&store, events);
                 let mut failed = false;
                 while let Some((seq, frame)) = frames.next().await {
                     match frame {
@@ -185,20 +180,14 @@ pub(crate) fn spawn_pruner<K: Kv + 'static>(app: &Arc<App<K>>, retention: Retent
             let Some(app) = weak.upgrade() else {
                 return;
             };
-            match prune(app.repos.store(), retention, now_micros()).await {
+            let now = rkey::Clock::now_micros(&rkey::SystemClock);
+            match prune(app.repos.store(), retention, now).await {
                 Ok(0) => {}
                 Ok(n) => tracing::info!(events = n, "firehose: deleted events past retention"),
                 Err(e) => tracing::warn!(error = %e, "firehose: cannot delete old events"),
             }
         }
     });
-}
-
-#[allow(clippy::disallowed_methods)] // the server's wall clock, for event ages
-fn now_micros() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX))
 }
 
 /// Deletes the events `retention` does not keep, as of `now_micros`;
@@ -370,6 +359,19 @@ async fn stream<K: Kv>(
     }
 }
 
+/// The frames of stored `events`, in order: several framed at once (each
+/// reads its blocks back from the store).
+fn framed<'a, K: Kv>(
+    store: &'a store::Store<K>,
+    events: Vec<(u64, bytes::Bytes)>,
+) -> impl futures_util::Stream<Item = (u64, std::result::Result<Vec<u8>, repo::Error>)> + 'a {
+    futures_util::stream::iter(events)
+        .map(
+            move |(seq, stored)| async move { (seq, repo::frame_event(store, seq, &stored).await) },
+        )
+        .buffered(FRAMING_AT_ONCE)
+}
+
 /// Sends every stored event after `last`, moving `last` on.
 async fn replay<K: Kv>(
     store: &store::Store<K>,
@@ -379,10 +381,7 @@ async fn replay<K: Kv>(
     loop {
         let events = store.events(*last, BATCH).await.map_err(axum::Error::new)?;
         let done = events.len() < BATCH;
-        // Framed several at once (each reads its blocks back), sent in order.
-        let mut frames = futures_util::stream::iter(events)
-            .map(|(seq, stored)| async move { (seq, repo::frame_event(store, seq, &stored).await) })
-            .buffered(FRAMING_AT_ONCE);
+        let mut frames = framed(store, events);
         let mut sent = 0;
         while let Some((seq, frame)) = frames.next().await {
             match frame {

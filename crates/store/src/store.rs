@@ -911,13 +911,13 @@ impl<K: Kv> Store<K> {
     ///
     /// [`Error::Malformed`] or a storage error.
     pub async fn events(&self, after: u64, limit: usize) -> Result<Vec<(u64, Bytes)>, Error> {
+        let Some(first) = after.checked_add(1) else {
+            return Ok(Vec::new());
+        };
         let range = KeyRange {
-            start: records::event_key(after.saturating_add(1)),
+            start: records::event_key(first),
             end: RecordType::Event.range().end,
         };
-        if after == u64::MAX {
-            return Ok(Vec::new());
-        }
         self.kv_scan(&range, false, limit, View::Durable)
             .await?
             .into_iter()
