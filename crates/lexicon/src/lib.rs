@@ -1,0 +1,204 @@
+//! AT Protocol Lexicons for datarepo: documents parsed once, records
+//! validated against them with the verdicts and messages of the reference
+//! validator, `@atproto/lexicon` (checked by a differential test).
+//!
+//! - [`Document`]: one Lexicon document, parsed and checked.
+//! - [`Lexicons`]: the documents a repository holds, with
+//!   [`Lexicons::validate_record`] and [`Lexicons::validate_write`].
+//! - [`ValidationError`]: the reference's message, e.g.
+//!   `Record/text must not be longer than 3000 graphemes`.
+//!
+//! Where the reference departs from the Lexicon specification this crate
+//! follows the specification; `docs/repo.md` ("Record validation") lists
+//! each case and `tests/divergences.rs` pins it.
+//!
+//! This crate is not: a store of Lexicons (the `repo` crate keeps them), a
+//! resolver of Lexicons over the network, or a validator of XRPC bodies.
+//!
+//! ```
+//! use lexicon::{Document, Lexicons};
+//! use serde_json::json;
+//!
+//! let mut lexicons = Lexicons::new();
+//! lexicons.insert(Document::parse(json!({
+//!     "lexicon": 1, "id": "com.example.note",
+//!     "defs": {"main": {"type": "record", "key": "tid", "record": {
+//!         "type": "object", "required": ["text"],
+//!         "properties": {"text": {"type": "string", "maxGraphemes": 5}}}}}
+//! })).unwrap());
+//! let ok = json!({"$type": "com.example.note", "text": "héllo"});
+//! assert!(lexicons.validate_record("com.example.note", &ok).is_ok());
+//! let long = json!({"$type": "com.example.note", "text": "hello!"});
+//! assert_eq!(
+//!     lexicons.validate_record("com.example.note", &long).unwrap_err().to_string(),
+//!     "Record/text must not be longer than 5 graphemes",
+//! );
+//! ```
+
+#![warn(clippy::unwrap_used)]
+
+mod formats;
+mod schema;
+mod validate;
+
+use std::{collections::BTreeMap, sync::Arc};
+
+use foldhash::HashMap;
+use serde_json::Value;
+
+use schema::Def;
+pub use schema::Document;
+use validate::{Fail, Path};
+
+/// Standard base64 as AT Protocol JSON writes `$bytes`: padding optional.
+pub(crate) const BASE64: base64::engine::GeneralPurpose = base64::engine::GeneralPurpose::new(
+    &base64::alphabet::STANDARD,
+    base64::engine::GeneralPurposeConfig::new()
+        .with_decode_padding_mode(base64::engine::DecodePaddingMode::Indifferent),
+);
+
+/// A Lexicon document that cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LexiconError {
+    /// The document breaks the Lexicon language: the message names the
+    /// field (`defs.main.record.properties.text.maxLength must be an
+    /// integer`).
+    #[error("invalid Lexicon: {0}")]
+    Invalid(String),
+}
+
+/// A record that does not validate; the message is the reference's.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct ValidationError(pub String);
+
+/// A set of Lexicon documents, at most one per NSID, and the definitions
+/// they make reachable by `lex:` URI.
+#[derive(Debug, Clone, Default)]
+pub struct Lexicons {
+    docs: BTreeMap<String, Arc<Document>>,
+    defs: HashMap<String, Def>,
+}
+
+impl Lexicons {
+    /// No documents.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds `doc`, replacing (and returning) the one with its NSID.
+    pub fn insert(&mut self, doc: Document) -> Option<Arc<Document>> {
+        let old = self.remove(doc.id());
+        for (name, def) in &doc.defs {
+            self.defs
+                .insert(format!("lex:{}#{name}", doc.id()), def.clone());
+            if name == "main" {
+                self.defs.insert(format!("lex:{}", doc.id()), def.clone());
+            }
+        }
+        self.docs.insert(doc.id().to_owned(), Arc::new(doc));
+        old
+    }
+
+    /// Removes the document with this NSID.
+    pub fn remove(&mut self, nsid: &str) -> Option<Arc<Document>> {
+        let doc = self.docs.remove(nsid)?;
+        for (name, _) in &doc.defs {
+            self.defs.remove(&format!("lex:{nsid}#{name}"));
+        }
+        self.defs.remove(&format!("lex:{nsid}"));
+        Some(doc)
+    }
+
+    /// The document with this NSID.
+    pub fn get(&self, nsid: &str) -> Option<&Arc<Document>> {
+        self.docs.get(nsid)
+    }
+
+    /// Every document, by NSID.
+    pub fn documents(&self) -> impl Iterator<Item = &Arc<Document>> {
+        self.docs.values()
+    }
+
+    /// How many documents there are.
+    pub fn len(&self) -> usize {
+        self.docs.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.docs.is_empty()
+    }
+
+    /// Whether `nsid` has a record definition (records of that collection
+    /// can be validated).
+    pub fn has_record(&self, nsid: &str) -> bool {
+        self.docs.get(nsid).is_some_and(|d| d.is_record())
+    }
+
+    /// The `lex:` URIs that some document's refs or unions name and no
+    /// document defines, in NSID order.
+    pub fn missing_refs(&self) -> Vec<String> {
+        let mut out: Vec<String> = self
+            .docs
+            .values()
+            .flat_map(|d| d.external_refs())
+            .filter(|uri| !self.defs.contains_key(uri))
+            .collect();
+        out.sort();
+        out.dedup();
+        out
+    }
+
+    /// Validates `record` as a record of `collection`, as the reference's
+    /// `assertValidRecord`: `$type` must be present and name the collection.
+    ///
+    /// # Errors
+    ///
+    /// The first rule the record breaks, or a missing definition
+    /// (`Lexicon not found: lex:…`), with the reference's message.
+    pub fn validate_record(&self, collection: &str, record: &Value) -> Result<(), ValidationError> {
+        self.check_record(collection, record, false)
+    }
+
+    /// [`Lexicons::validate_record`] for a record being written: an absent
+    /// `$type` is taken as `collection`, as a PDS sets it before validating.
+    ///
+    /// # Errors
+    ///
+    /// As [`Lexicons::validate_record`].
+    pub fn validate_write(&self, collection: &str, record: &Value) -> Result<(), ValidationError> {
+        self.check_record(collection, record, true)
+    }
+
+    fn check_record(
+        &self,
+        collection: &str,
+        record: &Value,
+        implied_type: bool,
+    ) -> Result<(), ValidationError> {
+        let Value::Object(map) = record else {
+            return Err(ValidationError("Record must be an object".to_owned()));
+        };
+        let lex_uri = format!("lex:{collection}");
+        match map.get("$type") {
+            None if implied_type => {}
+            Some(Value::String(t)) => {
+                let uri = schema::to_lex_uri(t, None).map_err(ValidationError)?;
+                // A `$type` is an NSID; the reference also takes `lex:NSID`.
+                if uri != lex_uri || t.starts_with("lex:") {
+                    return Err(ValidationError(format!(
+                        "Invalid $type: must be {lex_uri}, got {t}"
+                    )));
+                }
+            }
+            _ => return Err(ValidationError("Record/$type must be a string".to_owned())),
+        }
+        let def = self.def(&lex_uri).map_err(ValidationError::from)?;
+        let Def::Record(object) = def else {
+            return Err(ValidationError(format!("Not a record lexicon: {lex_uri}")));
+        };
+        self.object(&Path::Root("Record"), object, Some(record))
+            .map_err(|f: Fail| f.into())
+    }
+}

@@ -1,0 +1,576 @@
+//! Lexicon documents: the JSON of a document to the definitions records
+//! are validated against.
+//!
+//! Parsing is as strict as the reference's `parseLexiconDoc`
+//! (`@atproto/lexicon`) for everything a record can reach: unknown
+//! definition types, fields of the wrong type, `required` names without a
+//! property and non-`main` records are errors. XRPC definitions (`query`,
+//! `procedure`, `subscription`) and `permission-set`s are kept but not
+//! examined: no record can be validated against them.
+
+use std::sync::Arc;
+
+use serde_json::{Map, Value};
+
+use crate::LexiconError;
+
+/// A string format (`format` of a `string`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Format {
+    AtIdentifier,
+    AtUri,
+    Cid,
+    Datetime,
+    Did,
+    Handle,
+    Language,
+    Nsid,
+    RecordKey,
+    Tid,
+    Uri,
+}
+
+impl Format {
+    fn parse(s: &str) -> Option<Self> {
+        Some(match s {
+            "at-identifier" => Self::AtIdentifier,
+            "at-uri" => Self::AtUri,
+            "cid" => Self::Cid,
+            "datetime" => Self::Datetime,
+            "did" => Self::Did,
+            "handle" => Self::Handle,
+            "language" => Self::Language,
+            "nsid" => Self::Nsid,
+            "record-key" => Self::RecordKey,
+            "tid" => Self::Tid,
+            "uri" => Self::Uri,
+            _ => return None,
+        })
+    }
+}
+
+/// A `string` definition.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct StringDef {
+    pub(crate) format: Option<Format>,
+    pub(crate) default: Option<String>,
+    pub(crate) min_length: Option<i64>,
+    pub(crate) max_length: Option<i64>,
+    pub(crate) min_graphemes: Option<i64>,
+    pub(crate) max_graphemes: Option<i64>,
+    pub(crate) enumeration: Option<Vec<String>>,
+    pub(crate) constant: Option<String>,
+}
+
+/// An `integer` definition.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct IntegerDef {
+    pub(crate) default: Option<i64>,
+    pub(crate) minimum: Option<i64>,
+    pub(crate) maximum: Option<i64>,
+    pub(crate) enumeration: Option<Vec<i64>>,
+    pub(crate) constant: Option<i64>,
+}
+
+/// An `object` definition (also a record's `record`).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct ObjectDef {
+    /// In the order the reference visits them (see [`js_key_order`]).
+    pub(crate) properties: Vec<(String, Def)>,
+    pub(crate) required: Vec<String>,
+    pub(crate) nullable: Vec<String>,
+}
+
+/// One definition, or the type of one property or array item.
+#[derive(Debug, Clone)]
+pub(crate) enum Def {
+    Record(Arc<ObjectDef>),
+    Object(Arc<ObjectDef>),
+    Array {
+        items: Box<Def>,
+        min_length: Option<i64>,
+        max_length: Option<i64>,
+    },
+    Boolean {
+        default: Option<bool>,
+        constant: Option<bool>,
+    },
+    Integer(IntegerDef),
+    String(Box<StringDef>),
+    Bytes {
+        min_length: Option<f64>,
+        max_length: Option<f64>,
+    },
+    CidLink,
+    Blob {
+        accept: Option<Vec<String>>,
+        max_size: Option<f64>,
+    },
+    Unknown,
+    Token,
+    /// A reference, as a `lex:` URI.
+    Ref(String),
+    /// A union of references, as `lex:` URIs.
+    Union {
+        refs: Vec<String>,
+        closed: bool,
+    },
+    /// `query`, `procedure`, `subscription` or `permission-set`.
+    Other(&'static str),
+}
+
+impl Def {
+    /// The `type` the reference names in "Unexpected lexicon type" errors.
+    pub(crate) fn type_name(&self) -> &'static str {
+        match self {
+            Self::Record(_) => "record",
+            Self::Object(_) => "object",
+            Self::Array { .. } => "array",
+            Self::Boolean { .. } => "boolean",
+            Self::Integer(_) => "integer",
+            Self::String(_) => "string",
+            Self::Bytes { .. } => "bytes",
+            Self::CidLink => "cid-link",
+            Self::Blob { .. } => "blob",
+            Self::Unknown => "unknown",
+            Self::Token => "token",
+            Self::Ref(_) => "ref",
+            Self::Union { .. } => "union",
+            Self::Other(t) => t,
+        }
+    }
+}
+
+/// A parsed Lexicon document.
+#[derive(Debug, Clone)]
+pub struct Document {
+    id: String,
+    main: Option<&'static str>,
+    record_key: Option<String>,
+    pub(crate) defs: Vec<(String, Def)>,
+    json: Value,
+}
+
+impl Document {
+    /// Parses a Lexicon document.
+    ///
+    /// # Errors
+    ///
+    /// [`LexiconError::Invalid`] naming the field at fault.
+    pub fn parse(json: Value) -> Result<Self, LexiconError> {
+        let doc = json
+            .as_object()
+            .ok_or_else(|| invalid("", "a Lexicon document must be a JSON object"))?;
+        if doc.get("lexicon").and_then(Value::as_f64) != Some(1.0) {
+            return Err(invalid("lexicon", "must be 1"));
+        }
+        let id = doc
+            .get("id")
+            .and_then(Value::as_str)
+            .ok_or_else(|| invalid("id", "must be a string (the document's NSID)"))?;
+        rkey::validate_nsid(id).map_err(|e| invalid("id", &format!("must be an NSID: {e}")))?;
+        opt_number(doc, "revision", "revision")?;
+        opt_string(doc, "description", "description")?;
+        let defs = doc
+            .get("defs")
+            .and_then(Value::as_object)
+            .ok_or_else(|| invalid("defs", "must be an object"))?;
+        let base = format!("lex:{id}");
+        let mut parsed = Vec::with_capacity(defs.len());
+        let mut main = None;
+        let mut record_key = None;
+        for name in js_key_order(defs) {
+            let def = &defs[name];
+            let at = format!("defs.{name}");
+            let parsed_def = parse_user_type(def, &at, &base)?;
+            if let Def::Record(_) | Def::Other(_) = parsed_def
+                && name != "main"
+            {
+                return Err(invalid(
+                    &at,
+                    "records, permission sets, procedures, queries and subscriptions must be the main definition",
+                ));
+            }
+            if name == "main" {
+                main = Some(parsed_def.type_name());
+                if let Def::Record(_) = parsed_def {
+                    record_key = def.get("key").and_then(Value::as_str).map(str::to_owned);
+                }
+            }
+            parsed.push((name.to_owned(), parsed_def));
+        }
+        Ok(Self {
+            id: id.to_owned(),
+            main,
+            record_key,
+            defs: parsed,
+            json,
+        })
+    }
+
+    /// The document's NSID (`id`).
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// The `type` of its `main` definition, if it has one.
+    pub fn main_type(&self) -> Option<&'static str> {
+        self.main
+    }
+
+    /// Whether its `main` definition is a record (the document declares a
+    /// collection).
+    pub fn is_record(&self) -> bool {
+        self.main == Some("record")
+    }
+
+    /// The record key type its record definition declares (`key`), if any.
+    pub fn record_key(&self) -> Option<&str> {
+        self.record_key.as_deref()
+    }
+
+    /// The document as given.
+    pub fn json(&self) -> &Value {
+        &self.json
+    }
+
+    /// Every `lex:` URI its refs and unions name outside this document.
+    pub fn external_refs(&self) -> Vec<String> {
+        fn walk(def: &Def, own: &str, out: &mut Vec<String>) {
+            let mut push = |uri: &String| {
+                let nsid = uri.trim_start_matches("lex:");
+                let nsid = nsid.split('#').next().unwrap_or(nsid);
+                if nsid != own && !out.contains(uri) {
+                    out.push(uri.clone());
+                }
+            };
+            match def {
+                Def::Record(o) | Def::Object(o) => {
+                    for (_, d) in &o.properties {
+                        walk(d, own, out);
+                    }
+                }
+                Def::Array { items, .. } => walk(items, own, out),
+                Def::Ref(r) => push(r),
+                Def::Union { refs, .. } => refs.iter().for_each(push),
+                _ => {}
+            }
+        }
+        let mut out = Vec::new();
+        for (_, def) in &self.defs {
+            walk(def, &self.id, &mut out);
+        }
+        out
+    }
+}
+
+fn invalid(at: &str, what: &str) -> LexiconError {
+    LexiconError::Invalid(if at.is_empty() {
+        what.to_owned()
+    } else {
+        format!("{at} {what}")
+    })
+}
+
+/// The keys of a JSON object in the order JavaScript enumerates them:
+/// canonical array indexes (`"0"`, `"17"`, below 2^32 - 1) ascending, then
+/// the others in document order. The reference validates properties in
+/// that order, so the first error it reports depends on it.
+pub(crate) fn js_key_order(map: &Map<String, Value>) -> Vec<&str> {
+    fn index(key: &str) -> Option<u32> {
+        let n: u32 = key.parse().ok()?;
+        (n != u32::MAX && n.to_string() == key).then_some(n)
+    }
+    let mut indexes: Vec<(u32, &str)> = map
+        .keys()
+        .filter_map(|k| index(k).map(|n| (n, k.as_str())))
+        .collect();
+    indexes.sort_unstable();
+    let mut out: Vec<&str> = indexes.into_iter().map(|(_, k)| k).collect();
+    out.extend(
+        map.keys()
+            .map(String::as_str)
+            .filter(|k| index(k).is_none()),
+    );
+    out
+}
+
+/// A `ref` string as a `lex:` URI, resolved against the document's own
+/// (`#name` → `lex:<doc id>#name`), as the reference's `toLexUri`.
+pub(crate) fn to_lex_uri(s: &str, base: Option<&str>) -> Result<String, String> {
+    if s.split('#').count() > 2 {
+        return Err("Uri can only have one hash segment".to_owned());
+    }
+    if s.starts_with("lex:") {
+        return Ok(s.to_owned());
+    }
+    if s.starts_with('#') {
+        return match base {
+            Some(base) => Ok(format!("{base}{s}")),
+            None => Err(format!("Unable to resolve uri without anchor: {s}")),
+        };
+    }
+    Ok(format!("lex:{s}"))
+}
+
+type Obj = Map<String, Value>;
+
+fn as_obj<'a>(v: &'a Value, at: &str) -> Result<&'a Obj, LexiconError> {
+    v.as_object()
+        .ok_or_else(|| invalid(at, "must be an object"))
+}
+
+fn opt_string(o: &Obj, key: &str, at: &str) -> Result<Option<String>, LexiconError> {
+    match o.get(key) {
+        None => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s.clone())),
+        Some(_) => Err(invalid(at, "must be a string")),
+    }
+}
+
+fn opt_bool(o: &Obj, key: &str, at: &str) -> Result<Option<bool>, LexiconError> {
+    match o.get(key) {
+        None => Ok(None),
+        Some(Value::Bool(b)) => Ok(Some(*b)),
+        Some(_) => Err(invalid(&format!("{at}.{key}"), "must be a boolean")),
+    }
+}
+
+fn opt_number(o: &Obj, key: &str, at: &str) -> Result<Option<f64>, LexiconError> {
+    match o.get(key) {
+        None => Ok(None),
+        Some(Value::Number(n)) => Ok(n.as_f64()),
+        Some(_) => Err(invalid(at, "must be a number")),
+    }
+}
+
+fn int(v: &Value, at: &str) -> Result<i64, LexiconError> {
+    match v {
+        Value::Number(n) => n.as_i64().or_else(|| {
+            n.as_f64()
+                .filter(|f| f.fract() == 0.0 && f.abs() < 9.007_199_254_740_992e15)
+                .map(|f| f as i64)
+        }),
+        _ => None,
+    }
+    .ok_or_else(|| invalid(at, "must be an integer"))
+}
+
+fn opt_int(o: &Obj, key: &str, at: &str) -> Result<Option<i64>, LexiconError> {
+    o.get(key)
+        .map(|v| int(v, &format!("{at}.{key}")))
+        .transpose()
+}
+
+fn opt_strings(o: &Obj, key: &str, at: &str) -> Result<Option<Vec<String>>, LexiconError> {
+    let Some(v) = o.get(key) else {
+        return Ok(None);
+    };
+    let at = format!("{at}.{key}");
+    let list = v
+        .as_array()
+        .ok_or_else(|| invalid(&at, "must be an array of strings"))?;
+    list.iter()
+        .map(|s| {
+            s.as_str()
+                .map(str::to_owned)
+                .ok_or_else(|| invalid(&at, "must be an array of strings"))
+        })
+        .collect::<Result<Vec<_>, _>>()
+        .map(Some)
+}
+
+fn type_of<'a>(o: &'a Obj, at: &str) -> Result<&'a str, LexiconError> {
+    match o.get("type") {
+        None => Err(invalid(at, "must have a type")),
+        Some(Value::String(t)) => Ok(t),
+        Some(_) => Err(invalid(&format!("{at}.type"), "must be a string")),
+    }
+}
+
+/// A top-level definition (`defs.<name>`).
+fn parse_user_type(v: &Value, at: &str, base: &str) -> Result<Def, LexiconError> {
+    let o = as_obj(v, at)?;
+    match type_of(o, at)? {
+        "record" => {
+            opt_string(o, "key", &format!("{at}.key"))?;
+            opt_string(o, "description", &format!("{at}.description"))?;
+            let record = o
+                .get("record")
+                .ok_or_else(|| invalid(&format!("{at}.record"), "is required"))?;
+            let at = format!("{at}.record");
+            let ro = as_obj(record, &at)?;
+            if type_of(ro, &at)? != "object" {
+                return Err(invalid(&format!("{at}.type"), "must be \"object\""));
+            }
+            Ok(Def::Record(Arc::new(parse_object(ro, &at, base)?)))
+        }
+        "query" => Ok(Def::Other("query")),
+        "procedure" => Ok(Def::Other("procedure")),
+        "subscription" => Ok(Def::Other("subscription")),
+        "permission-set" => Ok(Def::Other("permission-set")),
+        "token" => Ok(Def::Token),
+        "ref" | "union" => Err(invalid(
+            &format!("{at}.type"),
+            "must be one of: record, query, procedure, subscription, blob, array, token, object, boolean, integer, string, bytes, cid-link, unknown",
+        )),
+        _ => parse_field(o, at, base),
+    }
+}
+
+/// A property, array item or non-primary definition.
+fn parse_field(o: &Obj, at: &str, base: &str) -> Result<Def, LexiconError> {
+    opt_string(o, "description", &format!("{at}.description"))?;
+    let ty = type_of(o, at)?;
+    Ok(match ty {
+        "object" => Def::Object(Arc::new(parse_object(o, at, base)?)),
+        "array" => {
+            let items = o
+                .get("items")
+                .ok_or_else(|| invalid(&format!("{at}.items"), "is required"))?;
+            let items_at = format!("{at}.items");
+            let io = as_obj(items, &items_at)?;
+            let items = match type_of(io, &items_at)? {
+                "object" | "array" => {
+                    return Err(invalid(
+                        &format!("{items_at}.type"),
+                        "must be a primitive, bytes, cid-link, ref, union or blob",
+                    ));
+                }
+                _ => parse_field(io, &items_at, base)?,
+            };
+            Def::Array {
+                items: Box::new(items),
+                min_length: opt_int(o, "minLength", at)?,
+                max_length: opt_int(o, "maxLength", at)?,
+            }
+        }
+        "boolean" => Def::Boolean {
+            default: opt_bool(o, "default", at)?,
+            constant: opt_bool(o, "const", at)?,
+        },
+        "integer" => Def::Integer(IntegerDef {
+            default: opt_int(o, "default", at)?,
+            minimum: opt_int(o, "minimum", at)?,
+            maximum: opt_int(o, "maximum", at)?,
+            enumeration: match o.get("enum") {
+                None => None,
+                Some(Value::Array(items)) => Some(
+                    items
+                        .iter()
+                        .map(|v| int(v, &format!("{at}.enum")))
+                        .collect::<Result<_, _>>()?,
+                ),
+                Some(_) => return Err(invalid(&format!("{at}.enum"), "must be an array")),
+            },
+            constant: opt_int(o, "const", at)?,
+        }),
+        "string" => {
+            let format = match o.get("format") {
+                None => None,
+                Some(Value::String(f)) => Some(Format::parse(f).ok_or_else(|| {
+                    invalid(
+                        &format!("{at}.format"),
+                        &format!("{f:?} is not a string format"),
+                    )
+                })?),
+                Some(_) => return Err(invalid(&format!("{at}.format"), "must be a string")),
+            };
+            opt_strings(o, "knownValues", at)?;
+            Def::String(Box::new(StringDef {
+                format,
+                default: opt_string(o, "default", &format!("{at}.default"))?,
+                min_length: opt_int(o, "minLength", at)?,
+                max_length: opt_int(o, "maxLength", at)?,
+                min_graphemes: opt_int(o, "minGraphemes", at)?,
+                max_graphemes: opt_int(o, "maxGraphemes", at)?,
+                enumeration: opt_strings(o, "enum", at)?,
+                constant: opt_string(o, "const", &format!("{at}.const"))?,
+            }))
+        }
+        "unknown" => Def::Unknown,
+        "bytes" => Def::Bytes {
+            min_length: opt_number(o, "minLength", &format!("{at}.minLength"))?,
+            max_length: opt_number(o, "maxLength", &format!("{at}.maxLength"))?,
+        },
+        "cid-link" => Def::CidLink,
+        "blob" => Def::Blob {
+            accept: opt_strings(o, "accept", at)?,
+            max_size: opt_number(o, "maxSize", &format!("{at}.maxSize"))?,
+        },
+        "ref" => {
+            let r = o
+                .get("ref")
+                .and_then(Value::as_str)
+                .ok_or_else(|| invalid(&format!("{at}.ref"), "must be a string"))?;
+            Def::Ref(to_lex_uri(r, Some(base)).map_err(|e| invalid(&format!("{at}.ref"), &e))?)
+        }
+        "union" => {
+            let refs = opt_strings(o, "refs", at)?
+                .ok_or_else(|| invalid(&format!("{at}.refs"), "is required"))?;
+            let refs = refs
+                .iter()
+                .map(|r| to_lex_uri(r, Some(base)))
+                .collect::<Result<_, _>>()
+                .map_err(|e| invalid(&format!("{at}.refs"), &e))?;
+            Def::Union {
+                refs,
+                closed: opt_bool(o, "closed", at)?.unwrap_or(false),
+            }
+        }
+        "token" | "record" | "query" | "procedure" | "subscription" | "permission-set" => {
+            return Err(invalid(
+                &format!("{at}.type"),
+                &format!("{ty:?} can only be a top-level definition"),
+            ));
+        }
+        other => {
+            return Err(invalid(
+                &format!("{at}.type"),
+                &format!("{other:?} is not a Lexicon type"),
+            ));
+        }
+    })
+}
+
+fn parse_object(o: &Obj, at: &str, base: &str) -> Result<ObjectDef, LexiconError> {
+    opt_string(o, "description", &format!("{at}.description"))?;
+    let required = opt_strings(o, "required", at)?.unwrap_or_default();
+    let nullable = opt_strings(o, "nullable", at)?.unwrap_or_default();
+    let props = match o.get("properties") {
+        None => None,
+        Some(p) => Some(as_obj(p, &format!("{at}.properties"))?),
+    };
+    let Some(props) = props else {
+        if !required.is_empty() {
+            return Err(invalid(
+                &format!("{at}.required"),
+                "names fields but no properties are defined",
+            ));
+        }
+        return Ok(ObjectDef {
+            properties: Vec::new(),
+            required,
+            nullable,
+        });
+    };
+    for field in &required {
+        if !props.contains_key(field) {
+            return Err(invalid(
+                &format!("{at}.required"),
+                &format!("names {field:?}, which is not a property"),
+            ));
+        }
+    }
+    let mut properties = Vec::with_capacity(props.len());
+    for name in js_key_order(props) {
+        let pat = format!("{at}.properties.{name}");
+        let po = as_obj(&props[name], &pat)?;
+        properties.push((name.to_owned(), parse_field(po, &pat, base)?));
+    }
+    Ok(ObjectDef {
+        properties,
+        required,
+        nullable,
+    })
+}
