@@ -175,6 +175,7 @@ fn explain(key: &[u8]) -> Result<Value, String> {
         }
         DecodedKey::SigningKeys { repo } => json!({"repo": repo}),
         DecodedKey::Event { seq } => json!({"seq": seq}),
+        DecodedKey::Lexicon { repo, nsid } => json!({"repo": repo, "nsid": nsid}),
         _ => json!({}),
     };
     let tag = decoded.record_type().tag();

@@ -15,6 +15,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 mod follow;
 mod keys;
+mod lexicon_cmd;
 mod output;
 mod pail_cmd;
 mod remote;

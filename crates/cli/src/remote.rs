@@ -112,12 +112,16 @@ pub(crate) async fn run(server: &str, args: &RepoArgs, cmd: RepoCommand) -> Resu
             file,
             create,
             swap,
+            validate,
             ..
         } => {
             let collection = collection.ok_or("give the collection (or --batch)")?;
             let value = read_json(file.as_deref())?;
             let (swap_commit, swap_record) = swap.parse()?;
             let mut body = json!({"repo": repo()?, "collection": collection, "record": value});
+            if let Some(v) = validate.param() {
+                body["validate"] = v.into();
+            }
             if let Some(c) = swap_commit {
                 body["swapCommit"] = c.to_string().into();
             }
@@ -138,13 +142,14 @@ pub(crate) async fn run(server: &str, args: &RepoArgs, cmd: RepoCommand) -> Resu
             };
             let out = client.post(method, &body).await?;
             print(
-                &json!({"uri": out["uri"], "cid": out["cid"], "commit": out["commit"]}),
+                &json!({"uri": out["uri"], "cid": out["cid"], "commit": out["commit"], "validationStatus": out["validationStatus"]}),
                 format!(
-                    "{}\n  cid {}\n  commit {} (rev {})",
+                    "{}\n  cid {}\n  commit {} (rev {})\n  {}",
                     out["uri"].as_str().unwrap_or_default(),
                     out["cid"].as_str().unwrap_or_default(),
                     out["commit"]["cid"].as_str().unwrap_or_default(),
-                    out["commit"]["rev"].as_str().unwrap_or_default()
+                    out["commit"]["rev"].as_str().unwrap_or_default(),
+                    out["validationStatus"].as_str().unwrap_or("unknown"),
                 ),
             );
         }

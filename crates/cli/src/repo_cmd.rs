@@ -54,12 +54,73 @@ pub(crate) enum CollectionCommand {
 
 #[derive(Debug, Subcommand)]
 pub(crate) enum LexiconCommand {
-    /// Register a Lexicon document (JSON) whose main definition is a record:
-    /// declares the collection named by its id with its key type.
+    /// Add (or replace) Lexicon documents, all or none. A document whose
+    /// main definition is a record declares the collection named by its id,
+    /// with its key type, and its records are validated from then on; other
+    /// documents hold the definitions records refer to (refs and unions may
+    /// point into them). The collection's existing records are checked and
+    /// the ones that fail reported, not removed.
     Add {
-        /// The Lexicon JSON file.
-        file: PathBuf,
+        /// Lexicon JSON files.
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
     },
+    /// List the repository's Lexicons.
+    List,
+    /// Print a Lexicon document.
+    Show {
+        /// Its NSID.
+        nsid: String,
+    },
+    /// Remove a Lexicon document; a collection it declared keeps its key
+    /// type and is no longer validated.
+    Rm {
+        /// Its NSID.
+        nsid: String,
+    },
+    /// Validate records read from standard input against the repository's
+    /// Lexicons (or the files given): one JSON record (whose `$type` names
+    /// its collection), or with --json-lines one `{"collection", "record"}`
+    /// per line, answered by one `{"valid": true}` or `{"valid": false,
+    /// "error"}` line. Exit status 0 when every input could be read,
+    /// whatever the verdicts (without --json-lines: 1 when invalid).
+    Validate {
+        /// Lexicon files, or directories of them (searched recursively for
+        /// `*.json`), instead of the repository's.
+        #[arg(long, num_args = 1..)]
+        lexicons: Vec<PathBuf>,
+        /// Read JSON Lines of `{"collection": NSID, "record": {…}}`.
+        #[arg(long)]
+        json_lines: bool,
+    },
+}
+
+/// `--validate` / `--no-validate`: the `validate` parameter of
+/// `com.atproto.repo.createRecord`.
+#[derive(Debug, Clone, Copy, Args)]
+pub(crate) struct ValidateArgs {
+    /// Validate records against their collection's Lexicon, and fail when
+    /// there is none (default: validate when there is one).
+    #[arg(long, conflicts_with = "no_validate")]
+    validate: bool,
+    /// Write records without validating them.
+    #[arg(long)]
+    no_validate: bool,
+}
+
+impl ValidateArgs {
+    /// The `validate` parameter these flags give.
+    pub(crate) fn param(self) -> Option<bool> {
+        match (self.validate, self.no_validate) {
+            (true, _) => Some(true),
+            (_, true) => Some(false),
+            _ => None,
+        }
+    }
+
+    fn mode(self) -> repo::Validation {
+        repo::Validation::from_param(self.param())
+    }
 }
 
 #[derive(Debug, Subcommand)]
@@ -131,6 +192,8 @@ pub(crate) enum RepoCommand {
         create: bool,
         #[command(flatten)]
         swap: SwapArgs,
+        #[command(flatten)]
+        validate: ValidateArgs,
     },
     /// Print a record.
     Get {
@@ -302,12 +365,17 @@ impl RepoCommand {
             Self::Key(k) => k.writes(),
             Self::Init { .. }
             | Self::Collection(CollectionCommand::Define { .. })
-            | Self::Lexicon(LexiconCommand::Add { .. })
+            | Self::Lexicon(LexiconCommand::Add { .. } | LexiconCommand::Rm { .. })
             | Self::Put { .. }
             | Self::Rm { .. }
             | Self::Index(IndexCommand::Add { .. } | IndexCommand::Drop { .. })
             | Self::Import { .. } => true,
             Self::Collection(CollectionCommand::List)
+            | Self::Lexicon(
+                LexiconCommand::List
+                | LexiconCommand::Show { .. }
+                | LexiconCommand::Validate { .. },
+            )
             | Self::Index(IndexCommand::List { .. })
             | Self::Query { .. }
             | Self::Get { .. }
@@ -328,6 +396,7 @@ impl RepoCommand {
         match self {
             Self::Key(k) => k.needs_store(),
             Self::Verify { keys, .. } | Self::VerifyRecord { keys, .. } => keys.is_empty(),
+            Self::Lexicon(LexiconCommand::Validate { lexicons, .. }) => lexicons.is_empty(),
             _ => true,
         }
     }
@@ -545,6 +614,13 @@ async fn execute_without_store(args: &RepoArgs, cmd: RepoCommand) -> Result<Exit
         RepoCommand::VerifyRecord { file, uri, keys } => {
             signing_cmd::verify_record(None, &file, &uri, &keys, args.json).await?;
         }
+        RepoCommand::Lexicon(LexiconCommand::Validate {
+            lexicons,
+            json_lines,
+        }) => {
+            let lexicons = crate::lexicon_cmd::load_files(&lexicons)?;
+            return crate::lexicon_cmd::validate(&lexicons, json_lines);
+        }
         other => return Err(format!("{other:?} needs a store")),
     }
     Ok(ExitCode::SUCCESS)
@@ -627,19 +703,7 @@ async fn execute(s: &Session, args: &RepoArgs, cmd: RepoCommand) -> Result<ExitC
                     .join("\n")
             });
         }
-        RepoCommand::Lexicon(LexiconCommand::Add { file }) => {
-            let doc = read_json(Some(&file))?;
-            let repo = s.repo(args).await?;
-            let (id, info) = repo
-                .add_lexicon(doc)
-                .await
-                .map_err(|err| format!("{}: {err}", file.display()))?;
-            print(
-                json_mode,
-                &json!({"collection": id, "key": info.key.to_string()}),
-                || format!("{id}: record keys are {}", info.key),
-            );
-        }
+        RepoCommand::Lexicon(command) => return crate::lexicon_cmd::run(s, args, command).await,
         RepoCommand::Put {
             batch: true,
             commit_every,
@@ -659,6 +723,7 @@ async fn execute(s: &Session, args: &RepoArgs, cmd: RepoCommand) -> Result<ExitC
             file,
             create,
             swap,
+            validate,
             ..
         } => {
             let collection = collection.ok_or("give the collection (or --batch)")?;
@@ -687,16 +752,24 @@ async fn execute(s: &Session, args: &RepoArgs, cmd: RepoCommand) -> Result<ExitC
                 },
             };
             let c = repo
-                .apply_writes(vec![write], swap_commit)
+                .apply_writes_validated(vec![write], swap_commit, validate.mode())
                 .await
                 .map_err(e)?;
             let r = &c.results[0];
             let uri = record_uri(repo.id(), &r.collection, &r.rkey);
             let cid = r.cid.map(|c| c.to_string()).unwrap_or_default();
+            let status = r
+                .validation
+                .map_or("unknown", repo::ValidationStatus::as_str);
             print(
                 json_mode,
-                &json!({"uri": uri, "cid": cid, "commit": {"cid": c.commit.to_string(), "rev": c.rev.to_string()}}),
-                || format!("{uri}\n  cid {cid}\n  commit {} (rev {})", c.commit, c.rev),
+                &json!({"uri": uri, "cid": cid, "commit": {"cid": c.commit.to_string(), "rev": c.rev.to_string()}, "validationStatus": status}),
+                || {
+                    format!(
+                        "{uri}\n  cid {cid}\n  commit {} (rev {})\n  {status}",
+                        c.commit, c.rev
+                    )
+                },
             );
         }
         RepoCommand::Get {
@@ -1212,6 +1285,7 @@ async fn check(s: &Session, args: &RepoArgs, history: bool) -> Result<ExitCode> 
             "problemCount": report.problem_count, "problems": report.problems,
             "headMoved": report.head_moved,
             "olderShards": report.older_shards, "olderRecords": report.older_records,
+            "invalidRecords": report.invalid_records, "warnings": report.warnings,
         }));
     }
     if args.json {
@@ -1241,13 +1315,30 @@ fn describe_check(id: &str, report: &repo::CheckReport) -> String {
             report.older_shards, report.older_records
         );
     }
+    let warnings = || {
+        let mut lines: Vec<String> = report
+            .warnings
+            .iter()
+            .map(|w| format!("  warning: {w}"))
+            .collect();
+        if report.invalid_records > 0 {
+            lines.push(format!(
+                "  warning: {} record(s) do not validate against their collection's Lexicon",
+                report.invalid_records
+            ));
+        }
+        lines
+    };
     if report.is_intact() {
-        return format!("{id}: intact ({counts})");
+        let mut lines = vec![format!("{id}: intact ({counts})")];
+        lines.extend(warnings());
+        return lines.join("\n");
     }
     let mut lines = vec![format!(
         "{id}: {} problem(s) ({counts})",
         report.problem_count
     )];
+    lines.extend(warnings());
     lines.extend(report.problems.iter().map(|p| format!("  {p}")));
     let unlisted = report.problem_count - report.problems.len() as u64;
     if unlisted > 0 {

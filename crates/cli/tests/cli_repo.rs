@@ -74,8 +74,10 @@ fn records_round_trip_through_the_cli() {
         );
         assert_eq!(
             put.as_object().unwrap().keys().collect::<Vec<_>>(),
-            ["uri", "cid", "commit"]
+            ["uri", "cid", "commit", "validationStatus"]
         );
+        // No Lexicon declares the collection: stored unvalidated.
+        assert_eq!(put["validationStatus"], "unknown");
         assert!(put["commit"]["cid"].is_string() && put["commit"]["rev"].is_string());
         uris.push(put["uri"].as_str().unwrap().to_owned());
     }

@@ -18,6 +18,7 @@
 //! | `0xC` | keyword value | scope (u32), path (string), row (u64) |
 //! | `0xD` | signing keys | repo (string) |
 //! | `0xE` | event | seq (u64) |
+//! | `0xF` | lexicon | repo, NSID (strings) |
 
 use std::{borrow::Cow, fmt};
 
@@ -55,11 +56,14 @@ pub enum RecordType {
     SigningKeys = 0xD,
     /// A firehose event: seq → the commit event, server-wide.
     Event = 0xE,
+    /// A Lexicon document that declares no collection (definitions that
+    /// record Lexicons refer to): (repo, NSID) → the document.
+    Lexicon = 0xF,
 }
 
 impl RecordType {
     /// Every record type, in tag order.
-    pub const ALL: [Self; 14] = [
+    pub const ALL: [Self; 15] = [
         Self::Block,
         Self::Head,
         Self::CommitLog,
@@ -74,6 +78,7 @@ impl RecordType {
         Self::KeywordValue,
         Self::SigningKeys,
         Self::Event,
+        Self::Lexicon,
     ];
 
     /// The record type for a tag.
@@ -132,6 +137,7 @@ impl RecordType {
             Self::KeywordValue => "keyword-value",
             Self::SigningKeys => "signing-keys",
             Self::Event => "event",
+            Self::Lexicon => "lexicon",
         }
     }
 
@@ -252,6 +258,25 @@ pub fn collection_key(repo: &str, collection: &str) -> Vec<u8> {
 pub fn collection_range(repo: &str) -> KeyRange {
     KeyRange::prefix(
         KeyBuilder::new(RecordType::Collection.prefix())
+            .str(repo)
+            .as_bytes(),
+    )
+}
+
+/// The key of a Lexicon document that declares no collection.
+#[must_use]
+pub fn lexicon_key(repo: &str, nsid: &str) -> Vec<u8> {
+    KeyBuilder::new(RecordType::Lexicon.prefix())
+        .str(repo)
+        .str(nsid)
+        .finish()
+}
+
+/// All such Lexicon documents of a repository, in NSID order.
+#[must_use]
+pub fn lexicon_range(repo: &str) -> KeyRange {
+    KeyRange::prefix(
+        KeyBuilder::new(RecordType::Lexicon.prefix())
             .str(repo)
             .as_bytes(),
     )
@@ -435,6 +460,13 @@ pub enum DecodedKey<'a> {
         /// The event's sequence number.
         seq: u64,
     },
+    /// A Lexicon document key.
+    Lexicon {
+        /// The repository.
+        repo: Cow<'a, str>,
+        /// The document's NSID.
+        nsid: Cow<'a, str>,
+    },
 }
 
 impl DecodedKey<'_> {
@@ -456,6 +488,7 @@ impl DecodedKey<'_> {
             Self::KeywordValue { .. } => RecordType::KeywordValue,
             Self::SigningKeys { .. } => RecordType::SigningKeys,
             Self::Event { .. } => RecordType::Event,
+            Self::Lexicon { .. } => RecordType::Lexicon,
         }
     }
 }
@@ -511,6 +544,10 @@ pub fn decode_key(key: &[u8]) -> Result<DecodedKey<'_>, Error> {
         },
         RecordType::SigningKeys => DecodedKey::SigningKeys { repo: r.str()? },
         RecordType::Event => DecodedKey::Event { seq: r.u64()? },
+        RecordType::Lexicon => DecodedKey::Lexicon {
+            repo: r.str()?,
+            nsid: r.str()?,
+        },
     };
     r.finish()?;
     Ok(decoded)

@@ -7,7 +7,8 @@ use keycodec::{
     RecordType,
     records::{
         DecodedKey, block_delta_key, block_key, collection_key, commit_log_key, commit_log_range,
-        decode_key, event_key, head_key, record_index_key, record_index_range, signing_keys_key,
+        decode_key, event_key, head_key, lexicon_key, record_index_key, record_index_range,
+        signing_keys_key,
     },
 };
 
@@ -24,6 +25,7 @@ fn layouts_are_byte_exact() {
     );
     assert_eq!(collection_key("r", "a.b.c"), b"\x01\x50r\x00a.b.c\x00");
     assert_eq!(signing_keys_key("did:web:a"), b"\x01\xd0did:web:a\x00");
+    assert_eq!(lexicon_key("r", "a.b.c"), b"\x01\xf0r\x00a.b.c\x00");
     assert_eq!(
         event_key(0x0102),
         b"\x01\xe0\x00\x00\x00\x00\x00\x00\x01\x02"
@@ -88,6 +90,13 @@ fn every_layout_decodes_back() {
                 repo: Cow::Borrowed("did:web:a"),
             },
         ),
+        (
+            lexicon_key("did:web:a", "app.bsky.richtext.facet"),
+            DecodedKey::Lexicon {
+                repo: Cow::Borrowed("did:web:a"),
+                nsid: Cow::Borrowed("app.bsky.richtext.facet"),
+            },
+        ),
     ];
     for (key, expected) in cases {
         let decoded = decode_key(&key).unwrap();
@@ -97,7 +106,10 @@ fn every_layout_decodes_back() {
     let mut trailing = head_key("r");
     trailing.push(9);
     assert!(decode_key(&trailing).is_err());
-    assert!(decode_key(&[0x01, 0xf0]).is_err());
+    assert!(
+        decode_key(&[0x01, 0xf0]).is_err(),
+        "a lexicon key needs its fields"
+    );
     // Found by fuzzing: reserved bits are not ignored (0x14 is not a block
     // key, though its type nibble is 0x1), so every accepted key re-encodes
     // to itself.

@@ -516,11 +516,19 @@ impl<K: Kv> Repository<K> {
                 kind: d.kind.to_string(),
             })
             .collect();
+        let lexicons = self
+            .store
+            .lexicons(&self.id)
+            .await?
+            .into_iter()
+            .map(|(_, json)| String::from_utf8_lossy(&json).into_owned())
+            .collect();
         Ok(Declarations {
             kind: DECLARATIONS_TYPE.to_owned(),
             repo: self.id().to_owned(),
             collections,
             indexes,
+            lexicons,
         })
     }
 }
@@ -1405,6 +1413,27 @@ impl<K: Kv> Repos<K> {
             )
             .await?;
         drop(open);
+        // Definitions documents only the file has.
+        let stored: HashSet<String> = store
+            .lexicons(&commit.repo)
+            .await?
+            .into_iter()
+            .map(|(nsid, _)| nsid)
+            .collect();
+        for text in declarations.iter().flat_map(|d| &d.lexicons) {
+            let doc: serde_json::Value = serde_json::from_str(text)
+                .map_err(|e| car_err(format!("declared Lexicon: {e}")))?;
+            let nsid = doc
+                .get("id")
+                .and_then(serde_json::Value::as_str)
+                .unwrap_or_default();
+            Nsid::new(nsid).map_err(|e| car_err(format!("declared Lexicon: {e}")))?;
+            if !stored.contains(nsid) && !declared.contains_key(nsid) {
+                store
+                    .put_lexicon(&commit.repo, nsid, Some(Bytes::from(text.clone())))
+                    .await?;
+            }
+        }
         self.forget(&commit.repo).await;
         // The target's declared indexes, rebuilt from the imported records;
         // then those only the file declares, built.

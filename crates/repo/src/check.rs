@@ -47,6 +47,13 @@ pub struct CheckReport {
     /// difference between the tree and the record index may be that write
     /// rather than damage: run the check again when writes pause.
     pub head_moved: bool,
+    /// Records that do not validate against their collection's current
+    /// Lexicon (written before it was added, or with validation off).
+    pub invalid_records: u64,
+    /// Warnings, not damage: such records (the first 100, each with the
+    /// validator's message), stored Lexicons that no longer parse, and
+    /// references to definitions no Lexicon has.
+    pub warnings: Vec<String>,
 }
 
 impl CheckReport {
@@ -177,6 +184,8 @@ impl<K: Kv> Repos<K> {
             older_shards: 0,
             older_records: 0,
             head_moved: false,
+            invalid_records: 0,
+            warnings: Vec::new(),
         };
         let head_commit = match load(store, head.commit).await {
             Ok(commit) => Some(commit),
@@ -232,7 +241,42 @@ impl<K: Kv> Repos<K> {
             walk_history(store, &roots, examined, &mut report, &mut progress).await?;
         }
         report.head_moved = store.durable_head(id).await?.map(|h| h.commit) != Some(head.commit);
+        self.check_lexicons(id, &mut report).await?;
         Ok(report)
+    }
+
+    /// Validates each collection's records against its Lexicon: warnings.
+    async fn check_lexicons(&self, id: &str, report: &mut CheckReport) -> Result<(), Error> {
+        let repo = self.open(id).await?;
+        let collections = repo.collections().await;
+        let others = self.store().lexicons(id).await?;
+        let (lexicons, unusable) =
+            crate::lexicons::compile(collections.iter().map(|(_, i)| i), &others);
+        for u in unusable {
+            report
+                .warnings
+                .push(format!("Lexicon {u} (it is not used for validation)"));
+        }
+        for uri in lexicons.missing_refs() {
+            report.warnings.push(format!(
+                "a Lexicon refers to {uri}, which no Lexicon defines (records that reach it fail validation)"
+            ));
+        }
+        for (collection, _) in &collections {
+            let (_, invalid, failures) = repo
+                .validate_collection(collection, LISTED_PROBLEMS)
+                .await?;
+            report.invalid_records += invalid;
+            for f in failures {
+                if report.warnings.len() < LISTED_PROBLEMS {
+                    report.warnings.push(format!(
+                        "{collection}/{} does not validate against its Lexicon: {}",
+                        f.rkey, f.error
+                    ));
+                }
+            }
+        }
+        Ok(())
     }
 
     /// The commit log: each entry's commit readable, newest first from the

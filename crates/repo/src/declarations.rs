@@ -10,11 +10,15 @@
 //!   "repo": "did:…",
 //!   "collections": [ { "nsid": "app.bsky.feed.post", "key": "tid",
 //!                      "declared": true, "lexicon": "<the Lexicon as JSON text>" } ],
-//!   "indexes": [ { "collection": "…", "path": "langs", "kind": "keyword" } ] }
+//!   "indexes": [ { "collection": "…", "path": "langs", "kind": "keyword" } ],
+//!   "lexicons": [ "<a Lexicon that declares no collection, as JSON text>" ] }
 //! ```
 //!
-//! `lexicon` is absent for a collection declared without one. The Lexicon is
-//! kept as JSON text so that it round-trips byte for byte whatever it holds.
+//! `lexicon` is absent for a collection declared without one; `lexicons`
+//! (the definitions record Lexicons refer to) is absent when there are
+//! none, and files written before it existed read as having none. Lexicons
+//! are kept as JSON text so that they round-trip byte for byte whatever
+//! they hold.
 
 use serde::{Deserialize, Serialize};
 
@@ -28,6 +32,8 @@ pub(crate) struct Declarations {
     pub(crate) repo: String,
     pub(crate) collections: Vec<DeclaredCollection>,
     pub(crate) indexes: Vec<DeclaredIndex>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) lexicons: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -83,6 +89,7 @@ mod tests {
                 path: "langs".to_owned(),
                 kind: "keyword".to_owned(),
             }],
+            lexicons: vec![r#"{"lexicon":1,"id":"app.bsky.richtext.facet"}"#.to_owned()],
         };
         let block = d.encode();
         assert_eq!(Declarations::decode(block.bytes()), Some(d.clone()));

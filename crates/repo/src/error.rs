@@ -26,6 +26,14 @@ pub enum Error {
     /// A Lexicon document could not be used.
     #[error("invalid lexicon: {0}")]
     InvalidLexicon(String),
+    /// A record breaks its collection's Lexicon (the validator's message,
+    /// e.g. `Record/text must not be longer than 3000 graphemes`), or has
+    /// none when validation was required.
+    #[error("{0}")]
+    LexiconValidation(String),
+    /// No Lexicon document has this NSID.
+    #[error("no Lexicon {0} in this repository")]
+    LexiconNotFound(String),
     /// The collection's existing records do not fit a new key type.
     #[error(
         "cannot declare {collection} with key type {key_type}: existing record {rkey:?} does not fit ({reason})"

@@ -32,6 +32,7 @@ mod event;
 mod index;
 mod json_cbor;
 mod keys;
+mod lexicons;
 mod parallel;
 mod record;
 mod repository;
@@ -51,6 +52,8 @@ pub use index::{
     Cmp, Cond, Expr, IndexDecl, IndexKind, Keyword, Literal, Op, Stats, TopValue, parse_where,
 };
 pub use keys::{CurrentKey, SigningKeys};
+pub use lexicon::{Document as LexiconDocument, Lexicons};
+pub use lexicons::{InvalidRecord, LexiconAdded, REPORTED_FAILURES, Validation, ValidationStatus};
 pub use record::Record;
 pub use repository::{
     CollectionInfo, CommitResult, DEFAULT_INDEX_CACHE_BYTES, DEFAULT_MAX_KEY_LENGTH,

@@ -11,7 +11,11 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use store::{Block, Commit, Head, Kv, RecordChange, Store};
 
-use crate::{CommitData, Error, Record, SigningKey, index, keys::CurrentKey, keys::SigningKeys};
+use crate::{
+    CommitData, Error, Record, SigningKey, Validation, ValidationStatus, index, keys::CurrentKey,
+    keys::SigningKeys, lexicons::validate_write,
+};
+use lexicon::Lexicons;
 
 /// The Pail `maxSize` of new repositories: the smallest power of two that
 /// holds the worst unsplittable shard (see [`default_shard_config`]).
@@ -237,6 +241,9 @@ pub struct WriteResult {
     pub rkey: String,
     /// The record's new CID (`None` for a delete).
     pub cid: Option<Cid>,
+    /// Whether the record was validated against a Lexicon (`None` for a
+    /// delete).
+    pub validation: Option<crate::ValidationStatus>,
 }
 
 /// The commit made by a write.
@@ -465,11 +472,15 @@ impl<K: Kv> Repos<K> {
             rev: commit.rev,
             data: commit.data,
         };
+        let state = State::load(&self.store, id, head).await?;
         let repo = Arc::new(Repository {
             store: Arc::clone(&self.store),
             id: id.to_owned(),
             tids,
-            state: tokio::sync::Mutex::new(State::load(&self.store, id, head).await?),
+            lexicons: std::sync::RwLock::new(Arc::new(
+                crate::lexicons::load(&self.store, id, &state).await?,
+            )),
+            state: tokio::sync::Mutex::new(state),
             search: tokio::sync::RwLock::new(()),
             cache: std::sync::Mutex::new(index::IndexCache::new(DEFAULT_INDEX_CACHE_BYTES)),
             signer: std::sync::Mutex::new(signer.map(|(key, _)| key)),
@@ -495,11 +506,15 @@ impl<K: Kv> Repos<K> {
             return Err(Error::RepoNotFound(id.to_owned()));
         };
         let tids = self.env.tids(Some(head.rev))?;
+        let state = State::load(&self.store, id, head).await?;
         let repo = Arc::new(Repository {
             store: Arc::clone(&self.store),
             id: id.to_owned(),
             tids,
-            state: tokio::sync::Mutex::new(State::load(&self.store, id, head).await?),
+            lexicons: std::sync::RwLock::new(Arc::new(
+                crate::lexicons::load(&self.store, id, &state).await?,
+            )),
+            state: tokio::sync::Mutex::new(state),
             search: tokio::sync::RwLock::new(()),
             cache: std::sync::Mutex::new(index::IndexCache::new(DEFAULT_INDEX_CACHE_BYTES)),
             signer: std::sync::Mutex::new(None),
@@ -631,6 +646,9 @@ pub struct Repository<K> {
     /// Writes waiting for the repository lock, committed together by
     /// whichever of them gets it first (group commit).
     waiting: std::sync::Mutex<std::collections::VecDeque<Waiting>>,
+    /// The Lexicons writes are validated against, replaced whole when
+    /// they change.
+    pub(crate) lexicons: std::sync::RwLock<Arc<lexicon::Lexicons>>,
 }
 
 /// Writes per group commit, at most (a single request may have more).
@@ -685,6 +703,7 @@ enum Checked {
         record: Record,
         create: bool,
         swap: Option<Cid>,
+        validation: ValidationStatus,
     },
     Delete {
         collection: Nsid,
@@ -693,7 +712,7 @@ enum Checked {
     },
 }
 
-fn check(write: Write) -> Result<Checked, Error> {
+fn check(write: Write, lexicons: &Lexicons, mode: Validation) -> Result<Checked, Error> {
     Ok(match write {
         Write::Create {
             collection,
@@ -701,9 +720,12 @@ fn check(write: Write) -> Result<Checked, Error> {
             value,
         } => {
             let collection = Nsid::new(collection)?;
+            let rkey = rkey.map(RecordKey::new).transpose()?;
+            let record = Record::from_json_ref(collection.as_str(), &value)?;
             Checked::Put {
-                rkey: rkey.map(RecordKey::new).transpose()?,
-                record: Record::from_json_ref(collection.as_str(), &value)?,
+                validation: validate_write(lexicons, mode, collection.as_str(), &value)?,
+                rkey,
+                record,
                 collection,
                 create: true,
                 swap: None,
@@ -716,9 +738,12 @@ fn check(write: Write) -> Result<Checked, Error> {
             swap_record,
         } => {
             let collection = Nsid::new(collection)?;
+            let rkey = RecordKey::new(rkey)?;
+            let record = Record::from_json_ref(collection.as_str(), &value)?;
             Checked::Put {
-                rkey: Some(RecordKey::new(rkey)?),
-                record: Record::from_json_ref(collection.as_str(), &value)?,
+                validation: validate_write(lexicons, mode, collection.as_str(), &value)?,
+                rkey: Some(rkey),
+                record,
                 collection,
                 create: false,
                 swap: swap_record,
@@ -780,11 +805,31 @@ impl<K: Kv> Repository<K> {
         writes: Vec<Write>,
         swap_commit: Option<Cid>,
     ) -> Result<CommitResult, Error> {
+        self.apply_writes_validated(writes, swap_commit, Validation::Auto)
+            .await
+    }
+
+    /// [`Repository::apply_writes`], validating each record written as
+    /// `validation` says (see [`Validation`]); each result says whether
+    /// its record was validated.
+    ///
+    /// # Errors
+    ///
+    /// As [`Repository::apply_writes`], and [`Error::LexiconValidation`]
+    /// for a record that breaks its Lexicon (or, with
+    /// [`Validation::Require`], has none). Nothing is written then.
+    pub async fn apply_writes_validated(
+        &self,
+        writes: Vec<Write>,
+        swap_commit: Option<Cid>,
+        validation: Validation,
+    ) -> Result<CommitResult, Error> {
+        let lexicons = self.lexicons();
         // On this thread: spreading a batch's checks over threads measured
         // slower (docs/benchmarks.md).
         let checked = writes
             .into_iter()
-            .map(check)
+            .map(|w| check(w, &lexicons, validation))
             .collect::<Result<Vec<_>, _>>()?;
         if swap_commit.is_some() || checked.len() >= GROUP_WRITES {
             let mut state = self.state.lock().await;
@@ -1062,13 +1107,14 @@ impl<K: Kv> Repository<K> {
         // later writes to the same path.
         let mut written: HashMap<String, Option<Value>> = HashMap::new();
         for write in checked {
-            let (collection, rkey, new, swap, create) = match write {
+            let (collection, rkey, new, swap, create, validation) = match write {
                 Checked::Put {
                     collection,
                     rkey,
                     record,
                     create,
                     swap,
+                    validation,
                 } => {
                     let rkey = match rkey {
                         Some(k) => std::borrow::Cow::Borrowed(k),
@@ -1076,7 +1122,14 @@ impl<K: Kv> Repository<K> {
                             self.tids.next_tid()?.to_string(),
                         )?),
                     };
-                    (collection, rkey, Some(record), *swap, *create)
+                    (
+                        collection,
+                        rkey,
+                        Some(record),
+                        *swap,
+                        *create,
+                        Some(*validation),
+                    )
                 }
                 Checked::Delete {
                     collection,
@@ -1088,6 +1141,7 @@ impl<K: Kv> Repository<K> {
                     None,
                     *swap,
                     false,
+                    None,
                 ),
             };
             let new_cid = new.map(Record::cid);
@@ -1170,6 +1224,7 @@ impl<K: Kv> Repository<K> {
                 collection: collection.as_str().to_owned(),
                 rkey: rkey.into_owned().into_string(),
                 cid: new_cid,
+                validation,
             });
         }
         let mutation = batch.commit();
@@ -1386,6 +1441,8 @@ impl<K: Kv> Repository<K> {
         state
             .collections
             .insert(nsid.as_str().to_owned(), info.clone());
+        let others = self.store.lexicons(&self.id).await?;
+        self.set_lexicons(&state, &others);
         Ok(info)
     }
 
@@ -1397,8 +1454,15 @@ impl<K: Kv> Repository<K> {
     /// [`Error::InvalidLexicon`] saying what is missing, or as
     /// [`Repository::define_collection`].
     pub async fn add_lexicon(&self, doc: Value) -> Result<(String, CollectionInfo), Error> {
-        let (id, key) = parse_lexicon(&doc)?;
-        let info = self.define_collection(&id, key, Some(doc)).await?;
+        let (id, _) = parse_lexicon(&doc)?;
+        self.add_lexicons(vec![doc]).await?;
+        let info = self
+            .collections()
+            .await
+            .into_iter()
+            .find(|(c, _)| *c == id)
+            .map(|(_, i)| i)
+            .ok_or_else(|| Error::InvalidLexicon(format!("{id} declared no collection")))?;
         Ok((id, info))
     }
 

@@ -66,6 +66,7 @@ impl From<repo::Error> for XrpcError {
             E::RecordNotFound(_) => Self::new(StatusCode::BAD_REQUEST, "RecordNotFound", message),
             E::RepoNotFound(_) => Self::new(StatusCode::BAD_REQUEST, "RepoNotFound", message),
             E::InvalidSwap { .. } => Self::new(StatusCode::BAD_REQUEST, "InvalidSwap", message),
+            E::LexiconValidation(_) => Self::new(StatusCode::BAD_REQUEST, "InvalidRecord", message),
             E::RevNotFound { .. } => Self::new(StatusCode::BAD_REQUEST, "InvalidRequest", message),
             E::InvalidRepoId { .. }
             | E::Syntax(_)

@@ -10,7 +10,7 @@ use axum::{
     response::{IntoResponse, Response},
 };
 use cid::Cid;
-use repo::{CommitResult, Repository, Write, record_uri};
+use repo::{CommitResult, Repository, Validation, Write, record_uri};
 use serde::{Deserialize, de::DeserializeOwned};
 use serde_json::{Value, json};
 use store::Kv;
@@ -101,8 +101,9 @@ impl<K: Kv + 'static> App<K> {
         repo: Arc<Repository<K>>,
         writes: Vec<Write>,
         swap_commit: Option<Cid>,
+        validation: Validation,
     ) -> Result<CommitResult> {
-        self.try_commit(repo, writes, swap_commit)
+        self.try_commit(repo, writes, swap_commit, validation)
             .await
             .map_err(XrpcError::from)
     }
@@ -114,6 +115,7 @@ impl<K: Kv + 'static> App<K> {
         repo: Arc<Repository<K>>,
         writes: Vec<Write>,
         swap_commit: Option<Cid>,
+        validation: Validation,
     ) -> std::result::Result<CommitResult, repo::Error> {
         let n = writes.len() as u64;
         // Counted in the task, so a commit whose client went away counts too
@@ -124,7 +126,9 @@ impl<K: Kv + 'static> App<K> {
         );
         let firehose = self.firehose.notifier();
         let task = tokio::spawn(async move {
-            let result = repo.apply_writes(writes, swap_commit).await;
+            let result = repo
+                .apply_writes_validated(writes, swap_commit, validation)
+                .await;
             if let Ok(r) = &result {
                 if r.first_in_commit {
                     commits.inc();
@@ -193,8 +197,14 @@ fn record_write_output(repo: &str, c: &CommitResult) -> Value {
         "uri": record_uri(repo, &r.collection, &r.rkey),
         "cid": r.cid.map(|c| c.to_string()),
         "commit": commit_json(c),
-        "validationStatus": "unknown",
+        "validationStatus": status(r),
     })
+}
+
+/// A written record's `validationStatus`.
+fn status(r: &repo::WriteResult) -> &'static str {
+    r.validation
+        .map_or("unknown", repo::ValidationStatus::as_str)
 }
 
 fn commit_json(c: &CommitResult) -> Value {
@@ -208,7 +218,6 @@ pub(crate) struct CreateRecordInput {
     collection: String,
     rkey: Option<String>,
     #[serde(default)]
-    #[allow(dead_code)]
     validate: Option<bool>,
     record: Value,
     swap_commit: Option<String>,
@@ -229,7 +238,10 @@ pub(crate) async fn create_record<K: Kv + 'static>(
         rkey: input.rkey,
         value: input.record,
     };
-    let c = app.commit(Arc::clone(&repo), vec![write], swap).await?;
+    let validation = Validation::from_param(input.validate);
+    let c = app
+        .commit(Arc::clone(&repo), vec![write], swap, validation)
+        .await?;
     Ok(Json(record_write_output(repo.id(), &c)))
 }
 
@@ -240,7 +252,6 @@ pub(crate) struct PutRecordInput {
     collection: String,
     rkey: String,
     #[serde(default)]
-    #[allow(dead_code)]
     validate: Option<bool>,
     record: Value,
     /// `Some(None)`: the record must not exist (an explicit null).
@@ -265,6 +276,7 @@ pub(crate) async fn put_record<K: Kv + 'static>(
     check_record_size(app.config.limits.max_record_bytes, len, &input.record)?;
     let swap_commit = opt_cid(input.swap_commit.as_deref(), "swapCommit")?;
     let repo = app.repo_for_write(&input.repo).await?;
+    let validation = Validation::from_param(input.validate);
     let write = match input.swap_record {
         // Null: only if absent, which is a create with this rkey.
         Some(None) => Write::Create {
@@ -286,7 +298,7 @@ pub(crate) async fn put_record<K: Kv + 'static>(
         },
     };
     let c = app
-        .try_commit(Arc::clone(&repo), vec![write], swap_commit)
+        .try_commit(Arc::clone(&repo), vec![write], swap_commit, validation)
         .await
         .map_err(|e| match e {
             // `swapRecord: null` asked for an absent record.
@@ -334,7 +346,10 @@ pub(crate) async fn delete_record<K: Kv + 'static>(
     };
     // The commit decides whether the record is there: a delete that lost a
     // race to another gets the same answer as one that came after it.
-    match app.try_commit(repo, vec![write], swap_commit).await {
+    match app
+        .try_commit(repo, vec![write], swap_commit, Validation::Skip)
+        .await
+    {
         Ok(c) => Ok(Json(json!({ "commit": commit_json(&c) }))),
         Err(repo::Error::RecordNotFound(_)) if swap_record.is_none() => Ok(Json(json!({}))),
         Err(e) => Err(e.into()),
@@ -346,7 +361,6 @@ pub(crate) async fn delete_record<K: Kv + 'static>(
 pub(crate) struct ApplyWritesInput {
     repo: String,
     #[serde(default)]
-    #[allow(dead_code)]
     validate: Option<bool>,
     writes: Vec<Value>,
     swap_commit: Option<String>,
@@ -407,7 +421,10 @@ pub(crate) async fn apply_writes<K: Kv + 'static>(
         return Ok(Json(json!({ "results": [] })));
     }
     let repo = app.repo_for_write(&input.repo).await?;
-    let c = app.commit(Arc::clone(&repo), writes, swap).await?;
+    let validation = Validation::from_param(input.validate);
+    let c = app
+        .commit(Arc::clone(&repo), writes, swap, validation)
+        .await?;
     let results: Vec<Value> = c
         .results
         .iter()
@@ -417,7 +434,7 @@ pub(crate) async fn apply_writes<K: Kv + 'static>(
                 "$type": if create { "com.atproto.repo.applyWrites#createResult" } else { "com.atproto.repo.applyWrites#updateResult" },
                 "uri": record_uri(repo.id(), &r.collection, &r.rkey),
                 "cid": cid.to_string(),
-                "validationStatus": "unknown",
+                "validationStatus": status(r),
             }),
             None => json!({ "$type": "com.atproto.repo.applyWrites#deleteResult" }),
         })

@@ -860,6 +860,48 @@ impl<K: Kv> Store<K> {
         .await
     }
 
+    /// Sets (`Some`) or removes (`None`) a Lexicon document that declares
+    /// no collection, durably, outside any commit.
+    ///
+    /// # Errors
+    ///
+    /// A storage error.
+    pub async fn put_lexicon(
+        &self,
+        repo: &str,
+        nsid: &str,
+        json: Option<Bytes>,
+    ) -> Result<(), Error> {
+        let key = records::lexicon_key(repo, nsid);
+        self.write_durably(vec![match json {
+            Some(bytes) => WriteOp::Put(key, bytes),
+            None => WriteOp::Delete(key),
+        }])
+        .await
+    }
+
+    /// A repository's Lexicon documents that declare no collection, as
+    /// (NSID, the document's JSON), in NSID order.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Malformed`] or a storage error.
+    pub async fn lexicons(&self, repo: &str) -> Result<Vec<(String, Bytes)>, Error> {
+        let rows = self
+            .kv
+            .scan(&records::lexicon_range(repo), false, usize::MAX)
+            .await?;
+        rows.into_iter()
+            .map(|(k, v)| match records::decode_key(&k) {
+                Ok(records::DecodedKey::Lexicon { nsid, .. }) => Ok((nsid.into_owned(), v)),
+                _ => Err(Error::Malformed {
+                    what: "lexicon key",
+                    reason: "not a lexicon key".into(),
+                }),
+            })
+            .collect()
+    }
+
     /// Sets a repository's signing keys (opaque bytes) durably, outside any
     /// commit.
     ///

@@ -1,0 +1,286 @@
+//! `datarepo lexicon …`: a repository's Lexicons, and validating records
+//! against them.
+
+use std::{
+    io::{BufRead as _, Read as _, Write as _},
+    path::{Path, PathBuf},
+    process::ExitCode,
+};
+
+use repo::{LexiconDocument, Lexicons};
+use serde_json::{Value, json};
+
+use crate::{
+    output::{Stdout, outln},
+    repo_cmd::{LexiconCommand, RepoArgs, Result, Session, print, read_json, say},
+};
+
+/// Runs a `lexicon` subcommand against the store.
+pub(crate) async fn run(s: &Session, args: &RepoArgs, cmd: LexiconCommand) -> Result<ExitCode> {
+    let json_mode = args.json;
+    match cmd {
+        LexiconCommand::Add { files } => {
+            let mut docs = Vec::with_capacity(files.len());
+            for file in &files {
+                docs.push(read_json(Some(file))?);
+            }
+            let repo = s.repo(args).await?;
+            let added = repo.add_lexicons(docs).await.map_err(say)?;
+            let collections = repo.collections().await;
+            let missing = repo.lexicons().missing_refs();
+            let entries: Vec<Value> = added
+                .iter()
+                .map(|a| {
+                    let mut v = json!({
+                        "nsid": a.nsid, "type": a.main, "replaced": a.replaced,
+                    });
+                    if a.main == Some("record") {
+                        let key = collections
+                            .iter()
+                            .find(|(c, _)| *c == a.nsid)
+                            .map(|(_, i)| i.key.to_string());
+                        v["collection"] = json!(a.nsid);
+                        v["key"] = json!(key);
+                        v["checked"] = json!(a.checked);
+                        v["invalid"] = json!(a.invalid);
+                        v["failures"] = a
+                            .failures
+                            .iter()
+                            .map(|(rkey, error)| json!({"rkey": rkey, "error": error}))
+                            .collect();
+                    }
+                    v
+                })
+                .collect();
+            let mut out = json!({"lexicons": entries, "missingRefs": missing});
+            // One record Lexicon: its collection and key type at the top,
+            // as `lexicon add FILE` has always answered.
+            let records: Vec<&Value> = out["lexicons"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter(|e| e.get("collection").is_some())
+                .collect();
+            if let [one] = records.as_slice() {
+                let (c, k) = (one["collection"].clone(), one["key"].clone());
+                out["collection"] = c;
+                out["key"] = k;
+            }
+            print(json_mode, &out, || {
+                describe_added(&added, &collections, &missing)
+            });
+        }
+        LexiconCommand::List => {
+            let lexicons = s.repo(args).await?.lexicons();
+            let list: Vec<Value> = lexicons
+                .documents()
+                .map(
+                    |d| json!({"nsid": d.id(), "type": d.main_type(), "collection": d.is_record()}),
+                )
+                .collect();
+            print(json_mode, &json!({"lexicons": list}), || {
+                if lexicons.is_empty() {
+                    return "no Lexicons (add one with `datarepo lexicon add FILE`)".to_owned();
+                }
+                lexicons
+                    .documents()
+                    .map(|d| match d.main_type() {
+                        Some("record") => format!("{}  record (declares the collection)", d.id()),
+                        Some(t) => format!("{}  {t}", d.id()),
+                        None => format!("{}  definitions", d.id()),
+                    })
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            });
+        }
+        LexiconCommand::Show { nsid } => {
+            let lexicons = s.repo(args).await?.lexicons();
+            let doc = lexicons.get(&nsid).ok_or_else(|| {
+                format!("no Lexicon {nsid} in this repository (see `datarepo lexicon list`)")
+            })?;
+            let text = serde_json::to_string_pretty(doc.json()).unwrap_or_default();
+            if json_mode {
+                outln!("{}", doc.json());
+            } else {
+                outln!("{text}");
+            }
+        }
+        LexiconCommand::Rm { nsid } => {
+            let repo = s.repo(args).await?;
+            repo.remove_lexicon(&nsid).await.map_err(say)?;
+            print(json_mode, &json!({"removed": nsid}), || {
+                format!("removed Lexicon {nsid}")
+            });
+        }
+        LexiconCommand::Validate {
+            lexicons,
+            json_lines,
+        } => {
+            let lexicons = if lexicons.is_empty() {
+                (*s.repo(args).await?.lexicons()).clone()
+            } else {
+                load_files(&lexicons)?
+            };
+            return validate(&lexicons, json_lines);
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn describe_added(
+    added: &[repo::LexiconAdded],
+    collections: &[(String, repo::CollectionInfo)],
+    missing: &[String],
+) -> String {
+    let mut lines = Vec::new();
+    for a in added {
+        let verb = if a.replaced { "replaced" } else { "added" };
+        if a.main != Some("record") {
+            lines.push(format!(
+                "{}: {verb} ({})",
+                a.nsid,
+                a.main
+                    .map_or("definitions".to_owned(), |t| format!("main is a {t}"))
+            ));
+            continue;
+        }
+        let key = collections
+            .iter()
+            .find(|(c, _)| *c == a.nsid)
+            .map(|(_, i)| i.key.to_string())
+            .unwrap_or_default();
+        lines.push(format!("{}: {verb}; record keys are {key}", a.nsid));
+        if a.checked > 0 {
+            lines.push(match a.invalid {
+                0 => format!("  all {} existing records validate", a.checked),
+                n => format!(
+                    "  {n} of {} existing records do not validate (they stay; `datarepo check` lists them):",
+                    a.checked
+                ),
+            });
+            for (rkey, error) in &a.failures {
+                lines.push(format!("    {}/{rkey}: {error}", a.nsid));
+            }
+        }
+    }
+    for uri in missing {
+        lines.push(format!(
+            "note: {uri} is referred to but no Lexicon defines it: records that reach it fail validation until it is added"
+        ));
+    }
+    lines.join("\n")
+}
+
+/// Lexicon documents from files and directories (searched recursively
+/// for `*.json`).
+pub(crate) fn load_files(paths: &[PathBuf]) -> Result<Lexicons> {
+    let mut files = Vec::new();
+    for p in paths {
+        collect_json_files(p, &mut files)?;
+    }
+    let mut out = Lexicons::new();
+    for file in files {
+        let doc = LexiconDocument::parse(read_json(Some(&file))?)
+            .map_err(|e| format!("{}: {e}", file.display()))?;
+        let id = doc.id().to_owned();
+        if out.insert(doc).is_some() {
+            return Err(format!(
+                "{}: a second Lexicon {id} (each NSID once)",
+                file.display()
+            ));
+        }
+    }
+    Ok(out)
+}
+
+fn collect_json_files(path: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
+    let meta =
+        std::fs::metadata(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    if !meta.is_dir() {
+        out.push(path.to_owned());
+        return Ok(());
+    }
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(path)
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .collect();
+    entries.sort();
+    for entry in entries {
+        if entry.is_dir() {
+            collect_json_files(&entry, out)?;
+        } else if entry.extension().is_some_and(|x| x == "json") {
+            out.push(entry);
+        }
+    }
+    Ok(())
+}
+
+/// Validates standard input's records: exit 0 when every input could be
+/// read (with one JSON record, 1 when it is invalid), 2 when one could not.
+pub(crate) fn validate(lexicons: &Lexicons, json_lines: bool) -> Result<ExitCode> {
+    if !json_lines {
+        let mut text = String::new();
+        std::io::stdin()
+            .read_to_string(&mut text)
+            .map_err(|e| format!("cannot read standard input: {e}"))?;
+        let record: Value = serde_json::from_str(&text)
+            .map_err(|e| format!("standard input is not valid JSON: {e}"))?;
+        let collection = record
+            .get("$type")
+            .and_then(Value::as_str)
+            .ok_or("the record has no \"$type\" naming its collection (or use --json-lines with {\"collection\", \"record\"})")?;
+        let verdict = lexicons.validate_write(collection, &record);
+        let out = match &verdict {
+            Ok(()) => json!({"valid": true}),
+            Err(e) => json!({"valid": false, "error": e.0}),
+        };
+        outln!("{out}");
+        return Ok(if verdict.is_ok() {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::from(1)
+        });
+    }
+    let mut out = Stdout::buffered();
+    let mut unreadable = 0u64;
+    let stdin = std::io::stdin().lock();
+    for (n, line) in stdin.lines().enumerate() {
+        let line = line.map_err(|e| format!("cannot read standard input: {e}"))?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let answer = match parse_line(&line) {
+            Ok((collection, record)) => match lexicons.validate_write(&collection, &record) {
+                Ok(()) => json!({"valid": true}),
+                Err(e) => json!({"valid": false, "error": e.0}),
+            },
+            Err(why) => {
+                unreadable += 1;
+                json!({"valid": false, "error": format!("line {}: {why}", n + 1)})
+            }
+        };
+        let _ = writeln!(out, "{answer}");
+    }
+    let _ = out.flush();
+    if unreadable > 0 {
+        eprintln!(
+            "datarepo: {unreadable} input line(s) were not {{\"collection\": NSID, \"record\": {{…}}}}"
+        );
+        return Ok(ExitCode::from(2));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn parse_line(line: &str) -> std::result::Result<(String, Value), String> {
+    let mut v: Value = serde_json::from_str(line).map_err(|e| format!("not JSON: {e}"))?;
+    let collection = v
+        .get("collection")
+        .and_then(Value::as_str)
+        .ok_or("no \"collection\" string")?
+        .to_owned();
+    let record = v
+        .get_mut("record")
+        .map(Value::take)
+        .ok_or("no \"record\"")?;
+    Ok((collection, record))
+}

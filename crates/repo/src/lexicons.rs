@@ -1,0 +1,326 @@
+//! A repository's Lexicons and record validation on writes.
+//!
+//! A record Lexicon (its `main` is a `record`) lives in its collection's
+//! declaration, as before validation existed; any other document (the
+//! definitions record Lexicons refer to) under record type `0xF`. Both
+//! are compiled into one [`lexicon::Lexicons`] that writes read without
+//! waiting for the repository lock.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use lexicon::{Document, Lexicons};
+use rkey::KeyType;
+use serde_json::Value;
+use store::{Kv, Store};
+
+use crate::{CollectionInfo, Error, Repository, repository::State};
+
+/// Examples of failing records a report lists, at most.
+pub const REPORTED_FAILURES: usize = 5;
+
+/// Whether a write is validated against its collection's Lexicon: the
+/// `validate` parameter of `com.atproto.repo.createRecord` & co.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Validation {
+    /// Validate when the collection has a record Lexicon (`validate`
+    /// unset).
+    #[default]
+    Auto,
+    /// Validate, and fail when there is no Lexicon (`validate: true`).
+    Require,
+    /// Do not validate (`validate: false`).
+    Skip,
+}
+
+impl Validation {
+    /// The mode for a `validate` parameter.
+    pub fn from_param(validate: Option<bool>) -> Self {
+        match validate {
+            None => Self::Auto,
+            Some(true) => Self::Require,
+            Some(false) => Self::Skip,
+        }
+    }
+}
+
+/// What validation said of a written record (`validationStatus`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ValidationStatus {
+    /// Validated against its collection's Lexicon.
+    Valid,
+    /// Not validated (no Lexicon, or validation skipped).
+    Unknown,
+}
+
+impl ValidationStatus {
+    /// `"valid"` or `"unknown"`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Valid => "valid",
+            Self::Unknown => "unknown",
+        }
+    }
+}
+
+/// Validates one record about to be written to `collection`.
+pub(crate) fn validate_write(
+    lexicons: &Lexicons,
+    mode: Validation,
+    collection: &str,
+    value: &Value,
+) -> Result<ValidationStatus, Error> {
+    if mode == Validation::Skip || (mode == Validation::Auto && !lexicons.has_record(collection)) {
+        return Ok(ValidationStatus::Unknown);
+    }
+    lexicons
+        .validate_write(collection, value)
+        .map_err(|e| Error::LexiconValidation(e.0))?;
+    Ok(ValidationStatus::Valid)
+}
+
+/// What adding one Lexicon document did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LexiconAdded {
+    /// The document's NSID.
+    pub nsid: String,
+    /// The `type` of its `main` definition, if any.
+    pub main: Option<&'static str>,
+    /// Whether it replaced a document with the same NSID.
+    pub replaced: bool,
+    /// For a record Lexicon: the collection's existing records checked.
+    pub checked: u64,
+    /// How many of those do not validate.
+    pub invalid: u64,
+    /// The first few that do not, as (rkey, error).
+    pub failures: Vec<(String, String)>,
+}
+
+/// A record of a collection that does not validate.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InvalidRecord {
+    /// The record key.
+    pub rkey: String,
+    /// The validator's message.
+    pub error: String,
+}
+
+/// Compiles a repository's stored Lexicons. A stored document that no
+/// longer parses (kept by an older datarepo, which checked less) is left
+/// out; `check` names it.
+pub(crate) fn compile<'a>(
+    collections: impl Iterator<Item = &'a CollectionInfo>,
+    others: &[(String, Bytes)],
+) -> (Lexicons, Vec<String>) {
+    let mut out = Lexicons::new();
+    let mut unusable = Vec::new();
+    for info in collections {
+        if let Some(doc) = &info.lexicon {
+            match Document::parse(doc.clone()) {
+                Ok(d) => {
+                    out.insert(d);
+                }
+                Err(e) => unusable.push(format!(
+                    "{}: {e}",
+                    doc.get("id").and_then(Value::as_str).unwrap_or("?")
+                )),
+            }
+        }
+    }
+    for (nsid, bytes) in others {
+        match serde_json::from_slice(bytes)
+            .map_err(|e| e.to_string())
+            .and_then(|v| Document::parse(v).map_err(|e| e.to_string()))
+        {
+            Ok(d) => {
+                out.insert(d);
+            }
+            Err(e) => unusable.push(format!("{nsid}: {e}")),
+        }
+    }
+    (out, unusable)
+}
+
+impl<K: Kv> Repository<K> {
+    /// The repository's Lexicons as of now.
+    pub fn lexicons(&self) -> Arc<Lexicons> {
+        Arc::clone(&self.lexicons.read().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    pub(crate) fn set_lexicons(&self, state: &State, others: &[(String, Bytes)]) {
+        let (compiled, _) = compile(state.collections.values(), others);
+        *self.lexicons.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(compiled);
+    }
+
+    /// Adds (or replaces) Lexicon documents, all or none: a record
+    /// Lexicon declares its collection with its record key type (the
+    /// collection's existing keys must fit it), any other document is kept
+    /// for the record Lexicons that refer to it. Then the existing records
+    /// of each record Lexicon's collection are validated and reported, not
+    /// rejected.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidLexicon`] naming the document and field at fault
+    /// (nothing is added), [`Error::KeyTypeConflict`], or a storage error.
+    pub async fn add_lexicons(&self, docs: Vec<Value>) -> Result<Vec<LexiconAdded>, Error> {
+        let mut parsed = Vec::with_capacity(docs.len());
+        for doc in docs {
+            let id = doc
+                .get("id")
+                .and_then(Value::as_str)
+                .unwrap_or("a document")
+                .to_owned();
+            let d =
+                Document::parse(doc).map_err(|e| Error::InvalidLexicon(format!("{id}: {e}")))?;
+            if d.is_record() {
+                record_key(&d)?;
+            }
+            parsed.push(d);
+        }
+        let before = self.lexicons();
+        let mut out = Vec::with_capacity(parsed.len());
+        for d in &parsed {
+            let replaced = before.get(d.id()).is_some();
+            if d.is_record() {
+                // A record Lexicon replacing a definitions document.
+                if replaced && !before.has_record(d.id()) {
+                    self.store.put_lexicon(&self.id, d.id(), None).await?;
+                }
+                self.define_collection(d.id(), record_key(d)?, Some(d.json().clone()))
+                    .await?;
+            } else {
+                if before.has_record(d.id()) {
+                    self.forget_record_lexicon(d.id()).await?;
+                }
+                let json = serde_json::to_vec(d.json()).unwrap_or_default();
+                self.store
+                    .put_lexicon(&self.id, d.id(), Some(Bytes::from(json)))
+                    .await?;
+            }
+            out.push(LexiconAdded {
+                nsid: d.id().to_owned(),
+                main: d.main_type(),
+                replaced,
+                checked: 0,
+                invalid: 0,
+                failures: Vec::new(),
+            });
+        }
+        self.reload_lexicons().await?;
+        for added in &mut out {
+            if added.main == Some("record") {
+                let (checked, invalid, failures) = self
+                    .validate_collection(&added.nsid, REPORTED_FAILURES)
+                    .await?;
+                added.checked = checked;
+                added.invalid = invalid;
+                added.failures = failures.into_iter().map(|f| (f.rkey, f.error)).collect();
+            }
+        }
+        Ok(out)
+    }
+
+    /// Removes the Lexicon document `nsid`. A collection it declared stays
+    /// declared, with its key type, and is no longer validated.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::LexiconNotFound`] or a storage error.
+    pub async fn remove_lexicon(&self, nsid: &str) -> Result<(), Error> {
+        let lexicons = self.lexicons();
+        if lexicons.get(nsid).is_none() {
+            return Err(Error::LexiconNotFound(nsid.to_owned()));
+        }
+        if lexicons.has_record(nsid) {
+            self.forget_record_lexicon(nsid).await?;
+        } else {
+            self.store.put_lexicon(&self.id, nsid, None).await?;
+        }
+        self.reload_lexicons().await
+    }
+
+    async fn forget_record_lexicon(&self, nsid: &str) -> Result<(), Error> {
+        let info = self
+            .collections()
+            .await
+            .into_iter()
+            .find(|(c, _)| c == nsid)
+            .map(|(_, i)| i);
+        if let Some(info) = info {
+            self.define_collection(nsid, info.key, None).await?;
+        }
+        Ok(())
+    }
+
+    pub(crate) async fn reload_lexicons(&self) -> Result<(), Error> {
+        let others = self.store.lexicons(&self.id).await?;
+        let state = self.state.lock().await;
+        self.set_lexicons(&state, &others);
+        Ok(())
+    }
+
+    /// Validates every record of `collection` against its current record
+    /// Lexicon: (records checked, how many fail, the first `limit` that
+    /// fail). Nothing is checked when the collection has no record
+    /// Lexicon.
+    ///
+    /// # Errors
+    ///
+    /// A storage error.
+    pub async fn validate_collection(
+        &self,
+        collection: &str,
+        limit: usize,
+    ) -> Result<(u64, u64, Vec<InvalidRecord>), Error> {
+        let lexicons = self.lexicons();
+        let (mut checked, mut invalid, mut failures) = (0, 0, Vec::new());
+        if !lexicons.has_record(collection) {
+            return Ok((0, 0, failures));
+        }
+        let mut cursor: Option<String> = None;
+        loop {
+            let page = self
+                .list_records(collection, cursor.as_deref(), false, 1024)
+                .await?;
+            for (rkey, record) in &page {
+                checked += 1;
+                if let Err(e) = lexicons.validate_write(collection, &record.to_json()) {
+                    invalid += 1;
+                    if failures.len() < limit {
+                        failures.push(InvalidRecord {
+                            rkey: rkey.clone(),
+                            error: e.0,
+                        });
+                    }
+                }
+            }
+            match page.last() {
+                Some((last, _)) if page.len() == 1024 => cursor = Some(last.clone()),
+                _ => break,
+            }
+        }
+        Ok((checked, invalid, failures))
+    }
+}
+
+fn record_key(d: &Document) -> Result<KeyType, Error> {
+    let key = d.record_key().ok_or_else(|| {
+        Error::InvalidLexicon(format!(
+            "{}: \"defs.main.key\" (the record key type) is missing",
+            d.id()
+        ))
+    })?;
+    key.parse()
+        .map_err(|e| Error::InvalidLexicon(format!("{}: \"defs.main.key\": {e}", d.id())))
+}
+
+/// A repository's compiled Lexicons, as stored.
+pub(crate) async fn load<K: Kv>(
+    store: &Store<K>,
+    id: &str,
+    state: &State,
+) -> Result<Lexicons, Error> {
+    let others = store.lexicons(id).await?;
+    Ok(compile(state.collections.values(), &others).0)
+}
