@@ -27,7 +27,7 @@ pub(crate) fn check(format: Format, s: &str) -> Result<(), &'static str> {
         Format::Handle => (rkey::validate_handle(s).is_ok(), "must be a valid handle"),
         Format::AtIdentifier => (at_identifier(s), "must be a valid did or a handle"),
         Format::Nsid => (rkey::validate_nsid(s).is_ok(), "must be a valid nsid"),
-        Format::Cid => (cid_string(s).is_some(), "must be a cid string"),
+        Format::Cid => (cid_string(s), "must be a cid string"),
         Format::Language => (language(s), "must be a well-formed BCP 47 language tag"),
         Format::Tid => (rkey::Tid::parse(s).is_ok(), "must be a valid TID"),
         Format::RecordKey => (
@@ -78,17 +78,11 @@ fn js_space(c: char) -> bool {
     )
 }
 
-static DATETIME: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(
-        r"^([0-9]{4})-(0[1-9]|1[012])-([0-2][0-9]|3[01])T([0-1][0-9]|2[0-3]):([0-5][0-9]):([0-5][0-9]|60)(\.[0-9]+)?(Z|([+-])([0-1][0-9]|2[0-3]):([0-5][0-9]))$",
-    )
-    .expect("a valid pattern")
-});
-
 /// The Lexicon specification's datetime: RFC 3339 and ISO 8601 at once,
 /// with a timezone (`Z` or `±hh:mm`, not `-00:00`), a real calendar day
 /// (second 60 is RFC 3339's leap second), at most 64 characters, and a UTC
-/// year from 0 to 9999.
+/// year from 0 to 9999. The shape is the reference's regular expression
+/// (`YYYY-MM-DDTHH:MM:SS(.d+)?(Z|±HH:MM)`), read by position.
 ///
 /// The reference (`isDatetimeStringLenient`) also accepts whatever the
 /// `iso-datestring-validator` package accepts (no timezone, `±hhmm`,
@@ -96,33 +90,71 @@ static DATETIME: LazyLock<Regex> = LazyLock::new(|| {
 /// (`2023-02-30` is March 2); those are not RFC 3339 datetimes, so they
 /// are rejected here (`tests/divergences.rs`).
 pub(crate) fn datetime(s: &str) -> bool {
-    if s.len() > 64 || s.ends_with("-00:00") {
+    let b = s.as_bytes();
+    if b.len() > 64 || b.len() < 20 || s.ends_with("-00:00") {
         return false;
     }
-    let Some(c) = DATETIME.captures(s) else {
+    let digits = |range: std::ops::Range<usize>| -> Option<i64> {
+        b[range].iter().try_fold(0i64, |n, &c| {
+            c.is_ascii_digit().then(|| n * 10 + i64::from(c - b'0'))
+        })
+    };
+    let fixed = [(4, b'-'), (7, b'-'), (10, b'T'), (13, b':'), (16, b':')];
+    if fixed.iter().any(|&(i, c)| b[i] != c) {
+        return false;
+    }
+    let (Some(year), Some(month), Some(day), Some(hour), Some(minute), Some(second)) = (
+        digits(0..4),
+        digits(5..7),
+        digits(8..10),
+        digits(11..13),
+        digits(14..16),
+        digits(17..19),
+    ) else {
         return false;
     };
-    let num = |i: usize| -> i64 { c.get(i).map_or(0, |m| m.as_str().parse().unwrap_or(0)) };
-    let (year, month, day) = (num(1), num(2), num(3));
-    if day == 0 || day > days_in_month(year, month) {
+    if !(1..=12).contains(&month)
+        || day == 0
+        || day > days_in_month(year, month)
+        || hour > 23
+        || minute > 59
+        || second > 60
+    {
         return false;
     }
-    // The year once normalized to UTC must stay within 0..=9999.
-    let offset_minutes = match c.get(9).map(|m| m.as_str()) {
-        None => 0,
-        Some(sign) => {
-            let m = num(10) * 60 + num(11);
-            if sign == "-" { -m } else { m }
+    let mut rest = &b[19..];
+    if let Some(frac) = rest.strip_prefix(b".") {
+        let n = frac.iter().take_while(|c| c.is_ascii_digit()).count();
+        if n == 0 {
+            return false;
         }
+        rest = &frac[n..];
+    }
+    let offset_minutes = match rest {
+        b"Z" => 0,
+        [sign @ (b'+' | b'-'), h1, h2, b':', m1, m2] => {
+            let two = |a: u8, b: u8| {
+                (a.is_ascii_digit() && b.is_ascii_digit())
+                    .then(|| i64::from(a - b'0') * 10 + i64::from(b - b'0'))
+            };
+            let (Some(h), Some(m)) = (two(*h1, *h2), two(*m1, *m2)) else {
+                return false;
+            };
+            if h > 23 || m > 59 {
+                return false;
+            }
+            if *sign == b'-' {
+                -(h * 60 + m)
+            } else {
+                h * 60 + m
+            }
+        }
+        _ => return false,
     };
-    let minute_of_year_day = num(4) * 60 + num(5) - offset_minutes;
-    if year == 0 && month == 1 && day == 1 && minute_of_year_day < 0 {
-        return false;
-    }
-    if year == 9999 && month == 12 && day == 31 && minute_of_year_day >= 24 * 60 {
-        return false;
-    }
-    true
+    // The year once normalized to UTC must stay within 0..=9999.
+    let minute_of_day = hour * 60 + minute - offset_minutes;
+    !(year == 0 && month == 1 && day == 1 && minute_of_day < 0)
+        && !(year == 9999 && month == 12 && day == 31 && minute_of_day >= 24 * 60)
 }
 
 fn days_in_month(year: i64, month: i64) -> i64 {
@@ -146,15 +178,35 @@ static LANGUAGE: LazyLock<Regex> = LazyLock::new(|| {
 /// A BCP 47 language tag, by the reference's regular expression (which
 /// checks shape, not registry membership).
 fn language(s: &str) -> bool {
-    LANGUAGE.is_match(s)
+    // The usual tags (`en`, `pt-BR`) without the regular expression: a
+    // two- or three-letter language, maybe a two-letter region, is in it.
+    let b = s.as_bytes();
+    let letters = |x: &[u8]| x.iter().all(u8::is_ascii_alphabetic);
+    let common = match b.len() {
+        2 | 3 => letters(b),
+        5 => letters(&b[..2]) && b[2] == b'-' && letters(&b[3..]),
+        _ => false,
+    };
+    common || LANGUAGE.is_match(s)
 }
 
-static AT_URI: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(
-        r"^at://([^/?#\s]+)(?:/([^/?#\s]+)(?:/([^/?#\s]+))?)?(/)?(?:\?([^#\s]*))?(?:#([^\s]*))?$",
-    )
-    .expect("a valid pattern")
-});
+/// The characters an AT URI may hold (the reference's
+/// `INVALID_CHAR_REGEXP`, inverted).
+static AT_URI_CHARS: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut i = 0;
+    while i < 256 {
+        table[i] = (i as u8).is_ascii_alphanumeric();
+        i += 1;
+    }
+    let extra = b"._~:@!$&'()*+,;=%/\\[]#?-";
+    let mut j = 0;
+    while j < extra.len() {
+        table[extra[j] as usize] = true;
+        j += 1;
+    }
+    table
+};
 
 static JSON_POINTER: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"^/[a-zA-Z0-9._~:@!$&')(*+,;=%\[\]/-]*$").expect("a valid pattern")
@@ -168,31 +220,59 @@ fn at_uri(s: &str) -> bool {
     if s.len() > 8192 && s.encode_utf16().count() > 8192 {
         return false;
     }
-    let allowed = |b: u8| b.is_ascii_alphanumeric() || b"._~:@!$&'()*+,;=%/\\[]#?-".contains(&b);
-    if !s.bytes().all(allowed) {
+    if !s.bytes().all(|b| AT_URI_CHARS[usize::from(b)]) {
         return false;
     }
-    let Some(c) = AT_URI.captures(s) else {
+    // `^at://([^/?#]+)(?:/([^/?#]+)(?:/([^/?#]+))?)?(/)?(?:\?([^#]*))?(?:#(.*))?$`,
+    // strict: no trailing slash, no query (the characters allowed above
+    // include no whitespace). One pass finds the slashes and the `#`.
+    let b = s.as_bytes();
+    if !b.starts_with(b"at://") {
         return false;
+    }
+    let mut slashes = [0usize; 2];
+    let mut count = 0;
+    let mut end = b.len();
+    for (i, &c) in b.iter().enumerate().skip(5) {
+        match c {
+            b'#' => {
+                end = i;
+                break;
+            }
+            b'?' => return false,
+            b'/' if count == 2 => return false,
+            b'/' => {
+                slashes[count] = i;
+                count += 1;
+            }
+            _ => {}
+        }
+    }
+    let segment = |from: usize, to: usize| &s[from..to];
+    let (authority, collection, rkey) = match count {
+        0 => (segment(5, end), None, None),
+        1 => (
+            segment(5, slashes[0]),
+            Some(segment(slashes[0] + 1, end)),
+            None,
+        ),
+        _ => (
+            segment(5, slashes[0]),
+            Some(segment(slashes[0] + 1, slashes[1])),
+            Some(segment(slashes[1] + 1, end)),
+        ),
     };
-    if !c.get(1).is_some_and(|a| at_identifier(a.as_str())) {
-        return false;
-    }
-    if let Some(collection) = c.get(2)
-        && rkey::validate_nsid(collection.as_str()).is_err()
+    if authority.is_empty()
+        || !at_identifier(authority)
+        || collection.is_some_and(|c| c.is_empty() || rkey::validate_nsid(c).is_err())
+        || rkey.is_some_and(|r| r.is_empty() || rkey::validate_record_key(r).is_err())
     {
         return false;
     }
-    if let Some(hash) = c.get(6)
-        && (!JSON_POINTER.is_match(hash.as_str()) || !percent_decodes(hash.as_str()))
-    {
-        return false;
+    end == b.len() || {
+        let hash = &s[end + 1..];
+        JSON_POINTER.is_match(hash) && percent_decodes(hash)
     }
-    if c.get(4).is_some() || c.get(5).is_some() {
-        return false;
-    }
-    c.get(3)
-        .is_none_or(|rkey| rkey::validate_record_key(rkey.as_str()).is_ok())
 }
 
 /// Whether `decodeURIComponent` accepts `s`: every `%` starts two hex
@@ -221,40 +301,132 @@ fn percent_decodes(s: &str) -> bool {
     std::str::from_utf8(&out).is_ok()
 }
 
-/// The CID a string spells, as `multiformats`' `CID.parse` reads it
+/// Whether a string spells a CID, as `multiformats`' `CID.parse` reads it
 /// (without a decoder argument): at most 128 characters, base58btc without
 /// prefix for CIDv0 (`Q…`), else multibase `z` (base58btc), `b` (base32)
 /// or `k` (base36), and the bytes exactly one CID.
-pub(crate) fn cid_string(s: &str) -> Option<cid::Cid> {
+pub(crate) fn cid_string(s: &str) -> bool {
     if s.len() > 128 {
+        return false;
+    }
+    let mut buf = [0u8; 128];
+    let decoded: Vec<u8>;
+    let bytes: &[u8] = match s.as_bytes().first() {
+        Some(b'b') => match base32_lower(&s[1..], &mut buf) {
+            Some(b) => b,
+            None => return false,
+        },
+        Some(b'Q') => match multibase::Base::Base58Btc.decode(s) {
+            Ok(b) => {
+                decoded = b;
+                &decoded
+            }
+            Err(_) => return false,
+        },
+        // multiformats' base36 decoder is lowercase only; the multibase
+        // crate's also takes uppercase.
+        Some(b'k')
+            if !s[1..]
+                .bytes()
+                .all(|c| matches!(c, b'a'..=b'z' | b'0'..=b'9')) =>
+        {
+            return false;
+        }
+        Some(b'z' | b'k') => match multibase::decode(s) {
+            Ok((_, b)) => {
+                decoded = b;
+                &decoded
+            }
+            Err(_) => return false,
+        },
+        _ => return false,
+    };
+    cid_bytes(bytes, s.starts_with('Q'))
+}
+
+/// Whether `b` is exactly one CID, as `multiformats`' `CID.decode` reads
+/// it: a bare sha2-256 multihash (CIDv0, only in a `Q…` string), or
+/// version 1, codec, multihash code and digest length as varints and then
+/// exactly that many digest bytes.
+fn cid_bytes(b: &[u8], bare: bool) -> bool {
+    if b.first() == Some(&0x12) {
+        return bare && b.len() == 34 && b[1] == 0x20;
+    }
+    let mut rest = b;
+    let mut varint = || -> Option<u64> {
+        let mut n = 0u64;
+        for (i, &byte) in rest.iter().enumerate().take(8) {
+            n |= u64::from(byte & 0x7f) << (7 * i);
+            if byte & 0x80 == 0 {
+                rest = &rest[i + 1..];
+                return Some(n);
+            }
+        }
+        None
+    };
+    let (Some(1), Some(_codec), Some(_code), Some(len)) = (varint(), varint(), varint(), varint())
+    else {
+        return false;
+    };
+    rest.len() as u64 == len
+}
+
+/// Each byte's base32 value, 0xff for bytes outside the lowercase alphabet.
+static BASE32_LOWER: [u8; 256] = {
+    let mut table = [0xff; 256];
+    let mut i = 0;
+    while i < 26 {
+        table[b'a' as usize + i] = i as u8;
+        i += 1;
+    }
+    let mut j = 0;
+    while j < 6 {
+        table[b'2' as usize + j] = 26 + j as u8;
+        j += 1;
+    }
+    table
+};
+
+/// RFC 4648 base32, lowercase, as `multiformats` decodes it: trailing `=`
+/// ignored, and the bits left over at the end must be fewer than a
+/// character's and zero. Into `out`, without allocating.
+fn base32_lower<'a>(s: &str, out: &'a mut [u8; 128]) -> Option<&'a [u8]> {
+    let s = s.trim_end_matches('=').as_bytes();
+    let (mut buffer, mut bits, mut written) = (0u32, 0u32, 0usize);
+    // Eight characters are five whole bytes.
+    let whole = s.len() / 8 * 8;
+    if whole / 8 * 5 > out.len() {
         return None;
     }
-    let bytes = match s.as_bytes().first()? {
-        b'Q' => multibase::Base::Base58Btc.decode(s).ok()?,
-        b'z' | b'b' | b'k' => {
-            let (base, bytes) = multibase::decode(s).ok()?;
-            if !matches!(
-                base,
-                multibase::Base::Base58Btc
-                    | multibase::Base::Base32Lower
-                    | multibase::Base::Base36Lower
-            ) {
+    for chunk in s[..whole].chunks_exact(8) {
+        let mut n = 0u64;
+        for &c in chunk {
+            let value = BASE32_LOWER[usize::from(c)];
+            if value == 0xff {
                 return None;
             }
-            bytes
+            n = n << 5 | u64::from(value);
         }
-        _ => return None,
-    };
-    let mut reader = bytes.as_slice();
-    let cid = cid::Cid::read_bytes(&mut reader).ok()?;
-    if !reader.is_empty() {
+        out[written..written + 5].copy_from_slice(&n.to_be_bytes()[3..]);
+        written += 5;
+    }
+    for &c in &s[whole..] {
+        let value = BASE32_LOWER[usize::from(c)];
+        if value == 0xff {
+            return None;
+        }
+        buffer = (buffer << 5) | u32::from(value);
+        bits += 5;
+        if bits >= 8 {
+            bits -= 8;
+            *out.get_mut(written)? = (buffer >> bits) as u8;
+            written += 1;
+        }
+    }
+    if bits >= 5 || (buffer << (8 - bits)) & 0xff != 0 {
         return None;
     }
-    // A CIDv0 is only ever written bare.
-    if (cid.version() == cid::Version::V0) != (s.as_bytes()[0] == b'Q') {
-        return None;
-    }
-    Some(cid)
+    Some(&out[..written])
 }
 
 #[cfg(test)]
@@ -301,10 +473,10 @@ mod tests {
     #[test]
     fn cid_strings_need_a_known_multibase() {
         let v1 = "bafyreie5737gdxlw5i64vzichcalba3z2v5n6icifvx5xytvske7mr3hpm";
-        assert!(cid_string(v1).is_some());
-        assert!(cid_string("QmQg1v4o9xdT3Q14wh4S7dxZkDjyZ9ssFzFzyep1YrVJBY").is_some());
-        assert!(cid_string(&v1.to_uppercase()).is_none());
-        assert!(cid_string(&v1[..v1.len() - 1]).is_none());
-        assert!(cid_string("").is_none());
+        assert!(cid_string(v1));
+        assert!(cid_string("QmQg1v4o9xdT3Q14wh4S7dxZkDjyZ9ssFzFzyep1YrVJBY"));
+        assert!(!cid_string(&v1.to_uppercase()));
+        assert!(!cid_string(&v1[..v1.len() - 1]));
+        assert!(!cid_string(""));
     }
 }

@@ -41,7 +41,10 @@ mod formats;
 mod schema;
 mod validate;
 
-use std::{collections::BTreeMap, sync::Arc};
+use std::{
+    collections::BTreeMap,
+    sync::{Arc, OnceLock},
+};
 
 use foldhash::HashMap;
 use serde_json::Value;
@@ -77,7 +80,40 @@ pub struct ValidationError(pub String);
 #[derive(Debug, Clone, Default)]
 pub struct Lexicons {
     docs: BTreeMap<String, Arc<Document>>,
-    defs: HashMap<String, Def>,
+    /// The documents' definitions with their references resolved, made on
+    /// the first validation after a change.
+    compiled: OnceLock<Compiled>,
+}
+
+/// Every definition of every document, each reference resolved to its
+/// place here, so that validating follows references without lookups.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Compiled {
+    pub(crate) defs: Vec<Def>,
+    /// By `lex:` URI without the `lex:` (`nsid#name`, and `nsid` for main).
+    pub(crate) by_key: HashMap<String, u32>,
+}
+
+impl Compiled {
+    fn new(docs: &BTreeMap<String, Arc<Document>>) -> Self {
+        let mut out = Self::default();
+        for doc in docs.values() {
+            for (name, def) in &doc.defs {
+                let index = out.defs.len() as u32;
+                out.defs.push(def.clone());
+                out.by_key.insert(format!("{}#{name}", doc.id()), index);
+                if name == "main" {
+                    out.by_key.insert(doc.id().to_owned(), index);
+                }
+            }
+        }
+        let by_key = &out.by_key;
+        let find = |uri: &str| by_key.get(validate::def_key(uri)).copied();
+        for def in &mut out.defs {
+            def.resolve(&find);
+        }
+        out
+    }
 }
 
 impl Lexicons {
@@ -88,26 +124,18 @@ impl Lexicons {
 
     /// Adds `doc`, replacing (and returning) the one with its NSID.
     pub fn insert(&mut self, doc: Document) -> Option<Arc<Document>> {
-        let old = self.remove(doc.id());
-        for (name, def) in &doc.defs {
-            self.defs
-                .insert(format!("lex:{}#{name}", doc.id()), def.clone());
-            if name == "main" {
-                self.defs.insert(format!("lex:{}", doc.id()), def.clone());
-            }
-        }
-        self.docs.insert(doc.id().to_owned(), Arc::new(doc));
-        old
+        self.compiled = OnceLock::new();
+        self.docs.insert(doc.id().to_owned(), Arc::new(doc))
     }
 
     /// Removes the document with this NSID.
     pub fn remove(&mut self, nsid: &str) -> Option<Arc<Document>> {
-        let doc = self.docs.remove(nsid)?;
-        for (name, _) in &doc.defs {
-            self.defs.remove(&format!("lex:{nsid}#{name}"));
-        }
-        self.defs.remove(&format!("lex:{nsid}"));
-        Some(doc)
+        self.compiled = OnceLock::new();
+        self.docs.remove(nsid)
+    }
+
+    pub(crate) fn compiled(&self) -> &Compiled {
+        self.compiled.get_or_init(|| Compiled::new(&self.docs))
     }
 
     /// The document with this NSID.
@@ -143,7 +171,7 @@ impl Lexicons {
             .docs
             .values()
             .flat_map(|d| d.external_refs())
-            .filter(|uri| !self.defs.contains_key(uri))
+            .filter(|uri| !self.compiled().by_key.contains_key(validate::def_key(uri)))
             .collect();
         out.sort();
         out.dedup();
@@ -180,23 +208,25 @@ impl Lexicons {
         let Value::Object(map) = record else {
             return Err(ValidationError("Record must be an object".to_owned()));
         };
-        let lex_uri = format!("lex:{collection}");
-        match map.get("$type") {
+        match validate::field(map, "$type") {
             None if implied_type => {}
             Some(Value::String(t)) => {
-                let uri = schema::to_lex_uri(t, None).map_err(ValidationError)?;
+                // The reference's toLexUri errors first.
+                schema::check_lex_uri(t).map_err(ValidationError)?;
                 // A `$type` is an NSID; the reference also takes `lex:NSID`.
-                if uri != lex_uri || t.starts_with("lex:") {
+                if t != collection {
                     return Err(ValidationError(format!(
-                        "Invalid $type: must be {lex_uri}, got {t}"
+                        "Invalid $type: must be lex:{collection}, got {t}"
                     )));
                 }
             }
             _ => return Err(ValidationError("Record/$type must be a string".to_owned())),
         }
-        let def = self.def(&lex_uri).map_err(ValidationError::from)?;
+        let def = self.def(collection).map_err(ValidationError::from)?;
         let Def::Record(object) = def else {
-            return Err(ValidationError(format!("Not a record lexicon: {lex_uri}")));
+            return Err(ValidationError(format!(
+                "Not a record lexicon: lex:{collection}"
+            )));
         };
         self.object(&Path::Root("Record"), object, Some(record))
             .map_err(|f: Fail| f.into())

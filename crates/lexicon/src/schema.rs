@@ -76,9 +76,53 @@ pub(crate) struct IntegerDef {
 #[derive(Debug, Clone, Default)]
 pub(crate) struct ObjectDef {
     /// In the order the reference visits them (see [`js_key_order`]).
-    pub(crate) properties: Vec<(String, Def)>,
-    pub(crate) required: Vec<String>,
-    pub(crate) nullable: Vec<String>,
+    pub(crate) properties: Vec<Property>,
+    /// Each property name's [`key_signature`], in the same order.
+    pub(crate) signatures: Vec<u32>,
+}
+
+/// A cheap fingerprint of a key (length, first, middle and last byte):
+/// equal keys have equal signatures, and the few properties of an object
+/// rarely share one, so comparing signatures finds a key's property
+/// without hashing or comparing strings.
+pub(crate) fn key_signature(key: &str) -> u32 {
+    let b = key.as_bytes();
+    match b {
+        [] => 0,
+        [first, ..] => {
+            let last = b[b.len() - 1];
+            let middle = b[b.len() / 2];
+            (b.len() as u32 & 0xff)
+                | u32::from(*first) << 8
+                | u32::from(middle) << 16
+                | u32::from(last) << 24
+        }
+    }
+}
+
+/// One property of an object, with what `required` and `nullable` say of
+/// it.
+#[derive(Debug, Clone)]
+pub(crate) struct Property {
+    pub(crate) name: String,
+    pub(crate) def: Def,
+    pub(crate) required: bool,
+    pub(crate) nullable: bool,
+}
+
+/// What a `ref` (or one of a union's refs) names: its `lex:` URI, and
+/// once the documents are compiled, the definition's place among them
+/// (`None`: no document defines it).
+#[derive(Debug, Clone)]
+pub(crate) struct Target {
+    pub(crate) uri: String,
+    pub(crate) index: Option<u32>,
+}
+
+impl Target {
+    fn new(uri: String) -> Self {
+        Self { uri, index: None }
+    }
 }
 
 /// One definition, or the type of one property or array item.
@@ -108,11 +152,11 @@ pub(crate) enum Def {
     },
     Unknown,
     Token,
-    /// A reference, as a `lex:` URI.
-    Ref(String),
-    /// A union of references, as `lex:` URIs.
+    /// A reference.
+    Ref(Target),
+    /// A union of references.
     Union {
-        refs: Vec<String>,
+        refs: Vec<Target>,
         closed: bool,
     },
     /// `query`, `procedure`, `subscription` or `permission-set`.
@@ -137,6 +181,27 @@ impl Def {
             Self::Ref(_) => "ref",
             Self::Union { .. } => "union",
             Self::Other(t) => t,
+        }
+    }
+}
+
+impl Def {
+    /// Fills in every reference's place among the compiled definitions.
+    pub(crate) fn resolve(&mut self, find: &impl Fn(&str) -> Option<u32>) {
+        match self {
+            Self::Record(o) | Self::Object(o) => {
+                for p in &mut Arc::make_mut(o).properties {
+                    p.def.resolve(find);
+                }
+            }
+            Self::Array { items, .. } => items.resolve(find),
+            Self::Ref(t) => t.index = find(&t.uri),
+            Self::Union { refs, .. } => {
+                for t in refs {
+                    t.index = find(&t.uri);
+                }
+            }
+            _ => {}
         }
     }
 }
@@ -237,7 +302,8 @@ impl Document {
     /// Every `lex:` URI its refs and unions name outside this document.
     pub fn external_refs(&self) -> Vec<String> {
         fn walk(def: &Def, own: &str, out: &mut Vec<String>) {
-            let mut push = |uri: &String| {
+            let mut push = |target: &Target| {
+                let uri = &target.uri;
                 let nsid = uri.trim_start_matches("lex:");
                 let nsid = nsid.split('#').next().unwrap_or(nsid);
                 if nsid != own && !out.contains(uri) {
@@ -246,8 +312,8 @@ impl Document {
             };
             match def {
                 Def::Record(o) | Def::Object(o) => {
-                    for (_, d) in &o.properties {
-                        walk(d, own, out);
+                    for p in &o.properties {
+                        walk(&p.def, own, out);
                     }
                 }
                 Def::Array { items, .. } => walk(items, own, out),
@@ -311,6 +377,18 @@ pub(crate) fn to_lex_uri(s: &str, base: Option<&str>) -> Result<String, String> 
         };
     }
     Ok(format!("lex:{s}"))
+}
+
+/// The errors [`to_lex_uri`] gives for `s` without a base, without
+/// building the URI.
+pub(crate) fn check_lex_uri(s: &str) -> Result<(), String> {
+    if s.bytes().filter(|b| *b == b'#').count() > 1 {
+        return Err("Uri can only have one hash segment".to_owned());
+    }
+    if s.starts_with('#') {
+        return Err(format!("Unable to resolve uri without anchor: {s}"));
+    }
+    Ok(())
 }
 
 type Obj = Map<String, Value>;
@@ -503,14 +581,16 @@ fn parse_field(o: &Obj, at: &str, base: &str) -> Result<Def, LexiconError> {
                 .get("ref")
                 .and_then(Value::as_str)
                 .ok_or_else(|| invalid(&format!("{at}.ref"), "must be a string"))?;
-            Def::Ref(to_lex_uri(r, Some(base)).map_err(|e| invalid(&format!("{at}.ref"), &e))?)
+            Def::Ref(Target::new(
+                to_lex_uri(r, Some(base)).map_err(|e| invalid(&format!("{at}.ref"), &e))?,
+            ))
         }
         "union" => {
             let refs = opt_strings(o, "refs", at)?
                 .ok_or_else(|| invalid(&format!("{at}.refs"), "is required"))?;
             let refs = refs
                 .iter()
-                .map(|r| to_lex_uri(r, Some(base)))
+                .map(|r| to_lex_uri(r, Some(base)).map(Target::new))
                 .collect::<Result<_, _>>()
                 .map_err(|e| invalid(&format!("{at}.refs"), &e))?;
             Def::Union {
@@ -548,11 +628,7 @@ fn parse_object(o: &Obj, at: &str, base: &str) -> Result<ObjectDef, LexiconError
                 "names fields but no properties are defined",
             ));
         }
-        return Ok(ObjectDef {
-            properties: Vec::new(),
-            required,
-            nullable,
-        });
+        return Ok(ObjectDef::default());
     };
     for field in &required {
         if !props.contains_key(field) {
@@ -566,11 +642,16 @@ fn parse_object(o: &Obj, at: &str, base: &str) -> Result<ObjectDef, LexiconError
     for name in js_key_order(props) {
         let pat = format!("{at}.properties.{name}");
         let po = as_obj(&props[name], &pat)?;
-        properties.push((name.to_owned(), parse_field(po, &pat, base)?));
+        properties.push(Property {
+            name: name.to_owned(),
+            def: parse_field(po, &pat, base)?,
+            required: required.iter().any(|r| r == name),
+            nullable: nullable.iter().any(|n| n == name),
+        });
     }
+    let signatures = properties.iter().map(|p| key_signature(&p.name)).collect();
     Ok(ObjectDef {
         properties,
-        required,
-        nullable,
+        signatures,
     })
 }

@@ -19,7 +19,7 @@ use unicode_segmentation::UnicodeSegmentation as _;
 
 use crate::{
     Lexicons, ValidationError, formats,
-    schema::{Def, IntegerDef, ObjectDef, StringDef},
+    schema::{Def, IntegerDef, ObjectDef, StringDef, Target, key_signature},
 };
 
 /// Where a value sits in the record, rendered only for an error message
@@ -76,13 +76,11 @@ fn kind(v: &Value) -> Kind<'_> {
     let Value::Object(m) = v else {
         return Kind::Other;
     };
-    if m.len() == 1 {
-        if let Some(Value::String(s)) = m.get("$link")
-            && formats::cid_string(s).is_some()
-        {
+    if let Some((k, Value::String(s))) = m.iter().next().filter(|_| m.len() == 1) {
+        if k == "$link" && formats::cid_string(s) {
             return Kind::Link;
         }
-        if let Some(Value::String(s)) = m.get("$bytes")
+        if k == "$bytes"
             && let Ok(bytes) = crate::BASE64.decode(s)
         {
             return Kind::Bytes(bytes.len());
@@ -95,26 +93,47 @@ fn kind(v: &Value) -> Kind<'_> {
 fn blob_ref(v: &Value) -> Option<(&str, Option<f64>)> {
     let m = v.as_object()?;
     match m.len() {
-        4 if m.get("$type").and_then(Value::as_str) == Some("blob") => {
-            let ref_is_link = matches!(m.get("ref").map(kind), Some(Kind::Link));
-            let mime = m.get("mimeType")?.as_str()?;
-            let size = m.get("size")?.as_f64()?;
+        4 if field(m, "$type").and_then(Value::as_str) == Some("blob") => {
+            let ref_is_link = matches!(field(m, "ref").map(kind), Some(Kind::Link));
+            let mime = field(m, "mimeType")?.as_str()?;
+            let size = field(m, "size")?.as_f64()?;
             ref_is_link.then_some((mime, Some(size)))
         }
         2 => {
-            let cid = m.get("cid")?.as_str()?;
-            let mime = m.get("mimeType")?.as_str()?;
-            formats::cid_string(cid).map(|_| (mime, None))
+            let cid = field(m, "cid")?.as_str()?;
+            let mime = field(m, "mimeType")?.as_str()?;
+            formats::cid_string(cid).then_some((mime, None))
         }
         _ => None,
     }
 }
 
+/// The key of a definition in [`Lexicons`]: its `lex:` URI without `lex:`.
+pub(crate) fn def_key(uri: &str) -> &str {
+    uri.strip_prefix("lex:").unwrap_or(uri)
+}
+
 impl Lexicons {
+    /// The definition a `lex:` URI (or the same without `lex:`) names.
     pub(crate) fn def(&self, uri: &str) -> Result<&Def, Fail> {
-        self.defs
-            .get(uri)
-            .ok_or_else(|| Fail::Schema(format!("Lexicon not found: {uri}")))
+        let key = def_key(uri);
+        let compiled = self.compiled();
+        compiled
+            .by_key
+            .get(key)
+            .map(|&i| &compiled.defs[i as usize])
+            .ok_or_else(|| Fail::Schema(format!("Lexicon not found: lex:{key}")))
+    }
+
+    /// The definition a resolved reference names.
+    fn target(&self, target: &Target) -> Result<&Def, Fail> {
+        match target.index {
+            Some(i) => Ok(&self.compiled().defs[i as usize]),
+            None => Err(Fail::Schema(format!(
+                "Lexicon not found: lex:{}",
+                def_key(&target.uri)
+            ))),
+        }
     }
 
     /// A property's, item's or ref's value (`None`: absent).
@@ -122,28 +141,35 @@ impl Lexicons {
         match def {
             Def::Union { refs, closed } => {
                 let ty = match value.map(kind) {
-                    Some(Kind::Map(m)) => match m.get("$type") {
-                        Some(Value::String(t)) => t,
-                        _ => None.ok_or_else(|| union_needs_type(path))?,
+                    Some(Kind::Map(m)) => match field(m, "$type") {
+                        Some(Value::String(t)) => t.as_str(),
+                        _ => return Err(union_needs_type(path)),
                     },
                     _ => return Err(union_needs_type(path)),
                 };
-                let uri = crate::schema::to_lex_uri(ty, None).map_err(Fail::Schema)?;
-                if !refs_contain(refs, &uri) {
+                crate::schema::check_lex_uri(ty).map_err(Fail::Schema)?;
+                let key = def_key(ty);
+                let Some(target) = matching_ref(refs, key) else {
                     return if *closed {
+                        let uris: Vec<&str> = refs.iter().map(|t| t.uri.as_str()).collect();
                         Err(invalid(
                             path,
-                            format_args!("$type must be one of {}", refs.join(", ")),
+                            format_args!("$type must be one of {}", uris.join(", ")),
                         ))
                     } else {
                         Ok(())
                     };
-                }
-                let concrete = self.def(&uri)?;
+                };
+                // The reference looks the definition up by the value's
+                // `$type`, which names the same one (`#main` or not).
+                let concrete = match target.index {
+                    Some(_) => self.target(target)?,
+                    None => self.def(key)?,
+                };
                 self.value(path, concrete, value)
             }
-            Def::Ref(uri) => {
-                let concrete = self.def(uri)?;
+            Def::Ref(target) => {
+                let concrete = self.target(target)?;
                 self.value(path, concrete, value)
             }
             _ => self.value(path, def, value),
@@ -263,12 +289,30 @@ impl Lexicons {
         let Some(Kind::Map(map)) = value.map(kind) else {
             return Err(invalid(path, "must be an object"));
         };
-        for (key, prop) in &def.properties {
-            let v = map.get(key);
-            if matches!(v, Some(Value::Null)) && def.nullable.iter().any(|n| n == key) {
+        // The record's values by property, in one pass over its keys.
+        let mut found = [None; 32];
+        let by_signature = def.properties.len() <= found.len();
+        if by_signature {
+            for (k, v) in map {
+                let signature = key_signature(k);
+                for (i, &s) in def.signatures.iter().enumerate() {
+                    if s == signature && def.properties[i].name == *k {
+                        found[i] = Some(v);
+                        break;
+                    }
+                }
+            }
+        }
+        for (i, property) in def.properties.iter().enumerate() {
+            let (key, prop, required) = (&property.name, &property.def, property.required);
+            let v = if by_signature {
+                found[i]
+            } else {
+                field(map, key)
+            };
+            if property.nullable && matches!(v, Some(Value::Null)) {
                 continue;
             }
-            let required = def.required.iter().any(|r| r == key);
             if v.is_none() && !required && !has_default(prop) {
                 continue;
             }
@@ -296,14 +340,32 @@ fn union_needs_type(path: &Path<'_>) -> Fail {
     )
 }
 
-/// Whether a union's refs name `uri`, with `#main` implicit either way.
-fn refs_contain(refs: &[String], uri: &str) -> bool {
-    if refs.iter().any(|r| r == uri) {
-        return true;
+/// The union ref that names the definition `key` (a `lex:` URI without
+/// `lex:`), with `#main` implicit either way.
+fn matching_ref<'r>(refs: &'r [Target], key: &str) -> Option<&'r Target> {
+    if let Some(t) = refs.iter().find(|t| def_key(&t.uri) == key) {
+        return Some(t);
     }
-    match uri.strip_suffix("#main") {
-        Some(bare) => refs.iter().any(|r| r == bare),
-        None => !uri.contains('#') && refs.iter().any(|r| r.strip_suffix("#main") == Some(uri)),
+    match key.strip_suffix("#main") {
+        Some(bare) => refs.iter().find(|t| def_key(&t.uri) == bare),
+        None if !key.contains('#') => refs
+            .iter()
+            .find(|t| def_key(&t.uri).strip_suffix("#main") == Some(key)),
+        None => None,
+    }
+}
+
+/// A map's value for `key`: a scan for the few keys records' objects have
+/// (the map's own index hashes with SipHash, slower than comparing them).
+pub(crate) fn field<'v>(m: &'v Map<String, Value>, key: &str) -> Option<&'v Value> {
+    if m.len() <= 16 {
+        // Length and first byte before the bytes: most keys differ there.
+        let (len, first) = (key.len(), key.as_bytes().first());
+        m.iter()
+            .find(|(k, _)| k.len() == len && k.as_bytes().first() == first && k.as_str() == key)
+            .map(|(_, v)| v)
+    } else {
+        m.get(key)
     }
 }
 
@@ -326,6 +388,31 @@ fn accepts(accept: &[String], mime: &str) -> bool {
             || a.strip_suffix('*')
                 .is_some_and(|prefix| prefix.ends_with('/') && mime.starts_with(prefix))
     })
+}
+
+/// Extended grapheme clusters in `s` (UAX #29, `unicode-segmentation`),
+/// segmenting only around non-ASCII text: between two ASCII characters
+/// there is always a boundary, except inside CR LF (no ASCII character
+/// extends, joins or prepends, and the rules that look further back, for
+/// emoji ZWJ sequences, regional indicators and Indic conjuncts, see only
+/// non-ASCII characters).
+pub(crate) fn grapheme_count(s: &str) -> usize {
+    let b = s.as_bytes();
+    let mut count = 0;
+    let mut start = 0;
+    for i in 1..=b.len() {
+        let boundary = i == b.len()
+            || (b[i - 1] < 0x80 && b[i] < 0x80 && !(b[i - 1] == b'\r' && b[i] == b'\n'));
+        if boundary {
+            count += if i - start == 1 {
+                1
+            } else {
+                s[start..i].graphemes(true).count()
+            };
+            start = i;
+        }
+    }
+    count
 }
 
 fn integer(path: &Path<'_>, def: &IntegerDef, value: Option<&Value>) -> Res {
@@ -421,7 +508,7 @@ fn string(path: &Path<'_>, def: &StringDef, value: Option<&Value>) -> Res {
                 .max_graphemes
                 .is_some_and(|max| len > max && utf16() > max);
         if need_count {
-            let graphemes = s.graphemes(true).count() as i64;
+            let graphemes = grapheme_count(s) as i64;
             if let Some(max) = def.max_graphemes
                 && graphemes > max
             {
@@ -443,5 +530,49 @@ fn string(path: &Path<'_>, def: &StringDef, value: Option<&Value>) -> Res {
     match def.format {
         Some(format) => formats::check(format, s).map_err(|m| invalid(path, m)),
         None => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+    use unicode_segmentation::UnicodeSegmentation as _;
+
+    /// Characters around every rule that could cross an ASCII character:
+    /// CR LF, combining marks, ZWJ, emoji and modifiers, regional
+    /// indicators, Hangul jamo, Indic consonants and virama, a prepend.
+    const PIECES: &[&str] = &[
+        "a",
+        " ",
+        "1",
+        "#",
+        "\r",
+        "\n",
+        "\u{301}",
+        "\u{200d}",
+        "👍",
+        "\u{1f3fd}",
+        "\u{fe0f}",
+        "🇫",
+        "🇷",
+        "\u{1100}",
+        "\u{1161}",
+        "\u{11a8}",
+        "क",
+        "\u{94d}",
+        "ष",
+        "\u{600}",
+        "é",
+        "日",
+    ];
+
+    proptest! {
+        #[test]
+        fn grapheme_count_agrees_with_segmenting_everything(
+            picks in proptest::collection::vec(0..PIECES.len(), 0..40)
+        ) {
+            let s: String = picks.iter().map(|&i| PIECES[i]).collect();
+            prop_assert_eq!(super::grapheme_count(&s), s.graphemes(true).count(), "{:?}", s);
+        }
     }
 }

@@ -7,6 +7,18 @@ pub const MAX_DID_LEN: usize = 2048;
 /// The longest handle accepted.
 pub const MAX_HANDLE_LEN: usize = 253;
 
+/// The bytes a DID's identifier may hold: `A-Z a-z 0-9 . _ : % -`.
+static DID_ID_CHARS: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut i = 0;
+    while i < 256 {
+        let b = i as u8;
+        table[i] = b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b':' | b'%' | b'-');
+        i += 1;
+    }
+    table
+};
+
 /// Checks DID syntax: `did:<method>:<id>` where the method is lowercase
 /// letters and the id is `[A-Za-z0-9._:%-]`, not ending in `:` or `%`.
 ///
@@ -37,10 +49,7 @@ pub fn validate_did(s: &str) -> Result<(), Error> {
     if id.is_empty() {
         return fail("the DID identifier is empty");
     }
-    if !id
-        .bytes()
-        .all(|b| b.is_ascii_alphanumeric() || b"._:%-".contains(&b))
-    {
+    if !id.bytes().all(|b| DID_ID_CHARS[usize::from(b)]) {
         return fail("a DID identifier allows only A-Z a-z 0-9 . _ : % -");
     }
     if id.ends_with(':') || id.ends_with('%') {
