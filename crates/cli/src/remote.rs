@@ -78,6 +78,7 @@ pub(crate) async fn run(server: &str, args: &RepoArgs, cmd: RepoCommand) -> Resu
         RepoCommand::Put {
             batch: true,
             commit_every,
+            validate,
             ..
         } => {
             let repo = repo()?;
@@ -87,11 +88,12 @@ pub(crate) async fn run(server: &str, args: &RepoArgs, cmd: RepoCommand) -> Resu
                 let batch = batch.map_err(|(line, why)| batch_stopped(line, committed, &why))?;
                 let n = batch.len() as u64;
                 let writes: Vec<Value> = batch.into_iter().map(|(_, value)| value).collect();
+                let mut body = json!({"repo": repo, "writes": writes});
+                if let Some(v) = validate.param() {
+                    body["validate"] = v.into();
+                }
                 let out = client
-                    .post(
-                        "com.atproto.repo.applyWrites",
-                        &json!({"repo": repo, "writes": writes}),
-                    )
+                    .post("com.atproto.repo.applyWrites", &body)
                     .await
                     .map_err(|e| {
                         format!("{e} ({committed} writes before this commit were committed)")

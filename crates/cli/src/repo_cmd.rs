@@ -707,6 +707,7 @@ async fn execute(s: &Session, args: &RepoArgs, cmd: RepoCommand) -> Result<ExitC
         RepoCommand::Put {
             batch: true,
             commit_every,
+            validate,
             ..
         } => {
             let repo = s.repo_for_write(args).await?;
@@ -714,6 +715,7 @@ async fn execute(s: &Session, args: &RepoArgs, cmd: RepoCommand) -> Result<ExitC
                 &repo,
                 json_mode,
                 usize::try_from(commit_every).unwrap_or(usize::MAX),
+                validate.mode(),
             )
             .await?;
         }
@@ -1445,7 +1447,12 @@ pub(crate) fn batch_stopped(line: usize, committed: u64, why: &str) -> String {
 /// `put --batch`: JSON Lines of applyWrites-shaped writes from stdin, in
 /// commits of `per_commit`. Each commit is atomic; a bad line stops the
 /// batch before its commit, naming the line, and says what was committed.
-async fn put_batch(repo: &Repository<SlateKv>, json_mode: bool, per_commit: usize) -> Result<()> {
+async fn put_batch(
+    repo: &Repository<SlateKv>,
+    json_mode: bool,
+    per_commit: usize,
+    validation: repo::Validation,
+) -> Result<()> {
     let bar = bar("{spinner} {pos} writes committed ({per_sec})");
     let (mut committed, mut commits) = (0_u64, 0_u64);
     for batch in JsonLineBatches::stdin(per_commit) {
@@ -1457,12 +1464,15 @@ async fn put_batch(repo: &Repository<SlateKv>, json_mode: bool, per_commit: usiz
             })
             .collect::<Result<Vec<_>>>()?;
         let n = writes.len() as u64;
-        let c = repo.apply_writes(writes, None).await.map_err(|e| {
-            format!(
-                "{} ({committed} writes before this commit were committed)",
-                say(e)
-            )
-        })?;
+        let c = repo
+            .apply_writes_validated(writes, None, validation)
+            .await
+            .map_err(|e| {
+                format!(
+                    "{} ({committed} writes before this commit were committed)",
+                    say(e)
+                )
+            })?;
         committed += n;
         commits += 1;
         bar.set_position(committed);

@@ -154,6 +154,16 @@ fn a_history_export_restores_declarations_and_history() {
     )
     .unwrap();
     ok(&src, &["lexicon", "add", lexicon.to_str().unwrap()], "");
+    // A definitions document (no collection) travels in the declarations too.
+    let defs = tmp.path().join("defs.json");
+    std::fs::write(
+        &defs,
+        json!({"lexicon": 1, "id": "app.example.defs",
+               "defs": {"tag": {"type": "string", "maxLength": 4}}})
+        .to_string(),
+    )
+    .unwrap();
+    ok(&src, &["lexicon", "add", defs.to_str().unwrap()], "");
     ok(
         &src,
         &["put", "app.bsky.actor.profile", "self"],
@@ -185,6 +195,8 @@ fn a_history_export_restores_declarations_and_history() {
     for args in [
         &["log"][..],
         &["collection", "list"],
+        &["lexicon", "list"],
+        &["lexicon", "show", "app.example.defs"],
         &["index", "list"],
         &["ls", POST],
         &["get", POST, "a", "--at", &first],

@@ -203,6 +203,31 @@ fn lexicons_validate_what_is_written() {
             .starts_with("line 4: ")
     );
 
+    // `put --batch` validates each write; a bad one fails its commit.
+    let batch = [
+        json!({"$type": "com.atproto.repo.applyWrites#create", "collection": NOTE, "value": {"text": "ok"}}),
+        json!({"$type": "com.atproto.repo.applyWrites#create", "collection": NOTE, "value": {"text": "toolongtext"}}),
+    ]
+    .map(|w| w.to_string())
+    .join("\n");
+    let out = datarepo(
+        &[
+            "--store",
+            store,
+            "--repo",
+            "did:web:a.example",
+            "put",
+            "--batch",
+        ],
+        &batch,
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("Record/text must not be longer than 5 graphemes"),
+        "{err}"
+    );
+
     // check: records that do not validate are warnings, not damage.
     let (code, checked, _) = run(store, &["check"], "");
     assert_eq!(code, 0);
