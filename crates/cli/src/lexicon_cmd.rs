@@ -25,7 +25,24 @@ pub(crate) async fn run(s: &Session, args: &RepoArgs, cmd: LexiconCommand) -> Re
                 docs.push(read_json(Some(file))?);
             }
             let repo = s.repo(args).await?;
-            let added = repo.add_lexicons(docs).await.map_err(say)?;
+            // On a terminal: how far the check of existing records is.
+            let bar = indicatif::ProgressBar::new_spinner();
+            bar.set_style(
+                indicatif::ProgressStyle::with_template(
+                    "{spinner} {msg}: {pos} existing records checked ({per_sec})",
+                )
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner()),
+            );
+            let added = repo
+                .add_lexicons_with(docs, |collection, checked| {
+                    if bar.message() != collection {
+                        bar.set_message(collection.to_owned());
+                    }
+                    bar.set_position(checked);
+                })
+                .await
+                .map_err(say)?;
+            bar.finish_and_clear();
             let collections = repo.collections().await;
             let missing = repo.lexicons().missing_refs();
             let entries: Vec<Value> = added

@@ -164,6 +164,20 @@ impl<K: Kv> Repository<K> {
     /// [`Error::InvalidLexicon`] naming the document and field at fault
     /// (nothing is added), [`Error::KeyTypeConflict`], or a storage error.
     pub async fn add_lexicons(&self, docs: Vec<Value>) -> Result<Vec<LexiconAdded>, Error> {
+        self.add_lexicons_with(docs, |_, _| {}).await
+    }
+
+    /// [`Repository::add_lexicons`], calling `progress(collection,
+    /// records checked so far)` as the existing records are validated.
+    ///
+    /// # Errors
+    ///
+    /// As [`Repository::add_lexicons`].
+    pub async fn add_lexicons_with(
+        &self,
+        docs: Vec<Value>,
+        mut progress: impl FnMut(&str, u64),
+    ) -> Result<Vec<LexiconAdded>, Error> {
         let mut parsed = Vec::with_capacity(docs.len());
         for doc in docs {
             let id = doc
@@ -210,8 +224,9 @@ impl<K: Kv> Repository<K> {
         self.reload_lexicons().await?;
         for added in &mut out {
             if added.main == Some("record") {
+                let nsid = added.nsid.clone();
                 let (checked, invalid, failures) = self
-                    .validate_collection(&added.nsid, REPORTED_FAILURES)
+                    .validate_collection_with(&nsid, REPORTED_FAILURES, |n| progress(&nsid, n))
                     .await?;
                 added.checked = checked;
                 added.invalid = invalid;
@@ -273,6 +288,16 @@ impl<K: Kv> Repository<K> {
         collection: &str,
         limit: usize,
     ) -> Result<(u64, u64, Vec<InvalidRecord>), Error> {
+        self.validate_collection_with(collection, limit, |_| {})
+            .await
+    }
+
+    async fn validate_collection_with(
+        &self,
+        collection: &str,
+        limit: usize,
+        mut progress: impl FnMut(u64),
+    ) -> Result<(u64, u64, Vec<InvalidRecord>), Error> {
         let lexicons = self.lexicons();
         let (mut checked, mut invalid, mut failures) = (0, 0, Vec::new());
         if !lexicons.has_record(collection) {
@@ -295,6 +320,7 @@ impl<K: Kv> Repository<K> {
                     }
                 }
             }
+            progress(checked);
             match page.last() {
                 Some((last, _)) if page.len() == 1024 => cursor = Some(last.clone()),
                 _ => break,
