@@ -10,6 +10,7 @@
 #![allow(missing_docs)] // criterion_group! generates an undocumented function
 #![allow(clippy::disallowed_methods)] // a benchmark reads the clock
 
+#[allow(dead_code, unreachable_pub)]
 #[path = "../tests/common/posts.rs"]
 mod posts;
 

@@ -1,4 +1,3 @@
-#![allow(dead_code, unreachable_pub)]
 //! Bluesky-style posts (`app.bsky.feed.post`) for tests and benchmarks:
 //! text with facets (mentions, links, tags), embeds (images, external
 //! links, quoted records), replies, langs and self-labels.
