@@ -63,7 +63,7 @@ pub(crate) async fn run(s: &Session, args: &RepoArgs, cmd: LexiconCommand) -> Re
                         v["failures"] = a
                             .failures
                             .iter()
-                            .map(|(rkey, error)| json!({"rkey": rkey, "error": error}))
+                            .map(|f| json!({"rkey": f.rkey, "error": f.error}))
                             .collect();
                     }
                     v
@@ -175,8 +175,8 @@ fn describe_added(
                     a.checked
                 ),
             });
-            for (rkey, error) in &a.failures {
-                lines.push(format!("    {}/{rkey}: {error}", a.nsid));
+            for f in &a.failures {
+                lines.push(format!("    {}/{}: {}", a.nsid, f.rkey, f.error));
             }
         }
     }

@@ -142,6 +142,40 @@ fn lexicons_validate_what_is_written() {
         "{err}"
     );
 
+    // All or none: a record Lexicon whose key type the collection's records
+    // do not fit fails the add, and the other document is not stored.
+    let (code, _, _) = run(store, &["put", "com.example.keyed"], r#"{"a": 1}"#);
+    assert_eq!(code, 0);
+    let keyed = tmp.path().join("keyed.json");
+    let more = tmp.path().join("more.json");
+    std::fs::write(
+        &keyed,
+        json!({"lexicon": 1, "id": "com.example.keyed", "defs": {"main": {"type": "record",
+            "key": "literal:self", "record": {"type": "object", "properties": {}}}}})
+        .to_string(),
+    )
+    .unwrap();
+    std::fs::write(
+        &more,
+        json!({"lexicon": 1, "id": "com.example.more", "defs": {"x": {"type": "token"}}})
+            .to_string(),
+    )
+    .unwrap();
+    let (code, _, err) = run(
+        store,
+        &[
+            "lexicon",
+            "add",
+            more.to_str().unwrap(),
+            keyed.to_str().unwrap(),
+        ],
+        "",
+    );
+    assert_eq!(code, 1);
+    assert!(err.contains("does not fit"), "{err}");
+    let (code, _, _) = run(store, &["lexicon", "show", "com.example.more"], "");
+    assert_eq!(code, 1, "nothing was added");
+
     let (_, list, _) = run(store, &["lexicon", "list"], "");
     assert_eq!(
         list,

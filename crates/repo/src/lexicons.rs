@@ -92,8 +92,8 @@ pub struct LexiconAdded {
     pub checked: u64,
     /// How many of those do not validate.
     pub invalid: u64,
-    /// The first few that do not, as (rkey, error).
-    pub failures: Vec<(String, String)>,
+    /// The first few that do not.
+    pub failures: Vec<InvalidRecord>,
 }
 
 /// A record of a collection that does not validate.
@@ -178,6 +178,7 @@ impl<K: Kv> Repository<K> {
         docs: Vec<Value>,
         mut progress: impl FnMut(&str, u64),
     ) -> Result<Vec<LexiconAdded>, Error> {
+        // Every document is checked before any is stored: all or none.
         let mut parsed = Vec::with_capacity(docs.len());
         for doc in docs {
             let id = doc
@@ -188,7 +189,8 @@ impl<K: Kv> Repository<K> {
             let d =
                 Document::parse(doc).map_err(|e| Error::InvalidLexicon(format!("{id}: {e}")))?;
             if d.is_record() {
-                record_key(&d)?;
+                let nsid = rkey::Nsid::new(d.id())?;
+                self.existing_keys_fit(&nsid, &record_key(&d)?).await?;
             }
             parsed.push(d);
         }
@@ -230,7 +232,7 @@ impl<K: Kv> Repository<K> {
                     .await?;
                 added.checked = checked;
                 added.invalid = invalid;
-                added.failures = failures.into_iter().map(|f| (f.rkey, f.error)).collect();
+                added.failures = failures;
             }
         }
         Ok(out)

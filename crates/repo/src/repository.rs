@@ -1408,6 +1408,30 @@ impl<K: Kv> Repository<K> {
     ) -> Result<CollectionInfo, Error> {
         let nsid = Nsid::new(collection)?;
         let mut state = self.state.lock().await;
+        self.existing_keys_fit(&nsid, &key).await?;
+        let info = CollectionInfo {
+            key,
+            declared: true,
+            lexicon,
+        };
+        self.store
+            .put_collection(&self.id, nsid.as_str(), info.encode())
+            .await?;
+        state
+            .collections
+            .insert(nsid.as_str().to_owned(), info.clone());
+        let others = self.store.lexicons(&self.id).await?;
+        self.set_lexicons(&state, &others);
+        Ok(info)
+    }
+
+    /// Checks that every record of `collection` has a key that fits `key`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::KeyTypeConflict`] naming the first that does not, or a
+    /// storage error.
+    pub(crate) async fn existing_keys_fit(&self, nsid: &Nsid, key: &KeyType) -> Result<(), Error> {
         let mut cursor: Option<String> = None;
         loop {
             let page = self
@@ -1427,23 +1451,9 @@ impl<K: Kv> Repository<K> {
             }
             match page.last() {
                 Some((last, _)) if page.len() == 1024 => cursor = Some(last.clone()),
-                _ => break,
+                _ => return Ok(()),
             }
         }
-        let info = CollectionInfo {
-            key,
-            declared: true,
-            lexicon,
-        };
-        self.store
-            .put_collection(&self.id, nsid.as_str(), info.encode())
-            .await?;
-        state
-            .collections
-            .insert(nsid.as_str().to_owned(), info.clone());
-        let others = self.store.lexicons(&self.id).await?;
-        self.set_lexicons(&state, &others);
-        Ok(info)
     }
 
     /// Registers an AT Protocol Lexicon document whose `main` definition is
