@@ -9,7 +9,10 @@
 //! ([`CommitData`]: `{repo, rev, data, prev}`).
 //!
 //! - Writes: [`Repository::apply_writes`] (creates, updates, deletes as one
-//!   commit, with optional compare-and-swap on the commit and on records).
+//!   commit, with optional compare-and-swap on the commit and on records);
+//!   records are validated against their collection's Lexicon
+//!   ([`Repository::apply_writes_validated`], [`Repository::add_lexicons`];
+//!   the rules are the `lexicon` crate's).
 //! - Reads: [`Repository::get_record`], [`Repository::list_records`].
 //! - History: [`Repository::log`], [`Repository::record_at`],
 //!   [`Repository::diff`].
