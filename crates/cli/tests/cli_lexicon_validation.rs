@@ -10,10 +10,18 @@ use serde_json::{Value, json};
 
 const NOTE: &str = "com.example.note";
 
-fn run(store: &str, args: &[&str], stdin: &str) -> (i32, Value, String) {
-    let mut all = vec!["--store", store, "--repo", "did:web:a.example", "--json"];
+/// `datarepo --store STORE --repo did:web:a.example ARGS…`.
+fn in_store(store: &str, args: &[&str], stdin: &str) -> std::process::Output {
+    let mut all = vec!["--store", store, "--repo", "did:web:a.example"];
     all.extend_from_slice(args);
-    let out = datarepo(&all, stdin);
+    datarepo(&all, stdin)
+}
+
+/// [`in_store`] with `--json`: exit status, first stdout line, stderr.
+fn run(store: &str, args: &[&str], stdin: &str) -> (i32, Value, String) {
+    let mut all = vec!["--json"];
+    all.extend_from_slice(args);
+    let out = in_store(store, &all, stdin);
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     let value = stdout
         .lines()
@@ -194,18 +202,7 @@ fn lexicons_validate_what_is_written() {
         json!({"collection": "com.example.nope", "record": {}}).to_string(),
     ]
     .join("\n");
-    let out = datarepo(
-        &[
-            "--store",
-            store,
-            "--repo",
-            "did:web:a.example",
-            "lexicon",
-            "validate",
-            "--json-lines",
-        ],
-        &lines,
-    );
+    let out = in_store(store, &["lexicon", "validate", "--json-lines"], &lines);
     assert_eq!(out.status.code(), Some(0));
     assert_eq!(
         common::json_lines(&out),
@@ -244,17 +241,7 @@ fn lexicons_validate_what_is_written() {
     ]
     .map(|w| w.to_string())
     .join("\n");
-    let out = datarepo(
-        &[
-            "--store",
-            store,
-            "--repo",
-            "did:web:a.example",
-            "put",
-            "--batch",
-        ],
-        &batch,
-    );
+    let out = in_store(store, &["put", "--batch"], &batch);
     assert_eq!(out.status.code(), Some(1));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(

@@ -364,29 +364,35 @@ pub(crate) fn js_key_order(map: &Map<String, Value>) -> Vec<&str> {
 /// A `ref` string as a `lex:` URI, resolved against the document's own
 /// (`#name` → `lex:<doc id>#name`), as the reference's `toLexUri`.
 pub(crate) fn to_lex_uri(s: &str, base: Option<&str>) -> Result<String, String> {
-    if s.split('#').count() > 2 {
-        return Err("Uri can only have one hash segment".to_owned());
+    match base {
+        Some(base) if s.starts_with('#') => {
+            at_most_one_hash(s)?;
+            Ok(format!("{base}{s}"))
+        }
+        _ => {
+            check_lex_uri(s)?;
+            Ok(if s.starts_with("lex:") {
+                s.to_owned()
+            } else {
+                format!("lex:{s}")
+            })
+        }
     }
-    if s.starts_with("lex:") {
-        return Ok(s.to_owned());
-    }
-    if s.starts_with('#') {
-        return match base {
-            Some(base) => Ok(format!("{base}{s}")),
-            None => Err(format!("Unable to resolve uri without anchor: {s}")),
-        };
-    }
-    Ok(format!("lex:{s}"))
 }
 
 /// The errors [`to_lex_uri`] gives for `s` without a base, without
 /// building the URI.
 pub(crate) fn check_lex_uri(s: &str) -> Result<(), String> {
-    if s.bytes().filter(|b| *b == b'#').count() > 1 {
-        return Err("Uri can only have one hash segment".to_owned());
-    }
+    at_most_one_hash(s)?;
     if s.starts_with('#') {
         return Err(format!("Unable to resolve uri without anchor: {s}"));
+    }
+    Ok(())
+}
+
+fn at_most_one_hash(s: &str) -> Result<(), String> {
+    if s.bytes().filter(|b| *b == b'#').count() > 1 {
+        return Err("Uri can only have one hash segment".to_owned());
     }
     Ok(())
 }

@@ -147,9 +147,13 @@ impl<K: Kv> Repository<K> {
         Arc::clone(&self.lexicons.read().unwrap_or_else(|e| e.into_inner()))
     }
 
-    pub(crate) fn set_lexicons(&self, state: &State, others: &[(String, Bytes)]) {
-        let (compiled, _) = compile(state.collections.values(), others);
+    /// Compiles the Lexicons again from `state` and the stored definitions
+    /// documents, for the writes after this.
+    pub(crate) async fn refresh_lexicons(&self, state: &State) -> Result<(), Error> {
+        let others = self.store.lexicons(&self.id).await?;
+        let (compiled, _) = compile(state.collections.values(), &others);
         *self.lexicons.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(compiled);
+        Ok(())
     }
 
     /// Adds (or replaces) Lexicon documents, all or none: a record
@@ -196,18 +200,29 @@ impl<K: Kv> Repository<K> {
         }
         let before = self.lexicons();
         let mut out = Vec::with_capacity(parsed.len());
+        let mut state = self.state.lock().await;
         for d in &parsed {
+            let nsid = rkey::Nsid::new(d.id())?;
             let replaced = before.get(d.id()).is_some();
             if d.is_record() {
                 // A record Lexicon replacing a definitions document.
                 if replaced && !before.has_record(d.id()) {
                     self.store.put_lexicon(&self.id, d.id(), None).await?;
                 }
-                self.define_collection(d.id(), record_key(d)?, Some(d.json().clone()))
+                let (key, json) = (record_key(d)?, Some(d.json().clone()));
+                self.declare_collection(&mut state, &nsid, key, json)
                     .await?;
             } else {
-                if before.has_record(d.id()) {
-                    self.forget_record_lexicon(d.id()).await?;
+                // A definitions document replacing a record Lexicon: the
+                // collection keeps its key type.
+                if let Some(info) = state
+                    .collections
+                    .get(d.id())
+                    .filter(|i| i.lexicon.is_some())
+                {
+                    let key = info.key.clone();
+                    self.declare_collection(&mut state, &nsid, key, None)
+                        .await?;
                 }
                 let json = serde_json::to_vec(d.json()).unwrap_or_default();
                 self.store
@@ -223,7 +238,8 @@ impl<K: Kv> Repository<K> {
                 failures: Vec::new(),
             });
         }
-        self.reload_lexicons().await?;
+        self.refresh_lexicons(&state).await?;
+        drop(state);
         for added in &mut out {
             if added.main == Some("record") {
                 let nsid = added.nsid.clone();
@@ -249,32 +265,20 @@ impl<K: Kv> Repository<K> {
         if lexicons.get(nsid).is_none() {
             return Err(Error::LexiconNotFound(nsid.to_owned()));
         }
-        if lexicons.has_record(nsid) {
-            self.forget_record_lexicon(nsid).await?;
-        } else {
-            self.store.put_lexicon(&self.id, nsid, None).await?;
+        let mut state = self.state.lock().await;
+        match state
+            .collections
+            .get(nsid)
+            .filter(|_| lexicons.has_record(nsid))
+        {
+            Some(info) => {
+                let key = info.key.clone();
+                self.declare_collection(&mut state, &rkey::Nsid::new(nsid)?, key, None)
+                    .await?;
+            }
+            None => self.store.put_lexicon(&self.id, nsid, None).await?,
         }
-        self.reload_lexicons().await
-    }
-
-    async fn forget_record_lexicon(&self, nsid: &str) -> Result<(), Error> {
-        let info = self
-            .collections()
-            .await
-            .into_iter()
-            .find(|(c, _)| c == nsid)
-            .map(|(_, i)| i);
-        if let Some(info) = info {
-            self.define_collection(nsid, info.key, None).await?;
-        }
-        Ok(())
-    }
-
-    pub(crate) async fn reload_lexicons(&self) -> Result<(), Error> {
-        let others = self.store.lexicons(&self.id).await?;
-        let state = self.state.lock().await;
-        self.set_lexicons(&state, &others);
-        Ok(())
+        self.refresh_lexicons(&state).await
     }
 
     /// Validates every record of `collection` against its current record

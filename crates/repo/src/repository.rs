@@ -1408,7 +1408,23 @@ impl<K: Kv> Repository<K> {
     ) -> Result<CollectionInfo, Error> {
         let nsid = Nsid::new(collection)?;
         let mut state = self.state.lock().await;
-        self.existing_keys_fit(&nsid, &key).await?;
+        let info = self
+            .declare_collection(&mut state, &nsid, key, lexicon)
+            .await?;
+        self.refresh_lexicons(&state).await?;
+        Ok(info)
+    }
+
+    /// [`Repository::define_collection`] under the caller's lock, leaving
+    /// the compiled Lexicons to the caller.
+    pub(crate) async fn declare_collection(
+        &self,
+        state: &mut State,
+        nsid: &Nsid,
+        key: KeyType,
+        lexicon: Option<Value>,
+    ) -> Result<CollectionInfo, Error> {
+        self.existing_keys_fit(nsid, &key).await?;
         let info = CollectionInfo {
             key,
             declared: true,
@@ -1420,8 +1436,6 @@ impl<K: Kv> Repository<K> {
         state
             .collections
             .insert(nsid.as_str().to_owned(), info.clone());
-        let others = self.store.lexicons(&self.id).await?;
-        self.set_lexicons(&state, &others);
         Ok(info)
     }
 

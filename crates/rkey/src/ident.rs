@@ -8,16 +8,7 @@ pub const MAX_DID_LEN: usize = 2048;
 pub const MAX_HANDLE_LEN: usize = 253;
 
 /// The bytes a DID's identifier may hold: `A-Z a-z 0-9 . _ : % -`.
-static DID_ID_CHARS: [bool; 256] = {
-    let mut table = [false; 256];
-    let mut i = 0;
-    while i < 256 {
-        let b = i as u8;
-        table[i] = b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b':' | b'%' | b'-');
-        i += 1;
-    }
-    table
-};
+static DID_ID_CHARS: [bool; 256] = crate::ascii_alphanumeric_and(b"._:%-");
 
 /// Checks DID syntax: `did:<method>:<id>` where the method is lowercase
 /// letters and the id is `[A-Za-z0-9._:%-]`, not ending in `:` or `%`.

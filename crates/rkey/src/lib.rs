@@ -43,3 +43,19 @@ pub use nsid::{MAX_NSID_LEN, Nsid, validate_nsid};
 pub use record_key::{MAX_RECORD_KEY_LEN, RecordKey, validate_record_key};
 pub use tid::{MAX_CLOCK_ID, MAX_TID_MICROS, TID_LEN, Tid};
 pub use tid_generator::{Clock, SystemClock, TidGenerator, TidGeneratorBuilder};
+
+/// A byte table, true exactly for ASCII letters, digits and `extra`.
+const fn ascii_alphanumeric_and(extra: &[u8]) -> [bool; 256] {
+    let mut table = [false; 256];
+    let mut b = 0;
+    while b < 256 {
+        table[b] = (b as u8).is_ascii_alphanumeric();
+        b += 1;
+    }
+    let mut i = 0;
+    while i < extra.len() {
+        table[extra[i] as usize] = true;
+        i += 1;
+    }
+    table
+}

@@ -8,16 +8,7 @@ use crate::error::{Error, char_at};
 pub const MAX_RECORD_KEY_LEN: usize = 512;
 
 /// `ALLOWED[b]` is true exactly for the bytes of `A-Za-z0-9._:~-`.
-static ALLOWED: [bool; 256] = {
-    let mut table = [false; 256];
-    let mut b = 0;
-    while b < 256 {
-        let c = b as u8;
-        table[b] = c.is_ascii_alphanumeric() || matches!(c, b'.' | b'-' | b'_' | b':' | b'~');
-        b += 1;
-    }
-    table
-};
+static ALLOWED: [bool; 256] = crate::ascii_alphanumeric_and(b".-_:~");
 
 /// Checks that `s` is a valid record key, without allocating.
 ///
