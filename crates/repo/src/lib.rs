@@ -33,6 +33,7 @@ mod declarations;
 mod error;
 mod event;
 mod index;
+mod inspect;
 mod json_cbor;
 mod keys;
 mod lexicons;
@@ -54,6 +55,7 @@ pub use event::{
 pub use index::{
     Cmp, Cond, Expr, IndexDecl, IndexKind, Keyword, Literal, Op, Stats, TopValue, parse_where,
 };
+pub use inspect::{PailStep, RecordHistory, RecordVersion};
 pub use keys::{CurrentKey, SigningKeys};
 pub use lexicon::{Document as LexiconDocument, Lexicons};
 pub use lexicons::{InvalidRecord, LexiconAdded, REPORTED_FAILURES, Validation, ValidationStatus};

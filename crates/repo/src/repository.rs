@@ -292,7 +292,7 @@ pub fn record_uri(repo: &str, collection: &str, rkey: &str) -> String {
 
 /// Checks that `collection/rkey` can name a record at all, so a read of a
 /// malformed name is an error rather than "not found".
-fn check_path(collection: &str, rkey: &str) -> Result<(), Error> {
+pub(crate) fn check_path(collection: &str, rkey: &str) -> Result<(), Error> {
     rkey::validate_nsid(collection)?;
     rkey::validate_record_key(rkey)?;
     Ok(())

@@ -61,7 +61,7 @@ impl<K: Kv + 'static> App<K> {
         Ok(())
     }
 
-    async fn repo(&self, id: &str) -> Result<Arc<Repository<K>>> {
+    pub(crate) async fn repo(&self, id: &str) -> Result<Arc<Repository<K>>> {
         Ok(self.repos.open(id).await?)
     }
 
@@ -160,12 +160,12 @@ fn body<T: DeserializeOwned>(
         .map_err(|e| XrpcError::invalid(format!("the request body is not valid input: {e}")))
 }
 
-fn query<T>(q: std::result::Result<Query<T>, QueryRejection>) -> Result<T> {
+pub(crate) fn query<T>(q: std::result::Result<Query<T>, QueryRejection>) -> Result<T> {
     q.map(|Query(t)| t)
         .map_err(|e| XrpcError::invalid(e.body_text()))
 }
 
-fn parse_cid(s: &str, field: &str) -> Result<Cid> {
+pub(crate) fn parse_cid(s: &str, field: &str) -> Result<Cid> {
     Cid::try_from(s).map_err(|e| XrpcError::invalid(format!("{field}: {s:?} is not a CID ({e})")))
 }
 
@@ -795,7 +795,7 @@ pub(crate) async fn not_found() -> XrpcError {
 }
 
 /// `limit` of a page: 1 to `max`, `default` when absent.
-fn page_limit(limit: Option<i64>, default: usize, max: usize) -> Result<usize> {
+pub(crate) fn page_limit(limit: Option<i64>, default: usize, max: usize) -> Result<usize> {
     match limit {
         None => Ok(default.min(max)),
         Some(n) if n >= 1 && usize::try_from(n).is_ok_and(|n| n <= max) => {

@@ -17,7 +17,9 @@ mod firehose;
 pub use firehose::{Retention, prune as prune_events};
 mod gc;
 mod handlers;
+mod inspect;
 mod metrics;
+mod web;
 
 use std::{sync::Arc, time::Duration};
 
@@ -291,7 +293,40 @@ fn router_for<K: Kv + 'static>(app: Arc<App<K>>) -> Router {
             "/xrpc/com.atproto.sync.listRepos",
             get(handlers::list_repos::<K>),
         )
+        .route(
+            "/xrpc/dev.datarepo.describeCollections",
+            get(inspect::describe_collections::<K>),
+        )
+        .route(
+            "/xrpc/dev.datarepo.getRepoStats",
+            get(inspect::get_repo_stats::<K>),
+        )
+        .route(
+            "/xrpc/dev.datarepo.listCommits",
+            get(inspect::list_commits::<K>),
+        )
+        .route(
+            "/xrpc/dev.datarepo.getCommit",
+            get(inspect::get_commit::<K>),
+        )
+        .route(
+            "/xrpc/dev.datarepo.getRecord",
+            get(inspect::get_record::<K>),
+        )
+        .route(
+            "/xrpc/dev.datarepo.getRecordHistory",
+            get(inspect::get_record_history::<K>),
+        )
+        .route("/xrpc/dev.datarepo.getBlock", get(inspect::get_block::<K>))
+        .route("/xrpc/dev.datarepo.getShard", get(inspect::get_shard::<K>))
+        .route(
+            "/xrpc/dev.datarepo.getPailPath",
+            get(inspect::get_pail_path::<K>),
+        )
         .route("/xrpc/_health", get(handlers::health))
+        .route("/", get(web::page))
+        .route("/repo/{*view}", get(web::page))
+        .route("/ui/{name}", get(web::asset))
         .route("/metrics", get(handlers::metrics::<K>))
         .route(
             "/xrpc/{method}",

@@ -1303,6 +1303,26 @@ impl<K: Kv> Store<K> {
             .await
     }
 
+    /// Up to `limit` durable commit-log entries of a repository with revs
+    /// below `before` (all when `None`), newest first: one page of the log.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Malformed`] or a storage error.
+    pub async fn commit_log_before(
+        &self,
+        repo: &str,
+        before: Option<u64>,
+        limit: usize,
+    ) -> Result<Vec<(u64, Cid)>, Error> {
+        let mut range = records::commit_log_range(repo);
+        if let Some(rev) = before {
+            range.end = Some(records::commit_log_key(repo, rev));
+        }
+        self.commit_log_range_in(&range, true, limit, View::Durable)
+            .await
+    }
+
     pub(crate) async fn commit_log_in(
         &self,
         repo: &str,
@@ -1310,9 +1330,18 @@ impl<K: Kv> Store<K> {
         limit: usize,
         view: View,
     ) -> Result<Vec<(u64, Cid)>, Error> {
-        let rows = self
-            .kv_scan(&records::commit_log_range(repo), reverse, limit, view)
-            .await?;
+        self.commit_log_range_in(&records::commit_log_range(repo), reverse, limit, view)
+            .await
+    }
+
+    async fn commit_log_range_in(
+        &self,
+        range: &KeyRange,
+        reverse: bool,
+        limit: usize,
+        view: View,
+    ) -> Result<Vec<(u64, Cid)>, Error> {
+        let rows = self.kv_scan(range, reverse, limit, view).await?;
         rows.into_iter()
             .map(|(k, v)| {
                 let malformed = |reason: String| Error::Malformed {

@@ -1,0 +1,1262 @@
+//! The web interface of `datarepo serve`, driven in headless Chromium
+//! (Debian's `chromium` and `chromium-driver`, which the README's test
+//! command installs): every view is opened by clicking as a person would,
+//! and what the page shows is compared with what the API answers.
+//!
+//! With `DATAREPO_SCREENSHOTS=DIR` set, the main views are also saved to DIR
+//! as PNG files (`scripts/screenshots` does that for `docs/`).
+
+mod common;
+
+use std::{
+    process::{Child, Command, Stdio},
+    time::Duration,
+};
+
+use common::{ServerProcess, free_port, http, serve, start_server, wait_until_up};
+use fantoccini::{Client, ClientBuilder, Locator};
+use serde_json::{Value, json};
+
+const TOKEN: &str = "web-test-token";
+const REPO: &str = "did:web:web.example";
+const POSTS: &str = "app.bsky.feed.post";
+const NOTES: &str = "dev.example.note";
+/// Enough posts for the Pail's root shard (512 KiB) to split into children.
+const POST_COUNT: usize = 9000;
+const PAGE: usize = 25;
+
+fn langs(i: usize) -> Value {
+    match i % 3 {
+        0 => json!(["en"]),
+        1 => json!(["ja"]),
+        _ => json!(["de", "en"]),
+    }
+}
+
+fn post(i: usize) -> Value {
+    let mut p = json!({
+        "$type": POSTS,
+        "text": format!("post number {i}"),
+        "langs": langs(i),
+        "createdAt": format!("2026-11-{:02}T{:02}:00:00Z", 1 + i % 28, i % 24),
+    });
+    if i == 3 {
+        p["reply"] = json!({"parent": {"uri": format!("at://{REPO}/{POSTS}/p00001"), "cid": "bafyreie5737gdxlw5i64vzichcalba3z2v5n6icifvx5xytvske7mr3hpm"}});
+    }
+    p
+}
+
+fn rkey(i: usize) -> String {
+    format!("p{i:05}")
+}
+
+/// The API's answer to GET `path` (a 200, parsed).
+fn api(port: u16, path: &str) -> Value {
+    let (status, body) = http(port, "GET", path, TOKEN, "").expect("the server answers");
+    assert_eq!(status, 200, "GET {path}: {body}");
+    serde_json::from_str(&body).unwrap()
+}
+
+fn api_post(port: u16, method: &str, body: &Value) -> (u16, Value) {
+    let (status, text) = http(
+        port,
+        "POST",
+        &format!("/xrpc/{method}"),
+        TOKEN,
+        &body.to_string(),
+    )
+    .expect("the server answers");
+    (status, serde_json::from_str(&text).unwrap_or(Value::Null))
+}
+
+fn q(s: &str) -> String {
+    let mut out = String::new();
+    for b in s.bytes() {
+        match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                out.push(b as char)
+            }
+            _ => out.push_str(&format!("%{b:02X}")),
+        }
+    }
+    out
+}
+
+/// The repository the tests browse: posts with two indexes, a few notes,
+/// one post updated twice and one deleted (for history and commit views).
+fn load(port: u16) {
+    for batch in (0..POST_COUNT).collect::<Vec<_>>().chunks(200) {
+        let writes: Vec<Value> = batch
+            .iter()
+            .map(|&i| json!({"$type": "com.atproto.repo.applyWrites#create", "collection": POSTS, "rkey": rkey(i), "value": post(i)}))
+            .collect();
+        let (s, b) = api_post(
+            port,
+            "com.atproto.repo.applyWrites",
+            &json!({"repo": REPO, "writes": writes}),
+        );
+        assert_eq!(s, 200, "{b}");
+    }
+    for (path, kind) in [("langs", "keyword"), ("createdAt", "datetime")] {
+        let (s, b) = api_post(
+            port,
+            "dev.datarepo.addIndex",
+            &json!({"repo": REPO, "collection": POSTS, "path": path, "kind": kind}),
+        );
+        assert_eq!(s, 200, "{b}");
+    }
+    for i in 0..3 {
+        let (s, b) = api_post(
+            port,
+            "com.atproto.repo.createRecord",
+            &json!({"repo": REPO, "collection": NOTES, "rkey": format!("n{i}"), "record": {"body": format!("note {i}")}}),
+        );
+        assert_eq!(s, 200, "{b}");
+    }
+    for text in ["post five, edited", "post five, edited again"] {
+        let mut v = post(5);
+        v["text"] = json!(text);
+        let (s, b) = api_post(
+            port,
+            "com.atproto.repo.putRecord",
+            &json!({"repo": REPO, "collection": POSTS, "rkey": rkey(5), "record": v}),
+        );
+        assert_eq!(s, 200, "{b}");
+    }
+    let (s, b) = api_post(
+        port,
+        "com.atproto.repo.deleteRecord",
+        &json!({"repo": REPO, "collection": POSTS, "rkey": rkey(7)}),
+    );
+    assert_eq!(s, 200, "{b}");
+}
+
+/// chromedriver on a free port, killed when dropped.
+struct Driver {
+    child: Child,
+    port: u16,
+}
+
+impl Drop for Driver {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn start_driver() -> Driver {
+    let port = free_port();
+    let child = Command::new("chromedriver")
+        .arg(format!("--port={port}"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect(
+            "chromedriver is not installed: the README's test command installs Debian's \
+             chromium and chromium-driver (apt-get install chromium chromium-driver)",
+        );
+    let driver = Driver { child, port };
+    let up = (0..200).any(|_| {
+        std::thread::sleep(Duration::from_millis(50));
+        std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
+    });
+    assert!(up, "chromedriver did not start within 10 s");
+    driver
+}
+
+async fn browser(driver: &Driver, dark: bool, width: u32, height: u32) -> Client {
+    let mut args = vec![
+        "--headless=new".to_owned(),
+        "--no-sandbox".to_owned(),
+        "--disable-gpu".to_owned(),
+        "--disable-dev-shm-usage".to_owned(),
+        "--no-first-run".to_owned(),
+        format!("--window-size={width},{height}"),
+    ];
+    if dark {
+        args.push("--force-dark-mode".to_owned());
+    }
+    let mut caps = serde_json::Map::new();
+    caps.insert("goog:chromeOptions".into(), json!({ "args": args }));
+    ClientBuilder::new(hyper_util::client::legacy::connect::HttpConnector::new())
+        .capabilities(caps)
+        .connect(&format!("http://127.0.0.1:{}", driver.port))
+        .await
+        .expect("a Chromium session")
+}
+
+/// Evaluates `expr` in the page until it is truthy (15 s at most).
+async fn wait_for(c: &Client, what: &str, expr: &str) -> Value {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
+    loop {
+        let v = c
+            .execute(
+                &format!("try {{ return ({expr}); }} catch (e) {{ return null; }}"),
+                vec![],
+            )
+            .await
+            .unwrap();
+        let truthy = match &v {
+            Value::Null => false,
+            Value::Bool(b) => *b,
+            Value::String(s) => !s.is_empty(),
+            Value::Array(a) => !a.is_empty(),
+            Value::Number(n) => n.as_f64() != Some(0.0),
+            Value::Object(_) => true,
+        };
+        if truthy {
+            return v;
+        }
+        if tokio::time::Instant::now() > deadline {
+            let text = c
+                .execute("return document.body.innerText", vec![])
+                .await
+                .unwrap();
+            panic!(
+                "waited 15 s for {what} ({expr}); the page shows:\n{}",
+                text.as_str().unwrap_or("")
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+async fn texts(c: &Client, css: &str) -> Vec<String> {
+    let v = c
+        .execute(
+            "return [...document.querySelectorAll(arguments[0])].map(e => e.textContent.trim())",
+            vec![json!(css)],
+        )
+        .await
+        .unwrap();
+    serde_json::from_value(v).unwrap()
+}
+
+async fn click(c: &Client, css: &str) {
+    c.find(Locator::Css(css))
+        .await
+        .unwrap_or_else(|e| panic!("no {css} on the page: {e}"))
+        .click()
+        .await
+        .unwrap();
+}
+
+async fn path(c: &Client) -> String {
+    let url = c.current_url().await.unwrap();
+    match url.query() {
+        Some(q) => format!("{}?{q}", url.path()),
+        None => url.path().to_owned(),
+    }
+}
+
+fn rkeys_of(records: &Value) -> Vec<String> {
+    records["records"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            r["uri"]
+                .as_str()
+                .unwrap()
+                .rsplit('/')
+                .next()
+                .unwrap()
+                .to_owned()
+        })
+        .collect()
+}
+
+/// The collection page's record keys, once its table has been drawn.
+async fn shown_rkeys(c: &Client) -> Vec<String> {
+    wait_for(
+        c,
+        "the records",
+        "document.querySelector('.view[data-ready=records]')",
+    )
+    .await;
+    texts(c, "table.record-list tbody tr td:first-child").await
+}
+
+async fn screenshot(c: &Client, name: &str) {
+    if let Ok(dir) = std::env::var("DATAREPO_SCREENSHOTS") {
+        let png = c.screenshot().await.unwrap();
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(format!("{dir}/{name}.png"), png).unwrap();
+    }
+}
+
+#[test]
+fn every_view_shows_what_the_api_answers() {
+    let dir = testkit::tempdir("web-interface");
+    let store = dir.path().join("data");
+    let (server, port) = start_server(store.to_str().unwrap(), TOKEN);
+    load(port);
+    let driver = start_driver();
+    common::rt().block_on(async {
+        let c = browser(&driver, false, 1280, 900).await;
+        let base = format!("http://127.0.0.1:{port}");
+        repositories_and_repository(&c, &base, port).await;
+        collection_paging_and_history(&c, &base, port).await;
+        queries_and_facets(&c, &base, port).await;
+        record_and_history(&c, &base, port).await;
+        commits(&c, &base, port).await;
+        pail_tree(&c, &base, port).await;
+        writes(&c, &base, port).await;
+        c.close().await.unwrap();
+        page_weight_and_time(&driver, &base).await;
+        if std::env::var_os("DATAREPO_SCREENSHOTS").is_some() {
+            more_screenshots(&driver, &base).await;
+        }
+    });
+    drop(server);
+}
+
+async fn repositories_and_repository(c: &Client, base: &str, port: u16) {
+    let stats = api(
+        port,
+        &format!("/xrpc/dev.datarepo.getRepoStats?repo={}", q(REPO)),
+    );
+    c.goto(&format!("{base}/")).await.unwrap();
+    wait_for(
+        c,
+        "the repository row",
+        &format!(
+            "document.querySelector('tr[data-repo=\"{REPO}\"] td:nth-child(4)').textContent !== '…'"
+        ),
+    )
+    .await;
+    let row = texts(c, &format!("tr[data-repo=\"{REPO}\"] td")).await;
+    let head = api(
+        port,
+        &format!("/xrpc/com.atproto.sync.getLatestCommit?did={}", q(REPO)),
+    );
+    assert_eq!(row[0], REPO);
+    assert_eq!(row[1], head["rev"].as_str().unwrap());
+    assert_eq!(row[3].replace(',', ""), stats["records"].to_string());
+    assert_eq!(row[4].replace(',', ""), stats["commits"].to_string());
+    assert_eq!(stats["records"], json!(POST_COUNT - 1 + 3));
+    screenshot(c, "repositories").await;
+
+    click(c, &format!("tr[data-repo=\"{REPO}\"] a")).await;
+    wait_for(c, "the collection counts", &format!("document.querySelector('tr[data-collection=\"{POSTS}\"] td:nth-child(3)').textContent !== '…'")).await;
+    assert_eq!(path(c).await, format!("/repo/{}", q(REPO)));
+    let posts = texts(c, &format!("tr[data-collection=\"{POSTS}\"] td")).await;
+    assert_eq!(posts[0], POSTS);
+    assert_eq!(posts[1], "any");
+    assert_eq!(posts[2].replace(',', ""), (POST_COUNT - 1).to_string());
+    assert!(
+        posts[3].contains("langs (keyword)") && posts[3].contains("createdAt (datetime)"),
+        "{posts:?}"
+    );
+    let notes = texts(c, &format!("tr[data-collection=\"{NOTES}\"] td")).await;
+    assert_eq!(notes[2], "3");
+    assert_eq!(notes[3], "none");
+    let recent = texts(c, "section:last-of-type tbody tr td:first-child").await;
+    let log = api(
+        port,
+        &format!("/xrpc/dev.datarepo.listCommits?repo={}&limit=10", q(REPO)),
+    );
+    let revs: Vec<&str> = log["commits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["rev"].as_str().unwrap())
+        .collect();
+    assert_eq!(recent, revs);
+    screenshot(c, "repository").await;
+}
+
+async fn collection_paging_and_history(c: &Client, base: &str, port: u16) {
+    c.goto(&format!("{base}/repo/{}", q(REPO))).await.unwrap();
+    wait_for(
+        c,
+        "the collections",
+        &format!("document.querySelector('tr[data-collection=\"{POSTS}\"] a')"),
+    )
+    .await;
+    click(c, &format!("tr[data-collection=\"{POSTS}\"] a")).await;
+    let list = |cursor: Option<&str>, reverse: bool| {
+        let mut p = format!(
+            "/xrpc/com.atproto.repo.listRecords?repo={}&collection={POSTS}&limit={PAGE}",
+            q(REPO)
+        );
+        if let Some(cur) = cursor {
+            p.push_str(&format!("&cursor={}", q(cur)));
+        }
+        if reverse {
+            p.push_str("&reverse=true");
+        }
+        api(port, &p)
+    };
+    let first = rkeys_of(&list(None, false));
+    assert_eq!(shown_rkeys(c).await, first);
+    let count = wait_for(
+        c,
+        "the count",
+        "document.querySelector('.count').dataset.count",
+    )
+    .await;
+    let api_count = api(
+        port,
+        &format!(
+            "/xrpc/dev.datarepo.countRecords?repo={}&collection={POSTS}",
+            q(REPO)
+        ),
+    );
+    assert_eq!(count.as_str().unwrap(), api_count["count"].to_string());
+    screenshot(c, "collection").await;
+
+    // Forward twice, back once by the page's link, then the browser's buttons.
+    click(c, "a[rel=next]").await;
+    let second = rkeys_of(&list(Some(first.last().unwrap()), false));
+    assert_eq!(shown_rkeys(c).await, second);
+    click(c, "a[rel=next]").await;
+    let third = rkeys_of(&list(Some(second.last().unwrap()), false));
+    assert_eq!(shown_rkeys(c).await, third);
+    click(c, "a[rel=prev]").await;
+    assert!(path(c).await.contains(&format!("before={}", third[0])));
+    assert_eq!(shown_rkeys(c).await, second);
+    // Previous from the second page is the first page, as listRecords
+    // reverse from its first key answers.
+    let mut before_second = rkeys_of(&list(Some(&second[0]), true));
+    before_second.reverse();
+    assert_eq!(before_second, first);
+    click(c, "a[rel=prev]").await;
+    assert_eq!(shown_rkeys(c).await, first);
+    c.back().await.unwrap();
+    assert_eq!(shown_rkeys(c).await, second);
+    c.back().await.unwrap();
+    assert_eq!(shown_rkeys(c).await, third);
+    c.forward().await.unwrap();
+    assert_eq!(shown_rkeys(c).await, second);
+    // A bookmarked page opens as it was.
+    let here = path(c).await;
+    c.goto(&format!("{base}{here}")).await.unwrap();
+    assert_eq!(shown_rkeys(c).await, second);
+}
+
+async fn queries_and_facets(c: &Client, base: &str, port: u16) {
+    let coll_path = format!("/repo/{}/{POSTS}", q(REPO));
+    c.goto(&format!("{base}{coll_path}")).await.unwrap();
+    shown_rkeys(c).await;
+    // Facets: the top languages of all posts, as topValues counts them.
+    wait_for(
+        c,
+        "the langs facet",
+        "document.querySelector('[data-facet=langs] li a')",
+    )
+    .await;
+    let top = api(
+        port,
+        &format!(
+            "/xrpc/dev.datarepo.topValues?repo={}&collection={POSTS}&path=langs&limit=8",
+            q(REPO)
+        ),
+    );
+    let shown = texts(c, "[data-facet=langs] li").await;
+    let expected: Vec<String> = top["top"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            format!(
+                "{} {}",
+                t["value"].as_str().unwrap(),
+                fmt_thousands(t["count"].as_u64().unwrap())
+            )
+        })
+        .collect();
+    assert_eq!(shown, expected);
+
+    // Clicking "ja" filters to the posts in Japanese.
+    click(c, "[data-facet=langs] li:nth-child(1) a").await;
+    let first_value = top["top"][0]["value"].as_str().unwrap().to_owned();
+    let where_ = format!("langs = \"{first_value}\"");
+    assert_eq!(
+        path(c).await,
+        format!("{coll_path}?where={}", q(&where_).replace("%20", "+"))
+    );
+    let matching = api(
+        port,
+        &format!(
+            "/xrpc/dev.datarepo.queryRecords?repo={}&collection={POSTS}&where={}&limit={PAGE}",
+            q(REPO),
+            q(&where_)
+        ),
+    );
+    assert_eq!(shown_rkeys(c).await, rkeys_of(&matching));
+    let count = wait_for(
+        c,
+        "the count",
+        "document.querySelector('.count').dataset.count",
+    )
+    .await;
+    assert_eq!(count.as_str().unwrap(), top["top"][0]["count"].to_string());
+    screenshot(c, "collection-facet").await;
+
+    // A query typed into the box.
+    let box_ = c.find(Locator::Css("input[data-query-box]")).await.unwrap();
+    box_.clear().await.unwrap();
+    box_.send_keys("langs = \"de\" and createdAt >= \"2026-11-20T00:00:00Z\"")
+        .await
+        .unwrap();
+    click(c, ".query-form button[type=submit]").await;
+    let typed = "langs = \"de\" and createdAt >= \"2026-11-20T00:00:00Z\"";
+    let matching = api(
+        port,
+        &format!(
+            "/xrpc/dev.datarepo.queryRecords?repo={}&collection={POSTS}&where={}&limit={PAGE}",
+            q(REPO),
+            q(typed)
+        ),
+    );
+    assert_eq!(shown_rkeys(c).await, rkeys_of(&matching));
+    let count = wait_for(
+        c,
+        "the count",
+        "document.querySelector('.count').dataset.count",
+    )
+    .await;
+    let api_count = api(
+        port,
+        &format!(
+            "/xrpc/dev.datarepo.countRecords?repo={}&collection={POSTS}&where={}",
+            q(REPO),
+            q(typed)
+        ),
+    );
+    assert_eq!(count.as_str().unwrap(), api_count["count"].to_string());
+
+    // A wrong query: the API's message, in place.
+    let box_ = c.find(Locator::Css("input[data-query-box]")).await.unwrap();
+    box_.clear().await.unwrap();
+    box_.send_keys("langs < 3").await.unwrap();
+    click(c, ".query-form button[type=submit]").await;
+    let shown = wait_for(
+        c,
+        "the query error",
+        "document.querySelector('.query-error .error').textContent",
+    )
+    .await;
+    let (status, body) = http(
+        port,
+        "GET",
+        &format!(
+            "/xrpc/dev.datarepo.queryRecords?repo={}&collection={POSTS}&where={}",
+            q(REPO),
+            q("langs < 3")
+        ),
+        TOKEN,
+        "",
+    )
+    .unwrap();
+    assert_eq!(status, 400);
+    let message = serde_json::from_str::<Value>(&body).unwrap()["message"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        shown.as_str().unwrap().contains(&message),
+        "{shown} lacks {message}"
+    );
+    screenshot(c, "query-error").await;
+}
+
+async fn record_and_history(c: &Client, base: &str, port: u16) {
+    c.goto(&format!("{base}/repo/{}/{POSTS}", q(REPO)))
+        .await
+        .unwrap();
+    shown_rkeys(c).await;
+    click(c, &format!("tr[data-rkey={}] a", rkey(5))).await;
+    let record = api(
+        port,
+        &format!(
+            "/xrpc/com.atproto.repo.getRecord?repo={}&collection={POSTS}&rkey={}",
+            q(REPO),
+            rkey(5)
+        ),
+    );
+    wait_for(c, "the record", "document.querySelector('pre.json')").await;
+    let facts = texts(c, "dl.facts dd").await;
+    assert_eq!(facts[0], record["uri"].as_str().unwrap());
+    assert_eq!(facts[1], record["cid"].as_str().unwrap());
+    let json_text = texts(c, "pre.json").await.remove(0);
+    let parsed: Value =
+        serde_json::from_str(&json_text).expect("the page shows the record as JSON");
+    assert_eq!(parsed, record["value"]);
+
+    // History: the create and the two updates, newest first.
+    wait_for(c, "the history", "document.querySelector('table.history')").await;
+    let history = api(
+        port,
+        &format!(
+            "/xrpc/dev.datarepo.getRecordHistory?repo={}&collection={POSTS}&rkey={}",
+            q(REPO),
+            rkey(5)
+        ),
+    );
+    let actions: Vec<String> = history["versions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v["action"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(actions, ["update", "update", "create"]);
+    let shown: Vec<String> = texts(c, "table.history tbody tr").await;
+    assert_eq!(shown.len(), 3);
+    let revs = texts(c, "table.history tbody tr td:first-child").await;
+    let api_revs: Vec<String> = history["versions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v["commit"]["rev"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(revs, api_revs);
+    // What the newest update changed: the text.
+    click(c, "table.history tbody tr:first-child button.link").await;
+    let changed = wait_for(c, "what changed", "[...document.querySelectorAll('table.history tbody tr:first-child td')][2].textContent.includes('fields:') && [...document.querySelectorAll('table.history tbody tr:first-child td')][2].textContent").await;
+    assert!(
+        changed.as_str().unwrap().contains("fields: text"),
+        "{changed}"
+    );
+    screenshot(c, "record").await;
+    // The oldest version, as it was.
+    click(c, "table.history tbody tr:last-child td:first-child a").await;
+    wait_for(
+        c,
+        "the old version",
+        "document.querySelector('p.notice') && document.querySelector('pre.json')",
+    )
+    .await;
+    let old: Value = serde_json::from_str(&texts(c, "pre.json").await.remove(0)).unwrap();
+    assert_eq!(old, post(5));
+
+    // An at:// URI in a record is a link to that record.
+    c.goto(&format!("{base}/repo/{}/{POSTS}/{}", q(REPO), rkey(3)))
+        .await
+        .unwrap();
+    wait_for(c, "the reply link", "document.querySelector('pre.json a')").await;
+    click(c, "pre.json a").await;
+    wait_for(c, "the parent", "document.querySelector('pre.json')").await;
+    assert_eq!(
+        path(c).await,
+        format!("/repo/{}/{POSTS}/{}", q(REPO), rkey(1))
+    );
+    // A deleted record says so, with its history.
+    c.goto(&format!("{base}/repo/{}/{POSTS}/{}", q(REPO), rkey(7)))
+        .await
+        .unwrap();
+    let err = wait_for(
+        c,
+        "not found",
+        "document.querySelector('.error') && document.querySelector('.error').textContent",
+    )
+    .await;
+    assert!(err.as_str().unwrap().contains("RecordNotFound"), "{err}");
+    wait_for(c, "the history", "document.querySelector('table.history')").await;
+    assert_eq!(
+        texts(c, "table.history tbody tr td:nth-child(3)").await,
+        ["delete", "create"]
+    );
+}
+
+async fn commits(c: &Client, base: &str, port: u16) {
+    c.goto(&format!("{base}/repo/{}", q(REPO))).await.unwrap();
+    wait_for(c, "the log link", "document.querySelector('p.actions a')").await;
+    click(c, "p.actions a:first-child").await;
+    wait_for(
+        c,
+        "the commits",
+        "document.querySelector('table.commit-list')",
+    )
+    .await;
+    let log = api(
+        port,
+        &format!("/xrpc/dev.datarepo.listCommits?repo={}&limit=50", q(REPO)),
+    );
+    let revs: Vec<String> = log["commits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["rev"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(
+        texts(c, "table.commit-list tbody tr td:first-child").await,
+        revs
+    );
+    screenshot(c, "commits").await;
+    click(c, "a[rel=next]").await;
+    wait_for(
+        c,
+        "older commits",
+        "document.querySelector('table.commit-list')",
+    )
+    .await;
+    let older = api(
+        port,
+        &format!(
+            "/xrpc/dev.datarepo.listCommits?repo={}&limit=50&cursor={}",
+            q(REPO),
+            log["cursor"].as_str().unwrap()
+        ),
+    );
+    let older_revs: Vec<String> = older["commits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["rev"].as_str().unwrap().to_owned())
+        .collect();
+    wait_for(
+        c,
+        "the older page",
+        &format!(
+            "document.querySelector('table.commit-list tbody tr td').textContent === '{}'",
+            older_revs[0]
+        ),
+    )
+    .await;
+    assert_eq!(
+        texts(c, "table.commit-list tbody tr td:first-child").await,
+        older_revs
+    );
+    c.back().await.unwrap();
+    wait_for(
+        c,
+        "the newest page",
+        &format!(
+            "document.querySelector('table.commit-list tbody tr td').textContent === '{}'",
+            revs[0]
+        ),
+    )
+    .await;
+    // The newest commit deleted a post; the one before updated one.
+    click(c, "table.commit-list tbody tr:first-child a").await;
+    wait_for(c, "the changes", "document.querySelector('table.ops')").await;
+    let commit = api(
+        port,
+        &format!(
+            "/xrpc/dev.datarepo.getCommit?repo={}&rev={}",
+            q(REPO),
+            revs[0]
+        ),
+    );
+    assert_eq!(commit["ops"].as_array().unwrap().len(), 1);
+    assert_eq!(
+        texts(c, "table.ops tbody tr td:first-child").await,
+        ["delete"]
+    );
+    assert_eq!(
+        texts(c, "table.ops tbody tr td:nth-child(2)").await,
+        [format!("{POSTS}/{}", rkey(7))]
+    );
+    c.goto(&format!("{base}/repo/{}/commit/{}", q(REPO), revs[1]))
+        .await
+        .unwrap();
+    wait_for(c, "the changes", "document.querySelector('table.ops')").await;
+    assert_eq!(
+        texts(c, "table.ops tbody tr td:first-child").await,
+        ["update"]
+    );
+    click(c, "table.ops tbody tr td:nth-child(2) a").await;
+    wait_for(
+        c,
+        "the record at that rev",
+        "document.querySelector('pre.json')",
+    )
+    .await;
+    let at: Value = serde_json::from_str(&texts(c, "pre.json").await.remove(0)).unwrap();
+    assert_eq!(at["text"], "post five, edited again");
+    // The first batch of posts (the commit after the repository's first,
+    // empty one) lists every record it created.
+    let first_batch = &older_revs[older_revs.len() - 2];
+    let batch = api(
+        port,
+        &format!(
+            "/xrpc/dev.datarepo.getCommit?repo={}&rev={first_batch}",
+            q(REPO)
+        ),
+    );
+    assert_eq!(batch["ops"].as_array().unwrap().len(), 200);
+    c.goto(&format!("{base}/repo/{}/commit/{first_batch}", q(REPO)))
+        .await
+        .unwrap();
+    wait_for(c, "the changes", "document.querySelector('table.ops')").await;
+    assert_eq!(
+        texts(c, "table.ops tbody tr").await.len(),
+        batch["ops"].as_array().unwrap().len()
+    );
+    screenshot(c, "commit").await;
+}
+
+async fn pail_tree(c: &Client, base: &str, port: u16) {
+    // From a record: the way down to it highlighted.
+    c.goto(&format!("{base}/repo/{}/{POSTS}/{}", q(REPO), rkey(4321)))
+        .await
+        .unwrap();
+    wait_for(c, "the record", "document.querySelector('pre.json')").await;
+    click(c, "p.actions a").await;
+    wait_for(c, "the highlighted entry", "document.querySelector('.view[data-ready=tree]') && document.querySelector('li[aria-current]')").await;
+    let way = api(
+        port,
+        &format!(
+            "/xrpc/dev.datarepo.getPailPath?repo={}&collection={POSTS}&rkey={}",
+            q(REPO),
+            rkey(4321)
+        ),
+    );
+    let steps = way["steps"].as_array().unwrap();
+    assert!(
+        steps.len() >= 2,
+        "{POST_COUNT} posts make a tree deeper than one shard: {way}"
+    );
+    let on_path: Vec<Value> = serde_json::from_value(
+        c.execute(
+            "return [...document.querySelectorAll('li.shard.on-path')].map(e => e.dataset.cid)",
+            vec![],
+        )
+        .await
+        .unwrap(),
+    )
+    .unwrap();
+    let want: Vec<Value> = steps.iter().map(|s| s["shard"].clone()).collect();
+    assert_eq!(on_path, want);
+    let current = c
+        .execute(
+            "return document.querySelector('li[aria-current]').dataset.key",
+            vec![],
+        )
+        .await
+        .unwrap();
+    assert_eq!(current, steps.last().unwrap()["entry"]);
+    screenshot(c, "pail-path").await;
+
+    // From the repository: the root, then a child opened by its toggle.
+    c.goto(&format!("{base}/repo/{}/pail", q(REPO)))
+        .await
+        .unwrap();
+    wait_for(
+        c,
+        "the root's entries",
+        "document.querySelector('li.shard > ul > li.entry')",
+    )
+    .await;
+    let root = way["root"].as_str().unwrap();
+    let shard = api(
+        port,
+        &format!("/xrpc/dev.datarepo.getShard?repo={}&cid={root}", q(REPO)),
+    );
+    let summary = texts(c, "ul.tree > li.shard > .node .summary")
+        .await
+        .remove(0);
+    assert!(
+        summary.starts_with(&format!("{} entr", shard["entryCount"])),
+        "{summary}"
+    );
+    assert!(
+        summary.contains(&format!(
+            "of {} bytes",
+            fmt_thousands(shard["maxSize"].as_u64().unwrap())
+        )),
+        "{summary}"
+    );
+    let entries = texts(c, "ul.tree > li.shard > ul > li.entry > .node .key").await;
+    let api_keys: Vec<String> = shard["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["key"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(entries, api_keys);
+    let child_count = c
+        .execute(
+            "return document.querySelectorAll('li.shard li.shard').length",
+            vec![],
+        )
+        .await
+        .unwrap();
+    assert!(
+        child_count.as_u64().unwrap() >= 1,
+        "the root links to child shards"
+    );
+    // Children are not loaded until opened.
+    let loaded_before = c.execute("return performance.getEntriesByType('resource').filter(r => r.name.includes('getShard')).length", vec![]).await.unwrap();
+    assert_eq!(loaded_before, json!(1));
+    click(c, "li.shard li.shard button.toggle").await;
+    wait_for(
+        c,
+        "the child's entries",
+        "document.querySelector('li.shard li.shard > ul > li.entry')",
+    )
+    .await;
+    let child_cid = c
+        .execute(
+            "return document.querySelector('li.shard li.shard').dataset.cid",
+            vec![],
+        )
+        .await
+        .unwrap();
+    let child = api(
+        port,
+        &format!(
+            "/xrpc/dev.datarepo.getShard?repo={}&cid={}",
+            q(REPO),
+            child_cid.as_str().unwrap()
+        ),
+    );
+    let shown = c
+        .execute(
+            "return document.querySelectorAll('li.shard li.shard > ul > li.entry').length",
+            vec![],
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        shown.as_u64().unwrap() as usize,
+        child["entries"].as_array().unwrap().len()
+    );
+    screenshot(c, "pail-tree").await;
+    // Collapsing hides them again.
+    click(c, "li.shard li.shard button.toggle").await;
+    let hidden = c
+        .execute(
+            "return document.querySelector('li.shard li.shard > ul').hidden",
+            vec![],
+        )
+        .await
+        .unwrap();
+    assert_eq!(hidden, json!(true));
+}
+
+fn fmt_thousands(n: u64) -> String {
+    let s = n.to_string();
+    let mut out = String::new();
+    for (i, ch) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(ch);
+    }
+    out
+}
+
+async fn set_token(c: &Client, token: &str) {
+    let input = c.find(Locator::Css("#token-input")).await.unwrap();
+    input.send_keys(token).await.unwrap();
+    click(c, "#token-save").await;
+}
+
+async fn writes(c: &Client, base: &str, port: u16) {
+    let coll_url = format!("{base}/repo/{}/{NOTES}", q(REPO));
+    c.goto(&coll_url).await.unwrap();
+    shown_rkeys(c).await;
+    // Without a token there is no way to write.
+    let new_button = c.find(Locator::Css("button.write-only")).await.unwrap();
+    assert!(!new_button.is_displayed().await.unwrap());
+
+    // With a wrong token the server refuses, and the page says why.
+    set_token(c, "not-the-token").await;
+    shown_rkeys(c).await;
+    click(c, "button.write-only").await;
+    let editor = c.find(Locator::Css("textarea.editor")).await.unwrap();
+    editor.clear().await.unwrap();
+    editor.send_keys(r#"{"body": "refused"}"#).await.unwrap();
+    c.find(Locator::Css("input.rkey"))
+        .await
+        .unwrap()
+        .send_keys("refused")
+        .await
+        .unwrap();
+    click(c, ".edit-form button[type=submit]").await;
+    let refused = wait_for(c, "the refusal", "document.querySelector('.write-message .error') && document.querySelector('.write-message .error').textContent").await;
+    let (status, _) = http(
+        port,
+        "GET",
+        &format!(
+            "/xrpc/com.atproto.repo.getRecord?repo={}&collection={NOTES}&rkey=refused",
+            q(REPO)
+        ),
+        TOKEN,
+        "",
+    )
+    .unwrap();
+    assert_eq!(status, 400, "nothing was written");
+    let (_, body) = http(
+        port,
+        "POST",
+        "/xrpc/com.atproto.repo.createRecord",
+        "not-the-token",
+        "{}",
+    )
+    .unwrap();
+    let api_message = serde_json::from_str::<Value>(&body).unwrap()["message"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        refused.as_str().unwrap().contains(&api_message),
+        "{refused} lacks {api_message}"
+    );
+    click(c, "#token-clear").await;
+
+    // With the token: create…
+    set_token(c, TOKEN).await;
+    shown_rkeys(c).await;
+    click(c, "button.write-only").await;
+    let editor = c.find(Locator::Css("textarea.editor")).await.unwrap();
+    editor.clear().await.unwrap();
+    editor
+        .send_keys(r#"{"body": "written in a browser"}"#)
+        .await
+        .unwrap();
+    c.find(Locator::Css("input.rkey"))
+        .await
+        .unwrap()
+        .send_keys("browser")
+        .await
+        .unwrap();
+    screenshot(c, "create").await;
+    click(c, ".edit-form button[type=submit]").await;
+    wait_for(
+        c,
+        "the new record",
+        "location.pathname.endsWith('/browser') && document.querySelector('pre.json')",
+    )
+    .await;
+    let created = api(
+        port,
+        &format!(
+            "/xrpc/com.atproto.repo.getRecord?repo={}&collection={NOTES}&rkey=browser",
+            q(REPO)
+        ),
+    );
+    assert_eq!(created["value"]["body"], "written in a browser");
+    assert_eq!(
+        texts(c, "dl.facts dd").await[1],
+        created["cid"].as_str().unwrap()
+    );
+
+    // …edit…
+    click(c, "p.actions button.write-only").await;
+    let editor = c.find(Locator::Css("textarea.editor")).await.unwrap();
+    editor.clear().await.unwrap();
+    editor
+        .send_keys(r#"{"body": "edited in a browser"}"#)
+        .await
+        .unwrap();
+    click(c, ".edit-form button[type=submit]").await;
+    wait_for(c, "the edited record", "document.querySelector('pre.json') && document.querySelector('pre.json').textContent.includes('edited in a browser')").await;
+    let edited = api(
+        port,
+        &format!(
+            "/xrpc/com.atproto.repo.getRecord?repo={}&collection={NOTES}&rkey=browser",
+            q(REPO)
+        ),
+    );
+    assert_eq!(edited["value"]["body"], "edited in a browser");
+
+    // …a stale page cannot overwrite a newer version…
+    click(c, "p.actions button.write-only").await;
+    let (s, b) = api_post(
+        port,
+        "com.atproto.repo.putRecord",
+        &json!({"repo": REPO, "collection": NOTES, "rkey": "browser", "record": {"body": "written elsewhere"}}),
+    );
+    assert_eq!(s, 200, "{b}");
+    let editor = c.find(Locator::Css("textarea.editor")).await.unwrap();
+    editor.clear().await.unwrap();
+    editor.send_keys(r#"{"body": "stale"}"#).await.unwrap();
+    click(c, ".edit-form button[type=submit]").await;
+    let stale = wait_for(c, "the swap refusal", "document.querySelector('.write-message .error') && document.querySelector('.write-message .error').textContent").await;
+    assert!(stale.as_str().unwrap().contains("InvalidSwap"), "{stale}");
+    let kept = api(
+        port,
+        &format!(
+            "/xrpc/com.atproto.repo.getRecord?repo={}&collection={NOTES}&rkey=browser",
+            q(REPO)
+        ),
+    );
+    assert_eq!(kept["value"]["body"], "written elsewhere");
+
+    // …a record invalid for its Lexicon is refused with the validator's message…
+    // (validate: true without a Lexicon: the server says none is declared)
+    c.refresh().await.unwrap();
+    wait_for(c, "the record", "document.querySelector('pre.json')").await;
+    click(c, "p.actions button.write-only").await;
+    c.find(Locator::Css(".edit-form select"))
+        .await
+        .unwrap()
+        .select_by_value("true")
+        .await
+        .unwrap();
+    click(c, ".edit-form button[type=submit]").await;
+    let invalid = wait_for(c, "the validation error", "document.querySelector('.write-message .error') && document.querySelector('.write-message .error').textContent").await;
+    let (status, body) = http(port, "POST", "/xrpc/com.atproto.repo.putRecord", TOKEN, &json!({"repo": REPO, "collection": NOTES, "rkey": "browser", "record": {"body": "written elsewhere"}, "validate": true}).to_string()).unwrap();
+    assert_eq!(status, 400);
+    let api_message = serde_json::from_str::<Value>(&body).unwrap()["message"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        invalid.as_str().unwrap().contains(&api_message),
+        "{invalid} lacks {api_message}"
+    );
+
+    // …and delete, after the person confirms.
+    c.refresh().await.unwrap();
+    wait_for(c, "the record", "document.querySelector('pre.json')").await;
+    click(c, "button.danger").await;
+    c.accept_alert().await.unwrap();
+    wait_for(
+        c,
+        "the collection",
+        &format!("location.pathname === '/repo/{}/{NOTES}'", q(REPO)),
+    )
+    .await;
+    let (status, _) = http(
+        port,
+        "GET",
+        &format!(
+            "/xrpc/com.atproto.repo.getRecord?repo={}&collection={NOTES}&rkey=browser",
+            q(REPO)
+        ),
+        TOKEN,
+        "",
+    )
+    .unwrap();
+    assert_eq!(status, 400, "the record is gone");
+    click(c, "#token-clear").await;
+}
+
+/// Load time and weight of a collection's first page, opened in a new
+/// browser (nothing cached).
+async fn page_weight_and_time(driver: &Driver, base: &str) {
+    let c = &browser(driver, false, 1280, 900).await;
+    c.goto(&format!("{base}/repo/{}/{POSTS}", q(REPO)))
+        .await
+        .unwrap();
+    shown_rkeys(c).await;
+    // Facets and the count arrive after the records; all of it counts.
+    wait_for(
+        c,
+        "the count",
+        "document.querySelector('.count').dataset.count",
+    )
+    .await;
+    wait_for(
+        c,
+        "the facets",
+        "document.querySelector('[data-facet=langs] li a')",
+    )
+    .await;
+    let m = c
+        .execute(
+            "const nav = performance.getEntriesByType('navigation')[0];
+             const res = performance.getEntriesByType('resource');
+             return { shown: performance.getEntriesByName('records-shown')[0].startTime,
+                      bytes: nav.transferSize + res.reduce((n, r) => n + r.transferSize, 0),
+                      requests: res.length + 1 };",
+            vec![],
+        )
+        .await
+        .unwrap();
+    let bytes = m["bytes"].as_u64().unwrap();
+    println!(
+        "collection page of {POST_COUNT} posts: records shown {:.0} ms after navigation, {bytes} bytes in {} requests",
+        m["shown"].as_f64().unwrap(),
+        m["requests"]
+    );
+    // A budget on bytes (not on time): the page, its files and its data.
+    assert!(bytes > 0 && bytes <= 150 * 1024, "{bytes} bytes");
+    c.clone().close().await.unwrap();
+}
+
+/// Screenshots only: a phone-sized window and the dark scheme.
+async fn more_screenshots(driver: &Driver, base: &str) {
+    let c = browser(driver, true, 1280, 900).await;
+    c.goto(&format!("{base}/repo/{}/{POSTS}", q(REPO)))
+        .await
+        .unwrap();
+    shown_rkeys(&c).await;
+    wait_for(
+        &c,
+        "the facets",
+        "document.querySelector('[data-facet=langs] li a')",
+    )
+    .await;
+    screenshot(&c, "collection-dark").await;
+    c.close().await.unwrap();
+    let c = browser(driver, false, 390, 844).await;
+    c.goto(&format!("{base}/repo/{}/{POSTS}/{}", q(REPO), rkey(5)))
+        .await
+        .unwrap();
+    wait_for(&c, "the history", "document.querySelector('table.history')").await;
+    screenshot(&c, "record-phone").await;
+    c.close().await.unwrap();
+}
+
+#[test]
+fn private_reads_cover_the_interface() {
+    let dir = testkit::tempdir("web-private-reads");
+    let port = free_port();
+    let _server = ServerProcess(
+        serve(dir.path().join("data").to_str().unwrap(), port, TOKEN)
+            .arg("--private-reads")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    assert!(wait_until_up(port), "the server did not start within 30 s");
+    let (s, b) = api_post(
+        port,
+        "com.atproto.repo.createRecord",
+        &json!({"repo": REPO, "collection": NOTES, "rkey": "secret", "record": {"body": "hush-hush"}}),
+    );
+    assert_eq!(s, 200, "{b}");
+    let driver = start_driver();
+    common::rt().block_on(async {
+        let c = browser(&driver, false, 1280, 900).await;
+        let base = format!("http://127.0.0.1:{port}");
+        c.goto(&format!("{base}/repo/{}/{NOTES}/secret", q(REPO)))
+            .await
+            .unwrap();
+        let err = wait_for(
+            &c,
+            "the refusal",
+            "document.querySelector('.error') && document.querySelector('.error').textContent",
+        )
+        .await;
+        let (status, body) = http(
+            port,
+            "GET",
+            &format!(
+                "/xrpc/com.atproto.repo.getRecord?repo={}&collection={NOTES}&rkey=secret",
+                q(REPO)
+            ),
+            "",
+            "",
+        )
+        .unwrap();
+        assert_eq!(status, 401, "{body}");
+        let message = serde_json::from_str::<Value>(&body).unwrap()["message"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        assert!(
+            err.as_str().unwrap().contains(&message),
+            "{err} lacks {message}"
+        );
+        let page = c
+            .execute("return document.body.innerText", vec![])
+            .await
+            .unwrap();
+        assert!(
+            !page.as_str().unwrap().contains("hush-hush"),
+            "no record content without the token"
+        );
+        set_token(&c, TOKEN).await;
+        wait_for(&c, "the record", "document.querySelector('pre.json')").await;
+        assert!(texts(&c, "pre.json").await[0].contains("\"hush-hush\""));
+        c.close().await.unwrap();
+    });
+}

@@ -1,0 +1,155 @@
+// The Pail tree of a commit: shards drawn as a tree that loads each shard
+// when it is opened (a repository of millions of records opens at the root
+// and reads only what the person expands), and the way from the root to one
+// record's key highlighted.
+
+import * as api from './api.js';
+import { h, a, repoPath, withQuery, cidText, num, loading, errorBox } from './dom.js';
+
+const ENTRIES_PAGE = 500;
+
+export async function pail(ctx) {
+  const { did } = ctx.params;
+  const rev = ctx.query.get('rev') || undefined;
+  const key = ctx.query.get('key') || undefined;
+  document.title = `Pail tree · ${did} · datarepo`;
+  ctx.crumbs([did, repoPath(did)], ['Pail tree']);
+  const status = h('div', {}, loading());
+  const tree = h('ul', { class: 'tree', role: 'tree', 'aria-label': 'Pail shards' });
+  ctx.page.append(h('h1', {}, 'Pail tree'),
+    h('p', { class: 'muted' }, 'Every shard is a dag-cbor block; its entries are keys (after the prefix of the way down) with a record CID, a link to a child shard, or both.'),
+    status, tree);
+  let root;
+  let steps = null;
+  let commitRev = rev;
+  try {
+    if (key) {
+      const slash = key.indexOf('/');
+      const path = await api.get('dev.datarepo.getPailPath', { repo: did, collection: key.slice(0, slash), rkey: key.slice(slash + 1), rev });
+      root = path.root;
+      commitRev = path.rev;
+      steps = path.steps;
+      status.replaceChildren(h('p', { class: 'notice' },
+        path.found ? `The way to ${key} is highlighted (${steps.length} shard${steps.length === 1 ? '' : 's'} deep).` : `${key} is not in this tree; the shard where it would be is highlighted.`,
+        ' ', a(withQuery(repoPath(did, 'pail'), { rev }), 'Clear')));
+    } else if (rev) {
+      root = (await api.get('dev.datarepo.getCommit', { repo: did, rev, ops: false })).commit.data;
+      status.replaceChildren();
+    } else {
+      const c = (await api.get('dev.datarepo.listCommits', { repo: did, limit: 1 })).commits[0];
+      if (!c) throw new Error('this repository has no commits');
+      root = c.data;
+      commitRev = c.rev;
+      status.replaceChildren();
+    }
+  } catch (e) {
+    status.replaceChildren(errorBox(e));
+    return;
+  }
+  ctx.page.querySelector('h1').append(' ', h('span', { class: 'muted' }, 'at rev '), a(repoPath(did, 'commit', commitRev), h('code', {}, commitRev)));
+  const node = shardNode({ did, rev: commitRev }, root, '');
+  tree.append(node.li);
+  if (steps) await followPath(node, steps, 0);
+  else await node.expand();
+  ctx.page.dataset.ready = 'tree';
+}
+
+/** Opens the shards along `steps` from `node`, marking the entries taken. */
+async function followPath(node, steps, i) {
+  const step = steps[i];
+  if (!step) return;
+  node.li.classList.add('on-path');
+  await node.expand();
+  const entry = await node.find(step.entry);
+  if (!entry) return;
+  entry.li.classList.add('on-path');
+  if (i === steps.length - 1) {
+    entry.li.setAttribute('aria-current', 'true');
+    entry.li.scrollIntoView({ block: 'center' });
+    return;
+  }
+  if (entry.child) await followPath(entry.child, steps, i + 1);
+}
+
+/** A shard as a tree item that loads its entries when opened. */
+function shardNode(view, cid, prefix) {
+  const toggle = h('button', { type: 'button', class: 'toggle', 'aria-expanded': 'false', 'aria-label': `Open shard ${prefix || '(root)'}` }, '▸');
+  const summary = h('span', { class: 'summary muted' });
+  const entries = h('ul', { role: 'group', hidden: true });
+  const li = h('li', { role: 'treeitem', class: 'shard', dataset: { cid, prefix } },
+    h('div', { class: 'node' }, toggle, ' ', h('span', { class: 'prefix' }, prefix === '' ? '(root)' : JSON.stringify(prefix)), ' ', summary, ' ', cidText(cid)),
+    entries);
+  const byKey = new Map();
+  let loaded = null;
+  let cursor;
+  let done = false;
+
+  async function loadPage() {
+    const more = entries.querySelector(':scope > li.more');
+    if (more) more.replaceChildren(loading());
+    let res;
+    try {
+      res = await api.get('dev.datarepo.getShard', { repo: view.did, cid, cursor, limit: ENTRIES_PAGE });
+    } catch (e) {
+      (more || entries).replaceChildren(errorBox(e));
+      done = true;
+      return;
+    }
+    if (more) more.remove();
+    const fill = Math.min(1, res.size / res.maxSize);
+    summary.replaceChildren(`${num(res.entryCount)} entr${res.entryCount === 1 ? 'y' : 'ies'} · ${num(res.size)} of ${num(res.maxSize)} bytes `,
+      h('meter', { min: 0, max: 1, value: fill, title: `${(fill * 100).toFixed(1)}% of maxSize` }));
+    for (const e of res.entries) entries.append(entryItem(e));
+    cursor = res.cursor;
+    done = !cursor;
+    if (!done) {
+      entries.append(h('li', { class: 'more' }, h('button', { type: 'button', onclick: () => loadPage() }, `More entries (${num(res.entryCount - byKey.size)} not shown)`)));
+    }
+  }
+
+  function entryItem(e) {
+    const full = prefix + e.key;
+    const parts = [h('span', { class: 'key' }, prefix ? h('span', { class: 'muted' }, prefix) : '', e.key || '(empty)')];
+    const slash = full.indexOf('/');
+    if (e.data) {
+      const rec = slash > 0 ? withQuery(repoPath(view.did, full.slice(0, slash), full.slice(slash + 1)), { rev: view.rev }) : null;
+      parts.push(' → ', rec ? a(rec, 'record') : 'value', ' ', cidText(e.data));
+    }
+    const li = h('li', { role: 'treeitem', class: e.link ? 'entry has-link' : 'entry', dataset: { key: e.key } }, h('div', { class: 'node' }, parts));
+    const item = { li, child: null };
+    if (e.link) {
+      item.child = shardNode(view, e.link, full);
+      li.append(h('ul', { role: 'group' }, item.child.li));
+    }
+    byKey.set(e.key, item);
+    return li;
+  }
+
+  async function expand() {
+    toggle.setAttribute('aria-expanded', 'true');
+    toggle.textContent = '▾';
+    li.setAttribute('aria-expanded', 'true');
+    entries.hidden = false;
+    if (!loaded) {
+      entries.replaceChildren(h('li', { class: 'more' }, loading()));
+      loaded = loadPage();
+    }
+    await loaded;
+  }
+  function collapse() {
+    toggle.setAttribute('aria-expanded', 'false');
+    toggle.textContent = '▸';
+    li.setAttribute('aria-expanded', 'false');
+    entries.hidden = true;
+  }
+  toggle.addEventListener('click', () => (entries.hidden ? expand() : collapse()));
+  li.setAttribute('aria-expanded', 'false');
+
+  /** The entry with this key, loading further pages until it is found. */
+  async function find(key) {
+    await expand();
+    while (!byKey.has(key) && !done) await loadPage();
+    return byKey.get(key) || null;
+  }
+  return { li, expand, find };
+}

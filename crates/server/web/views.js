@@ -1,0 +1,355 @@
+// The views. Each draws into `ctx.page` from the XRPC API: what it needs
+// first is awaited (so the page is never half-labelled), what is slow to
+// compute (counts, facets) is filled in when it arrives.
+
+import * as api from './api.js';
+import { h, a, repoPath, withQuery, cidText, timeText, num, loading, errorBox, fill } from './dom.js';
+import { jsonView, preview } from './json.js';
+import { recordEditor, deleteButton } from './edit.js';
+
+let navigate = (href) => { location.href = href; };
+/** Set by the router: how views move to another path. */
+export function setNavigate(f) { navigate = f; }
+
+const PAGE = 25;
+
+function table(headings, rows, attrs = {}) {
+  return h('div', { class: 'table-wrap' }, h('table', attrs,
+    h('thead', {}, h('tr', {}, headings.map((t) => h('th', { scope: 'col' }, t)))),
+    h('tbody', {}, rows)));
+}
+
+function commitRow(did, c) {
+  return h('tr', {},
+    h('td', {}, a(repoPath(did, 'commit', c.rev), h('code', {}, c.rev))),
+    h('td', {}, timeText(new Date(c.time))),
+    h('td', {}, cidText(c.cid)),
+    h('td', {}, c.signed ? 'signed' : h('span', { class: 'muted' }, 'unsigned')));
+}
+
+function section(title, ...children) {
+  return h('section', {}, h('h2', {}, title), ...children);
+}
+
+export async function notFound(ctx) {
+  document.title = 'Not found · datarepo';
+  ctx.crumbs();
+  ctx.page.append(h('h1', {}, 'Not found'), h('p', {}, 'No view has this address. ', a('/', 'See the repositories.')));
+}
+
+export async function home(ctx) {
+  document.title = 'Repositories · datarepo';
+  ctx.crumbs();
+  const body = h('div', {}, loading());
+  ctx.page.append(h('h1', {}, 'Repositories'), body);
+  await fill(body, api.get('com.atproto.sync.listRepos', { limit: 1000, cursor: ctx.query.get('cursor') }), (res) => {
+    if (res.repos.length === 0) return h('p', { class: 'empty' }, 'No repositories yet. Write a record to create one.');
+    const rows = res.repos.map((r) => {
+      const records = h('td', { class: 'n' }, '…');
+      const commits = h('td', { class: 'n' }, '…');
+      api.get('dev.datarepo.getRepoStats', { repo: r.did }).then(
+        (s) => { records.textContent = num(s.records); commits.textContent = num(s.commits); },
+        () => { records.textContent = '?'; commits.textContent = '?'; });
+      return h('tr', { dataset: { repo: r.did } },
+        h('td', {}, a(repoPath(r.did), r.did)),
+        h('td', {}, h('code', {}, r.rev)),
+        h('td', {}, timeText(api.tidTime(r.rev))),
+        records, commits);
+    });
+    const out = [table(['Repository', 'Head rev', 'Head time', 'Records', 'Commits'], rows)];
+    if (res.cursor) out.push(h('p', {}, a(withQuery('/', { cursor: res.cursor }), 'More repositories')));
+    return out;
+  });
+}
+
+export async function repository(ctx) {
+  const { did } = ctx.params;
+  document.title = `${did} · datarepo`;
+  ctx.crumbs([did]);
+  const head = h('div', {}, loading());
+  const cols = h('div', {}, loading());
+  const recent = h('div', {}, loading());
+  ctx.page.append(h('h1', {}, did),
+    h('p', { class: 'actions' }, a(repoPath(did, 'commits'), 'Commit log'), a(repoPath(did, 'pail'), 'Pail tree')),
+    section('Head commit', head), section('Collections', cols), section('Recent commits', recent));
+  const stats = api.get('dev.datarepo.getRepoStats', { repo: did });
+  fill(head, api.get('com.atproto.sync.getLatestCommit', { did }), (c) => {
+    const records = h('dd', { dataset: { stat: 'records' } }, '…');
+    const commits = h('dd', { dataset: { stat: 'commits' } }, '…');
+    stats.then((s) => { records.textContent = num(s.records); commits.textContent = num(s.commits); },
+      () => { records.textContent = '?'; commits.textContent = '?'; });
+    return h('dl', { class: 'facts' },
+      h('dt', {}, 'Rev'), h('dd', {}, a(repoPath(did, 'commit', c.rev), h('code', {}, c.rev))),
+      h('dt', {}, 'Time'), h('dd', {}, timeText(api.tidTime(c.rev))),
+      h('dt', {}, 'CID'), h('dd', {}, h('code', { class: 'wrap' }, c.cid)),
+      h('dt', {}, 'Records'), records, h('dt', {}, 'Commits'), commits);
+  });
+  fill(cols, api.get('dev.datarepo.describeCollections', { repo: did }), (res) => {
+    if (res.collections.length === 0) return h('p', { class: 'empty' }, 'No collections yet.');
+    const rows = res.collections.map((c) => {
+      const n = h('td', { class: 'n' }, '…');
+      stats.then((s) => {
+        const found = s.collections.find((x) => x.collection === c.collection);
+        n.textContent = num(found ? found.records : 0);
+      }, () => { n.textContent = '?'; });
+      return h('tr', { dataset: { collection: c.collection } },
+        h('td', {}, a(repoPath(did, c.collection), c.collection)),
+        h('td', {}, h('code', {}, c.keyType)),
+        n,
+        h('td', {}, c.indexes.length ? c.indexes.map((i) => h('span', { class: 'tag' }, `${i.path} (${i.kind})`)) : h('span', { class: 'muted' }, 'none')),
+        h('td', {}, c.lexicon ? 'yes' : h('span', { class: 'muted' }, 'no')));
+    });
+    return table(['Collection', 'Key type', 'Records', 'Indexes', 'Lexicon'], rows);
+  });
+  fill(recent, api.get('dev.datarepo.listCommits', { repo: did, limit: 10 }), (res) =>
+    [table(['Rev', 'Time', 'CID', 'Signature'], res.commits.map((c) => commitRow(did, c))),
+      h('p', {}, a(repoPath(did, 'commits'), 'All commits'))]);
+}
+
+/** `where` with `path = value` added (as a facet link adds it). */
+export function refine(where, path, value) {
+  const cond = `${path} = ${JSON.stringify(value)}`;
+  return where && where.trim() ? `(${where.trim()}) and ${cond}` : cond;
+}
+
+export async function collection(ctx) {
+  const { did, collection: coll } = ctx.params;
+  const where = ctx.query.get('where') || '';
+  const cursor = ctx.query.get('cursor');
+  const before = ctx.query.get('before');
+  const here = repoPath(did, coll);
+  document.title = `${coll} · ${did} · datarepo`;
+  ctx.crumbs([did, repoPath(did)], [coll]);
+
+  const box = h('input', {
+    type: 'search', name: 'where', value: where, class: 'query', 'aria-label': 'Query (the --where language)',
+    placeholder: 'e.g. langs = "en" and createdAt >= "2026-01-01T00:00:00Z"', spellcheck: 'false', dataset: { queryBox: '' },
+  });
+  const form = h('form', {
+    class: 'query-form', role: 'search',
+    onsubmit: (e) => { e.preventDefault(); navigate(withQuery(here, { where: box.value.trim() })); },
+  }, box, h('button', { type: 'submit' }, 'Query'), where ? a(here, 'Clear') : null);
+  const queryError = h('div', { class: 'query-error' });
+  const count = h('p', { class: 'count', role: 'status' }, '');
+  const facets = h('aside', { class: 'facets', 'aria-label': 'Facets' });
+  const records = h('div', { class: 'records' }, loading());
+  const editor = h('div', {});
+  const create = h('button', {
+    type: 'button', class: 'write-only',
+    onclick: () => editor.replaceChildren(recordEditor({ did, collection: coll, onDone: (r) => navigate(new URL(r.path, location.href).pathname) })),
+  }, 'New record');
+  ctx.page.append(h('h1', {}, coll), h('p', { class: 'sub muted', dataset: { info: '' } }), form, queryError,
+    h('div', { class: 'actions' }, create), editor, count, h('div', { class: 'with-facets' }, facets, records));
+
+  const decl = api.get('dev.datarepo.describeCollections', { repo: did })
+    .then((r) => r.collections.find((c) => c.collection === coll));
+  decl.then((c) => {
+    const info = ctx.page.querySelector('[data-info]');
+    if (c) info.textContent = `key type ${c.keyType}${c.lexicon ? ' · Lexicon declared' : ''} · ${c.indexes.length} index${c.indexes.length === 1 ? '' : 'es'}`;
+  }, () => {});
+
+  const w = where.trim() || undefined;
+  const page = { repo: did, collection: coll, limit: PAGE, cursor: before || cursor || undefined, reverse: before ? true : undefined };
+  const method = w ? 'dev.datarepo.queryRecords' : 'com.atproto.repo.listRecords';
+  let res;
+  try {
+    res = await api.get(method, w ? { ...page, where: w } : page);
+  } catch (e) {
+    records.replaceChildren();
+    if (e.status === 400 && w) queryError.replaceChildren(errorBox(e, 'Query error'));
+    else records.replaceChildren(errorBox(e));
+    return;
+  }
+  if (!ctx.current()) return;
+  const list = before ? [...res.records].reverse() : res.records;
+  const rkeyOf = (r) => r.uri.slice(r.uri.lastIndexOf('/') + 1);
+  const rows = list.map((r) => {
+    const rkey = rkeyOf(r);
+    return h('tr', { dataset: { rkey } },
+      h('td', {}, a(repoPath(did, coll, rkey), h('code', {}, rkey))),
+      h('td', { class: 'preview' }, preview(r.value)),
+      h('td', {}, cidText(r.cid)));
+  });
+  const nav = h('nav', { class: 'pager', 'aria-label': 'Pages' });
+  const params = (extra) => withQuery(here, { where: w, ...extra });
+  const hasPrev = before ? Boolean(res.cursor) : Boolean(cursor);
+  const hasNext = before ? true : Boolean(res.cursor);
+  if (list.length && hasPrev) nav.append(h('a', { href: params({ before: rkeyOf(list[0]) }), rel: 'prev' }, '← Previous'));
+  if (cursor || before) nav.append(a(params({}), 'First'));
+  if (list.length && hasNext) nav.append(h('a', { href: params({ cursor: rkeyOf(list[list.length - 1]) }), rel: 'next' }, 'Next →'));
+  records.replaceChildren(list.length
+    ? table(['Record key', 'Fields', 'CID'], rows, { class: 'record-list' })
+    : h('p', { class: 'empty' }, w ? 'No records match.' : 'No records.'), nav);
+  performance.mark('records-shown');
+  ctx.page.dataset.ready = 'records';
+
+  count.textContent = 'counting…';
+  api.get('dev.datarepo.countRecords', { repo: did, collection: coll, where: w }).then(
+    (c) => { count.textContent = `${num(c.count)} ${w ? 'matching ' : ''}record${c.count === 1 ? '' : 's'}`; count.dataset.count = c.count; },
+    (e) => { count.replaceChildren(errorBox(e, 'Count')); });
+  const c = await decl.catch(() => null);
+  const keywords = (c ? c.indexes : []).filter((i) => i.kind === 'keyword');
+  if (!keywords.length || !ctx.current()) return;
+  facets.append(h('h2', {}, 'Facets'));
+  for (const i of keywords) {
+    const list = h('ul', {}, h('li', { class: 'muted' }, '…'));
+    facets.append(h('section', { class: 'facet', dataset: { facet: i.path } }, h('h3', {}, i.path), list));
+    fill(list, api.get('dev.datarepo.topValues', { repo: did, collection: coll, path: i.path, where: w, limit: 8 }), (t) =>
+      t.top.length ? t.top.map((v) => h('li', {},
+        a(withQuery(here, { where: refine(w, i.path, v.value) }), typeof v.value === 'string' ? v.value : JSON.stringify(v.value)),
+        ' ', h('span', { class: 'n muted' }, num(v.count))))
+        : h('li', { class: 'muted' }, 'no values'));
+  }
+}
+
+/** What changed between two versions of a record, field by field. */
+function changedFields(older, newer) {
+  const keys = new Set([...Object.keys(older || {}), ...Object.keys(newer || {})]);
+  const out = [];
+  for (const k of keys) {
+    const x = JSON.stringify(older ? older[k] : undefined);
+    const y = JSON.stringify(newer ? newer[k] : undefined);
+    if (x !== y) out.push(k);
+  }
+  return out;
+}
+
+export async function record(ctx) {
+  const { did, collection: coll, rkey } = ctx.params;
+  const rev = ctx.query.get('rev') || undefined;
+  document.title = `${coll}/${rkey} · ${did} · datarepo`;
+  ctx.crumbs([did, repoPath(did)], [coll, repoPath(did, coll)], [rkey]);
+  const body = h('div', {}, loading());
+  const history = h('div', {}, loading());
+  ctx.page.append(h('h1', {}, h('code', {}, rkey)), body, section('History', history));
+  let r;
+  try {
+    r = await api.get('dev.datarepo.getRecord', { repo: did, collection: coll, rkey, rev });
+  } catch (e) {
+    body.replaceChildren(errorBox(e));
+    r = null;
+  }
+  if (r) {
+    const pailHref = withQuery(repoPath(did, 'pail'), { key: `${coll}/${rkey}`, rev });
+    const actions = h('p', { class: 'actions' }, a(pailHref, 'Show in the Pail tree'));
+    const editor = h('div', {});
+    if (!rev) {
+      actions.append(
+        h('button', { type: 'button', class: 'write-only', onclick: () => editor.replaceChildren(recordEditor({ did, collection: coll, rkey, cid: r.cid, value: r.value, onDone: () => ctx.redraw() })) }, 'Edit'),
+        deleteButton({ did, collection: coll, rkey, cid: r.cid, onDone: () => navigate(repoPath(did, coll)) }));
+    }
+    body.replaceChildren(
+      rev ? h('p', { class: 'notice' }, `This is the record as of rev ${rev}. `, a(repoPath(did, coll, rkey), 'See the current version.')) : '',
+      h('dl', { class: 'facts' },
+        h('dt', {}, 'URI'), h('dd', {}, h('code', { class: 'wrap' }, r.uri)),
+        h('dt', {}, 'CID'), h('dd', {}, h('code', { class: 'wrap', dataset: { cid: r.cid } }, r.cid)),
+        h('dt', {}, 'Size'), h('dd', {}, `${num(r.size)} bytes (dag-cbor)`)),
+      actions, editor, jsonView(r.value, did));
+  }
+  loadHistory(ctx, history, undefined);
+}
+
+async function loadHistory(ctx, box, cursor) {
+  const { did, collection: coll, rkey } = ctx.params;
+  let res;
+  try {
+    res = await api.get('dev.datarepo.getRecordHistory', { repo: did, collection: coll, rkey, cursor });
+  } catch (e) {
+    box.replaceChildren(errorBox(e));
+    return;
+  }
+  const rows = res.versions.map((v, i) => {
+    const what = h('td', {}, v.action);
+    if (v.action === 'update') {
+      const older = res.versions[i + 1];
+      what.append(' ', h('button', {
+        type: 'button', class: 'link',
+        onclick: async (e) => {
+          e.target.replaceWith(h('span', { class: 'muted' }, '…'));
+          try {
+            const [x, y] = await Promise.all([
+              older ? api.get('dev.datarepo.getRecord', { repo: did, collection: coll, rkey, rev: older.commit.rev }) : Promise.resolve(null),
+              api.get('dev.datarepo.getRecord', { repo: did, collection: coll, rkey, rev: v.commit.rev })]);
+            const fields = x ? changedFields(x.value, y.value) : null;
+            what.lastChild.replaceWith(h('span', { class: 'muted' }, fields ? `fields: ${fields.join(', ') || 'none'}` : '(older version not in this page)'));
+          } catch (err) { what.lastChild.replaceWith(errorBox(err)); }
+        },
+      }, 'what changed'));
+    }
+    return h('tr', { dataset: { action: v.action } },
+      h('td', {}, v.action === 'delete' ? h('code', {}, v.commit.rev) : a(withQuery(repoPath(did, coll, rkey), { rev: v.commit.rev }), h('code', {}, v.commit.rev))),
+      h('td', {}, timeText(new Date(v.commit.time))),
+      what,
+      h('td', {}, cidText(v.cid)),
+      h('td', {}, a(repoPath(did, 'commit', v.commit.rev), 'commit')));
+  });
+  const parts = [];
+  if (rows.length) parts.push(table(['Rev', 'Time', 'Change', 'CID', ''], rows, { class: 'history' }));
+  else if (!cursor) parts.push(h('p', { class: 'empty' }, 'No versions in the retained commits.'));
+  if (res.cursor) {
+    const more = h('button', { type: 'button', onclick: () => { more.replaceWith(loading()); loadHistory(ctx, holder, res.cursor); } }, 'Look at older commits');
+    parts.push(h('p', {}, more));
+  }
+  // Older versions go below these, into `holder`.
+  const holder = h('div', {});
+  box.replaceChildren(...parts, holder);
+}
+
+export async function commits(ctx) {
+  const { did } = ctx.params;
+  const cursor = ctx.query.get('cursor') || undefined;
+  document.title = `Commits · ${did} · datarepo`;
+  ctx.crumbs([did, repoPath(did)], ['Commits']);
+  const body = h('div', {}, loading());
+  ctx.page.append(h('h1', {}, 'Commits'), body);
+  await fill(body, api.get('dev.datarepo.listCommits', { repo: did, limit: 50, cursor }), (res) => {
+    const nav = h('nav', { class: 'pager', 'aria-label': 'Pages' });
+    if (cursor) nav.append(a(repoPath(did, 'commits'), 'Newest'));
+    if (res.cursor) nav.append(h('a', { href: withQuery(repoPath(did, 'commits'), { cursor: res.cursor }), rel: 'next' }, 'Older →'));
+    return [table(['Rev', 'Time', 'CID', 'Signature'], res.commits.map((c) => commitRow(did, c)), { class: 'commit-list' }), nav];
+  });
+}
+
+export async function commit(ctx) {
+  const { did, rev } = ctx.params;
+  document.title = `Commit ${rev} · ${did} · datarepo`;
+  ctx.crumbs([did, repoPath(did)], ['Commits', repoPath(did, 'commits')], [rev]);
+  const body = h('div', {}, loading());
+  ctx.page.append(h('h1', {}, 'Commit ', h('code', {}, rev)), body);
+  await fill(body, api.get('dev.datarepo.getCommit', { repo: did, rev }), (res) => {
+    const c = res.commit;
+    const rows = res.ops.map((op) => h('tr', { dataset: { action: op.action } },
+      h('td', {}, op.action),
+      h('td', {}, op.action === 'delete'
+        ? a(repoPath(did, op.collection, op.rkey), `${op.collection}/${op.rkey}`)
+        : a(withQuery(repoPath(did, op.collection, op.rkey), { rev }), `${op.collection}/${op.rkey}`)),
+      h('td', {}, cidText(op.cid)), h('td', {}, cidText(op.prev))));
+    const done = { create: 'created', update: 'updated', delete: 'deleted' };
+    const counts = Object.keys(done).map((k) => `${res.ops.filter((o) => o.action === k).length} ${done[k]}`).join(', ');
+    return [
+      h('dl', { class: 'facts' },
+        h('dt', {}, 'Time'), h('dd', {}, timeText(new Date(c.time))),
+        h('dt', {}, 'CID'), h('dd', {}, h('code', { class: 'wrap' }, c.cid)),
+        h('dt', {}, 'Pail root'), h('dd', {}, a(withQuery(repoPath(did, 'pail'), { rev }), h('code', { class: 'wrap' }, c.data))),
+        h('dt', {}, 'Previous'), h('dd', {}, c.prev ? h('code', { class: 'wrap' }, c.prev) : 'none (first commit)'),
+        h('dt', {}, 'Signature'), h('dd', {}, c.signed ? 'signed' : 'unsigned')),
+      section(`Changes (${counts})`, rows.length ? table(['Change', 'Record', 'CID', 'Previous CID'], rows, { class: 'ops' }) : h('p', { class: 'empty' }, 'No records changed.')),
+    ];
+  });
+}
+
+export async function block(ctx) {
+  const { did, cid } = ctx.params;
+  document.title = `Block ${cid} · datarepo`;
+  ctx.crumbs([did, repoPath(did)], ['Block']);
+  const body = h('div', {}, loading());
+  ctx.page.append(h('h1', {}, 'Block'), body);
+  await fill(body, api.get('dev.datarepo.getBlock', { repo: did, cid }), (b) => [
+    h('dl', { class: 'facts' },
+      h('dt', {}, 'CID'), h('dd', {}, h('code', { class: 'wrap' }, b.cid)),
+      h('dt', {}, 'Codec'), h('dd', {}, b.codec),
+      h('dt', {}, 'Size'), h('dd', {}, `${num(b.size)} bytes`)),
+    b.value === undefined ? h('p', { class: 'muted' }, 'Not a dag-cbor map: its bytes are not shown.') : jsonView(b.value, did)]);
+}
+
+export { pail } from './pail.js';
