@@ -47,7 +47,7 @@ export async function pail(ctx) {
     return;
   }
   ctx.page.querySelector('h1').append(' ', h('span', { class: 'muted' }, 'at rev '), a(repoPath(did, 'commit', commitRev), h('code', {}, commitRev)));
-  const node = shardNode({ did, rev: commitRev }, root, '');
+  const node = shardNode({ did, rev: commitRev }, root);
   tree.append(node.li);
   if (steps) await followPath(node, steps, 0);
   else await node.expand();
@@ -71,13 +71,21 @@ async function followPath(node, steps, i) {
   if (entry.child) await followPath(entry.child, steps, i + 1);
 }
 
-/** A shard as a tree item that loads its entries when opened. */
-function shardNode(view, cid, prefix) {
-  const toggle = h('button', { type: 'button', class: 'toggle', 'aria-expanded': 'false', 'aria-label': `Open shard ${prefix || '(root)'}` }, '▸');
+/** A key drawn as the prefix it extends (muted) and its own piece. */
+const keyText = (prefix, piece) => h('span', { class: 'key' }, prefix ? h('span', { class: 'muted' }, prefix) : '', piece || '(empty)');
+
+/**
+ * A shard as a tree item that loads its entries when opened: the root, or
+ * the child linked from the entry `piece` of a shard under `parent`.
+ */
+function shardNode(view, cid, parent = null, piece = '') {
+  const prefix = parent === null ? '' : parent + piece;
+  const toggle = h('button', { type: 'button', class: 'toggle', 'aria-expanded': 'false', 'aria-label': `Open the shard of ${prefix ? JSON.stringify(prefix) : 'the root'}` }, '▸');
   const summary = h('span', { class: 'summary muted' });
   const entries = h('ul', { role: 'group', hidden: true });
-  const li = h('li', { role: 'treeitem', class: 'shard', dataset: { cid, prefix } },
-    h('div', { class: 'node' }, toggle, ' ', h('span', { class: 'prefix' }, prefix === '' ? '(root)' : JSON.stringify(prefix)), ' ', summary, ' ', cidText(cid)),
+  const label = parent === null ? h('span', { class: 'prefix' }, '(root)') : keyText(parent, piece);
+  const li = h('li', { role: 'treeitem', class: parent === null ? 'shard' : 'shard entry', dataset: { cid, prefix, key: piece } },
+    h('div', { class: 'node' }, toggle, ' ', label, ' ', summary, ' ', cidText(cid)),
     entries);
   const byKey = new Map();
   let loaded = null;
@@ -107,18 +115,22 @@ function shardNode(view, cid, prefix) {
     }
   }
 
+  // An entry is a value (a record), a link to a child shard (drawn as
+  // that shard), or both (the value, with the child shard below it).
   function entryItem(e) {
-    const full = prefix + e.key;
-    const parts = [h('span', { class: 'key' }, prefix ? h('span', { class: 'muted' }, prefix) : '', e.key || '(empty)')];
-    const slash = full.indexOf('/');
-    if (e.data) {
-      const rec = slash > 0 ? withQuery(repoPath(view.did, full.slice(0, slash), full.slice(slash + 1)), { rev: view.rev }) : null;
-      parts.push(' → ', rec ? a(rec, 'record') : 'value', ' ', cidText(e.data));
+    if (e.link && !e.data) {
+      const child = shardNode(view, e.link, prefix, e.key);
+      byKey.set(e.key, { li: child.li, child });
+      return child.li;
     }
-    const li = h('li', { role: 'treeitem', class: e.link ? 'entry has-link' : 'entry', dataset: { key: e.key } }, h('div', { class: 'node' }, parts));
+    const full = prefix + e.key;
+    const slash = full.indexOf('/');
+    const rec = slash > 0 ? withQuery(repoPath(view.did, full.slice(0, slash), full.slice(slash + 1)), { rev: view.rev }) : null;
+    const li = h('li', { role: 'treeitem', class: 'entry', dataset: { key: e.key } },
+      h('div', { class: 'node' }, keyText(prefix, e.key), ' → ', rec ? a(rec, 'record') : 'value', ' ', cidText(e.data)));
     const item = { li, child: null };
     if (e.link) {
-      item.child = shardNode(view, e.link, full);
+      item.child = shardNode(view, e.link, prefix, e.key);
       li.append(h('ul', { role: 'group' }, item.child.li));
     }
     byKey.set(e.key, item);
