@@ -356,10 +356,15 @@ pub(crate) async fn get_shard<K: Kv + 'static>(
     let limit = page_limit(p.limit, 500, MAX_SHARD_ENTRIES)?;
     let repo = app.repo(&p.repo).await?;
     let shard = repo.shard(cid).await.map_err(|e| match e {
+        repo::Error::MissingBlock(_) => XrpcError::new(
+            StatusCode::BAD_REQUEST,
+            "ShardNotFound",
+            format!("no block {cid} is stored"),
+        ),
         repo::Error::Pail(e) => XrpcError::new(
             StatusCode::BAD_REQUEST,
             "ShardNotFound",
-            format!("no Pail shard {cid}: {e}"),
+            format!("{cid} is not a Pail shard: {e}"),
         ),
         e => e.into(),
     })?;
