@@ -51,6 +51,7 @@ export async function pail(ctx) {
   tree.append(node.li);
   if (steps) await followPath(node, steps, 0);
   else await node.expand();
+  performance.mark('tree-shown');
   ctx.page.dataset.ready = 'tree';
 }
 
