@@ -878,7 +878,34 @@ async fn pail_tree(c: &Client, base: &str, port: u16) {
         child_count.as_u64().unwrap() >= 1,
         "the root links to child shards"
     );
-    // Children are not loaded until opened.
+    // An unopened child shows its size and entry count, as the API does.
+    let child_cid = c
+        .execute(
+            "return document.querySelector('li.shard li.shard').dataset.cid",
+            vec![],
+        )
+        .await
+        .unwrap();
+    let child = api(
+        port,
+        &format!(
+            "/xrpc/dev.datarepo.getShard?repo={}&cid={}",
+            q(REPO),
+            child_cid.as_str().unwrap()
+        ),
+    );
+    let child_summary = texts(c, "li.shard li.shard > .node .summary")
+        .await
+        .remove(0);
+    assert!(
+        child_summary.starts_with(&format!("{} entr", child["entryCount"]))
+            && child_summary.contains(&format!(
+                "{} of",
+                fmt_thousands(child["size"].as_u64().unwrap())
+            )),
+        "{child_summary} against {child}"
+    );
+    // Children's entries are not loaded until opened.
     let loaded_before = c.execute("return performance.getEntriesByType('resource').filter(r => r.name.includes('getShard')).length", vec![]).await.unwrap();
     assert_eq!(loaded_before, json!(1));
     click(c, "li.shard li.shard button.toggle").await;

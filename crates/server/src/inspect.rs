@@ -340,11 +340,14 @@ pub(crate) struct GetShardParams {
     cid: String,
     cursor: Option<String>,
     limit: Option<i64>,
+    children: Option<bool>,
 }
 
 /// `dev.datarepo.getShard` → `{cid, size, maxSize, maxKeyLength, entryCount,
-/// entries: [{key, data?, link?}], cursor?}`: one Pail shard, its entries
-/// after `cursor` (a key) in key order.
+/// entries: [{key, data?, link?, child?}], cursor?}`: one Pail shard, its
+/// entries after `cursor` (a key) in key order; with `children=true`, each
+/// linked shard's `{entryCount, size}` as `child` (one more shard read per
+/// link on the page).
 pub(crate) async fn get_shard<K: Kv + 'static>(
     State(app): State<Arc<App<K>>>,
     headers: HeaderMap,
@@ -385,6 +388,10 @@ pub(crate) async fn get_shard<K: Kv + 'static>(
         }
         if let Some(link) = value.link() {
             e["link"] = json!(link.to_string());
+            if p.children == Some(true) {
+                let child = repo.shard(link).await?;
+                e["child"] = json!({"entryCount": child.len(), "size": child.bytes().len()});
+            }
         }
         entries.push(e);
     }

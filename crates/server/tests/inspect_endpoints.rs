@@ -138,7 +138,12 @@ async fn walk(
 ) {
     let mut cursor: Option<String> = None;
     loop {
-        let mut q = vec![("repo", REPO), ("cid", cid), ("limit", limit)];
+        let mut q = vec![
+            ("repo", REPO),
+            ("cid", cid),
+            ("limit", limit),
+            ("children", "true"),
+        ];
         if let Some(c) = &cursor {
             q.push(("cursor", c));
         }
@@ -150,6 +155,17 @@ async fn walk(
                 out.insert(key.clone(), data.to_owned());
             }
             if let Some(link) = e["link"].as_str() {
+                // The child's summary is the child's own.
+                let child = get(
+                    s,
+                    "dev.datarepo.getShard",
+                    &[("repo", REPO), ("cid", link), ("limit", "1")],
+                )
+                .await;
+                assert_eq!(
+                    e["child"],
+                    json!({"entryCount": child["entryCount"], "size": child["size"]})
+                );
                 Box::pin(walk(s, link, &key, limit, out)).await;
             }
         }

@@ -6,7 +6,7 @@
 import * as api from './api.js';
 import { h, a, repoPath, withQuery, cidText, num, loading, errorBox } from './dom.js';
 
-const ENTRIES_PAGE = 500;
+const ENTRIES_PAGE = 200;
 
 export async function pail(ctx) {
   const { did } = ctx.params;
@@ -79,7 +79,7 @@ const keyText = (prefix, piece) => h('span', { class: 'key' }, prefix ? h('span'
  * A shard as a tree item that loads its entries when opened: the root, or
  * the child linked from the entry `piece` of a shard under `parent`.
  */
-function shardNode(view, cid, parent = null, piece = '') {
+function shardNode(view, cid, parent = null, piece = '', known = null) {
   const prefix = parent === null ? '' : parent + piece;
   const toggle = h('button', { type: 'button', class: 'toggle', 'aria-expanded': 'false', 'aria-label': `Open the shard of ${prefix ? JSON.stringify(prefix) : 'the root'}` }, '▸');
   const summary = h('span', { class: 'summary muted' });
@@ -89,6 +89,13 @@ function shardNode(view, cid, parent = null, piece = '') {
     h('div', { class: 'node' }, toggle, ' ', label, ' ', summary, ' ', cidText(cid)),
     entries);
   const byKey = new Map();
+  function showSummary(count, size, maxSize) {
+    const fill = Math.min(1, size / maxSize);
+    summary.replaceChildren(`${num(count)} entr${count === 1 ? 'y' : 'ies'} · ${num(size)} of ${num(maxSize)} bytes `,
+      h('meter', { min: 0, max: 1, value: fill, title: `${(fill * 100).toFixed(1)}% of maxSize` }));
+  }
+  // What the parent's page said about this shard, before it is opened.
+  if (known) showSummary(known.entryCount, known.size, known.maxSize);
   let loaded = null;
   let cursor;
   let done = false;
@@ -98,17 +105,15 @@ function shardNode(view, cid, parent = null, piece = '') {
     if (more) more.replaceChildren(loading());
     let res;
     try {
-      res = await api.get('dev.datarepo.getShard', { repo: view.did, cid, cursor, limit: ENTRIES_PAGE });
+      res = await api.get('dev.datarepo.getShard', { repo: view.did, cid, cursor, limit: ENTRIES_PAGE, children: true });
     } catch (e) {
       (more || entries).replaceChildren(errorBox(e));
       done = true;
       return;
     }
     if (more) more.remove();
-    const fill = Math.min(1, res.size / res.maxSize);
-    summary.replaceChildren(`${num(res.entryCount)} entr${res.entryCount === 1 ? 'y' : 'ies'} · ${num(res.size)} of ${num(res.maxSize)} bytes `,
-      h('meter', { min: 0, max: 1, value: fill, title: `${(fill * 100).toFixed(1)}% of maxSize` }));
-    for (const e of res.entries) entries.append(entryItem(e));
+    showSummary(res.entryCount, res.size, res.maxSize);
+    for (const e of res.entries) entries.append(entryItem(e, res.maxSize));
     cursor = res.cursor;
     done = !cursor;
     if (!done) {
@@ -118,9 +123,10 @@ function shardNode(view, cid, parent = null, piece = '') {
 
   // An entry is a value (a record), a link to a child shard (drawn as
   // that shard), or both (the value, with the child shard below it).
-  function entryItem(e) {
+  function entryItem(e, maxSize) {
+    const known = e.child ? { ...e.child, maxSize } : null;
     if (e.link && !e.data) {
-      const child = shardNode(view, e.link, prefix, e.key);
+      const child = shardNode(view, e.link, prefix, e.key, known);
       byKey.set(e.key, { li: child.li, child });
       return child.li;
     }
@@ -131,7 +137,7 @@ function shardNode(view, cid, parent = null, piece = '') {
       h('div', { class: 'node' }, keyText(prefix, e.key), ' → ', rec ? a(rec, 'record') : 'value', ' ', cidText(e.data)));
     const item = { li, child: null };
     if (e.link) {
-      item.child = shardNode(view, e.link, prefix, e.key);
+      item.child = shardNode(view, e.link, prefix, e.key, known);
       li.append(h('ul', { role: 'group' }, item.child.li));
     }
     byKey.set(e.key, item);

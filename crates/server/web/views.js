@@ -44,18 +44,23 @@ export async function home(ctx) {
   ctx.page.append(h('h1', {}, 'Repositories'), body);
   await fill(body, api.get('com.atproto.sync.listRepos', { limit: 1000, cursor: ctx.query.get('cursor') }), (res) => {
     if (res.repos.length === 0) return h('p', { class: 'empty' }, 'No repositories yet. Write a record to create one.');
+    // Counts read every key of a repository: a few at a time, not a
+    // thousand requests at once.
+    const counts = [];
     const rows = res.repos.map((r) => {
       const records = h('td', { class: 'n' }, '…');
       const commits = h('td', { class: 'n' }, '…');
-      api.get('dev.datarepo.getRepoStats', { repo: r.did }).then(
+      counts.push(() => api.get('dev.datarepo.getRepoStats', { repo: r.did }).then(
         (s) => { records.textContent = num(s.records); commits.textContent = num(s.commits); },
-        () => { records.textContent = '?'; commits.textContent = '?'; });
+        () => { records.textContent = '?'; commits.textContent = '?'; }));
       return h('tr', { dataset: { repo: r.did } },
         h('td', {}, a(repoPath(r.did), r.did)),
         h('td', {}, h('code', {}, r.rev)),
         h('td', {}, timeText(api.tidTime(r.rev))),
         records, commits);
     });
+    const next = async () => { while (counts.length && ctx.current()) await counts.shift()(); };
+    for (let i = 0; i < 4; i++) next();
     const out = [table(['Repository', 'Head rev', 'Head time', 'Records', 'Commits'], rows)];
     if (res.cursor) out.push(h('p', {}, a(withQuery('/', { cursor: res.cursor }), 'More repositories')));
     return out;
