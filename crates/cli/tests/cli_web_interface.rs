@@ -113,6 +113,13 @@ fn load(port: u16) {
         );
         assert_eq!(s, 200, "{b}");
     }
+    let long = "a long note ".repeat(200);
+    let (s, b) = api_post(
+        port,
+        "com.atproto.repo.createRecord",
+        &json!({"repo": REPO, "collection": NOTES, "rkey": "long", "record": {"body": long}}),
+    );
+    assert_eq!(s, 200, "{b}");
     for text in ["post five, edited", "post five, edited again"] {
         let mut v = post(5);
         v["text"] = json!(text);
@@ -334,7 +341,7 @@ async fn repositories_and_repository(c: &Client, base: &str, port: u16) {
     assert_eq!(row[1], head["rev"].as_str().unwrap());
     assert_eq!(row[3].replace(',', ""), stats["records"].to_string());
     assert_eq!(row[4].replace(',', ""), stats["commits"].to_string());
-    assert_eq!(stats["records"], json!(POST_COUNT - 1 + 3));
+    assert_eq!(stats["records"], json!(POST_COUNT - 1 + 4));
     screenshot(c, "repositories").await;
 
     click(c, &format!("tr[data-repo=\"{REPO}\"] a")).await;
@@ -349,7 +356,7 @@ async fn repositories_and_repository(c: &Client, base: &str, port: u16) {
         "{posts:?}"
     );
     let notes = texts(c, &format!("tr[data-collection=\"{NOTES}\"] td")).await;
-    assert_eq!(notes[2], "3");
+    assert_eq!(notes[2], "4");
     assert_eq!(notes[3], "none");
     let recent = texts(c, "section:last-of-type tbody tr td:first-child").await;
     let log = api(
@@ -406,8 +413,14 @@ async fn collection_paging_and_history(c: &Client, base: &str, port: u16) {
     assert_eq!(count.as_str().unwrap(), api_count["count"].to_string());
     screenshot(c, "collection").await;
 
-    // Forward twice, back once by the page's link, then the browser's buttons.
-    click(c, "a[rel=next]").await;
+    // Forward twice (the "n" key, then the link), back once by the page's
+    // link, then the browser's buttons.
+    c.execute(
+        "document.body.dispatchEvent(new KeyboardEvent('keydown', {key: 'n', bubbles: true}))",
+        vec![],
+    )
+    .await
+    .unwrap();
     let second = rkeys_of(&list(Some(first.last().unwrap()), false));
     assert_eq!(shown_rkeys(c).await, second);
     click(c, "a[rel=next]").await;
@@ -642,6 +655,21 @@ async fn record_and_history(c: &Client, base: &str, port: u16) {
         path(c).await,
         format!("/repo/{}/{POSTS}/{}", q(REPO), rkey(1))
     );
+    // A long value is cut, and shown whole on request.
+    c.goto(&format!("{base}/repo/{}/{NOTES}/long", q(REPO)))
+        .await
+        .unwrap();
+    wait_for(
+        c,
+        "the record",
+        "document.querySelector('pre.json button.more')",
+    )
+    .await;
+    let long = "a long note ".repeat(200);
+    assert!(!texts(c, "pre.json").await[0].contains(&long));
+    click(c, "pre.json button.more").await;
+    let whole: Value = serde_json::from_str(&texts(c, "pre.json").await.remove(0)).unwrap();
+    assert_eq!(whole["body"], json!(long));
     // A deleted record says so, with its history.
     c.goto(&format!("{base}/repo/{}/{POSTS}/{}", q(REPO), rkey(7)))
         .await

@@ -79,7 +79,7 @@ window.addEventListener('popstate', draw);
 // "/" puts the cursor in the page's query box; "n" and "p" page through.
 document.addEventListener('keydown', (e) => {
   if (e.metaKey || e.ctrlKey || e.altKey) return;
-  const typing = e.target.closest('input, textarea, select, [contenteditable]');
+  const typing = e.target instanceof Element && e.target.closest('input, textarea, select, [contenteditable]');
   if (typing) return;
   if (e.key === '/') {
     const box = document.querySelector('[data-query-box]');
