@@ -46,6 +46,13 @@ fn post(i: usize) -> Value {
     p
 }
 
+fn note_lexicon() -> Value {
+    json!({"lexicon": 1, "id": NOTES, "defs": {"main": {
+        "type": "record", "key": "any", "description": "A short note.",
+        "record": {"type": "object", "required": ["body"], "properties": {
+            "body": {"type": "string", "maxLength": 3000}}}}}})
+}
+
 fn rkey(i: usize) -> String {
     format!("p{i:05}")
 }
@@ -296,7 +303,21 @@ async fn screenshot(c: &Client, name: &str) {
 fn every_view_shows_what_the_api_answers() {
     let dir = testkit::tempdir("web-interface");
     let store = dir.path().join("data");
-    let (server, port) = start_server(store.to_str().unwrap(), TOKEN);
+    let store = store.to_str().unwrap();
+    // The notes' Lexicon, added before the server holds the store.
+    let lexicon = dir.path().join("note.json");
+    std::fs::write(&lexicon, note_lexicon().to_string()).unwrap();
+    for args in [
+        vec!["init"],
+        vec!["lexicon", "add", lexicon.to_str().unwrap()],
+    ] {
+        let out = common::datarepo(
+            &[&["--store", store, "--repo", REPO][..], &args].concat(),
+            "",
+        );
+        assert!(out.status.success(), "{out:?}");
+    }
+    let (server, port) = start_server(store, TOKEN);
     load(port);
     let driver = start_driver();
     common::rt().block_on(async {
@@ -358,6 +379,7 @@ async fn repositories_and_repository(c: &Client, base: &str, port: u16) {
     let notes = texts(c, &format!("tr[data-collection=\"{NOTES}\"] td")).await;
     assert_eq!(notes[2], "4");
     assert_eq!(notes[3], "none");
+    assert_eq!((posts[4].as_str(), notes[4].as_str()), ("no", "yes"));
     let recent = texts(c, "section:last-of-type tbody tr td:first-child").await;
     let log = api(
         port,
@@ -1004,6 +1026,30 @@ async fn writes(c: &Client, base: &str, port: u16) {
     let coll_url = format!("{base}/repo/{}/{NOTES}", q(REPO));
     c.goto(&coll_url).await.unwrap();
     shown_rkeys(c).await;
+    // The collection's Lexicon, read when opened.
+    click(c, "details#lexicon summary").await;
+    wait_for(
+        c,
+        "the Lexicon",
+        "document.querySelector('details#lexicon pre.json')",
+    )
+    .await;
+    let shown: Value =
+        serde_json::from_str(&texts(c, "details#lexicon pre.json").await.remove(0)).unwrap();
+    let api_doc = api(
+        port,
+        &format!(
+            "/xrpc/dev.datarepo.getLexicon?repo={}&nsid={NOTES}",
+            q(REPO)
+        ),
+    );
+    assert_eq!(shown, api_doc["lexicon"]);
+    assert_eq!(api_doc["lexicon"], note_lexicon());
+    assert!(
+        texts(c, "details#lexicon p")
+            .await
+            .contains(&"A short note.".to_owned())
+    );
     // Without a token there is no way to write.
     let new_button = c.find(Locator::Css("button.write-only")).await.unwrap();
     assert!(!new_button.is_displayed().await.unwrap());
@@ -1132,20 +1178,29 @@ async fn writes(c: &Client, base: &str, port: u16) {
     );
     assert_eq!(kept["value"]["body"], "written elsewhere");
 
-    // …a record invalid for its Lexicon is refused with the validator's message…
-    // (validate: true without a Lexicon: the server says none is declared)
+    // …a record its Lexicon does not allow is refused with the validator's
+    // message…
     c.refresh().await.unwrap();
     wait_for(c, "the record", "document.querySelector('pre.json')").await;
     click(c, "p.actions button.write-only").await;
-    c.find(Locator::Css(".edit-form select"))
-        .await
-        .unwrap()
-        .select_by_value("true")
-        .await
-        .unwrap();
+    let editor = c.find(Locator::Css("textarea.editor")).await.unwrap();
+    editor.clear().await.unwrap();
+    editor.send_keys(r#"{"body": 5}"#).await.unwrap();
     click(c, ".edit-form button[type=submit]").await;
     let invalid = wait_for(c, "the validation error", "document.querySelector('.write-message .error') && document.querySelector('.write-message .error').textContent").await;
-    let (status, body) = http(port, "POST", "/xrpc/com.atproto.repo.putRecord", TOKEN, &json!({"repo": REPO, "collection": NOTES, "rkey": "browser", "record": {"body": "written elsewhere"}, "validate": true}).to_string()).unwrap();
+    assert!(
+        invalid.as_str().unwrap().contains("InvalidRecord"),
+        "{invalid}"
+    );
+    let (status, body) = http(
+        port,
+        "POST",
+        "/xrpc/com.atproto.repo.putRecord",
+        TOKEN,
+        &json!({"repo": REPO, "collection": NOTES, "rkey": "browser", "record": {"body": 5}})
+            .to_string(),
+    )
+    .unwrap();
     assert_eq!(status, 400);
     let api_message = serde_json::from_str::<Value>(&body).unwrap()["message"]
         .as_str()

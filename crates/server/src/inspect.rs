@@ -294,6 +294,33 @@ pub(crate) async fn get_record<K: Kv + 'static>(
 }
 
 #[derive(Deserialize)]
+pub(crate) struct GetLexiconParams {
+    repo: String,
+    nsid: String,
+}
+
+/// `dev.datarepo.getLexicon` → `{"lexicon": {...}}`: the Lexicon document
+/// with this NSID among the repository's (`LexiconNotFound` otherwise).
+pub(crate) async fn get_lexicon<K: Kv + 'static>(
+    State(app): State<Arc<App<K>>>,
+    headers: HeaderMap,
+    params: std::result::Result<Query<GetLexiconParams>, QueryRejection>,
+) -> Result<Json<Value>> {
+    app.authorize_read(&headers)?;
+    let p = query(params)?;
+    let repo = app.repo(&p.repo).await?;
+    let lexicons = repo.lexicons();
+    let doc = lexicons.get(&p.nsid).ok_or_else(|| {
+        XrpcError::new(
+            StatusCode::BAD_REQUEST,
+            "LexiconNotFound",
+            format!("no Lexicon {} in {}", p.nsid, repo.id()),
+        )
+    })?;
+    Ok(Json(json!({ "lexicon": doc.json() })))
+}
+
+#[derive(Deserialize)]
 pub(crate) struct GetBlockParams {
     repo: String,
     cid: String,

@@ -317,6 +317,10 @@ fn router_for<K: Kv + 'static>(app: Arc<App<K>>) -> Router {
             "/xrpc/dev.datarepo.getRecordHistory",
             get(inspect::get_record_history::<K>),
         )
+        .route(
+            "/xrpc/dev.datarepo.getLexicon",
+            get(inspect::get_lexicon::<K>),
+        )
         .route("/xrpc/dev.datarepo.getBlock", get(inspect::get_block::<K>))
         .route("/xrpc/dev.datarepo.getShard", get(inspect::get_shard::<K>))
         .route(

@@ -485,6 +485,11 @@ async fn inspection_endpoints_reject_bad_parameters() {
             vec![("repo", REPO)],
             "InvalidRequest",
         ),
+        (
+            "dev.datarepo.getLexicon",
+            vec![("repo", REPO), ("nsid", "app.example.a")],
+            "LexiconNotFound",
+        ),
     ] {
         let (status, body) = s.get(method, &query).await;
         assert_eq!(

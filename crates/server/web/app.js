@@ -72,7 +72,7 @@ document.addEventListener('click', (e) => {
   if (url.origin !== location.origin || url.pathname.startsWith('/xrpc/')) return;
   if (url.pathname === location.pathname && url.search === location.search && url.hash) return;
   e.preventDefault();
-  go(url.pathname + url.search);
+  go(url.pathname + url.search + url.hash);
 });
 window.addEventListener('popstate', draw);
 

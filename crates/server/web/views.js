@@ -102,7 +102,7 @@ export async function repository(ctx) {
         h('td', {}, h('code', {}, c.keyType)),
         n,
         h('td', {}, c.indexes.length ? c.indexes.map((i) => h('span', { class: 'tag' }, `${i.path} (${i.kind})`)) : h('span', { class: 'muted' }, 'none')),
-        h('td', {}, c.lexicon ? 'yes' : h('span', { class: 'muted' }, 'no')));
+        h('td', {}, c.lexicon ? a(`${repoPath(did, c.collection)}#lexicon`, 'yes') : h('span', { class: 'muted' }, 'no')));
     });
     return table(['Collection', 'Key type', 'Records', 'Indexes', 'Lexicon'], rows);
   });
@@ -150,7 +150,23 @@ export async function collection(ctx) {
     .then((r) => r.collections.find((c) => c.collection === coll));
   decl.then((c) => {
     const info = ctx.page.querySelector('[data-info]');
-    if (c) info.textContent = `key type ${c.keyType}${c.lexicon ? ' · Lexicon declared' : ''} · ${c.indexes.length} index${c.indexes.length === 1 ? '' : 'es'}`;
+    if (!c) return;
+    info.textContent = `key type ${c.keyType} · ${c.indexes.length} index${c.indexes.length === 1 ? '' : 'es'}`;
+    if (!c.lexicon) return;
+    // The Lexicon document, read when the person opens it.
+    const body = h('div', {}, loading());
+    const details = h('details', { id: 'lexicon', class: 'lexicon' }, h('summary', {}, 'Lexicon'), body);
+    let read = false;
+    details.addEventListener('toggle', () => {
+      if (!details.open || read) return;
+      read = true;
+      fill(body, api.get('dev.datarepo.getLexicon', { repo: did, nsid: coll }), (r) => {
+        const main = r.lexicon.defs && r.lexicon.defs.main;
+        return [main && main.description ? h('p', {}, main.description) : '', jsonView(r.lexicon, did)];
+      });
+    });
+    info.after(details);
+    if (location.hash === '#lexicon') details.open = true;
   }, () => {});
 
   const w = where.trim() || undefined;
