@@ -9,6 +9,7 @@
 mod common;
 
 use std::{
+    os::unix::process::CommandExt,
     process::{Child, Command, Stdio},
     time::Duration,
 };
@@ -145,7 +146,9 @@ fn load(port: u16) {
     assert_eq!(s, 200, "{b}");
 }
 
-/// chromedriver on a free port, killed when dropped.
+/// chromedriver on a free port in a process group of its own, which the
+/// browsers it starts join: dropping it kills the group, so no browser
+/// outlives a test that failed before closing its session.
 struct Driver {
     child: Child,
     port: u16,
@@ -153,6 +156,10 @@ struct Driver {
 
 impl Drop for Driver {
     fn drop(&mut self) {
+        let _ = Command::new("sh")
+            .args(["-c", &format!("kill -9 -{}", self.child.id())])
+            .status();
+        // Should the group not be killed, the leader at least.
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
@@ -162,6 +169,7 @@ fn start_driver() -> Driver {
     let port = free_port();
     let child = Command::new("chromedriver")
         .arg(format!("--port={port}"))
+        .process_group(0)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()

@@ -26,6 +26,8 @@ use std::{
     time::{Duration, Instant},
 };
 
+use std::os::unix::process::CommandExt;
+
 use fantoccini::{Client, ClientBuilder};
 use repo::{Env, IndexKind, Repos, Write};
 use serde_json::{Value, json};
@@ -46,6 +48,20 @@ struct Child(std::process::Child);
 
 impl Drop for Child {
     fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A process and the process group it leads, killed when dropped.
+struct Group(std::process::Child);
+
+impl Drop for Group {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("sh")
+            .args(["-c", &format!("kill -9 -{}", self.0.id())])
+            .status();
+        // Should the group not be killed, the leader at least.
         let _ = self.0.kill();
         let _ = self.0.wait();
     }
@@ -190,9 +206,12 @@ fn main() {
     );
     wait_for_port(port);
     let driver_port = free_port();
-    let _driver = Child(
+    // In a process group of its own, which its browsers join: killed
+    // together at the end.
+    let _driver = Group(
         std::process::Command::new("chromedriver")
             .arg(format!("--port={driver_port}"))
+            .process_group(0)
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())
             .spawn()
