@@ -839,6 +839,11 @@ async fn commits(c: &Client, base: &str, port: u16) {
         .await
         .unwrap();
     wait_for(c, "the changes", "document.querySelector('table.ops')").await;
+    let heading = texts(c, "section h2").await;
+    assert!(
+        heading.contains(&"Changes (200 created, 0 updated, 0 deleted)".to_owned()),
+        "{heading:?}"
+    );
     assert_eq!(
         texts(c, "table.ops tbody tr").await.len(),
         batch["ops"].as_array().unwrap().len()

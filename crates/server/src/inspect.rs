@@ -176,11 +176,20 @@ pub(crate) struct GetCommitParams {
     repo: String,
     rev: String,
     ops: Option<bool>,
+    limit: Option<i64>,
+    cursor: Option<String>,
 }
 
-/// `dev.datarepo.getCommit` → `{"commit": {...}, "ops": [{action,
-/// collection, rkey, uri, cid?, prev?}]}`: what the commit changed (not
-/// computed, and `ops` absent, with `ops=false`).
+/// Changes one `getCommit` answers when it does not say.
+const COMMIT_OPS: usize = 1000;
+/// Most changes one `getCommit` answers (an import's commit has millions).
+const MAX_COMMIT_OPS: usize = 10_000;
+
+/// `dev.datarepo.getCommit` → `{"commit": {...}, "counts": {create, update,
+/// delete}, "ops": [{action, collection, rkey, uri, cid?, prev?}],
+/// "cursor"?}`: what the commit changed, in path order, `limit` changes after
+/// the path `cursor` (`counts` are of all of them); not computed, and
+/// `counts` and `ops` absent, with `ops=false`.
 pub(crate) async fn get_commit<K: Kv + 'static>(
     State(app): State<Arc<App<K>>>,
     headers: HeaderMap,
@@ -189,14 +198,39 @@ pub(crate) async fn get_commit<K: Kv + 'static>(
     app.authorize_read(&headers)?;
     let p = query(params)?;
     let rev = parse_rev(&p.rev, "rev")?;
+    let limit = page_limit(p.limit, COMMIT_OPS, MAX_COMMIT_OPS)?;
     let repo = app.repo(&p.repo).await?;
     if p.ops == Some(false) {
         let entry = repo.commit_at(rev).await?;
         return Ok(Json(json!({ "commit": commit_json(&entry) })));
     }
     let (entry, changes) = repo.changes(rev).await?;
-    let ops: Vec<Value> = changes.iter().map(|d| change_json(repo.id(), d)).collect();
-    Ok(Json(json!({ "commit": commit_json(&entry), "ops": ops })))
+    let mut counts = json!({"create": 0, "update": 0, "delete": 0});
+    for d in &changes {
+        let action = match (d.old, d.new) {
+            (None, _) => "create",
+            (Some(_), Some(_)) => "update",
+            (Some(_), None) => "delete",
+        };
+        counts[action] = json!(counts[action].as_u64().unwrap_or(0) + 1);
+    }
+    let after = |d: &&RecordDiff| {
+        p.cursor
+            .as_deref()
+            .is_none_or(|c| format!("{}/{}", d.collection, d.rkey).as_str() > c)
+    };
+    let page: Vec<&RecordDiff> = changes.iter().filter(after).take(limit + 1).collect();
+    let more = page.len() > limit;
+    let ops: Vec<Value> = page
+        .iter()
+        .take(limit)
+        .map(|d| change_json(repo.id(), d))
+        .collect();
+    let mut out = json!({ "commit": commit_json(&entry), "counts": counts, "ops": ops });
+    if more && let Some(last) = page.get(limit - 1) {
+        out["cursor"] = json!(format!("{}/{}", last.collection, last.rkey));
+    }
+    Ok(Json(out))
 }
 
 #[derive(Deserialize)]

@@ -232,6 +232,28 @@ async fn inspection_endpoints_agree_with_a_model_of_the_writes() {
         .await;
         assert_eq!(got["commit"]["rev"], json!(rev));
         assert_eq!(ops_of(&got["ops"]), *ops, "commit {rev}");
+        assert!(got.get("cursor").is_none());
+        for action in ["create", "update", "delete"] {
+            let n = ops.iter().filter(|o| o.0 == action).count();
+            assert_eq!(got["counts"][action], json!(n), "commit {rev}");
+        }
+        // The same changes a page of one at a time.
+        let mut paged = Vec::new();
+        let mut cursor: Option<String> = None;
+        loop {
+            let mut q = vec![("repo", REPO), ("rev", rev.as_str()), ("limit", "1")];
+            if let Some(c) = &cursor {
+                q.push(("cursor", c));
+            }
+            let page = get(&s, "dev.datarepo.getCommit", &q).await;
+            assert_eq!(page["counts"], got["counts"]);
+            paged.extend(ops_of(&page["ops"]));
+            match page["cursor"].as_str() {
+                Some(c) => cursor = Some(c.to_owned()),
+                None => break,
+            }
+        }
+        assert_eq!(paged, *ops, "commit {rev}, paged");
         let bare = get(
             &s,
             "dev.datarepo.getCommit",

@@ -337,16 +337,38 @@ export async function commit(ctx) {
   ctx.crumbs([did, repoPath(did)], ['Commits', repoPath(did, 'commits')], [rev]);
   const body = h('div', {}, loading());
   ctx.page.append(h('h1', {}, 'Commit ', h('code', {}, rev)), body);
+  const opRow = (op) => h('tr', { dataset: { action: op.action } },
+    h('td', {}, op.action),
+    h('td', {}, op.action === 'delete'
+      ? a(repoPath(did, op.collection, op.rkey), `${op.collection}/${op.rkey}`)
+      : a(withQuery(repoPath(did, op.collection, op.rkey), { rev }), `${op.collection}/${op.rkey}`)),
+    h('td', {}, cidText(op.cid)), h('td', {}, cidText(op.prev)));
   await fill(body, api.get('dev.datarepo.getCommit', { repo: did, rev }), (res) => {
     const c = res.commit;
-    const rows = res.ops.map((op) => h('tr', { dataset: { action: op.action } },
-      h('td', {}, op.action),
-      h('td', {}, op.action === 'delete'
-        ? a(repoPath(did, op.collection, op.rkey), `${op.collection}/${op.rkey}`)
-        : a(withQuery(repoPath(did, op.collection, op.rkey), { rev }), `${op.collection}/${op.rkey}`)),
-      h('td', {}, cidText(op.cid)), h('td', {}, cidText(op.prev))));
     const done = { create: 'created', update: 'updated', delete: 'deleted' };
-    const counts = Object.keys(done).map((k) => `${res.ops.filter((o) => o.action === k).length} ${done[k]}`).join(', ');
+    const counts = Object.keys(done).map((k) => `${num(res.counts[k])} ${done[k]}`).join(', ');
+    const tbody = h('tbody', {}, res.ops.map(opRow));
+    // An import's commit changes millions of records: pages of them.
+    const more = h('p', {});
+    const showMore = (cursor) => {
+      if (!cursor) { more.replaceChildren(); return; }
+      more.replaceChildren(h('button', {
+        type: 'button',
+        onclick: async () => {
+          more.replaceChildren(loading());
+          try {
+            const next = await api.get('dev.datarepo.getCommit', { repo: did, rev, cursor });
+            tbody.append(...next.ops.map(opRow));
+            showMore(next.cursor);
+          } catch (e) { more.replaceChildren(errorBox(e)); }
+        },
+      }, 'More changes'));
+    };
+    showMore(res.cursor);
+    const ops = res.ops.length
+      ? [h('div', { class: 'table-wrap' }, h('table', { class: 'ops' },
+        h('thead', {}, h('tr', {}, ['Change', 'Record', 'CID', 'Previous CID'].map((t) => h('th', { scope: 'col' }, t)))), tbody)), more]
+      : [h('p', { class: 'empty' }, 'No records changed.')];
     return [
       h('dl', { class: 'facts' },
         h('dt', {}, 'Time'), h('dd', {}, timeText(new Date(c.time))),
@@ -354,7 +376,7 @@ export async function commit(ctx) {
         h('dt', {}, 'Pail root'), h('dd', {}, a(withQuery(repoPath(did, 'pail'), { rev }), h('code', { class: 'wrap' }, c.data))),
         h('dt', {}, 'Previous'), h('dd', {}, c.prev ? h('code', { class: 'wrap' }, c.prev) : 'none (first commit)'),
         h('dt', {}, 'Signature'), h('dd', {}, c.signed ? 'signed' : 'unsigned')),
-      section(`Changes (${counts})`, rows.length ? table(['Change', 'Record', 'CID', 'Previous CID'], rows, { class: 'ops' }) : h('p', { class: 'empty' }, 'No records changed.')),
+      section(`Changes (${counts})`, ...ops),
     ];
   });
 }
