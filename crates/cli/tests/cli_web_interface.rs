@@ -978,21 +978,6 @@ async fn pail_tree(c: &Client, base: &str, port: u16) {
         "document.querySelector('li.shard li.shard > ul > li.entry')",
     )
     .await;
-    let child_cid = c
-        .execute(
-            "return document.querySelector('li.shard li.shard').dataset.cid",
-            vec![],
-        )
-        .await
-        .unwrap();
-    let child = api(
-        port,
-        &format!(
-            "/xrpc/dev.datarepo.getShard?repo={}&cid={}",
-            q(REPO),
-            child_cid.as_str().unwrap()
-        ),
-    );
     let shown = c
         .execute(
             "return document.querySelectorAll('li.shard li.shard > ul > li.entry').length",
