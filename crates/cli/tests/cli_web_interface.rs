@@ -476,6 +476,18 @@ async fn collection_paging_and_history(c: &Client, base: &str, port: u16) {
     let here = path(c).await;
     c.goto(&format!("{base}{here}")).await.unwrap();
     assert_eq!(shown_rkeys(c).await, second);
+
+    // Descending record keys, paged forward and back the same way.
+    click(c, "a.sort").await;
+    let desc_first = rkeys_of(&list(None, true));
+    assert_eq!(desc_first[0], rkey(POST_COUNT - 1));
+    assert_eq!(shown_rkeys(c).await, desc_first);
+    click(c, "a[rel=next]").await;
+    let desc_second = rkeys_of(&list(Some(desc_first.last().unwrap()), true));
+    assert_eq!(shown_rkeys(c).await, desc_second);
+    click(c, "a[rel=prev]").await;
+    assert_eq!(shown_rkeys(c).await, desc_first);
+    assert!(path(c).await.contains("order=desc"));
 }
 
 async fn queries_and_facets(c: &Client, base: &str, port: u16) {

@@ -122,6 +122,8 @@ export async function collection(ctx) {
   const where = ctx.query.get('where') || '';
   const cursor = ctx.query.get('cursor');
   const before = ctx.query.get('before');
+  // Record-key order, ascending unless `order=desc` (newest first for TID keys).
+  const order = ctx.query.get('order') === 'desc' ? 'desc' : undefined;
   const here = repoPath(did, coll);
   document.title = `${coll} · ${did} · datarepo`;
   ctx.crumbs([did, repoPath(did)], [coll]);
@@ -132,8 +134,8 @@ export async function collection(ctx) {
   });
   const form = h('form', {
     class: 'query-form', role: 'search',
-    onsubmit: (e) => { e.preventDefault(); navigate(withQuery(here, { where: box.value.trim() })); },
-  }, box, h('button', { type: 'submit' }, 'Query'), where ? a(here, 'Clear') : null);
+    onsubmit: (e) => { e.preventDefault(); navigate(withQuery(here, { where: box.value.trim(), order })); },
+  }, box, h('button', { type: 'submit' }, 'Query'), where ? a(withQuery(here, { order }), 'Clear') : null);
   const queryError = h('div', { class: 'query-error' });
   const count = h('p', { class: 'count', role: 'status' }, '');
   const facets = h('aside', { class: 'facets', 'aria-label': 'Facets' });
@@ -170,7 +172,9 @@ export async function collection(ctx) {
   }, () => {});
 
   const w = where.trim() || undefined;
-  const page = { repo: did, collection: coll, limit: PAGE, cursor: before || cursor || undefined, reverse: before ? true : undefined };
+  // A page before a key is read the other way from the key, then turned.
+  const reverse = Boolean(before) !== Boolean(order);
+  const page = { repo: did, collection: coll, limit: PAGE, cursor: before || cursor || undefined, reverse: reverse || undefined };
   const method = w ? 'dev.datarepo.queryRecords' : 'com.atproto.repo.listRecords';
   let res;
   try {
@@ -192,14 +196,15 @@ export async function collection(ctx) {
       h('td', {}, cidText(r.cid)));
   });
   const nav = h('nav', { class: 'pager', 'aria-label': 'Pages' });
-  const params = (extra) => withQuery(here, { where: w, ...extra });
+  const params = (extra) => withQuery(here, { where: w, order, ...extra });
   const hasPrev = before ? Boolean(res.cursor) : Boolean(cursor);
   const hasNext = before ? true : Boolean(res.cursor);
   if (list.length && hasPrev) nav.append(h('a', { href: params({ before: rkeyOf(list[0]) }), rel: 'prev' }, '← Previous'));
   if (cursor || before) nav.append(a(params({}), 'First'));
+  const flip = withQuery(here, { where: w, order: order ? undefined : 'desc' });
   if (list.length && hasNext) nav.append(h('a', { href: params({ cursor: rkeyOf(list[list.length - 1]) }), rel: 'next' }, 'Next →'));
   records.replaceChildren(list.length
-    ? table(['Record key', 'Fields', 'CID'], rows, { class: 'record-list' })
+    ? table([h('a', { href: flip, class: 'sort', title: order ? 'Ascending record keys' : 'Descending record keys (newest first for TIDs)' }, `Record key ${order ? '↓' : '↑'}`), 'Fields', 'CID'], rows, { class: 'record-list' })
     : h('p', { class: 'empty' }, w ? 'No records match.' : 'No records.'), nav);
   performance.mark('records-shown');
   ctx.page.dataset.ready = 'records';
@@ -217,7 +222,7 @@ export async function collection(ctx) {
     facets.append(h('section', { class: 'facet', dataset: { facet: i.path } }, h('h3', {}, i.path), list));
     fill(list, api.get('dev.datarepo.topValues', { repo: did, collection: coll, path: i.path, where: w, limit: 8 }), (t) =>
       t.top.length ? t.top.map((v) => h('li', {},
-        a(withQuery(here, { where: refine(w, i.path, v.value) }), typeof v.value === 'string' ? v.value : JSON.stringify(v.value)),
+        a(withQuery(here, { where: refine(w, i.path, v.value), order }), typeof v.value === 'string' ? v.value : JSON.stringify(v.value)),
         ' ', h('span', { class: 'n muted' }, num(v.count))))
         : h('li', { class: 'muted' }, 'no values'));
   }
