@@ -7,6 +7,8 @@ import * as api from './api.js';
 import { h, a, repoPath, withQuery, cidText, num, loading, errorBox } from './dom.js';
 
 const ENTRIES_PAGE = 200;
+/** Ids given to shards' entry lists so far (for aria-controls). */
+let lists = 0;
 
 export async function pail(ctx) {
   const { did } = ctx.params;
@@ -15,7 +17,9 @@ export async function pail(ctx) {
   document.title = `Pail tree · ${did} · datarepo`;
   ctx.crumbs([did, repoPath(did)], ['Pail tree']);
   const status = h('div', {}, loading());
-  const tree = h('ul', { class: 'tree', role: 'tree', 'aria-label': 'Pail shards' });
+  // Disclosure buttons (aria-expanded, aria-controls) in nested lists: every
+  // control is a button or a link, reachable with Tab.
+  const tree = h('ul', { class: 'tree', 'aria-label': 'Pail shards' });
   ctx.page.append(h('h1', {}, 'Pail tree'),
     h('p', { class: 'muted' }, 'Every shard is a dag-cbor block; its entries are keys (after the prefix of the way down) with a record CID, a link to a child shard, or both.'),
     status, tree);
@@ -81,11 +85,12 @@ const keyText = (prefix, piece) => h('span', { class: 'key' }, prefix ? h('span'
  */
 function shardNode(view, cid, parent = null, piece = '', known = null) {
   const prefix = parent === null ? '' : parent + piece;
-  const toggle = h('button', { type: 'button', class: 'toggle', 'aria-expanded': 'false', 'aria-label': `Open the shard of ${prefix ? JSON.stringify(prefix) : 'the root'}` }, '▸');
+  const listId = `shard-list-${++lists}`;
+  const toggle = h('button', { type: 'button', class: 'toggle', 'aria-expanded': 'false', 'aria-controls': listId, 'aria-label': `Open the shard of ${prefix ? JSON.stringify(prefix) : 'the root'}` }, '▸');
   const summary = h('span', { class: 'summary muted' });
-  const entries = h('ul', { role: 'group', hidden: true });
+  const entries = h('ul', { id: listId, hidden: true });
   const label = parent === null ? h('span', { class: 'prefix' }, '(root)') : keyText(parent, piece);
-  const li = h('li', { role: 'treeitem', class: parent === null ? 'shard' : 'shard entry', dataset: { cid, prefix, key: piece } },
+  const li = h('li', { class: parent === null ? 'shard' : 'shard entry', dataset: { cid, prefix, key: piece } },
     h('div', { class: 'node' }, toggle, ' ', label, ' ', summary, ' ', cidText(cid)),
     entries);
   const byKey = new Map();
@@ -133,12 +138,12 @@ function shardNode(view, cid, parent = null, piece = '', known = null) {
     const full = prefix + e.key;
     const slash = full.indexOf('/');
     const rec = slash > 0 ? withQuery(repoPath(view.did, full.slice(0, slash), full.slice(slash + 1)), { rev: view.rev }) : null;
-    const li = h('li', { role: 'treeitem', class: 'entry', dataset: { key: e.key } },
+    const li = h('li', { class: 'entry', dataset: { key: e.key } },
       h('div', { class: 'node' }, keyText(prefix, e.key), ' → ', rec ? a(rec, 'record') : 'value', ' ', cidText(e.data)));
     const item = { li, child: null };
     if (e.link) {
       item.child = shardNode(view, e.link, prefix, e.key, known);
-      li.append(h('ul', { role: 'group' }, item.child.li));
+      li.append(h('ul', {}, item.child.li));
     }
     byKey.set(e.key, item);
     return li;
@@ -147,7 +152,6 @@ function shardNode(view, cid, parent = null, piece = '', known = null) {
   async function expand() {
     toggle.setAttribute('aria-expanded', 'true');
     toggle.textContent = '▾';
-    li.setAttribute('aria-expanded', 'true');
     entries.hidden = false;
     if (!loaded) {
       entries.replaceChildren(h('li', { class: 'more' }, loading()));
@@ -158,11 +162,9 @@ function shardNode(view, cid, parent = null, piece = '', known = null) {
   function collapse() {
     toggle.setAttribute('aria-expanded', 'false');
     toggle.textContent = '▸';
-    li.setAttribute('aria-expanded', 'false');
     entries.hidden = true;
   }
   toggle.addEventListener('click', () => (entries.hidden ? expand() : collapse()));
-  li.setAttribute('aria-expanded', 'false');
 
   /** The entry with this key, loading further pages until it is found. */
   async function find(key) {
