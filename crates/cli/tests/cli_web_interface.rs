@@ -128,6 +128,14 @@ fn load(port: u16) {
         &json!({"repo": REPO, "collection": NOTES, "rkey": "long", "record": {"body": long}}),
     );
     assert_eq!(s, 200, "{b}");
+    // A note that links to the long one's block.
+    let (s, b) = api_post(
+        port,
+        "com.atproto.repo.createRecord",
+        &json!({"repo": REPO, "collection": NOTES, "rkey": "linked",
+                "record": {"body": "see the long note", "about": {"$link": b["cid"]}}}),
+    );
+    assert_eq!(s, 200, "{b}");
     for text in ["post five, edited", "post five, edited again"] {
         let mut v = post(5);
         v["text"] = json!(text);
@@ -370,7 +378,7 @@ async fn repositories_and_repository(c: &Client, base: &str, port: u16) {
     assert_eq!(row[1], head["rev"].as_str().unwrap());
     assert_eq!(row[3].replace(',', ""), stats["records"].to_string());
     assert_eq!(row[4].replace(',', ""), stats["commits"].to_string());
-    assert_eq!(stats["records"], json!(POST_COUNT - 1 + 4));
+    assert_eq!(stats["records"], json!(POST_COUNT - 1 + 5));
     screenshot(c, "repositories").await;
 
     click(c, &format!("tr[data-repo=\"{REPO}\"] a")).await;
@@ -385,7 +393,7 @@ async fn repositories_and_repository(c: &Client, base: &str, port: u16) {
         "{posts:?}"
     );
     let notes = texts(c, &format!("tr[data-collection=\"{NOTES}\"] td")).await;
-    assert_eq!(notes[2], "4");
+    assert_eq!(notes[2], "5");
     assert_eq!(notes[3], "none");
     assert_eq!((posts[4].as_str(), notes[4].as_str()), ("no", "yes"));
     let recent = texts(c, "section:last-of-type tbody tr td:first-child").await;
@@ -712,6 +720,34 @@ async fn record_and_history(c: &Client, base: &str, port: u16) {
     click(c, "pre.json button.more").await;
     let whole: Value = serde_json::from_str(&texts(c, "pre.json").await.remove(0)).unwrap();
     assert_eq!(whole["body"], json!(long));
+    // A `$link` leads to the block it names.
+    c.goto(&format!("{base}/repo/{}/{NOTES}/linked", q(REPO)))
+        .await
+        .unwrap();
+    wait_for(c, "the link", "document.querySelector('pre.json a')").await;
+    click(c, "pre.json a").await;
+    wait_for(
+        c,
+        "the block",
+        "location.pathname.includes('/block/') && document.querySelector('pre.json')",
+    )
+    .await;
+    let long_record = api(
+        port,
+        &format!(
+            "/xrpc/com.atproto.repo.getRecord?repo={}&collection={NOTES}&rkey=long",
+            q(REPO)
+        ),
+    );
+    assert!(
+        path(c)
+            .await
+            .ends_with(long_record["cid"].as_str().unwrap())
+    );
+    click(c, "pre.json button.more").await;
+    let block: Value = serde_json::from_str(&texts(c, "pre.json").await.remove(0)).unwrap();
+    assert_eq!(block, long_record["value"]);
+    assert_eq!(texts(c, "dl.facts dd").await[1], "dag-cbor");
     // A deleted record says so, with its history.
     c.goto(&format!("{base}/repo/{}/{POSTS}/{}", q(REPO), rkey(7)))
         .await
