@@ -68,3 +68,13 @@ pub fn current_mib() -> f64 {
 pub fn reset_peak() {
     let _ = std::fs::write("/proc/self/clear_refs", "5");
 }
+
+/// The `datarepo` binary the process benchmarks run: `DATAREPO_BIN`, else
+/// the workspace's release build (`cargo build --release --bin datarepo`).
+#[must_use]
+pub fn datarepo_bin() -> std::path::PathBuf {
+    std::env::var_os("DATAREPO_BIN").map_or_else(
+        || std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/release/datarepo"),
+        std::path::PathBuf::from,
+    )
+}

@@ -74,6 +74,12 @@ impl CommitData {
         unsigned.encode_bytes()
     }
 
+    /// The instant its rev encodes, as RFC 3339 UTC with milliseconds.
+    #[must_use]
+    pub fn time(&self) -> String {
+        crate::event::rfc3339(self.rev.timestamp_micros())
+    }
+
     /// Whether the commit carries a signature.
     #[must_use]
     pub fn is_signed(&self) -> bool {

@@ -572,9 +572,7 @@ fn commit_event(
         rev: commit.rev.to_string(),
         since: previous.map(|h| h.rev.to_string()),
         ops,
-        // A rev is the commit's time in microseconds, shifted past its
-        // clock id.
-        time: crate::event::rfc3339(commit.rev.as_u64() >> 10),
+        time: commit.time(),
         prev_data: previous.map(|h| h.data),
         shards,
     }

@@ -36,14 +36,10 @@ fn parse_rev(s: &str, field: &str) -> Result<Tid> {
 /// A commit as these endpoints show it; `time` is the instant its rev
 /// encodes.
 fn commit_json(e: &LogEntry) -> Value {
-    let micros = i64::try_from(e.commit.rev.timestamp_micros()).unwrap_or(i64::MAX);
-    let time = jiff::Timestamp::from_microsecond(micros)
-        .map(|t| format!("{t:.3}"))
-        .unwrap_or_default();
     let mut out = json!({
         "cid": e.cid.to_string(),
         "rev": e.commit.rev.to_string(),
-        "time": time,
+        "time": e.commit.time(),
         "data": e.commit.data.to_string(),
         "signed": e.commit.is_signed(),
     });
@@ -53,14 +49,18 @@ fn commit_json(e: &LogEntry) -> Value {
     out
 }
 
-fn change_json(repo: &str, d: &RecordDiff) -> Value {
-    let action = match (d.old, d.new) {
+/// What a change did: `create`, `update` or `delete`.
+fn action(d: &RecordDiff) -> &'static str {
+    match (d.old, d.new) {
         (None, _) => "create",
         (Some(_), Some(_)) => "update",
         (Some(_), None) => "delete",
-    };
+    }
+}
+
+fn change_json(repo: &str, d: &RecordDiff) -> Value {
     let mut out = json!({
-        "action": action,
+        "action": action(d),
         "collection": d.collection,
         "rkey": d.rkey,
         "uri": record_uri(repo, &d.collection, &d.rkey),
@@ -207,11 +207,7 @@ pub(crate) async fn get_commit<K: Kv + 'static>(
     let (entry, changes) = repo.changes(rev).await?;
     let mut counts = json!({"create": 0, "update": 0, "delete": 0});
     for d in &changes {
-        let action = match (d.old, d.new) {
-            (None, _) => "create",
-            (Some(_), Some(_)) => "update",
-            (Some(_), None) => "delete",
-        };
+        let action = action(d);
         counts[action] = json!(counts[action].as_u64().unwrap_or(0) + 1);
     }
     let after = |d: &&RecordDiff| {

@@ -11,17 +11,10 @@
 
 use std::{
     io::Write,
-    path::{Path, PathBuf},
+    path::Path,
     process::{Command, Stdio},
     time::{Duration, Instant},
 };
-
-fn datarepo_bin() -> PathBuf {
-    std::env::var_os("DATAREPO_BIN").map_or_else(
-        || Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/release/datarepo"),
-        PathBuf::from,
-    )
-}
 
 fn files_under(dir: &Path) -> usize {
     std::fs::read_dir(dir).map_or(0, |entries| {
@@ -67,7 +60,7 @@ fn main() {
         .position(|a| a == "--n")
         .and_then(|i| args.get(i + 1))
         .map_or(300, |v| v.parse().expect("--n N"));
-    let bin = datarepo_bin();
+    let bin = datarepo_bench::datarepo_bin();
     assert!(
         bin.is_file(),
         "{} is missing: run `cargo build --release --bin datarepo` (or set DATAREPO_BIN)",

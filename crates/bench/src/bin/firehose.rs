@@ -16,7 +16,6 @@
 
 use std::{
     collections::HashMap,
-    path::{Path, PathBuf},
     sync::{Arc, Mutex},
     time::{Duration, Instant},
 };
@@ -25,13 +24,6 @@ use futures_util::StreamExt;
 
 const TOKEN: &str = "bench";
 const WRITERS: usize = 64;
-
-fn datarepo_bin() -> PathBuf {
-    std::env::var_os("DATAREPO_BIN").map_or_else(
-        || Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/release/datarepo"),
-        PathBuf::from,
-    )
-}
 
 struct Server(std::process::Child);
 
@@ -107,7 +99,7 @@ fn main() {
     let secs: f64 = datarepo_bench::arg("--secs", 10.0);
     let consumers: usize = datarepo_bench::arg("--consumers", 100);
     let replay: u64 = datarepo_bench::arg("--replay", 1_000_000);
-    let bin = datarepo_bin();
+    let bin = datarepo_bench::datarepo_bin();
     assert!(
         bin.exists(),
         "build the release binary first: cargo build --release --bin datarepo"

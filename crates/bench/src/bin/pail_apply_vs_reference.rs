@@ -22,7 +22,7 @@ use std::{
     fs::File,
     io::Write,
     os::unix::process::ExitStatusExt,
-    path::{Path, PathBuf},
+    path::Path,
     process::{Command, Stdio},
     time::{Duration, Instant},
 };
@@ -68,15 +68,8 @@ fn run(mut cmd: Command, input: &Path) -> Run {
     }
 }
 
-fn datarepo_bin() -> PathBuf {
-    std::env::var_os("DATAREPO_BIN").map_or_else(
-        || Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/release/datarepo"),
-        PathBuf::from,
-    )
-}
-
 fn ours() -> Command {
-    let bin = datarepo_bin();
+    let bin = datarepo_bench::datarepo_bin();
     assert!(
         bin.is_file(),
         "{} is missing: run `cargo build --release --bin datarepo` (or set DATAREPO_BIN)",

@@ -18,24 +18,13 @@
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-use std::{
-    path::{Path, PathBuf},
-    sync::Arc,
-    time::Instant,
-};
+use std::{sync::Arc, time::Instant};
 
 use repo::{Curve, Env, Repos, SigningKey, VerifyOptions, Write};
 use sha2::{Digest, Sha256};
 use store::{MemoryKv, Store};
 
 const COLLECTION: &str = "app.bsky.feed.post";
-
-fn datarepo_bin() -> PathBuf {
-    std::env::var_os("DATAREPO_BIN").map_or_else(
-        || Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/release/datarepo"),
-        PathBuf::from,
-    )
-}
 
 /// Each block's bytes in a CAR v1 file (varint length, CID, bytes).
 fn blocks(car: &[u8]) -> Vec<&[u8]> {
@@ -134,7 +123,7 @@ fn main() {
         keys: vec![*key.public_key()],
         incremental: false,
     };
-    let bin = datarepo_bin();
+    let bin = datarepo_bench::datarepo_bin();
     for run in 1..=runs {
         let start = Instant::now();
         std::hint::black_box(sha256_all(&blocks, 1));

@@ -21,7 +21,7 @@
 #![allow(clippy::disallowed_methods, clippy::unwrap_used)] // a benchmark measures wall time
 
 use std::{
-    path::{Path, PathBuf},
+    path::Path,
     sync::Arc,
     time::{Duration, Instant},
 };
@@ -36,13 +36,6 @@ use store::{SlateKv, Store};
 const REPO: &str = "did:plc:webbench";
 const COLLECTION: &str = "app.bsky.feed.post";
 const LANGS: [&str; 6] = ["en", "ja", "de", "pt", "ko", "es"];
-
-fn datarepo_bin() -> PathBuf {
-    std::env::var_os("DATAREPO_BIN").map_or_else(
-        || Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/release/datarepo"),
-        PathBuf::from,
-    )
-}
 
 struct Child(std::process::Child);
 
@@ -176,7 +169,7 @@ fn summary(what: &str, mut v: Vec<f64>, unit: &str) {
 fn main() {
     let n: u64 = datarepo_bench::arg("--n", 1_000_000);
     let runs: usize = datarepo_bench::arg("--runs", 7);
-    let bin = datarepo_bin();
+    let bin = datarepo_bench::datarepo_bin();
     assert!(
         bin.exists(),
         "build the release binary first: cargo build --release --bin datarepo"
