@@ -50,6 +50,10 @@ pub(crate) struct IndexCache {
     /// Dictionary rows found (entries are never rewritten, only deleted
     /// with their index, which clears this cache).
     rows: std::collections::HashMap<(u32, String, super::Keyword), u64>,
+    /// Shards in use by scope: at least one past the highest live
+    /// column's (commits only raise it; a count higher than needed costs
+    /// an empty scan, never a wrong answer).
+    shards: std::collections::HashMap<u32, u64>,
 }
 
 impl std::fmt::Debug for IndexCache {
@@ -72,6 +76,7 @@ impl IndexCache {
             limit,
             declared: std::collections::HashMap::new(),
             rows: std::collections::HashMap::new(),
+            shards: std::collections::HashMap::new(),
         }
     }
 
@@ -89,6 +94,7 @@ impl IndexCache {
         self.head = None;
         self.declared.clear();
         self.rows.clear();
+        self.shards.clear();
     }
 
     pub(crate) fn declared(&self, collection: &str) -> Option<Arc<Vec<super::Declared>>> {
@@ -108,6 +114,14 @@ impl IndexCache {
 
     pub(crate) fn set_row_of(&mut self, scope: u32, path: &str, value: super::Keyword, row: u64) {
         self.rows.insert((scope, path.to_owned(), value), row);
+    }
+
+    pub(crate) fn shards(&self, scope: u32) -> Option<u64> {
+        self.shards.get(&scope).copied()
+    }
+
+    pub(crate) fn set_shards(&mut self, scope: u32, shards: u64) {
+        self.shards.insert(scope, shards);
     }
 
     pub(crate) fn get(&mut self, key: &CacheKey) -> Option<Arc<Cached>> {
@@ -135,6 +149,13 @@ impl IndexCache {
 
     /// Applies a commit's row changes in `scope` to the cached rows.
     pub(crate) fn apply(&mut self, scope: u32, deltas: &RowDeltas) {
+        if let Some(shards) = self.shards.get_mut(&scope) {
+            for delta in deltas.0.values() {
+                if let Some(max) = delta.set.max() {
+                    *shards = (*shards).max((u64::from(max) >> super::SHARD_BITS) + 1);
+                }
+            }
+        }
         for (row, delta) in &deltas.0 {
             for whole in [false, true] {
                 let key = key(scope, row, whole);
@@ -168,5 +189,32 @@ pub(crate) fn key(scope: u32, row: &RowId, whole_view: bool) -> CacheKey {
         field: row.field.clone(),
         view: row.view.clone(),
         row: (!whole_view).then_some(row.row),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{IndexCache, RowDeltas, RowId};
+    use crate::index::SHARD_BITS;
+
+    #[test]
+    fn a_commit_into_a_new_shard_raises_the_cached_shard_count() {
+        let mut cache = IndexCache::new(1 << 20);
+        let mut deltas = RowDeltas::default();
+        deltas.set(RowId::columns(), (1 << SHARD_BITS) + 5);
+        // Nothing cached for the scope: nothing to raise.
+        cache.apply(3, &deltas);
+        assert_eq!(cache.shards(3), None);
+        cache.set_shards(3, 1);
+        cache.apply(3, &deltas);
+        assert_eq!(cache.shards(3), Some(2));
+        // Clearing bits (deletes) never lowers it; other scopes keep theirs.
+        let mut clears = RowDeltas::default();
+        clears.clear(RowId::columns(), (1 << SHARD_BITS) + 5);
+        cache.set_shards(4, 1);
+        cache.apply(3, &clears);
+        assert_eq!((cache.shards(3), cache.shards(4)), (Some(2), Some(1)));
+        cache.clear();
+        assert_eq!(cache.shards(3), None);
     }
 }

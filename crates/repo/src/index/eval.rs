@@ -190,10 +190,15 @@ impl<'a, K: Kv> Reader<'a, K> {
         }
     }
 
-    /// Shards in use: one past the highest live column's.
+    /// Shards in use: one past the highest live column's (or more, see
+    /// [`IndexCache`]), read once per head (a reverse scan costs a few
+    /// hundred microseconds even from a warm store).
     async fn shards(&self) -> Result<u64, Error> {
         if let Some(n) = self.shards.get() {
             return Ok(*n);
+        }
+        if let Some(n) = lock(self.cache).shards(self.scope) {
+            return Ok(*self.shards.get_or_init(|| n));
         }
         let range = records::scope_range(records::RecordType::ColumnRkey, self.scope, None);
         let n = match self.kv.scan(&range, true, 1).await?.into_iter().next() {
@@ -203,6 +208,7 @@ impl<'a, K: Kv> Reader<'a, K> {
             },
             None => 0,
         };
+        lock(self.cache).set_shards(self.scope, n);
         Ok(*self.shards.get_or_init(|| n))
     }
 
