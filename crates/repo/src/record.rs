@@ -236,7 +236,7 @@ fn data_model(ipld: &Ipld, path: &mut String) -> Result<(), Error> {
     }
 }
 
-fn ipld_to_json(ipld: &Ipld) -> Value {
+pub(crate) fn ipld_to_json(ipld: &Ipld) -> Value {
     match ipld {
         Ipld::Null => Value::Null,
         Ipld::Bool(b) => Value::Bool(*b),

@@ -2,7 +2,7 @@
 //! import, `check`): rows are assembled in memory and written as full
 //! containers.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use bytes::Bytes;
 use keycodec::records;
@@ -10,10 +10,8 @@ use roaring::RoaringBitmap;
 use store::{Kv, Store, WriteOp};
 
 use super::{
-    Declared, IndexKind, Keyword, RowId, decode_column,
-    maintain::bsi_rows,
-    put_rows,
-    values::{keywords, numbers},
+    BSI_ROWS_PER_SLOT, Declared, IndexKind, Keyword, RowId, cbor, decode_column, put_rows,
+    values::{MAX_KEYWORD_BYTES, keywords, numbers, numbers_of_leaves},
 };
 use crate::{Error, Record};
 
@@ -21,9 +19,72 @@ use crate::{Error, Record};
 #[derive(Default)]
 struct Accumulator {
     existence: RoaringBitmap,
-    keywords: BTreeMap<Keyword, RoaringBitmap>,
+    /// Keyword rows by value (numbered in value order when the build ends).
+    strings: HashMap<String, RoaringBitmap>,
+    bools: [RoaringBitmap; 2],
     /// Bit-sliced rows by number (`66·slot + …`).
     slices: Vec<RoaringBitmap>,
+}
+
+impl Accumulator {
+    /// Sets `column` in the row of keyword `s`, unless `s` is too long to
+    /// be indexed; whether it was kept.
+    fn string(&mut self, s: &str, column: u32) -> bool {
+        if s.len() > MAX_KEYWORD_BYTES {
+            return false;
+        }
+        match self.strings.get_mut(s) {
+            Some(bits) => add(bits, column),
+            None => {
+                self.strings
+                    .insert(s.to_owned(), RoaringBitmap::from_iter([column]));
+            }
+        }
+        true
+    }
+
+    fn boolean(&mut self, b: bool, column: u32) {
+        add(&mut self.bools[usize::from(b)], column);
+    }
+
+    /// Sets `column` in the bit-sliced rows of `value` in `slot`
+    /// (exists, sign when negative, the magnitude's set bits).
+    fn number(&mut self, slot: usize, value: i64, column: u32) {
+        let base = slot * BSI_ROWS_PER_SLOT as usize;
+        if self.slices.len() < base + BSI_ROWS_PER_SLOT as usize {
+            self.slices
+                .resize_with(base + BSI_ROWS_PER_SLOT as usize, RoaringBitmap::new);
+        }
+        add(&mut self.slices[base], column);
+        if value < 0 {
+            add(&mut self.slices[base + 1], column);
+        }
+        let mut magnitude = value.unsigned_abs();
+        while magnitude != 0 {
+            let bit = magnitude.trailing_zeros() as usize;
+            add(&mut self.slices[base + 2 + bit], column);
+            magnitude &= magnitude - 1;
+        }
+    }
+
+    /// The keyword rows in value order (the dictionary's row numbers).
+    fn keywords(&mut self) -> Vec<(Keyword, RoaringBitmap)> {
+        let mut out: Vec<(Keyword, RoaringBitmap)> = self
+            .strings
+            .drain()
+            .map(|(s, bits)| (Keyword::Str(s), bits))
+            .collect();
+        for (b, bits) in [false, true]
+            .into_iter()
+            .zip(std::mem::take(&mut self.bools))
+        {
+            if !bits.is_empty() {
+                out.push((Keyword::Bool(b), bits));
+            }
+        }
+        out.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        out
+    }
 }
 
 /// Records read so far by a build.
@@ -71,6 +132,10 @@ pub(crate) async fn compute_scope<K: Kv>(
     let mut stored_after: Option<Vec<u8>> = None;
     let mut stored_done = fresh;
     let mut all = RoaringBitmap::new();
+    let segments: Vec<Vec<&str>> = declared
+        .iter()
+        .map(|d| d.decl.path.split('.').collect())
+        .collect();
     loop {
         let page = store
             .list_written_record_blocks(repo, collection, cursor.as_deref(), PAGE)
@@ -117,34 +182,60 @@ pub(crate) async fn compute_scope<K: Kv>(
             };
             add(&mut all, column);
             built.columns.push((rkey, column));
-            let value = Record::stored(block).to_json();
-            for (d, acc) in declared.iter().zip(&mut per_index) {
+            // Values straight from the bytes; the JSON tree only when the
+            // walk leaves a record to it.
+            let mut json: Option<serde_json::Value> = None;
+            let mut leaves = Vec::new();
+            for ((d, acc), segments) in declared.iter().zip(&mut per_index).zip(&segments) {
                 let path = d.decl.path.as_str();
-                match d.decl.kind {
+                leaves.clear();
+                let walked = cbor::leaves_at(block.bytes(), segments, &mut leaves).is_ok();
+                let kept = match d.decl.kind {
+                    IndexKind::Keyword if walked => {
+                        let mut kept = false;
+                        for leaf in &leaves {
+                            kept |= match leaf {
+                                cbor::Leaf::Str(s) => acc.string(s, column),
+                                cbor::Leaf::Bool(b) => {
+                                    acc.boolean(*b, column);
+                                    true
+                                }
+                                _ => false,
+                            };
+                        }
+                        kept
+                    }
                     IndexKind::Keyword => {
-                        let vals = keywords(&value, path);
-                        if !vals.is_empty() {
-                            add(&mut acc.existence, column);
+                        let json =
+                            json.get_or_insert_with(|| Record::stored(block.clone()).to_json());
+                        let vals = keywords(json, path);
+                        for v in &vals {
+                            match v {
+                                Keyword::Str(s) => acc.string(s, column),
+                                Keyword::Bool(b) => {
+                                    acc.boolean(*b, column);
+                                    true
+                                }
+                            };
                         }
-                        for v in vals {
-                            add(acc.keywords.entry(v).or_default(), column);
-                        }
+                        !vals.is_empty()
                     }
                     kind => {
-                        let vals = numbers(&value, path, kind);
-                        if !vals.is_empty() {
-                            add(&mut acc.existence, column);
+                        let vals = if walked {
+                            numbers_of_leaves(&leaves, kind)
+                        } else {
+                            let json =
+                                json.get_or_insert_with(|| Record::stored(block.clone()).to_json());
+                            numbers(json, path, kind)
+                        };
+                        for (slot, v) in vals.iter().enumerate() {
+                            acc.number(slot, *v, column);
                         }
-                        for (slot, v) in vals.into_iter().enumerate() {
-                            for row in bsi_rows(slot, v) {
-                                let row = usize::try_from(row).unwrap_or(usize::MAX);
-                                if acc.slices.len() <= row {
-                                    acc.slices.resize_with(row + 1, RoaringBitmap::new);
-                                }
-                                add(&mut acc.slices[row], column);
-                            }
-                        }
+                        !vals.is_empty()
                     }
+                };
+                if kept {
+                    add(&mut acc.existence, column);
                 }
             }
             done.records += 1;
@@ -154,19 +245,22 @@ pub(crate) async fn compute_scope<K: Kv>(
     if !all.is_empty() {
         built.rows.insert(RowId::columns(), all);
     }
-    for (d, acc) in declared.iter().zip(per_index) {
+    for (d, mut acc) in declared.iter().zip(per_index) {
         let path = d.decl.path.as_str();
         if !acc.existence.is_empty() {
-            built.rows.insert(RowId::existence(path), acc.existence);
+            built
+                .rows
+                .insert(RowId::existence(path), std::mem::take(&mut acc.existence));
         }
-        for (row, bits) in acc.slices.into_iter().enumerate() {
+        for (row, bits) in std::mem::take(&mut acc.slices).into_iter().enumerate() {
             if !bits.is_empty() {
                 built.rows.insert(RowId::bsi(path, row as u64), bits);
             }
         }
         if d.decl.kind == IndexKind::Keyword {
-            let mut dict = Vec::with_capacity(acc.keywords.len());
-            for (row, (value, bits)) in acc.keywords.into_iter().enumerate() {
+            let keywords = acc.keywords();
+            let mut dict = Vec::with_capacity(keywords.len());
+            for (row, (value, bits)) in keywords.into_iter().enumerate() {
                 built.rows.insert(RowId::keyword(path, row as u64), bits);
                 dict.push(value);
             }

@@ -19,6 +19,7 @@
 
 mod build;
 mod cache;
+mod cbor;
 mod eval;
 mod maintain;
 mod query;

@@ -2,6 +2,8 @@
 
 use serde_json::Value;
 
+use super::cbor::Leaf;
+
 /// The kind of a field index.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum IndexKind {
@@ -129,6 +131,18 @@ pub(crate) fn keywords(record: &Value, path: &str) -> Vec<Keyword> {
     out.sort();
     out.dedup();
     out
+}
+
+/// [`numbers`] from the leaves a dag-cbor walk found (`super::cbor`).
+pub(crate) fn numbers_of_leaves(leaves: &[Leaf<'_>], kind: IndexKind) -> Vec<i64> {
+    leaves
+        .iter()
+        .filter_map(|l| match (kind, l) {
+            (IndexKind::Integer, Leaf::Int(i)) => Some(*i),
+            (IndexKind::Datetime, Leaf::Str(s)) => datetime_micros(s),
+            _ => None,
+        })
+        .collect()
 }
 
 /// The integer (or datetime, as microseconds) values at `path`, in the

@@ -1,0 +1,390 @@
+//! The values at a path read straight from a record's dag-cbor bytes, for
+//! index builds: the same values, in the same order, as [`super::values`]
+//! finds in the record's JSON, without building either tree.
+//!
+//! The walk reads item headers only, except for the strings it keeps (whose
+//! UTF-8 it checks) and the map keys it compares. Whatever it does not
+//! mirror exactly — a link or byte string where the path continues (their
+//! JSON forms are `{"$link"}` / `{"$bytes"}` objects), an integer below
+//! `i64::MIN` (a JSON string), a map with the path's key twice, anything
+//! that is not well-formed dag-cbor — answers [`Fallback`], and the caller
+//! decodes the record to JSON instead. Records are checked to be dag-cbor
+//! when written, so the fallback is for the unusual, not for damage.
+
+/// A value at the end of a path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Leaf<'a> {
+    Str(&'a str),
+    Bool(bool),
+    Int(i64),
+    /// Anything no index keeps (null, floats, large integers, maps, links, bytes).
+    Other,
+}
+
+/// The walk cannot answer for these bytes; decode them to JSON instead.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Fallback;
+
+/// The leaves at `path` (segments) in `record`, in the order the JSON walk
+/// reaches them (arrays followed into at every step, the last included).
+pub(crate) fn leaves_at<'a>(
+    record: &'a [u8],
+    path: &[&str],
+    out: &mut Vec<Leaf<'a>>,
+) -> Result<(), Fallback> {
+    let mut r = Reader {
+        bytes: record,
+        at: 0,
+    };
+    let head = r.head()?;
+    // The root is not followed into when it is an array: only a map has keys.
+    match head {
+        Head::Map(n) => r.map(n, path, out)?,
+        other => r.skip_rest(other)?,
+    }
+    if r.at == record.len() {
+        Ok(())
+    } else {
+        Err(Fallback)
+    }
+}
+
+enum Head {
+    Uint(u64),
+    /// `-1 - n`.
+    Neg(u64),
+    Bytes(usize),
+    Text(usize),
+    Array(u64),
+    Map(u64),
+    /// Tag 42 (a CID link); dag-cbor allows no other tag.
+    Link,
+    Bool(bool),
+    Null,
+    Float64,
+}
+
+struct Reader<'a> {
+    bytes: &'a [u8],
+    at: usize,
+}
+
+impl<'a> Reader<'a> {
+    fn take(&mut self, n: usize) -> Result<&'a [u8], Fallback> {
+        let end = self.at.checked_add(n).ok_or(Fallback)?;
+        let s = self.bytes.get(self.at..end).ok_or(Fallback)?;
+        self.at = end;
+        Ok(s)
+    }
+
+    fn arg(&mut self, info: u8) -> Result<u64, Fallback> {
+        Ok(match info {
+            0..=23 => u64::from(info),
+            24 => u64::from(self.take(1)?[0]),
+            25 => u64::from(u16::from_be_bytes(
+                self.take(2)?.try_into().map_err(|_| Fallback)?,
+            )),
+            26 => u64::from(u32::from_be_bytes(
+                self.take(4)?.try_into().map_err(|_| Fallback)?,
+            )),
+            27 => u64::from_be_bytes(self.take(8)?.try_into().map_err(|_| Fallback)?),
+            // Indefinite lengths and reserved values are not dag-cbor.
+            _ => return Err(Fallback),
+        })
+    }
+
+    fn len(&mut self, info: u8) -> Result<usize, Fallback> {
+        usize::try_from(self.arg(info)?).map_err(|_| Fallback)
+    }
+
+    fn head(&mut self) -> Result<Head, Fallback> {
+        let first = self.take(1)?[0];
+        let (major, info) = (first >> 5, first & 0x1F);
+        Ok(match major {
+            0 => Head::Uint(self.arg(info)?),
+            1 => Head::Neg(self.arg(info)?),
+            2 => Head::Bytes(self.len(info)?),
+            3 => Head::Text(self.len(info)?),
+            4 => Head::Array(self.arg(info)?),
+            5 => Head::Map(self.arg(info)?),
+            6 if self.arg(info)? == 42 => Head::Link,
+            7 => match info {
+                20 => Head::Bool(false),
+                21 => Head::Bool(true),
+                22 => Head::Null,
+                27 => {
+                    self.take(8)?;
+                    Head::Float64
+                }
+                _ => return Err(Fallback),
+            },
+            _ => return Err(Fallback),
+        })
+    }
+
+    /// Skips the rest of an item whose head was read.
+    fn skip_rest(&mut self, head: Head) -> Result<(), Fallback> {
+        match head {
+            Head::Bytes(n) | Head::Text(n) => {
+                self.take(n)?;
+            }
+            Head::Array(n) => {
+                for _ in 0..n {
+                    let h = self.head()?;
+                    self.skip_rest(h)?;
+                }
+            }
+            Head::Map(n) => {
+                for _ in 0..n {
+                    self.key()?;
+                    let h = self.head()?;
+                    self.skip_rest(h)?;
+                }
+            }
+            Head::Link => match self.head()? {
+                Head::Bytes(n) => {
+                    self.take(n)?;
+                }
+                _ => return Err(Fallback),
+            },
+            Head::Uint(_) | Head::Neg(_) | Head::Bool(_) | Head::Null | Head::Float64 => {}
+        }
+        Ok(())
+    }
+
+    /// A map key (dag-cbor keys are strings), unchecked UTF-8.
+    fn key(&mut self) -> Result<&'a [u8], Fallback> {
+        match self.head()? {
+            Head::Text(n) => self.take(n),
+            _ => Err(Fallback),
+        }
+    }
+
+    /// The entries of a map whose head was read: the value under `path[0]`
+    /// is followed, the others skipped.
+    fn map(&mut self, n: u64, path: &[&str], out: &mut Vec<Leaf<'a>>) -> Result<(), Fallback> {
+        let Some((first, rest)) = path.split_first() else {
+            // Unreachable through `value`; a map at the path's end is kept as Other.
+            for _ in 0..n {
+                self.key()?;
+                let h = self.head()?;
+                self.skip_rest(h)?;
+            }
+            return Ok(());
+        };
+        let mut found = false;
+        for _ in 0..n {
+            let key = self.key()?;
+            let h = self.head()?;
+            if key == first.as_bytes() {
+                if found {
+                    return Err(Fallback);
+                }
+                found = true;
+                self.value(h, rest, out)?;
+            } else {
+                self.skip_rest(h)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// A value reached by the walk, with what is left of the path.
+    fn value(
+        &mut self,
+        head: Head,
+        path: &[&str],
+        out: &mut Vec<Leaf<'a>>,
+    ) -> Result<(), Fallback> {
+        match head {
+            Head::Array(n) => {
+                for _ in 0..n {
+                    let h = self.head()?;
+                    self.value(h, path, out)?;
+                }
+                Ok(())
+            }
+            Head::Map(n) if !path.is_empty() => self.map(n, path, out),
+            // Their JSON forms are objects with a `$` key: leave those to JSON.
+            Head::Link | Head::Bytes(_) if path.first().is_some_and(|s| s.starts_with('$')) => {
+                Err(Fallback)
+            }
+            head if !path.is_empty() => self.skip_rest(head),
+            // Below i64::MIN: its JSON form is a string.
+            Head::Neg(n) if i64::try_from(n).is_err() => Err(Fallback),
+            Head::Text(n) => {
+                let s = std::str::from_utf8(self.take(n)?).map_err(|_| Fallback)?;
+                out.push(Leaf::Str(s));
+                Ok(())
+            }
+            Head::Bool(b) => {
+                out.push(Leaf::Bool(b));
+                Ok(())
+            }
+            Head::Uint(n) => {
+                out.push(i64::try_from(n).map_or(Leaf::Other, Leaf::Int));
+                Ok(())
+            }
+            Head::Neg(n) => {
+                out.push(Leaf::Int(-1 - i64::try_from(n).map_err(|_| Fallback)?));
+                Ok(())
+            }
+            other => {
+                out.push(Leaf::Other);
+                self.skip_rest(other)
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use ipld_core::{cid::Cid, ipld::Ipld};
+    use proptest::prelude::*;
+    use serde_json::Value;
+
+    use super::*;
+    use crate::index::values::values_at;
+
+    /// What the JSON walk finds, as leaves.
+    fn json_leaves(v: &Value, path: &str) -> Vec<Value> {
+        values_at(v, path).into_iter().cloned().collect()
+    }
+
+    fn as_json(leaf: &Leaf<'_>) -> Option<Value> {
+        match leaf {
+            Leaf::Str(s) => Some(Value::String((*s).to_owned())),
+            Leaf::Bool(b) => Some(Value::Bool(*b)),
+            Leaf::Int(i) => Some(Value::from(*i)),
+            Leaf::Other => None,
+        }
+    }
+
+    /// The JSON leaves an index could keep (strings, booleans, i64s);
+    /// everything else is `Other` on the walk's side.
+    fn keepable(v: &Value) -> Option<Value> {
+        match v {
+            Value::String(_) | Value::Bool(_) => Some(v.clone()),
+            Value::Number(n) => n.as_i64().map(Value::from),
+            _ => None,
+        }
+    }
+
+    fn below_i64(v: &Ipld) -> bool {
+        match v {
+            Ipld::Integer(i) => *i < i128::from(i64::MIN),
+            Ipld::List(items) => items.iter().any(below_i64),
+            Ipld::Map(m) => m.values().any(below_i64),
+            _ => false,
+        }
+    }
+
+    fn key() -> impl Strategy<Value = String> {
+        prop_oneof![
+            Just("a".to_owned()),
+            Just("b".to_owned()),
+            Just("$link".to_owned()),
+            Just("$bytes".to_owned()),
+            "[a-c$]{0,3}",
+        ]
+    }
+
+    fn ipld() -> impl Strategy<Value = Ipld> {
+        let cid: Cid = "bafyreie5737gdxlw5i64vzichcalba3z2v5n6icifvx5xytvske7mr3hpm"
+            .parse()
+            .unwrap();
+        let leaf = prop_oneof![
+            Just(Ipld::Null),
+            any::<bool>().prop_map(Ipld::Bool),
+            any::<i64>().prop_map(|i| Ipld::Integer(i.into())),
+            prop_oneof![Just(u64::MAX), Just(1 << 63), Just(i64::MAX as u64)]
+                .prop_map(|u| Ipld::Integer(u.into())),
+            Just(Ipld::Integer(-(1i128 << 64))),
+            Just(Ipld::Integer(i128::from(i64::MIN) - 1)),
+            any::<f64>()
+                .prop_filter("finite", |f| f.is_finite())
+                .prop_map(Ipld::Float),
+            "\\PC{0,6}".prop_map(Ipld::String),
+            prop::collection::vec(any::<u8>(), 0..4).prop_map(Ipld::Bytes),
+            Just(Ipld::Link(cid)),
+        ];
+        leaf.prop_recursive(4, 40, 5, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..5).prop_map(Ipld::List),
+                prop::collection::btree_map(key(), inner, 0..5).prop_map(Ipld::Map),
+            ]
+        })
+    }
+
+    fn record() -> impl Strategy<Value = Ipld> {
+        prop::collection::btree_map(key(), ipld(), 0..6)
+            .prop_map(|m: BTreeMap<String, Ipld>| Ipld::Map(m))
+    }
+
+    fn path() -> impl Strategy<Value = String> {
+        prop::collection::vec(key().prop_filter("a segment", |k| !k.is_empty()), 1..4)
+            .prop_map(|s| s.join("."))
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2000))]
+
+        /// The walk finds what the JSON walk finds, in order, or falls back.
+        #[test]
+        fn the_walk_agrees_with_the_json_walk(record in record(), path in path()) {
+            let bytes = serde_ipld_dagcbor::to_vec(&record).unwrap();
+            let decoded: Ipld = serde_ipld_dagcbor::from_slice(&bytes).unwrap();
+            let json = crate::record::ipld_to_json(&decoded);
+            let segments: Vec<&str> = path.split('.').collect();
+            let mut leaves = Vec::new();
+            match leaves_at(&bytes, &segments, &mut leaves) {
+                Ok(()) => {
+                    let expected = json_leaves(&json, &path);
+                    prop_assert_eq!(leaves.len(), expected.len());
+                    for (leaf, want) in leaves.iter().zip(&expected) {
+                        prop_assert_eq!(as_json(leaf), keepable(want), "{:?}", path);
+                    }
+                }
+                Err(Fallback) => {
+                    // Only for what the walk does not mirror: a `$` segment
+                    // on a link or bytes, or an integer below i64::MIN.
+                    let unusual = segments.iter().any(|s| s.starts_with('$'))
+                        || below_i64(&record);
+                    prop_assert!(unusual, "fell back on {:?} at {}", json, path);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn values_of_a_post_like_record() {
+        let v = serde_json::json!({
+            "$type": "app.bsky.feed.post",
+            "text": "hi",
+            "langs": ["en", "pt"],
+            "likes": -3,
+            "reply": {"root": {"uri": "at://x", "cid": "c"}},
+            "createdAt": "2024-01-01T00:00:00Z",
+        });
+        let bytes = serde_ipld_dagcbor::to_vec(&v).unwrap();
+        let mut out = Vec::new();
+        leaves_at(&bytes, &["langs"], &mut out).unwrap();
+        assert_eq!(out, vec![Leaf::Str("en"), Leaf::Str("pt")]);
+        out.clear();
+        leaves_at(&bytes, &["likes"], &mut out).unwrap();
+        assert_eq!(out, vec![Leaf::Int(-3)]);
+        out.clear();
+        leaves_at(&bytes, &["reply", "root", "uri"], &mut out).unwrap();
+        assert_eq!(out, vec![Leaf::Str("at://x")]);
+        out.clear();
+        leaves_at(&bytes, &["reply"], &mut out).unwrap();
+        assert_eq!(out, vec![Leaf::Other]);
+        out.clear();
+        assert_eq!(
+            leaves_at(&bytes[..bytes.len() - 1], &["text"], &mut out),
+            Err(Fallback)
+        );
+    }
+}
