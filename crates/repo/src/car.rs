@@ -1319,6 +1319,8 @@ impl<K: Kv> Repos<K> {
                 .map_err(|e| car_err(format!("declared index {} {}: {e}", i.collection, i.path)))?;
             declared_indexes.push((i.collection.clone(), i.path.clone(), kind));
         }
+        // The file holds the whole repository when nothing is under it.
+        let whole = base_tree.is_none();
         match base_tree {
             None => {
                 // Consumed as it goes: each key's memory serves the next
@@ -1375,6 +1377,23 @@ impl<K: Kv> Repos<K> {
                         Bytes::from(serde_json::to_vec(&info).unwrap_or_default()),
                     ));
                     declared.insert(change.collection.clone(), info);
+                }
+            }
+        }
+        // A whole repository's records in indexed collections, kept for the
+        // indexes' rebuild (they share the blocks' memory), which then need
+        // not read them back.
+        let mut for_indexes: std::collections::HashMap<String, Vec<(String, Block)>> =
+            std::collections::HashMap::new();
+        if whole {
+            for d in crate::index::declarations(store.kv(), &commit.repo, None).await? {
+                for_indexes.entry(d.decl.collection).or_default();
+            }
+            for change in &index {
+                if let (Some(records), Some(block)) =
+                    (for_indexes.get_mut(&change.collection), &change.record)
+                {
+                    records.push((change.rkey.clone(), block.clone()));
                 }
             }
         }
@@ -1441,8 +1460,10 @@ impl<K: Kv> Repos<K> {
         if !options.keys.is_empty() {
             repo.trust_keys(&options.keys).await?;
         }
-        repo.rebuild_indexes(|p| progress(ImportProgress::Indexing { records: p.records }))
-            .await?;
+        repo.rebuild_indexes(for_indexes, |p| {
+            progress(ImportProgress::Indexing { records: p.records });
+        })
+        .await?;
         let existing = repo.indexes(None).await?;
         for (collection, path, kind) in declared_indexes {
             if existing

@@ -137,6 +137,7 @@ impl<K: Kv> Repository<K> {
             scope,
             std::slice::from_ref(&decl),
             fresh,
+            None,
             |p| {
                 progress(IndexProgress {
                     records: p.records,
@@ -205,9 +206,11 @@ impl<K: Kv> Repository<K> {
     }
 
     /// Rebuilds every index of the repository from its records (after an
-    /// import replaced them).
+    /// import replaced them). `given`: every record of some collections,
+    /// by collection, already in memory (read from the store otherwise).
     pub(crate) async fn rebuild_indexes(
         &self,
+        mut given: std::collections::HashMap<String, Vec<(String, store::Block)>>,
         mut progress: impl FnMut(IndexProgress) + Send,
     ) -> Result<(), Error> {
         let mut state = self.state.lock().await;
@@ -232,6 +235,7 @@ impl<K: Kv> Repository<K> {
                 scope,
                 declared,
                 true,
+                given.remove(collection),
                 |p| {
                     progress(IndexProgress {
                         records: done + p.records,
@@ -355,7 +359,10 @@ impl<K: Kv> Repository<K> {
         };
         let more = items.len() > limit;
         items.truncate(limit);
-        let records = self.read_records(collection, reader.scope, items).await?;
+        let packed = reader.packed().await?;
+        let records = self
+            .read_records(collection, reader.scope, &packed, items)
+            .await?;
         let cursor = records.last().filter(|_| more).map(|(k, _)| k.clone());
         Ok(QueryPage { records, cursor })
     }
@@ -366,6 +373,7 @@ impl<K: Kv> Repository<K> {
         &self,
         collection: &str,
         scope: u32,
+        packed: &Arc<index::Packed>,
         items: Vec<PageItem>,
     ) -> Result<Vec<(String, Record)>, Error>
     where
@@ -374,8 +382,9 @@ impl<K: Kv> Repository<K> {
         let half = items.len().div_ceil(2).max(1);
         let mut tasks = Vec::new();
         for chunk in items.chunks(half) {
-            let (store, id, collection, chunk) = (
+            let (store, packed, id, collection, chunk) = (
                 Arc::clone(&self.store),
+                Arc::clone(packed),
                 self.id.clone(),
                 collection.to_owned(),
                 chunk.to_vec(),
@@ -385,20 +394,13 @@ impl<K: Kv> Repository<K> {
                 for item in chunk {
                     let rkey = match item {
                         PageItem::Rkey(r) => r,
-                        PageItem::Column(c) => {
-                            let v = store
-                                .kv()
-                                .get(&records::column_rkey_key(scope, u64::from(c)))
-                                .await?
-                                .ok_or_else(|| {
-                                    Error::MalformedIndex(format!(
-                                        "column {c} of scope {scope} has no rkey"
-                                    ))
-                                })?;
-                            String::from_utf8(v.to_vec()).map_err(|_| {
-                                Error::MalformedIndex("a column's rkey is not UTF-8".into())
-                            })?
-                        }
+                        PageItem::Column(c) => index::rkey_of(store.kv(), scope, &packed, c)
+                            .await?
+                            .ok_or_else(|| {
+                                Error::MalformedIndex(format!(
+                                    "column {c} of scope {scope} has no rkey"
+                                ))
+                            })?,
                     };
                     let block = store
                         .written_record_block(&id, &collection, &rkey)
@@ -569,40 +571,17 @@ async fn page_by_rkey<K: Kv>(
     limit: usize,
 ) -> Result<Vec<String>, Error> {
     let mut out = Vec::with_capacity(limit);
-    let mut range = records::scope_range(records::RecordType::Column, reader.scope, None);
-    if let Some(c) = cursor {
-        let at = records::column_key(reader.scope, c);
-        if reverse {
-            range.end = Some(at);
-        } else {
-            range.start = [at.as_slice(), &[0]].concat();
+    let packed = reader.packed().await?;
+    let mut walk = index::Walk::new(reader.kv, reader.scope, &packed, cursor, reverse).await?;
+    while out.len() < limit {
+        let Some((rkey, column)) = walk.next().await? else {
+            break;
+        };
+        if bits.contains(column) {
+            out.push(rkey);
         }
     }
-    loop {
-        let page = reader.kv.scan(&range, reverse, 1024).await?;
-        let full = page.len() == 1024;
-        for (k, v) in &page {
-            if bits.contains(index::decode_column(v)?) {
-                let Ok(records::DecodedKey::Column { rkey, .. }) = records::decode_key(k) else {
-                    return Err(Error::MalformedIndex("a column key does not decode".into()));
-                };
-                out.push(rkey.into_owned());
-                if out.len() == limit {
-                    return Ok(out);
-                }
-            }
-        }
-        match page.last() {
-            Some((k, _)) if full => {
-                if reverse {
-                    range.end = Some(k.to_vec());
-                } else {
-                    range.start = [k.as_ref(), &[0]].concat();
-                }
-            }
-            _ => return Ok(out),
-        }
-    }
+    Ok(out)
 }
 
 /// How a stored row is compared: keyword rows by their value, others by id.
@@ -641,6 +620,7 @@ impl<K: Kv> Repository<K> {
                 scope,
                 declared,
                 false,
+                None,
                 |_| {},
             )
             .await
@@ -653,38 +633,9 @@ impl<K: Kv> Repository<K> {
                 Err(e) => return Err(e),
             };
             // Columns: one per record, each naming its record back.
-            let stored_columns = kv
-                .scan(
-                    &records::scope_range(records::RecordType::ColumnRkey, scope, None),
-                    false,
-                    usize::MAX,
-                )
-                .await?;
-            if stored_columns.len() != built.columns.len() {
-                out.push(format!(
-                    "{collection}: {} index columns for {} records",
-                    stored_columns.len(),
-                    built.columns.len()
-                ));
-            }
-            let by_column: std::collections::HashMap<u32, &str> = built
-                .columns
-                .iter()
-                .map(|(r, c)| (*c, r.as_str()))
-                .collect();
-            for (k, v) in &stored_columns {
-                let Ok(records::DecodedKey::ColumnRkey { column, .. }) = records::decode_key(k)
-                else {
-                    out.push(format!("{collection}: a column-rkey key does not decode"));
-                    continue;
-                };
-                let named = u32::try_from(column).ok().and_then(|c| by_column.get(&c));
-                if named.map(|r| r.as_bytes()) != Some(v.as_ref()) {
-                    out.push(format!(
-                        "{collection}: column {column} names {:?}, which is not its record",
-                        String::from_utf8_lossy(v)
-                    ));
-                }
+            let packed = index::load_packed(kv, scope).await?;
+            for line in index::column_differences(kv, scope, &packed, &built.columns).await? {
+                out.push(format!("{collection}: {line}"));
             }
             // Rows, keyword rows by value.
             let mut names: std::collections::HashMap<(String, u64), index::Keyword> =

@@ -2,7 +2,8 @@
 //! semantics over the records themselves: random commits (creates, updates
 //! that change indexed values, deletes, batches), indexes added and dropped
 //! along the way, and after every commit random queries compared by count,
-//! every page both ways, `--top` and `--stats`.
+//! every page both ways, `--top` and `--stats`; and the same after a build
+//! over hundreds of records (packed column blocks) already there.
 
 mod common;
 
@@ -294,7 +295,12 @@ async fn check_query(repo: &Repository<MemoryKv>, model: &Model, q: &Q, rng: &mu
     let count = repo.count(COLLECTION, Some(&text)).await.unwrap();
     assert_eq!(count, want.len() as u64, "count of {text}");
     for reverse in [false, true] {
-        let limit = 1 + rng.below(6);
+        // Short pages, or longer ones through a large collection.
+        let limit = if model.len() < 200 {
+            1 + rng.below(6)
+        } else {
+            20 + rng.below(60)
+        };
         let mut got = Vec::new();
         let mut cursor: Option<String> = None;
         loop {
@@ -397,14 +403,43 @@ async fn check_aggregates(
     }
 }
 
-fn run(seed: u64, ordered_keys: bool) {
+/// `initial` records are written before the first index is added, so its
+/// build numbers them all (a build packs its columns 256 to a block).
+fn run(seed: u64, ordered_keys: bool, initial: usize) {
     let mut rng = Rng(seed | 1);
+    // Unordered keys are drawn from a pool small enough to be reused.
+    let pool = 60 + 2 * initial;
     common::rt().block_on(async {
         let repos = common::repos();
         let repo = repos.create(DID).await.unwrap();
         let mut model: Model = BTreeMap::new();
         let mut declared: Vec<(&'static str, IndexKind)> = Vec::new();
         let mut next_key = 0u32;
+        let mut key = |rng: &mut Rng| {
+            if ordered_keys {
+                next_key += 1;
+                format!("k{next_key:06}")
+            } else {
+                format!("k{:04}", rng.below(pool))
+            }
+        };
+        let mut writes = Vec::new();
+        while model.len() < initial {
+            let rkey = key(&mut rng);
+            if model.contains_key(&rkey) {
+                continue;
+            }
+            let value = record(&mut rng);
+            writes.push(Write::Create {
+                collection: COLLECTION.into(),
+                rkey: Some(rkey.clone()),
+                value: value.clone(),
+            });
+            model.insert(rkey, value);
+        }
+        if !writes.is_empty() {
+            repo.apply_writes(writes, None).await.unwrap();
+        }
         for step in 0..40 {
             // Indexes come and go, some over records already there.
             if step % 8 == 0 || (step % 5 == 0 && rng.chance(50)) {
@@ -429,12 +464,7 @@ fn run(seed: u64, ordered_keys: bool) {
                 let existing: Vec<String> = staged.keys().cloned().collect();
                 let choice = rng.below(10);
                 if choice < 5 || existing.is_empty() {
-                    let rkey = if ordered_keys {
-                        next_key += 1;
-                        format!("k{next_key:06}")
-                    } else {
-                        format!("k{:03}", rng.below(60))
-                    };
+                    let rkey = key(&mut rng);
                     let value = record(&mut rng);
                     if staged.contains_key(&rkey) {
                         writes.push(Write::Update {
@@ -506,12 +536,29 @@ proptest! {
     /// Record keys in any order: pages are walked by rkey.
     #[test]
     fn queries_match_the_model(seed in any::<u64>()) {
-        run(seed, false);
+        run(seed, false, 0);
     }
 
     /// Record keys in creation order (as TIDs are): pages are walked by column.
     #[test]
     fn queries_match_the_model_with_ordered_keys(seed in any::<u64>()) {
-        run(seed, true);
+        run(seed, true, 0);
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 2, ..ProptestConfig::default() })]
+
+    /// A build over a collection of several packed column blocks, then
+    /// commits that update, delete and create records again around them.
+    #[test]
+    fn queries_over_a_built_collection_match_the_model(seed in any::<u64>()) {
+        run(seed, false, 700);
+    }
+
+    /// The same with keys in creation order (pages walked by column).
+    #[test]
+    fn queries_over_a_built_collection_match_the_model_with_ordered_keys(seed in any::<u64>()) {
+        run(seed, true, 700);
     }
 }

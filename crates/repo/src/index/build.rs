@@ -7,10 +7,12 @@ use std::collections::{BTreeMap, HashMap};
 use bytes::Bytes;
 use keycodec::records;
 use roaring::RoaringBitmap;
-use store::{Kv, Store, WriteOp};
+use store::{Block, Kv, Store, WriteOp};
 
 use super::{
-    BSI_ROWS_PER_SLOT, Declared, IndexKind, Keyword, RowId, cbor, decode_column, put_rows,
+    BSI_ROWS_PER_SLOT, Declared, IndexKind, Keyword, RowId, cbor,
+    columns::{self, Packed},
+    put_rows,
     values::{MAX_KEYWORD_BYTES, keywords, numbers, numbers_of_leaves},
 };
 use crate::{Error, Record};
@@ -23,7 +25,77 @@ struct Accumulator {
     strings: HashMap<String, RoaringBitmap>,
     bools: [RoaringBitmap; 2],
     /// Bit-sliced rows by number (`66·slot + …`).
-    slices: Vec<RoaringBitmap>,
+    slices: DenseRows,
+}
+
+/// Words per 2^16 columns.
+const CHUNK_WORDS: usize = 1 << 10;
+
+/// Rows whose bits mostly arrive in ascending column order (a fresh
+/// build's): the bits of the current 2^16 columns are set in plain words,
+/// made roaring containers when a column past them arrives. A column
+/// before them goes straight into its row's bitmap.
+#[derive(Default)]
+struct DenseRows {
+    rows: Vec<RoaringBitmap>,
+    words: Vec<Box<[u64; CHUNK_WORDS]>>,
+    touched: Vec<bool>,
+    /// The current columns' `column >> 16`.
+    chunk: Option<u32>,
+}
+
+impl DenseRows {
+    fn set(&mut self, row: usize, column: u32) {
+        if self.rows.len() <= row {
+            self.rows.resize_with(row + 1, RoaringBitmap::new);
+            self.words
+                .resize_with(row + 1, || Box::new([0; CHUNK_WORDS]));
+            self.touched.resize(row + 1, false);
+        }
+        let high = column >> 16;
+        match self.chunk {
+            Some(h) if h == high => {}
+            Some(h) if high < h => {
+                self.rows[row].insert(column);
+                return;
+            }
+            _ => {
+                self.flush();
+                self.chunk = Some(high);
+            }
+        }
+        let low = (column & 0xFFFF) as usize;
+        self.words[row][low >> 6] |= 1 << (low & 63);
+        self.touched[row] = true;
+    }
+
+    /// Moves the current columns' bits into the rows.
+    fn flush(&mut self) {
+        let Some(high) = self.chunk else { return };
+        let mut bytes = vec![0u8; CHUNK_WORDS * 8];
+        for ((row, words), touched) in self
+            .rows
+            .iter_mut()
+            .zip(&mut self.words)
+            .zip(&mut self.touched)
+        {
+            if !*touched {
+                continue;
+            }
+            for (out, w) in bytes.chunks_exact_mut(8).zip(words.iter()) {
+                out.copy_from_slice(&w.to_le_bytes());
+            }
+            *row |= RoaringBitmap::from_lsb0_bytes(high << 16, &bytes);
+            words.fill(0);
+            *touched = false;
+        }
+    }
+
+    /// The rows, by number.
+    fn finish(mut self) -> Vec<RoaringBitmap> {
+        self.flush();
+        self.rows
+    }
 }
 
 impl Accumulator {
@@ -51,18 +123,14 @@ impl Accumulator {
     /// (exists, sign when negative, the magnitude's set bits).
     fn number(&mut self, slot: usize, value: i64, column: u32) {
         let base = slot * BSI_ROWS_PER_SLOT as usize;
-        if self.slices.len() < base + BSI_ROWS_PER_SLOT as usize {
-            self.slices
-                .resize_with(base + BSI_ROWS_PER_SLOT as usize, RoaringBitmap::new);
-        }
-        add(&mut self.slices[base], column);
+        self.slices.set(base, column);
         if value < 0 {
-            add(&mut self.slices[base + 1], column);
+            self.slices.set(base + 1, column);
         }
         let mut magnitude = value.unsigned_abs();
         while magnitude != 0 {
             let bit = magnitude.trailing_zeros() as usize;
-            add(&mut self.slices[base + 2 + bit], column);
+            self.slices.set(base + 2 + bit, column);
             magnitude &= magnitude - 1;
         }
     }
@@ -112,6 +180,7 @@ pub(crate) struct BuiltRows {
 /// `declared` (one scope). With `fresh`, records get new columns in rkey
 /// order; otherwise their stored columns are used (a record without one
 /// is an error: the scope is damaged).
+#[allow(clippy::too_many_arguments)]
 pub(crate) async fn compute_scope<K: Kv>(
     store: &Store<K>,
     repo: &str,
@@ -119,6 +188,7 @@ pub(crate) async fn compute_scope<K: Kv>(
     scope: u32,
     declared: &[Declared],
     fresh: bool,
+    given: Option<Vec<(String, Block)>>,
     mut progress: impl FnMut(BuildProgress) + Send,
 ) -> Result<BuiltRows, Error> {
     const PAGE: usize = 1024;
@@ -128,49 +198,50 @@ pub(crate) async fn compute_scope<K: Kv>(
     let mut cursor: Option<String> = None;
     let mut done = BuildProgress::default();
     // Stored columns, read alongside (both in rkey order).
-    let mut stored: std::collections::VecDeque<(String, u32)> = std::collections::VecDeque::new();
-    let mut stored_after: Option<Vec<u8>> = None;
-    let mut stored_done = fresh;
+    // Stored columns, walked alongside (both in rkey order).
+    let packed = if fresh {
+        Packed::default()
+    } else {
+        columns::load_packed(store.kv(), scope).await?
+    };
+    let mut stored = if fresh {
+        None
+    } else {
+        Some(columns::Walk::new(store.kv(), scope, &packed, None, false).await?)
+    };
+    let mut pending: Option<(String, u32)> = None;
     let mut all = RoaringBitmap::new();
     let segments: Vec<Vec<&str>> = declared
         .iter()
         .map(|d| d.decl.path.split('.').collect())
         .collect();
+    // Records given in memory are read in rkey order too.
+    let mut given = given.map(|mut records| {
+        records.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        records.into_iter()
+    });
     loop {
-        let page = store
-            .list_written_record_blocks(repo, collection, cursor.as_deref(), PAGE)
-            .await?;
+        let page = match &mut given {
+            Some(records) => records.by_ref().take(PAGE).collect(),
+            None => {
+                store
+                    .list_written_record_blocks(repo, collection, cursor.as_deref(), PAGE)
+                    .await?
+            }
+        };
         let Some((last, _)) = page.last() else { break };
         cursor = Some(last.clone());
         for (rkey, block) in page {
-            let column = if fresh {
-                u32::try_from(built.columns.len()).map_err(|_| {
+            let column = match &mut stored {
+                None => u32::try_from(built.columns.len()).map_err(|_| {
                     Error::MalformedIndex("more than 2^32 records in a collection".into())
-                })?
-            } else {
-                loop {
-                    if stored.is_empty() && !stored_done {
-                        let mut range =
-                            records::scope_range(records::RecordType::Column, scope, None);
-                        if let Some(after) = &stored_after {
-                            range.start = [after.as_slice(), &[0]].concat();
-                        }
-                        let rows = store.kv().scan(&range, false, 4096).await?;
-                        stored_done = rows.len() < 4096;
-                        stored_after = rows.last().map(|(k, _)| k.to_vec());
-                        for (k, v) in rows {
-                            let Ok(records::DecodedKey::Column { rkey, .. }) =
-                                records::decode_key(&k)
-                            else {
-                                return Err(super::malformed("a column key does not decode"));
-                            };
-                            stored.push_back((rkey.into_owned(), decode_column(&v)?));
-                        }
+                })?,
+                Some(walk) => loop {
+                    if pending.is_none() {
+                        pending = walk.next().await?;
                     }
-                    match stored.front() {
-                        Some((r, _)) if *r < rkey => {
-                            stored.pop_front();
-                        }
+                    match &pending {
+                        Some((r, _)) if *r < rkey => pending = None,
                         Some((r, c)) if *r == rkey => break *c,
                         _ => {
                             return Err(Error::MalformedIndex(format!(
@@ -178,22 +249,21 @@ pub(crate) async fn compute_scope<K: Kv>(
                             )));
                         }
                     }
-                }
+                },
             };
             add(&mut all, column);
             built.columns.push((rkey, column));
             // Values straight from the bytes; the JSON tree only when the
             // walk leaves a record to it.
             let mut json: Option<serde_json::Value> = None;
-            let mut leaves = Vec::new();
-            for ((d, acc), segments) in declared.iter().zip(&mut per_index).zip(&segments) {
+            let mut outs = vec![Vec::new(); declared.len()];
+            let walked = cbor::leaves_at_each(block.bytes(), &segments, &mut outs).is_ok();
+            for ((d, acc), leaves) in declared.iter().zip(&mut per_index).zip(&outs) {
                 let path = d.decl.path.as_str();
-                leaves.clear();
-                let walked = cbor::leaves_at(block.bytes(), segments, &mut leaves).is_ok();
                 let kept = match d.decl.kind {
                     IndexKind::Keyword if walked => {
                         let mut kept = false;
-                        for leaf in &leaves {
+                        for leaf in leaves {
                             kept |= match leaf {
                                 cbor::Leaf::Str(s) => acc.string(s, column),
                                 cbor::Leaf::Bool(b) => {
@@ -222,7 +292,7 @@ pub(crate) async fn compute_scope<K: Kv>(
                     }
                     kind => {
                         let vals = if walked {
-                            numbers_of_leaves(&leaves, kind)
+                            numbers_of_leaves(leaves, kind)
                         } else {
                             let json =
                                 json.get_or_insert_with(|| Record::stored(block.clone()).to_json());
@@ -252,7 +322,11 @@ pub(crate) async fn compute_scope<K: Kv>(
                 .rows
                 .insert(RowId::existence(path), std::mem::take(&mut acc.existence));
         }
-        for (row, bits) in std::mem::take(&mut acc.slices).into_iter().enumerate() {
+        for (row, bits) in std::mem::take(&mut acc.slices)
+            .finish()
+            .into_iter()
+            .enumerate()
+        {
             if !bits.is_empty() {
                 built.rows.insert(RowId::bsi(path, row as u64), bits);
             }
@@ -292,15 +366,13 @@ pub(crate) async fn write_built<K: Kv>(
         Ok(())
     }
     if write_columns {
-        for (rkey, column) in &built.columns {
-            let k1 = records::column_key(scope, rkey);
-            let k2 = records::column_rkey_key(scope, u64::from(*column));
-            bytes += k1.len() + k2.len() + 8 + rkey.len();
-            ops.push(WriteOp::Put(
-                k1,
-                Bytes::copy_from_slice(&u64::from(*column).to_be_bytes()),
-            ));
-            ops.push(WriteOp::Put(k2, Bytes::copy_from_slice(rkey.as_bytes())));
+        // A fresh build numbered the records 0, 1, … in rkey order.
+        let rkeys: Vec<String> = built.columns.iter().map(|(r, _)| r.clone()).collect();
+        for op in columns::packed_ops(scope, &rkeys) {
+            if let WriteOp::Put(k, v) = &op {
+                bytes += k.len() + v.len();
+            }
+            ops.push(op);
             if bytes >= batch_bytes {
                 flush(kv, &mut ops, &mut bytes).await?;
             }
@@ -341,7 +413,9 @@ pub(crate) async fn write_built<K: Kv>(
 }
 
 /// Builds the indexes `declared` of a collection (one scope) from its
-/// records and writes them; see [`compute_scope`]. Returns the records read.
+/// records (`given`: all of them, already in memory) and writes them; see
+/// [`compute_scope`]. Returns the records read.
+#[allow(clippy::too_many_arguments)]
 pub(crate) async fn build_scope<K: Kv>(
     store: &Store<K>,
     repo: &str,
@@ -349,9 +423,13 @@ pub(crate) async fn build_scope<K: Kv>(
     scope: u32,
     declared: &[Declared],
     fresh: bool,
+    given: Option<Vec<(String, Block)>>,
     progress: impl FnMut(BuildProgress) + Send,
 ) -> Result<u64, Error> {
-    let built = compute_scope(store, repo, collection, scope, declared, fresh, progress).await?;
+    let built = compute_scope(
+        store, repo, collection, scope, declared, fresh, given, progress,
+    )
+    .await?;
     let records = built.columns.len() as u64;
     let batch = store.kv().bulk_batch_bytes().unwrap_or(usize::MAX);
     write_built(store.kv(), scope, built, fresh, batch).await?;

@@ -54,6 +54,9 @@ pub(crate) struct IndexCache {
     /// column's (commits only raise it; a count higher than needed costs
     /// an empty scan, never a wrong answer).
     shards: std::collections::HashMap<u32, u64>,
+    /// Packed column mappings by scope (written by builds only, which
+    /// clear this cache).
+    packed: std::collections::HashMap<u32, Arc<super::columns::Packed>>,
 }
 
 impl std::fmt::Debug for IndexCache {
@@ -77,6 +80,7 @@ impl IndexCache {
             declared: std::collections::HashMap::new(),
             rows: std::collections::HashMap::new(),
             shards: std::collections::HashMap::new(),
+            packed: std::collections::HashMap::new(),
         }
     }
 
@@ -95,6 +99,15 @@ impl IndexCache {
         self.declared.clear();
         self.rows.clear();
         self.shards.clear();
+        self.packed.clear();
+    }
+
+    pub(crate) fn packed(&self, scope: u32) -> Option<Arc<super::columns::Packed>> {
+        self.packed.get(&scope).cloned()
+    }
+
+    pub(crate) fn set_packed(&mut self, scope: u32, packed: Arc<super::columns::Packed>) {
+        self.packed.insert(scope, packed);
     }
 
     pub(crate) fn declared(&self, collection: &str) -> Option<Arc<Vec<super::Declared>>> {

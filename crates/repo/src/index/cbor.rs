@@ -27,19 +27,60 @@ pub(crate) struct Fallback;
 
 /// The leaves at `path` (segments) in `record`, in the order the JSON walk
 /// reaches them (arrays followed into at every step, the last included).
+#[cfg(test)]
 pub(crate) fn leaves_at<'a>(
     record: &'a [u8],
     path: &[&str],
     out: &mut Vec<Leaf<'a>>,
 ) -> Result<(), Fallback> {
+    let mut outs = [std::mem::take(out)];
+    let result = leaves_at_each(record, &[path], &mut outs);
+    let [leaves] = outs;
+    *out = leaves;
+    result
+}
+
+/// [`leaves_at`] for several paths in one pass over the record: `outs[i]`
+/// receives the leaves at `paths[i]`. A fallback is for all of them.
+pub(crate) fn leaves_at_each<'a, 'p, P: AsRef<[&'p str]>>(
+    record: &'a [u8],
+    paths: &[P],
+    outs: &mut [Vec<Leaf<'a>>],
+) -> Result<(), Fallback> {
     let mut r = Reader {
         bytes: record,
         at: 0,
     };
-    let head = r.head()?;
     // The root is not followed into when it is an array: only a map has keys.
-    match head {
-        Head::Map(n) => r.map(n, path, out)?,
+    match r.head()? {
+        Head::Map(n) => {
+            let mut found = vec![false; paths.len()];
+            for _ in 0..n {
+                let key = r.key()?;
+                let start = r.at;
+                let head = r.head()?;
+                let mut matched = false;
+                for (i, path) in paths.iter().enumerate() {
+                    let Some((first, rest)) = path.as_ref().split_first() else {
+                        continue;
+                    };
+                    if key != first.as_bytes() {
+                        continue;
+                    }
+                    if std::mem::replace(&mut found[i], true) {
+                        return Err(Fallback);
+                    }
+                    // Each path matching this key walks the value anew.
+                    r.at = start;
+                    let head = r.head()?;
+                    r.value(head, rest, &mut outs[i])?;
+                    matched = true;
+                }
+                if !matched {
+                    r.skip_rest(head)?;
+                }
+            }
+        }
         other => r.skip_rest(other)?,
     }
     if r.at == record.len() {
@@ -329,6 +370,15 @@ mod tests {
     }
 
     proptest! {
+        /// Any bytes: the walk answers (values or a fallback) without panicking.
+        #[test]
+        fn any_bytes_never_panic(bytes in prop::collection::vec(any::<u8>(), 0..128)) {
+            let mut out = Vec::new();
+            let _ = leaves_at(&bytes, &["a", "b"], &mut out);
+        }
+    }
+
+    proptest! {
         #![proptest_config(ProptestConfig::with_cases(2000))]
 
         /// The walk finds what the JSON walk finds, in order, or falls back.
@@ -354,6 +404,31 @@ mod tests {
                         || below_i64(&record);
                     prop_assert!(unusual, "fell back on {:?} at {}", json, path);
                 }
+            }
+        }
+    }
+
+    proptest! {
+        /// One pass over several paths finds what one walk per path finds.
+        #[test]
+        fn one_pass_over_several_paths_is_one_walk_each(
+            record in record(),
+            paths in prop::collection::vec(path(), 1..4),
+        ) {
+            let bytes = serde_ipld_dagcbor::to_vec(&record).unwrap();
+            let segments: Vec<Vec<&str>> = paths.iter().map(|p| p.split('.').collect()).collect();
+            let mut outs = vec![Vec::new(); paths.len()];
+            let together = leaves_at_each(&bytes, &segments, &mut outs);
+            let mut alone = Vec::new();
+            let mut fell_back = false;
+            for s in &segments {
+                let mut out = Vec::new();
+                fell_back |= leaves_at(&bytes, s, &mut out).is_err();
+                alone.push(out);
+            }
+            prop_assert_eq!(together.is_err(), fell_back);
+            if !fell_back {
+                prop_assert_eq!(outs, alone);
             }
         }
     }

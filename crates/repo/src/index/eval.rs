@@ -12,6 +12,7 @@ use store::Kv;
 use super::{
     BSI_ROWS_PER_SLOT, Declared, IndexKind, Keyword, RowId, SHARD_BITS, Stats, TopValue,
     cache::{Cached, IndexCache, key},
+    columns::{self, Packed},
     decode_column, decode_container, malformed,
     query::{Cmp, Cond, Expr, Literal, Op, conditions},
     row_range,
@@ -172,6 +173,7 @@ pub(crate) struct Reader<'a, K> {
     pub(crate) cache: &'a Mutex<IndexCache>,
     pub(crate) scope: u32,
     shards: std::sync::OnceLock<u64>,
+    packed: std::sync::OnceLock<Arc<Packed>>,
 }
 
 fn lock(cache: &Mutex<IndexCache>) -> std::sync::MutexGuard<'_, IndexCache> {
@@ -187,7 +189,21 @@ impl<'a, K: Kv> Reader<'a, K> {
             cache,
             scope,
             shards: std::sync::OnceLock::new(),
+            packed: std::sync::OnceLock::new(),
         }
+    }
+
+    /// The scope's packed column mapping, read once per head.
+    pub(crate) async fn packed(&self) -> Result<Arc<Packed>, Error> {
+        if let Some(p) = self.packed.get() {
+            return Ok(Arc::clone(p));
+        }
+        if let Some(p) = lock(self.cache).packed(self.scope) {
+            return Ok(Arc::clone(self.packed.get_or_init(|| p)));
+        }
+        let p = Arc::new(columns::load_packed(self.kv, self.scope).await?);
+        lock(self.cache).set_packed(self.scope, Arc::clone(&p));
+        Ok(Arc::clone(self.packed.get_or_init(|| p)))
     }
 
     /// Shards in use: one past the highest live column's (or more, see
@@ -200,14 +216,16 @@ impl<'a, K: Kv> Reader<'a, K> {
         if let Some(n) = lock(self.cache).shards(self.scope) {
             return Ok(*self.shards.get_or_init(|| n));
         }
-        let range = records::scope_range(records::RecordType::ColumnRkey, self.scope, None);
-        let n = match self.kv.scan(&range, true, 1).await?.into_iter().next() {
-            Some((k, _)) => match records::decode_key(&k) {
-                Ok(records::DecodedKey::ColumnRkey { column, .. }) => (column >> SHARD_BITS) + 1,
-                _ => return Err(malformed("a column-rkey key does not decode")),
-            },
-            None => 0,
-        };
+        // Single entries, when any, hold the highest columns (a build's
+        // packed ones are given out first).
+        let (single, packed) = futures::future::join(
+            columns::max_single_column(self.kv, self.scope),
+            self.packed(),
+        )
+        .await;
+        let n = single?
+            .max(packed?.columns.checked_sub(1))
+            .map_or(0, |max| (max >> SHARD_BITS) + 1);
         lock(self.cache).set_shards(self.scope, n);
         Ok(*self.shards.get_or_init(|| n))
     }
@@ -455,22 +473,8 @@ impl<'a, K: Kv> Reader<'a, K> {
         rkey: &str,
         reverse: bool,
     ) -> Result<Option<(u32, bool)>, Error> {
-        let mut range = records::scope_range(records::RecordType::Column, self.scope, None);
-        let at = records::column_key(self.scope, rkey);
-        if reverse {
-            range.end = Some(at.clone());
-            if let Some(v) = self.kv.get(&at).await? {
-                return Ok(Some((decode_column(&v)?, true)));
-            }
-        } else {
-            range.start = at.clone();
-        }
-        Ok(
-            match self.kv.scan(&range, reverse, 1).await?.into_iter().next() {
-                Some((k, v)) => Some((decode_column(&v)?, k.as_ref() == at.as_slice())),
-                None => None,
-            },
-        )
+        let packed = self.packed().await?;
+        columns::near(self.kv, self.scope, &packed, rkey, reverse).await
     }
 }
 

@@ -1,7 +1,10 @@
 //! A commit's index changes: written blind (merge operands and new
 //! dictionary and column entries), never read-modify-write of a bitmap.
 
-use std::collections::{BTreeMap, HashMap};
+use std::{
+    collections::{BTreeMap, HashMap},
+    sync::Arc,
+};
 
 use bytes::Bytes;
 use keycodec::records;
@@ -9,7 +12,9 @@ use serde_json::Value;
 use store::{Kv, WriteOp};
 
 use super::{
-    BSI_ROWS_PER_SLOT, Declared, IndexKind, Keyword, RowDeltas, RowId, decode_column,
+    BSI_ROWS_PER_SLOT, Declared, IndexKind, Keyword, RowDeltas, RowId,
+    columns::{self, Packed},
+    decode_column,
     values::{keywords, numbers},
 };
 use crate::Error;
@@ -21,28 +26,20 @@ pub(crate) struct ScopeCounters {
     next_column: u64,
     max_rkey: Option<String>,
     next_row: HashMap<String, u64>,
+    /// The scope's packed column mapping (a build's; never rewritten).
+    packed: Arc<Packed>,
 }
 
 async fn load<K: Kv>(kv: &K, scope: u32, c: &mut ScopeCounters) -> Result<(), Error> {
     if c.loaded {
         return Ok(());
     }
-    let range = records::scope_range(records::RecordType::ColumnRkey, scope, None);
-    c.next_column = match kv.scan(&range, true, 1).await?.into_iter().next() {
-        Some((k, _)) => match records::decode_key(&k) {
-            Ok(records::DecodedKey::ColumnRkey { column, .. }) => column + 1,
-            _ => return Err(super::malformed("a column-rkey key does not decode")),
-        },
-        None => 0,
-    };
-    let range = records::scope_range(records::RecordType::Column, scope, None);
-    c.max_rkey = match kv.scan(&range, true, 1).await?.into_iter().next() {
-        Some((k, _)) => match records::decode_key(&k) {
-            Ok(records::DecodedKey::Column { rkey, .. }) => Some(rkey.into_owned()),
-            _ => return Err(super::malformed("a column key does not decode")),
-        },
-        None => None,
-    };
+    let packed = columns::load_packed(kv, scope).await?;
+    c.next_column = columns::max_column(kv, scope, &packed)
+        .await?
+        .map_or(0, |m| m + 1);
+    c.max_rkey = columns::max_rkey(kv, scope, &packed).await?;
+    c.packed = Arc::new(packed);
     c.loaded = true;
     Ok(())
 }
@@ -127,15 +124,13 @@ impl CommitIndex {
         &mut self,
         kv: &K,
         scope: u32,
+        packed: &Packed,
         rkey: &str,
     ) -> Result<Option<u32>, Error> {
         if let Some(c) = self.columns.get(&(scope, rkey.to_owned())) {
             return Ok(*c);
         }
-        match kv.get(&records::column_key(scope, rkey)).await? {
-            Some(v) => Ok(Some(decode_column(&v)?)),
-            None => Ok(None),
-        }
+        columns::column_of(kv, scope, packed, rkey).await
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -224,7 +219,10 @@ impl CommitIndex {
         let existing = match (old, self.columns.get(&(scope, rkey.to_owned()))) {
             (_, Some(c)) => *c,
             (None, None) => None,
-            (Some(_), None) => self.column(kv, scope, rkey).await?,
+            (Some(_), None) => {
+                let packed = Arc::clone(&counters.packed);
+                self.column(kv, scope, &packed, rkey).await?
+            }
         };
         let column = match (existing, new) {
             (Some(c), _) => c,
@@ -273,12 +271,16 @@ impl CommitIndex {
                 },
                 column,
             );
+            // A packed entry stays (blocks are not rewritten); no query
+            // reaches its column, which is cleared from every row.
             self.ops
                 .push(WriteOp::Delete(records::column_key(scope, rkey)));
-            self.ops.push(WriteOp::Delete(records::column_rkey_key(
-                scope,
-                u64::from(column),
-            )));
+            if u64::from(column) >= counters.packed.columns {
+                self.ops.push(WriteOp::Delete(records::column_rkey_key(
+                    scope,
+                    u64::from(column),
+                )));
+            }
             self.columns.insert((scope, rkey.to_owned()), None);
         }
         for d in declared {

@@ -20,6 +20,7 @@
 mod build;
 mod cache;
 mod cbor;
+mod columns;
 mod eval;
 mod maintain;
 mod query;
@@ -37,6 +38,7 @@ use crate::Error;
 
 pub(crate) use build::{build_scope, compute_scope};
 pub(crate) use cache::IndexCache;
+pub(crate) use columns::{Packed, Walk, differences as column_differences, load_packed, rkey_of};
 pub(crate) use eval::{Reader, plan as eval_plan};
 pub(crate) use maintain::{CommitIndex, IndexWrite, KNOWN_ROWS_LIMIT, KnownRows, ScopeCounters};
 pub use query::{Cmp, Cond, Expr, Literal, Op, parse as parse_where};
