@@ -1380,23 +1380,14 @@ impl<K: Kv> Repos<K> {
                 }
             }
         }
-        // A whole repository's records in indexed collections, kept for the
-        // indexes' rebuild (they share the blocks' memory), which then need
-        // not read them back.
-        let mut for_indexes: std::collections::HashMap<String, Vec<(String, Block)>> =
-            std::collections::HashMap::new();
-        if whole {
-            for d in crate::index::declarations(store.kv(), &commit.repo, None).await? {
-                for_indexes.entry(d.decl.collection).or_default();
-            }
-            for change in &index {
-                if let (Some(records), Some(block)) =
-                    (for_indexes.get_mut(&change.collection), &change.record)
-                {
-                    records.push((change.rkey.clone(), block.clone()));
-                }
-            }
-        }
+        // A whole repository's indexes are computed from its records here,
+        // on other threads while the store takes the commit (the records'
+        // bytes are shared, not copied); the rebuild then only writes them.
+        let computing = if whole {
+            compute_indexes(store, &commit.repo, &index).await?
+        } else {
+            Vec::new()
+        };
         store
             .bulk_commit(
                 Commit {
@@ -1460,7 +1451,14 @@ impl<K: Kv> Repos<K> {
         if !options.keys.is_empty() {
             repo.trust_keys(&options.keys).await?;
         }
-        repo.rebuild_indexes(for_indexes, |p| {
+        let mut computed = crate::index::ComputedScopes::new();
+        for (collection, declared, rows) in computing {
+            // A thread that failed leaves its collection to the rebuild.
+            if let Ok(Ok(built)) = rows.await {
+                computed.insert(collection, (declared, built));
+            }
+        }
+        repo.rebuild_indexes(computed, |p| {
             progress(ImportProgress::Indexing { records: p.records });
         })
         .await?;
@@ -1494,6 +1492,52 @@ impl<K: Kv> Repos<K> {
             signed: commit.sig.is_some(),
         })
     }
+}
+
+/// Collections whose indexes are being computed from an import's records:
+/// (collection, its declarations, the rows to come).
+type Computing = Vec<(
+    String,
+    Vec<crate::index::Declared>,
+    tokio::sync::oneshot::Receiver<Result<crate::index::BuiltRows, Error>>,
+)>;
+
+/// Starts computing, each on a thread of its own, the indexes the store
+/// declares for `repo` over `records` (every record of the repository).
+async fn compute_indexes<K: Kv>(
+    store: &Store<K>,
+    repo: &str,
+    records: &[RecordChange],
+) -> Result<Computing, Error> {
+    let mut by_collection: HashMap<String, Vec<crate::index::Declared>> = HashMap::new();
+    for d in crate::index::declarations(store.kv(), repo, None).await? {
+        by_collection
+            .entry(d.decl.collection.clone())
+            .or_default()
+            .push(d);
+    }
+    let mut given: HashMap<&str, Vec<(String, Bytes)>> = HashMap::new();
+    for change in records {
+        if let Some(block) = &change.record
+            && by_collection.contains_key(&change.collection)
+        {
+            given
+                .entry(change.collection.as_str())
+                .or_default()
+                .push((change.rkey.clone(), block.bytes().clone()));
+        }
+    }
+    let mut computing = Vec::new();
+    for (collection, declared) in by_collection {
+        let records = given.remove(collection.as_str()).unwrap_or_default();
+        let (done, rows) = tokio::sync::oneshot::channel();
+        let for_thread = declared.clone();
+        std::thread::spawn(move || {
+            let _ = done.send(crate::index::compute_given(&for_thread, records));
+        });
+        computing.push((collection, declared, rows));
+    }
+    Ok(computing)
 }
 
 #[cfg(test)]

@@ -166,11 +166,7 @@ impl Record {
 
     /// The record as AT Protocol JSON.
     pub fn to_json(&self) -> Value {
-        match serde_ipld_dagcbor::from_slice::<Ipld>(self.bytes()) {
-            Ok(ipld) => ipld_to_json(&ipld),
-            // Records are checked when built; an undecodable one is a bug.
-            Err(_) => Value::Null,
-        }
+        dag_cbor_to_json(self.bytes())
     }
 }
 
@@ -233,6 +229,15 @@ fn data_model(ipld: &Ipld, path: &mut String) -> Result<(), Error> {
             Ok(())
         }
         _ => Ok(()),
+    }
+}
+
+/// A record's dag-cbor bytes as JSON (`null` for bytes that do not decode:
+/// records are checked when built, so an undecodable one is a bug).
+pub(crate) fn dag_cbor_to_json(bytes: &[u8]) -> Value {
+    match serde_ipld_dagcbor::from_slice::<Ipld>(bytes) {
+        Ok(ipld) => ipld_to_json(&ipld),
+        Err(_) => Value::Null,
     }
 }
 

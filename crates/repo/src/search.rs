@@ -137,7 +137,6 @@ impl<K: Kv> Repository<K> {
             scope,
             std::slice::from_ref(&decl),
             fresh,
-            None,
             |p| {
                 progress(IndexProgress {
                     records: p.records,
@@ -206,11 +205,13 @@ impl<K: Kv> Repository<K> {
     }
 
     /// Rebuilds every index of the repository from its records (after an
-    /// import replaced them). `given`: every record of some collections,
-    /// by collection, already in memory (read from the store otherwise).
+    /// import replaced them). `computed`: rows an import computed from the
+    /// records it brought, by collection, with the declarations they are
+    /// for; a collection without them (or declared otherwise since) is
+    /// built from the stored records.
     pub(crate) async fn rebuild_indexes(
         &self,
-        mut given: std::collections::HashMap<String, Vec<(String, store::Block)>>,
+        mut computed: index::ComputedScopes,
         mut progress: impl FnMut(IndexProgress) + Send,
     ) -> Result<(), Error> {
         let mut state = self.state.lock().await;
@@ -228,23 +229,35 @@ impl<K: Kv> Repository<K> {
             let scope = declared[0].scope;
             let _search = self.search.write().await;
             index::delete_scope(kv, scope).await?;
-            index::build_scope(
-                &self.store,
-                &self.id,
-                collection,
-                scope,
-                declared,
-                true,
-                given.remove(collection),
-                |p| {
+            match computed.remove(collection) {
+                Some((for_declared, built)) if for_declared == *declared => {
+                    done += built.columns.len() as u64;
+                    let batch = kv.bulk_batch_bytes().unwrap_or(usize::MAX);
+                    index::write_built(kv, scope, built, true, batch).await?;
                     progress(IndexProgress {
-                        records: done + p.records,
+                        records: done,
                         total: 0,
                     });
-                },
-            )
-            .await
-            .map(|n| done += n)?;
+                }
+                _ => {
+                    index::build_scope(
+                        &self.store,
+                        &self.id,
+                        collection,
+                        scope,
+                        declared,
+                        true,
+                        |p| {
+                            progress(IndexProgress {
+                                records: done + p.records,
+                                total: 0,
+                            });
+                        },
+                    )
+                    .await
+                    .map(|n| done += n)?;
+                }
+            }
             state.counters.remove(&scope);
             state.known_rows.retain(|(s, _, _), _| *s != scope);
         }
@@ -620,7 +633,6 @@ impl<K: Kv> Repository<K> {
                 scope,
                 declared,
                 false,
-                None,
                 |_| {},
             )
             .await

@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, HashMap};
 use bytes::Bytes;
 use keycodec::records;
 use roaring::RoaringBitmap;
-use store::{Block, Kv, Store, WriteOp};
+use store::{Kv, Store, WriteOp};
 
 use super::{
     BSI_ROWS_PER_SLOT, Declared, IndexKind, Keyword, RowId, cbor,
@@ -15,7 +15,7 @@ use super::{
     put_rows,
     values::{MAX_KEYWORD_BYTES, keywords, numbers, numbers_of_leaves},
 };
-use crate::{Error, Record};
+use crate::Error;
 
 /// One index's rows while a build reads the records.
 #[derive(Default)]
@@ -176,11 +176,158 @@ pub(crate) struct BuiltRows {
     pub(crate) columns: Vec<(String, u32)>,
 }
 
+/// The rows of one scope's indexes, assembled record by record.
+pub(crate) struct ScopeBuilder<'d> {
+    declared: &'d [Declared],
+    segments: Vec<Vec<&'d str>>,
+    /// Per index, rows by number (no keys built per bit).
+    per_index: Vec<Accumulator>,
+    all: RoaringBitmap,
+    columns: Vec<(String, u32)>,
+}
+
+impl<'d> ScopeBuilder<'d> {
+    pub(crate) fn new(declared: &'d [Declared]) -> Self {
+        Self {
+            declared,
+            segments: declared
+                .iter()
+                .map(|d| d.decl.path.split('.').collect())
+                .collect(),
+            per_index: declared.iter().map(|_| Accumulator::default()).collect(),
+            all: RoaringBitmap::new(),
+            columns: Vec::new(),
+        }
+    }
+
+    /// The column a fresh build gives the next record (records numbered
+    /// 0, 1, … in the order given).
+    fn next_column(&self) -> Result<u32, Error> {
+        u32::try_from(self.columns.len())
+            .map_err(|_| Error::MalformedIndex("more than 2^32 records in a collection".into()))
+    }
+
+    /// Adds the record `rkey` (its dag-cbor `bytes`) at `column`.
+    pub(crate) fn record(&mut self, rkey: String, bytes: &[u8], column: u32) {
+        add(&mut self.all, column);
+        self.columns.push((rkey, column));
+        // Values straight from the bytes; the JSON tree only when the walk
+        // leaves a record to it.
+        let mut json: Option<serde_json::Value> = None;
+        let mut outs = vec![Vec::new(); self.declared.len()];
+        let walked = cbor::leaves_at_each(bytes, &self.segments, &mut outs).is_ok();
+        for ((d, acc), leaves) in self.declared.iter().zip(&mut self.per_index).zip(&outs) {
+            let path = d.decl.path.as_str();
+            let kept = match d.decl.kind {
+                IndexKind::Keyword if walked => {
+                    let mut kept = false;
+                    for leaf in leaves {
+                        kept |= match leaf {
+                            cbor::Leaf::Str(s) => acc.string(s, column),
+                            cbor::Leaf::Bool(b) => {
+                                acc.boolean(*b, column);
+                                true
+                            }
+                            _ => false,
+                        };
+                    }
+                    kept
+                }
+                IndexKind::Keyword => {
+                    let json = json.get_or_insert_with(|| crate::record::dag_cbor_to_json(bytes));
+                    let vals = keywords(json, path);
+                    for v in &vals {
+                        match v {
+                            Keyword::Str(s) => acc.string(s, column),
+                            Keyword::Bool(b) => {
+                                acc.boolean(*b, column);
+                                true
+                            }
+                        };
+                    }
+                    !vals.is_empty()
+                }
+                kind => {
+                    let vals = if walked {
+                        numbers_of_leaves(leaves, kind)
+                    } else {
+                        let json =
+                            json.get_or_insert_with(|| crate::record::dag_cbor_to_json(bytes));
+                        numbers(json, path, kind)
+                    };
+                    for (slot, v) in vals.iter().enumerate() {
+                        acc.number(slot, *v, column);
+                    }
+                    !vals.is_empty()
+                }
+            };
+            if kept {
+                add(&mut acc.existence, column);
+            }
+        }
+    }
+
+    pub(crate) fn finish(self) -> BuiltRows {
+        let mut built = BuiltRows {
+            columns: self.columns,
+            ..BuiltRows::default()
+        };
+        if !self.all.is_empty() {
+            built.rows.insert(RowId::columns(), self.all);
+        }
+        for (d, mut acc) in self.declared.iter().zip(self.per_index) {
+            let path = d.decl.path.as_str();
+            if !acc.existence.is_empty() {
+                built
+                    .rows
+                    .insert(RowId::existence(path), std::mem::take(&mut acc.existence));
+            }
+            for (row, bits) in std::mem::take(&mut acc.slices)
+                .finish()
+                .into_iter()
+                .enumerate()
+            {
+                if !bits.is_empty() {
+                    built.rows.insert(RowId::bsi(path, row as u64), bits);
+                }
+            }
+            if d.decl.kind == IndexKind::Keyword {
+                let keywords = acc.keywords();
+                let mut dict = Vec::with_capacity(keywords.len());
+                for (row, (value, bits)) in keywords.into_iter().enumerate() {
+                    built.rows.insert(RowId::keyword(path, row as u64), bits);
+                    dict.push(value);
+                }
+                built.dictionaries.insert(path.to_owned(), dict);
+            }
+        }
+        for bits in built.rows.values_mut() {
+            bits.optimize();
+        }
+        built
+    }
+}
+
+/// A fresh build of the indexes `declared` (one scope) over `records`,
+/// every record of the collection as (rkey, dag-cbor bytes), in any order:
+/// what [`compute_scope`] computes, from memory (an import's records).
+pub(crate) fn compute_given(
+    declared: &[Declared],
+    mut records: Vec<(String, Bytes)>,
+) -> Result<BuiltRows, Error> {
+    records.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+    let mut builder = ScopeBuilder::new(declared);
+    for (rkey, bytes) in records {
+        let column = builder.next_column()?;
+        builder.record(rkey, &bytes, column);
+    }
+    Ok(builder.finish())
+}
+
 /// Reads every record of `collection` and computes the rows of the indexes
 /// `declared` (one scope). With `fresh`, records get new columns in rkey
 /// order; otherwise their stored columns are used (a record without one
 /// is an error: the scope is damaged).
-#[allow(clippy::too_many_arguments)]
 pub(crate) async fn compute_scope<K: Kv>(
     store: &Store<K>,
     repo: &str,
@@ -188,16 +335,12 @@ pub(crate) async fn compute_scope<K: Kv>(
     scope: u32,
     declared: &[Declared],
     fresh: bool,
-    given: Option<Vec<(String, Block)>>,
     mut progress: impl FnMut(BuildProgress) + Send,
 ) -> Result<BuiltRows, Error> {
     const PAGE: usize = 1024;
-    let mut built = BuiltRows::default();
-    // Per index, rows by number (no keys built per bit).
-    let mut per_index: Vec<Accumulator> = declared.iter().map(|_| Accumulator::default()).collect();
+    let mut builder = ScopeBuilder::new(declared);
     let mut cursor: Option<String> = None;
     let mut done = BuildProgress::default();
-    // Stored columns, read alongside (both in rkey order).
     // Stored columns, walked alongside (both in rkey order).
     let packed = if fresh {
         Packed::default()
@@ -210,32 +353,15 @@ pub(crate) async fn compute_scope<K: Kv>(
         Some(columns::Walk::new(store.kv(), scope, &packed, None, false).await?)
     };
     let mut pending: Option<(String, u32)> = None;
-    let mut all = RoaringBitmap::new();
-    let segments: Vec<Vec<&str>> = declared
-        .iter()
-        .map(|d| d.decl.path.split('.').collect())
-        .collect();
-    // Records given in memory are read in rkey order too.
-    let mut given = given.map(|mut records| {
-        records.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-        records.into_iter()
-    });
     loop {
-        let page = match &mut given {
-            Some(records) => records.by_ref().take(PAGE).collect(),
-            None => {
-                store
-                    .list_written_record_blocks(repo, collection, cursor.as_deref(), PAGE)
-                    .await?
-            }
-        };
+        let page = store
+            .list_written_record_blocks(repo, collection, cursor.as_deref(), PAGE)
+            .await?;
         let Some((last, _)) = page.last() else { break };
         cursor = Some(last.clone());
         for (rkey, block) in page {
             let column = match &mut stored {
-                None => u32::try_from(built.columns.len()).map_err(|_| {
-                    Error::MalformedIndex("more than 2^32 records in a collection".into())
-                })?,
+                None => builder.next_column()?,
                 Some(walk) => loop {
                     if pending.is_none() {
                         pending = walk.next().await?;
@@ -251,100 +377,12 @@ pub(crate) async fn compute_scope<K: Kv>(
                     }
                 },
             };
-            add(&mut all, column);
-            built.columns.push((rkey, column));
-            // Values straight from the bytes; the JSON tree only when the
-            // walk leaves a record to it.
-            let mut json: Option<serde_json::Value> = None;
-            let mut outs = vec![Vec::new(); declared.len()];
-            let walked = cbor::leaves_at_each(block.bytes(), &segments, &mut outs).is_ok();
-            for ((d, acc), leaves) in declared.iter().zip(&mut per_index).zip(&outs) {
-                let path = d.decl.path.as_str();
-                let kept = match d.decl.kind {
-                    IndexKind::Keyword if walked => {
-                        let mut kept = false;
-                        for leaf in leaves {
-                            kept |= match leaf {
-                                cbor::Leaf::Str(s) => acc.string(s, column),
-                                cbor::Leaf::Bool(b) => {
-                                    acc.boolean(*b, column);
-                                    true
-                                }
-                                _ => false,
-                            };
-                        }
-                        kept
-                    }
-                    IndexKind::Keyword => {
-                        let json =
-                            json.get_or_insert_with(|| Record::stored(block.clone()).to_json());
-                        let vals = keywords(json, path);
-                        for v in &vals {
-                            match v {
-                                Keyword::Str(s) => acc.string(s, column),
-                                Keyword::Bool(b) => {
-                                    acc.boolean(*b, column);
-                                    true
-                                }
-                            };
-                        }
-                        !vals.is_empty()
-                    }
-                    kind => {
-                        let vals = if walked {
-                            numbers_of_leaves(leaves, kind)
-                        } else {
-                            let json =
-                                json.get_or_insert_with(|| Record::stored(block.clone()).to_json());
-                            numbers(json, path, kind)
-                        };
-                        for (slot, v) in vals.iter().enumerate() {
-                            acc.number(slot, *v, column);
-                        }
-                        !vals.is_empty()
-                    }
-                };
-                if kept {
-                    add(&mut acc.existence, column);
-                }
-            }
+            builder.record(rkey, block.bytes(), column);
             done.records += 1;
         }
         progress(done);
     }
-    if !all.is_empty() {
-        built.rows.insert(RowId::columns(), all);
-    }
-    for (d, mut acc) in declared.iter().zip(per_index) {
-        let path = d.decl.path.as_str();
-        if !acc.existence.is_empty() {
-            built
-                .rows
-                .insert(RowId::existence(path), std::mem::take(&mut acc.existence));
-        }
-        for (row, bits) in std::mem::take(&mut acc.slices)
-            .finish()
-            .into_iter()
-            .enumerate()
-        {
-            if !bits.is_empty() {
-                built.rows.insert(RowId::bsi(path, row as u64), bits);
-            }
-        }
-        if d.decl.kind == IndexKind::Keyword {
-            let keywords = acc.keywords();
-            let mut dict = Vec::with_capacity(keywords.len());
-            for (row, (value, bits)) in keywords.into_iter().enumerate() {
-                built.rows.insert(RowId::keyword(path, row as u64), bits);
-                dict.push(value);
-            }
-            built.dictionaries.insert(path.to_owned(), dict);
-        }
-    }
-    for bits in built.rows.values_mut() {
-        bits.optimize();
-    }
-    Ok(built)
+    Ok(builder.finish())
 }
 
 /// Writes a fresh build: columns, dictionaries and full containers, in
@@ -413,9 +451,7 @@ pub(crate) async fn write_built<K: Kv>(
 }
 
 /// Builds the indexes `declared` of a collection (one scope) from its
-/// records (`given`: all of them, already in memory) and writes them; see
-/// [`compute_scope`]. Returns the records read.
-#[allow(clippy::too_many_arguments)]
+/// records and writes them; see [`compute_scope`]. Returns the records read.
 pub(crate) async fn build_scope<K: Kv>(
     store: &Store<K>,
     repo: &str,
@@ -423,13 +459,9 @@ pub(crate) async fn build_scope<K: Kv>(
     scope: u32,
     declared: &[Declared],
     fresh: bool,
-    given: Option<Vec<(String, Block)>>,
     progress: impl FnMut(BuildProgress) + Send,
 ) -> Result<u64, Error> {
-    let built = compute_scope(
-        store, repo, collection, scope, declared, fresh, given, progress,
-    )
-    .await?;
+    let built = compute_scope(store, repo, collection, scope, declared, fresh, progress).await?;
     let records = built.columns.len() as u64;
     let batch = store.kv().bulk_batch_bytes().unwrap_or(usize::MAX);
     write_built(store.kv(), scope, built, fresh, batch).await?;

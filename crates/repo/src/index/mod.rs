@@ -36,7 +36,11 @@ use store::{ContainerDelta, ContainerGroup, Kv, WriteOp};
 
 use crate::Error;
 
-pub(crate) use build::{build_scope, compute_scope};
+pub(crate) use build::{BuiltRows, build_scope, compute_given, compute_scope, write_built};
+
+/// Rows computed ahead of a rebuild, by collection, with the declarations
+/// they were computed for.
+pub(crate) type ComputedScopes = std::collections::HashMap<String, (Vec<Declared>, BuiltRows)>;
 pub(crate) use cache::IndexCache;
 pub(crate) use columns::{Packed, Walk, differences as column_differences, load_packed, rkey_of};
 pub(crate) use eval::{Reader, plan as eval_plan};
