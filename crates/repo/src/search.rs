@@ -357,25 +357,15 @@ impl<K: Kv> Repository<K> {
             let cursor = records.last().filter(|_| more).map(|(k, _)| k.clone());
             return Ok(QueryPage { records, cursor });
         };
-        let mut items: Vec<PageItem> = if reader.out_of_order().await?.is_empty() {
-            page_by_column(&reader, &bits, cursor, reverse, want)
-                .await?
-                .into_iter()
-                .map(PageItem::Column)
-                .collect()
+        let mut items: Vec<String> = if reader.out_of_order().await?.is_empty() {
+            let columns = page_by_column(&reader, &bits, cursor, reverse, want).await?;
+            reader.rkeys(&columns).await?
         } else {
-            page_by_rkey(&reader, &bits, cursor, reverse, want)
-                .await?
-                .into_iter()
-                .map(PageItem::Rkey)
-                .collect()
+            page_by_rkey(&reader, &bits, cursor, reverse, want).await?
         };
         let more = items.len() > limit;
         items.truncate(limit);
-        let packed = reader.packed().await?;
-        let records = self
-            .read_records(collection, reader.scope, &packed, items)
-            .await?;
+        let records = self.read_records(collection, items).await?;
         let cursor = records.last().filter(|_| more).map(|(k, _)| k.clone());
         Ok(QueryPage { records, cursor })
     }
@@ -385,9 +375,7 @@ impl<K: Kv> Repository<K> {
     async fn read_records(
         &self,
         collection: &str,
-        scope: u32,
-        packed: &Arc<index::Packed>,
-        items: Vec<PageItem>,
+        items: Vec<String>,
     ) -> Result<Vec<(String, Record)>, Error>
     where
         K: 'static,
@@ -395,26 +383,15 @@ impl<K: Kv> Repository<K> {
         let half = items.len().div_ceil(2).max(1);
         let mut tasks = Vec::new();
         for chunk in items.chunks(half) {
-            let (store, packed, id, collection, chunk) = (
+            let (store, id, collection, chunk) = (
                 Arc::clone(&self.store),
-                Arc::clone(packed),
                 self.id.clone(),
                 collection.to_owned(),
                 chunk.to_vec(),
             );
             tasks.push(tokio::spawn(async move {
                 let mut out = Vec::with_capacity(chunk.len());
-                for item in chunk {
-                    let rkey = match item {
-                        PageItem::Rkey(r) => r,
-                        PageItem::Column(c) => index::rkey_of(store.kv(), scope, &packed, c)
-                            .await?
-                            .ok_or_else(|| {
-                                Error::MalformedIndex(format!(
-                                    "column {c} of scope {scope} has no rkey"
-                                ))
-                            })?,
-                    };
+                for rkey in chunk {
                     let block = store
                         .written_record_block(&id, &collection, &rkey)
                         .await?
@@ -527,13 +504,6 @@ impl<K: Kv> Repository<K> {
         };
         reader.stats(path, &bits).await
     }
-}
-
-/// One record of a page: its column (rkey still to read) or its rkey.
-#[derive(Debug, Clone)]
-enum PageItem {
-    Column(u32),
-    Rkey(String),
 }
 
 /// A page when column order is rkey order: walk the matching bitmap.

@@ -19,6 +19,8 @@ use super::{RowDeltas, RowId};
 pub(crate) enum Cached {
     Row(RoaringBitmap),
     View(BTreeMap<u64, RoaringBitmap>),
+    /// A packed column block's rkeys (blocks are never rewritten).
+    Rkeys(Vec<String>),
 }
 
 impl Cached {
@@ -26,6 +28,7 @@ impl Cached {
         match self {
             Self::Row(b) => b.serialized_size(),
             Self::View(rows) => rows.values().map(RoaringBitmap::serialized_size).sum(),
+            Self::Rkeys(rkeys) => rkeys.iter().map(|r| r.len() + 24).sum(),
         }
     }
 }
@@ -179,6 +182,7 @@ impl IndexCache {
                 let bits = match cached {
                     Cached::Row(b) => b,
                     Cached::View(rows) => rows.entry(row.row).or_default(),
+                    Cached::Rkeys(_) => continue,
                 };
                 *bits -= &delta.clear;
                 *bits |= &delta.set;
@@ -193,6 +197,16 @@ impl IndexCache {
     /// changes were applied to it).
     pub(crate) fn set_head(&mut self, head: Cid) {
         self.head = Some(head);
+    }
+}
+
+/// The cache key of packed column block `k`.
+pub(crate) fn rkeys_key(scope: u32, k: u64) -> CacheKey {
+    CacheKey {
+        scope,
+        field: String::new(),
+        view: String::new(),
+        row: Some(k),
     }
 }
 

@@ -88,26 +88,70 @@ fn encode_list<'a>(out: &mut Vec<u8>, items: impl ExactSizeIterator<Item = &'a s
     }
 }
 
-fn decode_list(mut bytes: &[u8]) -> Result<(Vec<String>, &[u8]), Error> {
-    let count = take_len(&mut bytes)?;
-    let mut out: Vec<String> = Vec::with_capacity(count.min(bytes.len()));
-    let mut prev: Vec<u8> = Vec::new();
-    for _ in 0..count {
-        let shared = take_len(&mut bytes)?;
-        let len = take_len(&mut bytes)?;
-        if shared > prev.len() || len > bytes.len() {
+/// Reads a front-coded list one entry at a time into one buffer, checking
+/// each (bounds, UTF-8, strictly ascending).
+struct ListReader<'a> {
+    bytes: &'a [u8],
+    left: usize,
+    current: Vec<u8>,
+    previous: Vec<u8>,
+    read: usize,
+}
+
+impl<'a> ListReader<'a> {
+    fn new(mut bytes: &'a [u8]) -> Result<Self, Error> {
+        let left = take_len(&mut bytes)?;
+        Ok(Self {
+            bytes,
+            left,
+            current: Vec::new(),
+            previous: Vec::new(),
+            read: 0,
+        })
+    }
+
+    fn len(&self) -> usize {
+        self.read + self.left
+    }
+
+    /// The next entry, or `None` after the last.
+    fn next(&mut self) -> Result<Option<&str>, Error> {
+        if self.left == 0 {
+            return Ok(None);
+        }
+        self.left -= 1;
+        let shared = take_len(&mut self.bytes)?;
+        let len = take_len(&mut self.bytes)?;
+        if shared > self.current.len() || len > self.bytes.len() {
             return Err(malformed("a packed column entry is out of bounds"));
         }
-        prev.truncate(shared);
-        prev.extend_from_slice(&bytes[..len]);
-        bytes = &bytes[len..];
-        let s = std::str::from_utf8(&prev).map_err(|_| malformed("a packed rkey is not UTF-8"))?;
-        if out.last().is_some_and(|p| p.as_str() >= s) {
+        std::mem::swap(&mut self.previous, &mut self.current);
+        self.current.clear();
+        self.current.extend_from_slice(&self.previous[..shared]);
+        self.current.extend_from_slice(&self.bytes[..len]);
+        self.bytes = &self.bytes[len..];
+        if self.read > 0 && self.previous >= self.current {
             return Err(malformed("packed rkeys are not in order"));
         }
+        self.read += 1;
+        std::str::from_utf8(&self.current)
+            .map(Some)
+            .map_err(|_| malformed("a packed rkey is not UTF-8"))
+    }
+
+    /// The bytes after the list (valid once every entry was read).
+    fn rest(&self) -> &'a [u8] {
+        self.bytes
+    }
+}
+
+fn decode_list(bytes: &[u8]) -> Result<(Vec<String>, &[u8]), Error> {
+    let mut list = ListReader::new(bytes)?;
+    let mut out: Vec<String> = Vec::with_capacity(list.len().min(bytes.len()));
+    while let Some(s) = list.next()? {
         out.push(s.to_owned());
     }
-    Ok((out, bytes))
+    Ok((out, list.rest()))
 }
 
 /// The value of a packed block: the rkeys of its columns, in order.
@@ -210,13 +254,66 @@ pub(crate) async fn load_packed<K: Kv>(kv: &K, scope: u32) -> Result<Packed, Err
     Ok(packed)
 }
 
-/// The rkeys of packed block `k`.
-async fn block<K: Kv>(kv: &K, scope: u32, k: u64) -> Result<Vec<String>, Error> {
-    let v = kv
-        .get(&records::column_rkey_key(scope, PACKED + k))
+/// Where a column's rkey is: in packed block `k` at `i`, or a single entry.
+pub(crate) enum Place {
+    Packed(u64, usize),
+    Single,
+}
+
+pub(crate) fn place(packed: &Packed, column: u32) -> Place {
+    let c = u64::from(column);
+    if c < packed.columns {
+        Place::Packed(c / BLOCK, (c % BLOCK) as usize)
+    } else {
+        Place::Single
+    }
+}
+
+/// The rkey of single entry `column`.
+pub(crate) async fn single_rkey<K: Kv>(
+    kv: &K,
+    scope: u32,
+    column: u32,
+) -> Result<Option<String>, Error> {
+    match kv
+        .get(&records::column_rkey_key(scope, u64::from(column)))
         .await?
-        .ok_or_else(|| malformed(format!("packed column block {k} is missing")))?;
-    decode_block(&v)
+    {
+        Some(v) => String::from_utf8(v.to_vec())
+            .map(Some)
+            .map_err(|_| malformed("a column's rkey is not UTF-8")),
+        None => Ok(None),
+    }
+}
+
+/// The value of packed block `k`.
+async fn block_value<K: Kv>(kv: &K, scope: u32, k: u64) -> Result<Bytes, Error> {
+    kv.get(&records::column_rkey_key(scope, PACKED + k))
+        .await?
+        .ok_or_else(|| malformed(format!("packed column block {k} is missing")))
+}
+
+/// The rkeys of packed block `k`.
+pub(crate) async fn block<K: Kv>(kv: &K, scope: u32, k: u64) -> Result<Vec<String>, Error> {
+    decode_block(&block_value(kv, scope, k).await?)
+}
+
+/// The position of `rkey` in a packed block's value, read without
+/// decoding the entries after it.
+fn position_in_block(value: &[u8], rkey: &str) -> Result<Option<usize>, Error> {
+    let mut list = ListReader::new(value)?;
+    if list.len() == 0 || list.len() as u64 > BLOCK {
+        return Err(malformed("a packed column block is malformed"));
+    }
+    let mut i = 0;
+    while let Some(r) = list.next()? {
+        match r.cmp(rkey) {
+            std::cmp::Ordering::Equal => return Ok(Some(i)),
+            std::cmp::Ordering::Greater => return Ok(None),
+            std::cmp::Ordering::Less => i += 1,
+        }
+    }
+    Ok(None)
 }
 
 /// The column of `rkey` (a deleted record's old column if its packed entry
@@ -233,36 +330,13 @@ pub(crate) async fn column_of<K: Kv>(
     let Some(k) = packed.block_of(rkey) else {
         return Ok(None);
     };
-    let rkeys = block(kv, scope, k).await?;
-    Ok(rkeys
-        .binary_search_by(|r| r.as_str().cmp(rkey))
-        .ok()
-        .map(|i| column_in(k, i)))
+    let value = block_value(kv, scope, k).await?;
+    Ok(position_in_block(&value, rkey)?.map(|i| column_in(k, i)))
 }
 
 fn column_in(block: u64, i: usize) -> u32 {
     // Packed columns are below the single ones' 2^32 bound.
     u32::try_from(block * BLOCK + i as u64).unwrap_or(u32::MAX)
-}
-
-/// The rkey of `column`.
-pub(crate) async fn rkey_of<K: Kv>(
-    kv: &K,
-    scope: u32,
-    packed: &Packed,
-    column: u32,
-) -> Result<Option<String>, Error> {
-    let c = u64::from(column);
-    if c < packed.columns {
-        let rkeys = block(kv, scope, c / BLOCK).await?;
-        return Ok(rkeys.into_iter().nth((c % BLOCK) as usize));
-    }
-    match kv.get(&records::column_rkey_key(scope, c)).await? {
-        Some(v) => String::from_utf8(v.to_vec())
-            .map(Some)
-            .map_err(|_| malformed("a column's rkey is not UTF-8")),
-        None => Ok(None),
-    }
 }
 
 /// The highest column given out, if any.
@@ -544,6 +618,7 @@ mod tests {
         fn decoding_any_bytes_never_panics(bytes in prop::collection::vec(any::<u8>(), 0..64)) {
             let _ = decode_block(&bytes);
             let _ = decode_fences(&bytes);
+            let _ = position_in_block(&bytes, "b");
         }
 
         /// Sorted rkeys (any length, shared prefixes or not) round-trip.
@@ -553,7 +628,13 @@ mod tests {
             columns in any::<u64>(),
         ) {
             let rkeys: Vec<&str> = set.iter().map(String::as_str).collect();
-            prop_assert_eq!(decode_block(&encode_block(rkeys.iter().copied())).unwrap(), rkeys.clone());
+            let block = encode_block(rkeys.iter().copied());
+            prop_assert_eq!(decode_block(&block).unwrap(), rkeys.clone());
+            for (i, r) in rkeys.iter().enumerate() {
+                prop_assert_eq!(position_in_block(&block, r).unwrap(), Some(i));
+            }
+            prop_assert_eq!(position_in_block(&block, "\u{7f}").unwrap(), None);
+            prop_assert_eq!(position_in_block(&block, "").unwrap(), None);
             let (c, firsts) = decode_fences(&encode_fences(columns, rkeys.iter().copied())).unwrap();
             prop_assert_eq!(c, columns);
             prop_assert_eq!(firsts, rkeys);

@@ -11,7 +11,7 @@ use store::Kv;
 
 use super::{
     BSI_ROWS_PER_SLOT, Declared, IndexKind, Keyword, RowId, SHARD_BITS, Stats, TopValue,
-    cache::{Cached, IndexCache, key},
+    cache::{Cached, IndexCache, key, rkeys_key},
     columns::{self, Packed},
     decode_column, decode_container, malformed,
     query::{Cmp, Cond, Expr, Literal, Op, conditions},
@@ -284,7 +284,7 @@ impl<'a, K: Kv> Reader<'a, K> {
     async fn row_bits(&self, row: &RowId) -> Result<RoaringBitmap, Error> {
         Ok(match &*self.row(row).await? {
             Cached::Row(b) => b.clone(),
-            Cached::View(_) => RoaringBitmap::new(),
+            Cached::View(_) | Cached::Rkeys(_) => RoaringBitmap::new(),
         })
     }
 
@@ -464,6 +464,60 @@ impl<'a, K: Kv> Reader<'a, K> {
         out.sort_by(|a, b| b.count.cmp(&a.count).then_with(|| a.value.cmp(&b.value)));
         out.truncate(limit);
         Ok(out)
+    }
+
+    /// The rkeys of `columns` (every one must have a record), reading each
+    /// packed block once and keeping it in the cache.
+    pub(crate) async fn rkeys(&self, columns: &[u32]) -> Result<Vec<String>, Error> {
+        let packed = self.packed().await?;
+        let mut blocks: HashMap<u64, Arc<Cached>> = HashMap::new();
+        let mut missing = Vec::new();
+        for c in columns {
+            if let columns::Place::Packed(k, _) = columns::place(&packed, *c)
+                && !blocks.contains_key(&k)
+            {
+                match lock(self.cache).get(&rkeys_key(self.scope, k)) {
+                    Some(hit) => {
+                        blocks.insert(k, hit);
+                    }
+                    None if !missing.contains(&k) => missing.push(k),
+                    None => {}
+                }
+            }
+        }
+        let fetched = futures::future::try_join_all(
+            missing
+                .iter()
+                .map(|k| columns::block(self.kv, self.scope, *k)),
+        )
+        .await?;
+        for (k, rkeys) in missing.into_iter().zip(fetched) {
+            let cached = lock(self.cache).insert(rkeys_key(self.scope, k), Cached::Rkeys(rkeys));
+            blocks.insert(k, cached);
+        }
+        let singles = futures::future::try_join_all(columns.iter().map(|c| async {
+            match columns::place(&packed, *c) {
+                columns::Place::Single => columns::single_rkey(self.kv, self.scope, *c).await,
+                columns::Place::Packed(..) => Ok(None),
+            }
+        }))
+        .await?;
+        columns
+            .iter()
+            .zip(singles)
+            .map(|(c, single)| {
+                let rkey = match columns::place(&packed, *c) {
+                    columns::Place::Packed(k, i) => match blocks.get(&k).map(|b| &**b) {
+                        Some(Cached::Rkeys(rkeys)) => rkeys.get(i).cloned(),
+                        _ => None,
+                    },
+                    columns::Place::Single => single,
+                };
+                rkey.ok_or_else(|| {
+                    malformed(format!("column {c} of scope {} has no rkey", self.scope))
+                })
+            })
+            .collect()
     }
 
     /// The column of `rkey`, or of the first rkey after (`reverse`: before)

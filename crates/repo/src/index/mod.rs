@@ -42,7 +42,7 @@ pub(crate) use build::{BuiltRows, build_scope, compute_given, compute_scope, wri
 /// they were computed for.
 pub(crate) type ComputedScopes = std::collections::HashMap<String, (Vec<Declared>, BuiltRows)>;
 pub(crate) use cache::IndexCache;
-pub(crate) use columns::{Packed, Walk, differences as column_differences, load_packed, rkey_of};
+pub(crate) use columns::{Walk, differences as column_differences, load_packed};
 pub(crate) use eval::{Reader, plan as eval_plan};
 pub(crate) use maintain::{CommitIndex, IndexWrite, KNOWN_ROWS_LIMIT, KnownRows, ScopeCounters};
 pub use query::{Cmp, Cond, Expr, Literal, Op, parse as parse_where};
