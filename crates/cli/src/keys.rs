@@ -166,7 +166,16 @@ fn explain(key: &[u8]) -> Result<Value, String> {
             path,
         } => json!({"repo": repo, "collection": collection, "path": path}),
         DecodedKey::Column { scope, rkey } => json!({"scope": scope, "rkey": rkey}),
-        DecodedKey::ColumnRkey { scope, column } => json!({"scope": scope, "column": column}),
+        DecodedKey::ColumnRkey { scope, column } => {
+            let column = *column;
+            let mut fields = json!({"scope": scope, "column": column});
+            if column >= keycodec::records::COLUMN_FENCES {
+                fields["fenceChunk"] = json!(column - keycodec::records::COLUMN_FENCES);
+            } else if column >= keycodec::records::COLUMN_PACKED {
+                fields["packedBlock"] = json!(column - keycodec::records::COLUMN_PACKED);
+            }
+            fields
+        }
         DecodedKey::KeywordRow { scope, path, value } => {
             json!({"scope": scope, "path": path, "valueHex": hex::encode(value)})
         }

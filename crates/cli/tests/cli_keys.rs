@@ -138,3 +138,19 @@ fn keys_decode_explains_a_record_index_key() {
     let (v, _) = datarepo(&["keys", "decode", &hex::encode(&key)]);
     assert_eq!(v["fields"]["revTid"], "3jui7kd54zh2y");
 }
+
+#[test]
+fn keys_decode_names_packed_column_blocks_and_fence_chunks() {
+    for (hex_key, field, at) in [
+        ("01a0000000074000000000000001", "packedBlock", 1),
+        ("01a0000000078000000000000002", "fenceChunk", 2),
+    ] {
+        let (v, code) = datarepo(&["keys", "decode", hex_key]);
+        assert_eq!(code, Some(0));
+        assert_eq!(v["recordType"], "column-rkey");
+        assert_eq!(v["fields"]["scope"], 7);
+        assert_eq!(v["fields"][field], at, "{v}");
+    }
+    let (v, _) = datarepo(&["keys", "decode", "01a0000000070000000000000102"]);
+    assert_eq!(v["fields"], json!({"scope": 7, "column": 258}));
+}

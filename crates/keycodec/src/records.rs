@@ -320,7 +320,18 @@ pub fn column_key(scope: u32, rkey: &str) -> Vec<u8> {
         .finish()
 }
 
-/// The key naming the rkey of a column.
+/// Column-rkey keys whose column field is at least this (and below
+/// [`COLUMN_FENCES`]) hold a *packed block*: `COLUMN_PACKED + k` holds the
+/// rkeys of columns `256·k …` (an index build's, `docs/storage-keys.md`).
+pub const COLUMN_PACKED: u64 = 1 << 62;
+
+/// Column-rkey keys whose column field is at least this hold a *fence
+/// chunk*: `COLUMN_FENCES + j` lists the first rkey of packed blocks
+/// `4096·j …`.
+pub const COLUMN_FENCES: u64 = 1 << 63;
+
+/// The key naming the rkey of a column (or, with a column field of
+/// [`COLUMN_PACKED`] and above, a packed block or fence chunk).
 #[must_use]
 pub fn column_rkey_key(scope: u32, column: u64) -> Vec<u8> {
     KeyBuilder::new(RecordType::ColumnRkey.prefix())

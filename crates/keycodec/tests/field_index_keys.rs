@@ -7,8 +7,8 @@ use std::borrow::Cow;
 use keycodec::{
     RecordType,
     records::{
-        DecodedKey, bitmap_key, column_key, column_rkey_key, decode_key, field_index_key,
-        keyword_row_key, keyword_value_key, scope_range,
+        COLUMN_FENCES, COLUMN_PACKED, DecodedKey, bitmap_key, column_key, column_rkey_key,
+        decode_key, field_index_key, keyword_row_key, keyword_value_key, scope_range,
     },
     txkey,
 };
@@ -23,6 +23,16 @@ fn layouts_are_byte_exact() {
     assert_eq!(
         column_rkey_key(7, 0x0102),
         b"\x01\xa0\x00\x00\x00\x07\x00\x00\x00\x00\x00\x00\x01\x02"
+    );
+    // Packed block 1 (2^62 + 1) and fence chunk 0 (2^63) of scope 7: they
+    // sort after every single column (below 2^32), fences last.
+    assert_eq!(
+        column_rkey_key(7, COLUMN_PACKED + 1),
+        b"\x01\xa0\x00\x00\x00\x07\x40\x00\x00\x00\x00\x00\x00\x01"
+    );
+    assert_eq!(
+        column_rkey_key(7, COLUMN_FENCES),
+        b"\x01\xa0\x00\x00\x00\x07\x80\x00\x00\x00\x00\x00\x00\x00"
     );
     // Keyword values are tagged (01 ‖ UTF-8 for strings, 02 ‖ 00|01 for
     // booleans) and then escaped as any bytes field: 00 → 01 01, 01 → 01 02.

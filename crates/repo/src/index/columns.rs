@@ -29,9 +29,9 @@ const BLOCK: u64 = 256;
 /// Blocks per fence chunk.
 const FENCE_CHUNK: u64 = 4096;
 /// `0xA` column fields at and past this name packed blocks.
-const PACKED: u64 = 1 << 62;
+const PACKED: u64 = records::COLUMN_PACKED;
 /// `0xA` column fields at and past this name fence chunks.
-const FENCES: u64 = 1 << 63;
+const FENCES: u64 = records::COLUMN_FENCES;
 /// Single columns are below this.
 const SINGLE_END: u64 = 1 << 32;
 
