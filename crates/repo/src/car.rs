@@ -1386,7 +1386,7 @@ impl<K: Kv> Repos<K> {
         let computing = if whole {
             compute_indexes(store, &commit.repo, &index).await?
         } else {
-            Vec::new()
+            None
         };
         store
             .bulk_commit(
@@ -1452,10 +1452,13 @@ impl<K: Kv> Repos<K> {
             repo.trust_keys(&options.keys).await?;
         }
         let mut computed = crate::index::ComputedScopes::new();
-        for (collection, declared, rows) in computing {
-            // A thread that failed leaves its collection to the rebuild.
-            if let Ok(Ok(built)) = rows.await {
-                computed.insert(collection, (declared, built));
+        if let Some(computing) = computing {
+            // A collection that could not be computed (or a thread that
+            // failed) is left to the rebuild, which reads its records back.
+            for (collection, declared, rows) in computing.await.unwrap_or_default() {
+                if let Ok(built) = rows {
+                    computed.insert(collection, (declared, built));
+                }
             }
         }
         repo.rebuild_indexes(computed, |p| {
@@ -1494,21 +1497,24 @@ impl<K: Kv> Repos<K> {
     }
 }
 
-/// Collections whose indexes are being computed from an import's records:
-/// (collection, its declarations, the rows to come).
-type Computing = Vec<(
-    String,
-    Vec<crate::index::Declared>,
-    tokio::sync::oneshot::Receiver<Result<crate::index::BuiltRows, Error>>,
-)>;
+/// The rows of an import's indexed collections, being computed on a thread
+/// of their own: (collection, its declarations, the rows or why not).
+type Computing = tokio::sync::oneshot::Receiver<
+    Vec<(
+        String,
+        Vec<crate::index::Declared>,
+        Result<crate::index::BuiltRows, Error>,
+    )>,
+>;
 
-/// Starts computing, each on a thread of its own, the indexes the store
-/// declares for `repo` over `records` (every record of the repository).
+/// Starts computing, on a thread of its own and one collection after the
+/// other, the indexes the store declares for `repo` over `records` (every
+/// record of the repository); `None` when it declares none.
 async fn compute_indexes<K: Kv>(
     store: &Store<K>,
     repo: &str,
     records: &[RecordChange],
-) -> Result<Computing, Error> {
+) -> Result<Option<Computing>, Error> {
     let mut by_collection: HashMap<String, Vec<crate::index::Declared>> = HashMap::new();
     for d in crate::index::declarations(store.kv(), repo, None).await? {
         by_collection
@@ -1516,28 +1522,33 @@ async fn compute_indexes<K: Kv>(
             .or_default()
             .push(d);
     }
-    let mut given: HashMap<&str, Vec<(String, Bytes)>> = HashMap::new();
+    if by_collection.is_empty() {
+        return Ok(None);
+    }
+    let mut given: HashMap<String, Vec<(String, Bytes)>> = HashMap::new();
     for change in records {
         if let Some(block) = &change.record
             && by_collection.contains_key(&change.collection)
         {
             given
-                .entry(change.collection.as_str())
+                .entry(change.collection.clone())
                 .or_default()
                 .push((change.rkey.clone(), block.bytes().clone()));
         }
     }
-    let mut computing = Vec::new();
-    for (collection, declared) in by_collection {
-        let records = given.remove(collection.as_str()).unwrap_or_default();
-        let (done, rows) = tokio::sync::oneshot::channel();
-        let for_thread = declared.clone();
-        std::thread::spawn(move || {
-            let _ = done.send(crate::index::compute_given(&for_thread, records));
-        });
-        computing.push((collection, declared, rows));
-    }
-    Ok(computing)
+    let (done, computing) = tokio::sync::oneshot::channel();
+    std::thread::spawn(move || {
+        let rows = by_collection
+            .into_iter()
+            .map(|(collection, declared)| {
+                let records = given.remove(&collection).unwrap_or_default();
+                let rows = crate::index::compute_given(&declared, records);
+                (collection, declared, rows)
+            })
+            .collect();
+        let _ = done.send(rows);
+    });
+    Ok(Some(computing))
 }
 
 #[cfg(test)]
