@@ -44,6 +44,30 @@ mod search;
 mod signing;
 mod verify;
 
+/// Entry points for the fuzz targets in `fuzz/`: decoders of stored bytes
+/// that are otherwise internal. Not a stable API.
+#[doc(hidden)]
+pub mod fuzzing {
+    /// Per path, its values (`None`: no answer).
+    pub type PathValues = Option<Vec<Vec<serde_json::Value>>>;
+
+    /// Decodes `bytes` as a packed column block and as a fence chunk;
+    /// whether each was accepted.
+    #[must_use]
+    pub fn packed_columns(bytes: &[u8]) -> (bool, bool) {
+        crate::index::fuzz_packed_columns(bytes)
+    }
+
+    /// The values an index build reads at each of `paths` in a record's
+    /// dag-cbor `bytes`, straight from the bytes (`None`: left to the JSON
+    /// walk) and by the JSON walk (`None`: not dag-cbor); they must agree
+    /// when both answer.
+    #[must_use]
+    pub fn index_values(bytes: &[u8], paths: &[&str]) -> (PathValues, PathValues) {
+        crate::index::fuzz_index_values(bytes, paths)
+    }
+}
+
 pub use car::{ExportReport, ImportOptions, ImportProgress, ImportReport};
 pub use check::{CheckOptions, CheckProgress, CheckReport};
 pub use commit::{CommitData, SIGNED_COMMIT_VERSION};

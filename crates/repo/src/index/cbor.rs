@@ -409,6 +409,28 @@ mod tests {
     }
 
     proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2000))]
+
+        /// A record's bytes with one byte changed: whenever the walk answers
+        /// and the bytes still decode as dag-cbor, the two walks agree.
+        #[test]
+        fn damaged_bytes_never_give_other_values(
+            record in record(),
+            path in path(),
+            at in any::<prop::sample::Index>(),
+            byte in any::<u8>(),
+        ) {
+            let mut bytes = serde_ipld_dagcbor::to_vec(&record).unwrap();
+            let i = at.index(bytes.len());
+            bytes[i] = byte;
+            let (walked, by_json) = crate::index::fuzz_index_values(&bytes, &[path.as_str()]);
+            if let (Some(walked), Some(by_json)) = (walked, by_json) {
+                prop_assert_eq!(walked, by_json, "{:?} at {}", bytes, path);
+            }
+        }
+    }
+
+    proptest! {
         /// One pass over several paths finds what one walk per path finds.
         #[test]
         fn one_pass_over_several_paths_is_one_walk_each(

@@ -169,6 +169,13 @@ pub(crate) fn decode_block(bytes: &[u8]) -> Result<Vec<String>, Error> {
     }
 }
 
+/// Both decoders over `bytes` (for the fuzz target): whether each accepted.
+pub(crate) fn fuzz_decode(bytes: &[u8]) -> (bool, bool) {
+    let block = decode_block(bytes).is_ok();
+    let _ = position_in_block(bytes, "3k");
+    (block, decode_fences(bytes).is_ok())
+}
+
 /// The value of a fence chunk: the packed column count, then the first
 /// rkey of each of its blocks.
 pub(crate) fn encode_fences<'a>(

@@ -271,11 +271,12 @@ impl CommitIndex {
                 },
                 column,
             );
-            // A packed entry stays (blocks are not rewritten); no query
-            // reaches its column, which is cleared from every row.
-            self.ops
-                .push(WriteOp::Delete(records::column_key(scope, rkey)));
+            // A packed entry stays (blocks are not rewritten; no query
+            // reaches its column, which is cleared from every row). Columns
+            // past the packed ones have single entries.
             if u64::from(column) >= counters.packed.columns {
+                self.ops
+                    .push(WriteOp::Delete(records::column_key(scope, rkey)));
                 self.ops.push(WriteOp::Delete(records::column_rkey_key(
                     scope,
                     u64::from(column),

@@ -38,6 +38,58 @@ use crate::Error;
 
 pub(crate) use build::{BuiltRows, build_scope, compute_given, compute_scope, write_built};
 
+/// See [`crate::fuzzing::packed_columns`].
+pub(crate) fn fuzz_packed_columns(bytes: &[u8]) -> (bool, bool) {
+    columns::fuzz_decode(bytes)
+}
+
+/// See [`crate::fuzzing::index_values`]: the walk's keepable leaves (strings,
+/// booleans, `i64`s; `null` for anything else) and the JSON walk's values
+/// mapped alike (`None` when the bytes are not dag-cbor).
+pub(crate) fn fuzz_index_values(
+    bytes: &[u8],
+    paths: &[&str],
+) -> (crate::fuzzing::PathValues, crate::fuzzing::PathValues) {
+    use serde_json::Value;
+    let segments: Vec<Vec<&str>> = paths.iter().map(|p| p.split('.').collect()).collect();
+    let mut outs = vec![Vec::new(); paths.len()];
+    let walked = cbor::leaves_at_each(bytes, &segments, &mut outs)
+        .ok()
+        .map(|()| {
+            outs.iter()
+                .map(|leaves| {
+                    leaves
+                        .iter()
+                        .map(|l| match l {
+                            cbor::Leaf::Str(s) => Value::String((*s).to_owned()),
+                            cbor::Leaf::Bool(b) => Value::Bool(*b),
+                            cbor::Leaf::Int(i) => Value::from(*i),
+                            cbor::Leaf::Other => Value::Null,
+                        })
+                        .collect()
+                })
+                .collect()
+        });
+    let Ok(ipld) = serde_ipld_dagcbor::from_slice::<ipld_core::ipld::Ipld>(bytes) else {
+        return (walked, None);
+    };
+    let json = crate::record::ipld_to_json(&ipld);
+    let by_json = paths
+        .iter()
+        .map(|p| {
+            values::values_at(&json, p)
+                .into_iter()
+                .map(|v| match v {
+                    Value::String(_) | Value::Bool(_) => v.clone(),
+                    Value::Number(n) => n.as_i64().map_or(Value::Null, Value::from),
+                    _ => Value::Null,
+                })
+                .collect()
+        })
+        .collect();
+    (walked, Some(by_json))
+}
+
 /// Rows computed ahead of a rebuild, by collection, with the declarations
 /// they were computed for.
 pub(crate) type ComputedScopes = std::collections::HashMap<String, (Vec<Declared>, BuiltRows)>;
