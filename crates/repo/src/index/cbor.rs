@@ -81,6 +81,14 @@ pub(crate) fn leaves_at_each<'a, 'p, P: AsRef<[&'p str]>>(
                 }
             }
         }
+        // A root link or byte string has a JSON form with a `$` key.
+        Head::Link | Head::Bytes(_)
+            if paths
+                .iter()
+                .any(|p| p.as_ref().first().is_some_and(|s| s.starts_with('$'))) =>
+        {
+            return Err(Fallback);
+        }
         other => r.skip_rest(other)?,
     }
     if r.at == record.len() {
