@@ -50,6 +50,7 @@ pub(crate) fn leaves_at_each<'a, 'p, P: AsRef<[&'p str]>>(
     let mut r = Reader {
         bytes: record,
         at: 0,
+        depth: 0,
     };
     // The root is not followed into when it is an array: only a map has keys.
     match r.head()? {
@@ -116,7 +117,13 @@ enum Head {
 struct Reader<'a> {
     bytes: &'a [u8],
     at: usize,
+    /// Arrays and maps entered and not left.
+    depth: u32,
 }
+
+/// Deeper nesting falls back (the JSON decoder has its own, lower limit),
+/// so the walk's recursion stays bounded on any bytes.
+const MAX_DEPTH: u32 = 512;
 
 impl<'a> Reader<'a> {
     fn take(&mut self, n: usize) -> Result<&'a [u8], Fallback> {
@@ -171,6 +178,15 @@ impl<'a> Reader<'a> {
         })
     }
 
+    fn enter(&mut self) -> Result<(), Fallback> {
+        self.depth += 1;
+        if self.depth > MAX_DEPTH {
+            Err(Fallback)
+        } else {
+            Ok(())
+        }
+    }
+
     /// Skips the rest of an item whose head was read.
     fn skip_rest(&mut self, head: Head) -> Result<(), Fallback> {
         match head {
@@ -178,17 +194,21 @@ impl<'a> Reader<'a> {
                 self.take(n)?;
             }
             Head::Array(n) => {
+                self.enter()?;
                 for _ in 0..n {
                     let h = self.head()?;
                     self.skip_rest(h)?;
                 }
+                self.depth -= 1;
             }
             Head::Map(n) => {
+                self.enter()?;
                 for _ in 0..n {
                     self.key()?;
                     let h = self.head()?;
                     self.skip_rest(h)?;
                 }
+                self.depth -= 1;
             }
             Head::Link => match self.head()? {
                 Head::Bytes(n) => {
@@ -214,13 +234,9 @@ impl<'a> Reader<'a> {
     fn map(&mut self, n: u64, path: &[&str], out: &mut Vec<Leaf<'a>>) -> Result<(), Fallback> {
         let Some((first, rest)) = path.split_first() else {
             // Unreachable through `value`; a map at the path's end is kept as Other.
-            for _ in 0..n {
-                self.key()?;
-                let h = self.head()?;
-                self.skip_rest(h)?;
-            }
-            return Ok(());
+            return self.skip_rest(Head::Map(n));
         };
+        self.enter()?;
         let mut found = false;
         for _ in 0..n {
             let key = self.key()?;
@@ -235,6 +251,7 @@ impl<'a> Reader<'a> {
                 self.skip_rest(h)?;
             }
         }
+        self.depth -= 1;
         Ok(())
     }
 
@@ -247,10 +264,12 @@ impl<'a> Reader<'a> {
     ) -> Result<(), Fallback> {
         match head {
             Head::Array(n) => {
+                self.enter()?;
                 for _ in 0..n {
                     let h = self.head()?;
                     self.value(h, path, out)?;
                 }
+                self.depth -= 1;
                 Ok(())
             }
             Head::Map(n) if !path.is_empty() => self.map(n, path, out),
@@ -460,6 +479,18 @@ mod tests {
             if !fell_back {
                 prop_assert_eq!(outs, alone);
             }
+        }
+    }
+
+    #[test]
+    fn nesting_past_the_limit_falls_back_without_deep_recursion() {
+        // {"a": [[[…]]]} nested a million deep: a fallback, not an overflow.
+        let mut bytes = vec![0xa1, 0x61, b'a'];
+        bytes.extend(std::iter::repeat_n(0x81, 1 << 20));
+        bytes.push(0x01);
+        for path in [&["a"][..], &["b"]] {
+            let mut out = Vec::new();
+            assert_eq!(leaves_at(&bytes, path, &mut out), Err(Fallback));
         }
     }
 
