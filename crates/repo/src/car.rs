@@ -1381,8 +1381,9 @@ impl<K: Kv> Repos<K> {
             }
         }
         // A whole repository's indexes are computed from its records here,
-        // on other threads while the store takes the commit (the records'
-        // bytes are shared, not copied); the rebuild then only writes them.
+        // on a thread of their own while the store takes the commit (the
+        // records' bytes are shared, not copied); the rebuild then only
+        // writes them.
         let computing = if whole {
             compute_indexes(store, &commit.repo, &index).await?
         } else {
@@ -1525,15 +1526,15 @@ async fn compute_indexes<K: Kv>(
     if by_collection.is_empty() {
         return Ok(None);
     }
-    let mut given: HashMap<String, Vec<(String, Bytes)>> = HashMap::new();
+    let mut given: HashMap<String, Vec<(String, Bytes)>> = by_collection
+        .keys()
+        .map(|c| (c.clone(), Vec::new()))
+        .collect();
     for change in records {
-        if let Some(block) = &change.record
-            && by_collection.contains_key(&change.collection)
+        if let (Some(block), Some(records)) =
+            (&change.record, given.get_mut(change.collection.as_str()))
         {
-            given
-                .entry(change.collection.clone())
-                .or_default()
-                .push((change.rkey.clone(), block.bytes().clone()));
+            records.push((change.rkey.clone(), block.bytes().clone()));
         }
     }
     let (done, computing) = tokio::sync::oneshot::channel();
