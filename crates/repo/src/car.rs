@@ -1516,13 +1516,7 @@ async fn compute_indexes<K: Kv>(
     repo: &str,
     records: &[RecordChange],
 ) -> Result<Option<Computing>, Error> {
-    let mut by_collection: HashMap<String, Vec<crate::index::Declared>> = HashMap::new();
-    for d in crate::index::declarations(store.kv(), repo, None).await? {
-        by_collection
-            .entry(d.decl.collection.clone())
-            .or_default()
-            .push(d);
-    }
+    let by_collection = crate::index::declarations_by_collection(store.kv(), repo).await?;
     if by_collection.is_empty() {
         return Ok(None);
     }

@@ -216,14 +216,7 @@ impl<K: Kv> Repository<K> {
     ) -> Result<(), Error> {
         let mut state = self.state.lock().await;
         let kv = self.store.kv();
-        let mut by_collection: std::collections::BTreeMap<String, Vec<Declared>> =
-            std::collections::BTreeMap::new();
-        for d in index::declarations(kv, &self.id, None).await? {
-            by_collection
-                .entry(d.decl.collection.clone())
-                .or_default()
-                .push(d);
-        }
+        let by_collection = index::declarations_by_collection(kv, &self.id).await?;
         let mut done = 0;
         for (collection, declared) in &by_collection {
             let scope = declared[0].scope;
@@ -585,14 +578,7 @@ impl<K: Kv> Repository<K> {
     pub async fn index_differences(&self) -> Result<Vec<String>, Error> {
         let _search = self.search.read().await;
         let kv = self.store.kv();
-        let mut by_collection: std::collections::BTreeMap<String, Vec<Declared>> =
-            std::collections::BTreeMap::new();
-        for d in index::declarations(kv, &self.id, None).await? {
-            by_collection
-                .entry(d.decl.collection.clone())
-                .or_default()
-                .push(d);
-        }
+        let by_collection = index::declarations_by_collection(kv, &self.id).await?;
         let mut out = Vec::new();
         for (collection, declared) in &by_collection {
             let scope = declared[0].scope;

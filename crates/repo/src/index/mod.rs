@@ -209,6 +209,22 @@ pub(crate) async fn declarations<K: Kv>(
         .collect()
 }
 
+/// A repository's declarations grouped by collection (one scope each), in
+/// collection order.
+pub(crate) async fn declarations_by_collection<K: Kv>(
+    kv: &K,
+    repo: &str,
+) -> Result<BTreeMap<String, Vec<Declared>>, Error> {
+    let mut by_collection: BTreeMap<String, Vec<Declared>> = BTreeMap::new();
+    for d in declarations(kv, repo, None).await? {
+        by_collection
+            .entry(d.decl.collection.clone())
+            .or_default()
+            .push(d);
+    }
+    Ok(by_collection)
+}
+
 /// The txkey field name of a path.
 pub(crate) fn field_name(path: &str) -> String {
     path.replace('$', "=24")
