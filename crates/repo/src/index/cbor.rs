@@ -82,12 +82,7 @@ pub(crate) fn leaves_at_each<'a, 'p, P: AsRef<[&'p str]>>(
                 }
             }
         }
-        // A root link or byte string has a JSON form with a `$` key.
-        Head::Link | Head::Bytes(_)
-            if paths
-                .iter()
-                .any(|p| p.as_ref().first().is_some_and(|s| s.starts_with('$'))) =>
-        {
+        ref head if paths.iter().any(|p| json_form_has(head, p.as_ref())) => {
             return Err(Fallback);
         }
         other => r.skip_rest(other)?,
@@ -97,6 +92,13 @@ pub(crate) fn leaves_at_each<'a, 'p, P: AsRef<[&'p str]>>(
     } else {
         Err(Fallback)
     }
+}
+
+/// Whether `path` continues into the JSON form of `head`'s item: a link or
+/// byte string is a `{"$link"}` / `{"$bytes"}` object there, which the walk
+/// leaves to the JSON walk.
+fn json_form_has(head: &Head, path: &[&str]) -> bool {
+    matches!(head, Head::Link | Head::Bytes(_)) && path.first().is_some_and(|s| s.starts_with('$'))
 }
 
 enum Head {
@@ -273,10 +275,7 @@ impl<'a> Reader<'a> {
                 Ok(())
             }
             Head::Map(n) if !path.is_empty() => self.map(n, path, out),
-            // Their JSON forms are objects with a `$` key: leave those to JSON.
-            Head::Link | Head::Bytes(_) if path.first().is_some_and(|s| s.starts_with('$')) => {
-                Err(Fallback)
-            }
+            ref head if json_form_has(head, path) => Err(Fallback),
             head if !path.is_empty() => self.skip_rest(head),
             // Below i64::MIN: its JSON form is a string.
             Head::Neg(n) if i64::try_from(n).is_err() => Err(Fallback),

@@ -262,6 +262,7 @@ pub(crate) async fn load_packed<K: Kv>(kv: &K, scope: u32) -> Result<Packed, Err
 }
 
 /// Where a column's rkey is: in packed block `k` at `i`, or a single entry.
+#[derive(Debug, Clone, Copy)]
 pub(crate) enum Place {
     Packed(u64, usize),
     Single,

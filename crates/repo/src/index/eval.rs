@@ -470,10 +470,14 @@ impl<'a, K: Kv> Reader<'a, K> {
     /// packed block once and keeping it in the cache.
     pub(crate) async fn rkeys(&self, columns: &[u32]) -> Result<Vec<String>, Error> {
         let packed = self.packed().await?;
+        let places: Vec<columns::Place> = columns
+            .iter()
+            .map(|c| columns::place(&packed, *c))
+            .collect();
         let mut blocks: HashMap<u64, Arc<Cached>> = HashMap::new();
         let mut missing = Vec::new();
-        for c in columns {
-            if let columns::Place::Packed(k, _) = columns::place(&packed, *c)
+        for place in &places {
+            if let columns::Place::Packed(k, _) = *place
                 && !blocks.contains_key(&k)
             {
                 match lock(self.cache).get(&rkeys_key(self.scope, k)) {
@@ -495,18 +499,21 @@ impl<'a, K: Kv> Reader<'a, K> {
             let cached = lock(self.cache).insert(rkeys_key(self.scope, k), Cached::Rkeys(rkeys));
             blocks.insert(k, cached);
         }
-        let singles = futures::future::try_join_all(columns.iter().map(|c| async {
-            match columns::place(&packed, *c) {
-                columns::Place::Single => columns::single_rkey(self.kv, self.scope, *c).await,
-                columns::Place::Packed(..) => Ok(None),
-            }
-        }))
+        let singles = futures::future::try_join_all(columns.iter().zip(&places).map(
+            |(c, place)| async move {
+                match place {
+                    columns::Place::Single => columns::single_rkey(self.kv, self.scope, *c).await,
+                    columns::Place::Packed(..) => Ok(None),
+                }
+            },
+        ))
         .await?;
         columns
             .iter()
+            .zip(places)
             .zip(singles)
-            .map(|(c, single)| {
-                let rkey = match columns::place(&packed, *c) {
+            .map(|((c, place), single)| {
+                let rkey = match place {
                     columns::Place::Packed(k, i) => match blocks.get(&k).map(|b| &**b) {
                         Some(Cached::Rkeys(rkeys)) => rkeys.get(i).cloned(),
                         _ => None,
