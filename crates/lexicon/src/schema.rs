@@ -77,26 +77,51 @@ pub(crate) struct IntegerDef {
 pub(crate) struct ObjectDef {
     /// In the order the reference visits them (see [`js_key_order`]).
     pub(crate) properties: Vec<Property>,
-    /// Each property name's [`key_signature`], in the same order.
-    pub(crate) signatures: Vec<u32>,
+    /// Each property name's [`KeyPrint`], in the same order.
+    pub(crate) prints: Vec<KeyPrint>,
 }
 
-/// A cheap fingerprint of a key (length, first, middle and last byte):
-/// equal keys have equal signatures, and the few properties of an object
-/// rarely share one, so comparing signatures finds a key's property
-/// without hashing or comparing strings.
-pub(crate) fn key_signature(key: &str) -> u32 {
-    let b = key.as_bytes();
-    match b {
-        [] => 0,
-        [first, ..] => {
-            let last = b[b.len() - 1];
-            let middle = b[b.len() / 2];
-            (b.len() as u32 & 0xff)
-                | u32::from(*first) << 8
-                | u32::from(middle) << 16
-                | u32::from(last) << 24
-        }
+/// A key's length and its first and last eight bytes (overlapping when
+/// shorter; a key under four bytes is its first, middle and last byte).
+/// Equal keys have equal prints, and keys of at most [`KeyPrint::EXACT`]
+/// bytes with equal prints are equal, so matching a record's keys against
+/// an object's properties (whose names are short) reads each key once,
+/// with no string comparison.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct KeyPrint {
+    len: usize,
+    head: u64,
+    tail: u64,
+}
+
+impl KeyPrint {
+    /// The longest key that a print identifies.
+    pub(crate) const EXACT: usize = 16;
+
+    pub(crate) fn of(key: &str) -> Self {
+        let b = key.as_bytes();
+        let len = b.len();
+        let word = |at: usize| u64::from_le_bytes(b[at..at + 8].try_into().expect("8 bytes"));
+        let half = |at: usize| {
+            u64::from(u32::from_le_bytes(
+                b[at..at + 4].try_into().expect("4 bytes"),
+            ))
+        };
+        let (head, tail) = match len {
+            8.. => (word(0), word(len - 8)),
+            4..8 => (half(0), half(len - 4)),
+            1..4 => (
+                u64::from(b[0]) | u64::from(b[len / 2]) << 8 | u64::from(b[len - 1]) << 16,
+                0,
+            ),
+            0 => (0, 0),
+        };
+        Self { len, head, tail }
+    }
+
+    /// Whether equal prints mean equal keys.
+    pub(crate) fn is_exact(self) -> bool {
+        self.len <= Self::EXACT
     }
 }
 
@@ -655,9 +680,29 @@ fn parse_object(o: &Obj, at: &str, base: &str) -> Result<ObjectDef, LexiconError
             nullable: nullable.iter().any(|n| n == name),
         });
     }
-    let signatures = properties.iter().map(|p| key_signature(&p.name)).collect();
-    Ok(ObjectDef {
-        properties,
-        signatures,
-    })
+    let prints = properties.iter().map(|p| KeyPrint::of(&p.name)).collect();
+    Ok(ObjectDef { properties, prints })
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::KeyPrint;
+
+    proptest! {
+        /// Keys from a two-letter alphabet, so that many share a length,
+        /// ends or middles: prints are equal exactly when the keys are, up
+        /// to `KeyPrint::EXACT` bytes, and equal keys always print equal.
+        #[test]
+        fn prints_identify_short_keys(a in "[ab]{0,20}", b in "[ab]{0,20}") {
+            let (pa, pb) = (KeyPrint::of(&a), KeyPrint::of(&b));
+            if a == b {
+                prop_assert_eq!(pa, pb);
+            } else if a.len() <= KeyPrint::EXACT {
+                prop_assert_ne!(pa, pb, "{:?} {:?}", a, b);
+            }
+            prop_assert_eq!(pa.is_exact(), a.len() <= KeyPrint::EXACT);
+        }
+    }
 }

@@ -19,7 +19,7 @@ use unicode_segmentation::UnicodeSegmentation as _;
 
 use crate::{
     Lexicons, ValidationError, formats,
-    schema::{Def, IntegerDef, ObjectDef, StringDef, Target, key_signature},
+    schema::{Def, IntegerDef, KeyPrint, ObjectDef, StringDef, Target},
 };
 
 /// Where a value sits in the record, rendered only for an error message
@@ -76,7 +76,9 @@ fn kind(v: &Value) -> Kind<'_> {
     let Value::Object(m) = v else {
         return Kind::Other;
     };
-    if let Some((k, Value::String(s))) = m.iter().next().filter(|_| m.len() == 1) {
+    if m.len() == 1
+        && let Some((k, Value::String(s))) = m.iter().next()
+    {
         if k == "$link" && formats::cid_string(s) {
             return Kind::Link;
         }
@@ -290,13 +292,13 @@ impl Lexicons {
             return Err(invalid(path, "must be an object"));
         };
         // The record's values by property, in one pass over its keys.
-        let mut found = [None; 32];
-        let by_signature = def.properties.len() <= found.len();
-        if by_signature {
+        let mut found = [None; 16];
+        let by_print = def.properties.len() <= found.len();
+        if by_print {
             for (k, v) in map {
-                let signature = key_signature(k);
-                for (i, &s) in def.signatures.iter().enumerate() {
-                    if s == signature && def.properties[i].name == *k {
+                let print = KeyPrint::of(k);
+                for (i, &p) in def.prints.iter().enumerate() {
+                    if p == print && (p.is_exact() || def.properties[i].name == *k) {
                         found[i] = Some(v);
                         break;
                     }
@@ -305,11 +307,7 @@ impl Lexicons {
         }
         for (i, property) in def.properties.iter().enumerate() {
             let (key, prop, required) = (&property.name, &property.def, property.required);
-            let v = if by_signature {
-                found[i]
-            } else {
-                field(map, key)
-            };
+            let v = if by_print { found[i] } else { field(map, key) };
             if property.nullable && matches!(v, Some(Value::Null)) {
                 continue;
             }
