@@ -165,6 +165,7 @@ fn explain(key: &[u8]) -> Result<Value, String> {
             collection,
             path,
         } => json!({"repo": repo, "collection": collection, "path": path}),
+        DecodedKey::IndexEpoch { repo } => json!({"repo": repo, "indexEpoch": true}),
         DecodedKey::Column { scope, rkey } => json!({"scope": scope, "rkey": rkey}),
         DecodedKey::ColumnRkey { scope, column } => {
             let column = *column;

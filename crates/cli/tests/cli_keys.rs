@@ -154,3 +154,15 @@ fn keys_decode_names_packed_column_blocks_and_fence_chunks() {
     let (v, _) = datarepo(&["keys", "decode", "01a0000000070000000000000102"]);
     assert_eq!(v["fields"], json!({"scope": 7, "column": 258}));
 }
+
+#[test]
+fn keys_decode_names_the_index_epoch() {
+    // `01 80 did:web:a 00`: the field-index type with the repository alone.
+    let (v, code) = datarepo(&["keys", "decode", "01806469643a7765623a6100"]);
+    assert_eq!(code, Some(0));
+    assert_eq!(
+        v,
+        json!({"version": 1, "recordTag": "0x80", "recordType": "field-index",
+               "fields": {"repo": "did:web:a", "indexEpoch": true}})
+    );
+}

@@ -11,7 +11,7 @@
 //! | `0x5` | collection | repo, collection (strings) |
 //! | `0x6` | bitmap container | txkey bytes (tail) |
 //! | `0x7` | block delta | CID bytes (tail) |
-//! | `0x8` | field index | repo, collection, path (strings) |
+//! | `0x8` | field index | repo, collection, path (strings); repo alone: the index epoch |
 //! | `0x9` | column | scope (u32), rkey (string) |
 //! | `0xA` | column rkey | scope (u32), column (u64) |
 //! | `0xB` | keyword row | scope (u32), path (string), value (bytes) |
@@ -300,8 +300,22 @@ pub fn field_index_key(repo: &str, collection: &str, path: &str) -> Vec<u8> {
         .finish()
 }
 
-/// The field-index declarations of a repository (`collection: None`) or of
-/// one of its collections, in (collection, path) order.
+/// The key of a repository's index epoch: a counter that every change to
+/// its field indexes other than a commit (declaring, dropping, rebuilding)
+/// raises in the same write, so that a reader in another process knows its
+/// cached index data is stale even though the head did not move. Under the
+/// field-index type, with the repository alone (a declaration adds a
+/// collection and a path): it sorts before the repository's declarations.
+#[must_use]
+pub fn index_epoch_key(repo: &str) -> Vec<u8> {
+    KeyBuilder::new(RecordType::FieldIndex.prefix())
+        .str(repo)
+        .finish()
+}
+
+/// The field-index declarations of a repository (`collection: None`: with
+/// its [`index_epoch_key`] first) or of one of its collections, in
+/// (collection, path) order.
 #[must_use]
 pub fn field_index_range(repo: &str, collection: Option<&str>) -> KeyRange {
     let b = KeyBuilder::new(RecordType::FieldIndex.prefix()).str(repo);
@@ -429,6 +443,11 @@ pub enum DecodedKey<'a> {
         /// The indexed path.
         path: Cow<'a, str>,
     },
+    /// An index-epoch key ([`index_epoch_key`]).
+    IndexEpoch {
+        /// The repository.
+        repo: Cow<'a, str>,
+    },
     /// A column key.
     Column {
         /// The collection's index scope.
@@ -492,7 +511,7 @@ impl DecodedKey<'_> {
             Self::Collection { .. } => RecordType::Collection,
             Self::Bitmap { .. } => RecordType::Bitmap,
             Self::BlockDelta { .. } => RecordType::BlockDelta,
-            Self::FieldIndex { .. } => RecordType::FieldIndex,
+            Self::FieldIndex { .. } | Self::IndexEpoch { .. } => RecordType::FieldIndex,
             Self::Column { .. } => RecordType::Column,
             Self::ColumnRkey { .. } => RecordType::ColumnRkey,
             Self::KeywordRow { .. } => RecordType::KeywordRow,
@@ -530,11 +549,18 @@ pub fn decode_key(key: &[u8]) -> Result<DecodedKey<'_>, Error> {
         },
         RecordType::Bitmap => DecodedKey::Bitmap { txkey: r.tail() },
         RecordType::BlockDelta => DecodedKey::BlockDelta { cid: r.tail() },
-        RecordType::FieldIndex => DecodedKey::FieldIndex {
-            repo: r.str()?,
-            collection: r.str()?,
-            path: r.str()?,
-        },
+        RecordType::FieldIndex => {
+            let repo = r.str()?;
+            if r.position() == key.len() {
+                DecodedKey::IndexEpoch { repo }
+            } else {
+                DecodedKey::FieldIndex {
+                    repo,
+                    collection: r.str()?,
+                    path: r.str()?,
+                }
+            }
+        }
         RecordType::Column => DecodedKey::Column {
             scope: r.u32()?,
             rkey: r.str()?,

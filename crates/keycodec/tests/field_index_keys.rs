@@ -8,7 +8,8 @@ use keycodec::{
     RecordType,
     records::{
         COLUMN_FENCES, COLUMN_PACKED, DecodedKey, bitmap_key, column_key, column_rkey_key,
-        decode_key, field_index_key, keyword_row_key, keyword_value_key, scope_range,
+        decode_key, field_index_key, field_index_range, index_epoch_key, keyword_row_key,
+        keyword_value_key, scope_range,
     },
     txkey,
 };
@@ -19,6 +20,7 @@ fn layouts_are_byte_exact() {
         field_index_key("did:web:a", "a.b.c", "langs"),
         b"\x01\x80did:web:a\x00a.b.c\x00langs\x00"
     );
+    assert_eq!(index_epoch_key("did:web:a"), b"\x01\x80did:web:a\x00");
     assert_eq!(column_key(7, "3kabc"), b"\x01\x90\x00\x00\x00\x073kabc\x00");
     assert_eq!(
         column_rkey_key(7, 0x0102),
@@ -120,4 +122,26 @@ fn scope_ranges_hold_their_scope_only() {
     let r = scope_range(RecordType::KeywordRow, 7, Some("t"));
     assert!(r.contains(&keyword_row_key(7, "t", b"\x01x")));
     assert!(!r.contains(&keyword_row_key(7, "tt", b"\x01x")));
+}
+
+#[test]
+fn the_index_epoch_decodes_apart_from_declarations_and_sorts_first() {
+    let epoch = index_epoch_key("did:web:a");
+    assert_eq!(
+        decode_key(&epoch).unwrap(),
+        DecodedKey::IndexEpoch {
+            repo: Cow::Borrowed("did:web:a")
+        }
+    );
+    assert_eq!(
+        decode_key(&epoch).unwrap().record_type(),
+        RecordType::FieldIndex
+    );
+    let declaration = field_index_key("did:web:a", "a.b.c", "langs");
+    assert!(epoch < declaration);
+    // In the repository's range, not in a collection's, nor in another
+    // repository's whose name extends this one.
+    assert!(field_index_range("did:web:a", None).contains(&epoch));
+    assert!(!field_index_range("did:web:a", Some("a.b.c")).contains(&epoch));
+    assert!(!field_index_range("did:web:ab", None).contains(&epoch));
 }

@@ -147,10 +147,13 @@ impl<K: Kv> Repository<K> {
         .await?;
         // The declaration last: until it lands, the index does not exist.
         let _search = self.search.write().await;
-        kv.write(vec![WriteOp::Put(
-            records::field_index_key(&self.id, collection, path),
-            index::encode_decl(kind, scope),
-        )])
+        kv.write(vec![
+            WriteOp::Put(
+                records::field_index_key(&self.id, collection, path),
+                index::encode_decl(kind, scope),
+            ),
+            index::raise_epoch(kv, &self.id).await?,
+        ])
         .await?;
         self.clear_cache();
         state.counters.remove(&scope);
@@ -184,9 +187,10 @@ impl<K: Kv> Repository<K> {
         {
             // The declaration first: queries stop using the index at once.
             let _search = self.search.write().await;
-            kv.write(vec![WriteOp::Delete(records::field_index_key(
-                &self.id, collection, path,
-            ))])
+            kv.write(vec![
+                WriteOp::Delete(records::field_index_key(&self.id, collection, path)),
+                index::raise_epoch(kv, &self.id).await?,
+            ])
             .await?;
             self.clear_cache();
         }
@@ -254,6 +258,11 @@ impl<K: Kv> Repository<K> {
             state.counters.remove(&scope);
             state.known_rows.retain(|(s, _, _), _| *s != scope);
         }
+        if !by_collection.is_empty() {
+            let _search = self.search.write().await;
+            kv.write(vec![index::raise_epoch(kv, &self.id).await?])
+                .await?;
+        }
         self.clear_cache();
         Ok(())
     }
@@ -281,13 +290,13 @@ impl<K: Kv> Repository<K> {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// Empties the cache unless it is of the current head.
+    /// Empties the cache unless it is of the current head and index epoch.
     async fn sync_cache(&self) -> Result<(), Error> {
-        let head = self.store.head(&self.id).await?.map(|h| h.commit);
-        self.cache
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .sync_head(head);
+        let (head, epoch) = futures::try_join!(
+            async { Ok::<_, Error>(self.store.head(&self.id).await?) },
+            index::epoch(self.store.kv(), &self.id),
+        )?;
+        self.lock_cache().sync(head.map(|h| h.commit), epoch);
         Ok(())
     }
 

@@ -1,8 +1,9 @@
 //! A bounded in-process cache of decoded bitmap rows and views.
 //!
-//! Entries belong to one repository head: a query that finds the stored
-//! head moved (another process wrote, or an import replaced it) starts
-//! from an empty cache. The writer keeps its cache warm instead: each
+//! Entries belong to one repository head and index epoch: a query that
+//! finds the stored head moved (another process wrote, or an import
+//! replaced it) or the epoch raised (another process declared, dropped or
+//! rebuilt an index) starts from an empty cache. The writer keeps its cache warm instead: each
 //! commit's row changes are applied to the cached rows, under the lock
 //! that keeps queries out while the commit is applied to the store.
 
@@ -45,6 +46,8 @@ pub(crate) struct CacheKey {
 /// The cache; see the module documentation.
 pub(crate) struct IndexCache {
     head: Option<Cid>,
+    /// `None` until a query has read it (after [`IndexCache::clear`]).
+    epoch: Option<u64>,
     map: lru::LruCache<CacheKey, (Arc<Cached>, usize)>,
     bytes: usize,
     limit: usize,
@@ -77,6 +80,7 @@ impl IndexCache {
     pub(crate) fn new(limit: usize) -> Self {
         Self {
             head: None,
+            epoch: None,
             map: lru::LruCache::unbounded(),
             bytes: 0,
             limit,
@@ -87,11 +91,12 @@ impl IndexCache {
         }
     }
 
-    /// Empties the cache unless it holds entries of `head`.
-    pub(crate) fn sync_head(&mut self, head: Option<Cid>) {
-        if self.head != head {
+    /// Empties the cache unless it holds entries of `head` and `epoch`.
+    pub(crate) fn sync(&mut self, head: Option<Cid>, epoch: u64) {
+        if self.head != head || self.epoch != Some(epoch) {
             self.clear();
             self.head = head;
+            self.epoch = Some(epoch);
         }
     }
 
@@ -99,6 +104,7 @@ impl IndexCache {
         self.map.clear();
         self.bytes = 0;
         self.head = None;
+        self.epoch = None;
         self.declared.clear();
         self.rows.clear();
         self.shards.clear();

@@ -170,6 +170,28 @@ fn malformed(what: impl std::fmt::Display) -> Error {
     Error::MalformedIndex(what.to_string())
 }
 
+/// A repository's index epoch ([`records::index_epoch_key`]; 0 before the
+/// first change).
+pub(crate) async fn epoch<K: Kv>(kv: &K, repo: &str) -> Result<u64, Error> {
+    match kv.get(&records::index_epoch_key(repo)).await? {
+        None => Ok(0),
+        Some(v) => <[u8; 8]>::try_from(v.as_ref())
+            .map(u64::from_be_bytes)
+            .map_err(|_| malformed("the index epoch is not 8 bytes")),
+    }
+}
+
+/// The write that raises a repository's index epoch, for the batch that
+/// changes its indexes (the caller holds the repository's write lock, so
+/// no other change reads the same epoch).
+pub(crate) async fn raise_epoch<K: Kv>(kv: &K, repo: &str) -> Result<WriteOp, Error> {
+    let next = epoch(kv, repo).await?.wrapping_add(1);
+    Ok(WriteOp::Put(
+        records::index_epoch_key(repo),
+        Bytes::copy_from_slice(&next.to_be_bytes()),
+    ))
+}
+
 /// The declarations of a repository, or of one of its collections.
 pub(crate) async fn declarations<K: Kv>(
     kv: &K,
@@ -184,6 +206,12 @@ pub(crate) async fn declarations<K: Kv>(
         )
         .await?;
     rows.into_iter()
+        .filter(|(k, _)| {
+            !matches!(
+                records::decode_key(k),
+                Ok(records::DecodedKey::IndexEpoch { .. })
+            )
+        })
         .map(|(k, v)| {
             let Ok(records::DecodedKey::FieldIndex {
                 collection, path, ..
@@ -562,8 +590,9 @@ pub(crate) async fn free_scope<K: Kv>(kv: &K) -> Result<u32, Error> {
         .scan(&records::RecordType::FieldIndex.range(), false, usize::MAX)
         .await?
     {
-        let _ = k;
-        if let Ok(d) = serde_json::from_slice::<DeclValue>(&v) {
+        if let Ok(records::DecodedKey::FieldIndex { .. }) = records::decode_key(&k)
+            && let Ok(d) = serde_json::from_slice::<DeclValue>(&v)
+        {
             max = max.max(Some(d.scope));
         }
     }
