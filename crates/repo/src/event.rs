@@ -142,7 +142,9 @@ pub fn stored_event_time(stored: &[u8]) -> Option<String> {
 }
 
 /// The event stream frame of the event stored under `seq`: its blocks (the
-/// commit, the shards it added, the records it wrote) read from `store`.
+/// commit, the shards it added, the records it wrote) read from `store`,
+/// the anchors of shard deltas through `anchors` (one memo for the events
+/// one reader frames in order).
 /// When one of them is gone (garbage collection with `--keep-last`), the
 /// frame says `tooBig` and carries the blocks that are left.
 ///
@@ -152,6 +154,7 @@ pub fn stored_event_time(stored: &[u8]) -> Option<String> {
 /// error.
 pub async fn frame_event<K: store::Kv>(
     store: &store::Store<K>,
+    anchors: &store::AnchorMemo,
     seq: u64,
     stored: &[u8],
 ) -> Result<Vec<u8>, Error> {
@@ -167,9 +170,11 @@ pub async fn frame_event<K: store::Kv>(
     }
     // A recent commit's shards are in the shard cache; the rest are read
     // at once (a read from a cold store waits on the disk).
+    let shards = &event.shards;
     let read = futures::future::join_all(wanted.iter().map(|cid| async move {
         match store.cached_shard(cid) {
             Some(shard) => Ok(Some(store::Block::from_shard(&shard))),
+            None if shards.contains(cid) => store.get_shard_block(cid, anchors).await,
             None => store.get_block(cid).await,
         }
     }))

@@ -114,6 +114,7 @@ fn start_publisher<K: Kv + 'static>(app: &Arc<App<K>>) {
     let weak = Arc::downgrade(app);
     let commits = app.firehose.notifier();
     let store = Arc::clone(app.repos.store());
+    let anchors = Arc::new(store::AnchorMemo::default());
     tokio::spawn(async move {
         let mut last = loop {
             match store.newest_event().await {
@@ -141,7 +142,7 @@ fn start_publisher<K: Kv + 'static>(app: &Arc<App<K>>) {
                     }
                 };
                 let n = events.len();
-                let mut frames = framed(&store, events);
+                let mut frames = framed(&store, &anchors, events);
                 let mut failed = false;
                 while let Some((seq, frame)) = frames.next().await {
                     match frame {
@@ -272,7 +273,7 @@ async fn send(
     socket.send(Message::Binary(frame.into())).await
 }
 
-async fn stream<K: Kv>(
+async fn stream<K: Kv + 'static>(
     app: Arc<App<K>>,
     mut socket: WebSocket,
     cursor: Option<u64>,
@@ -359,29 +360,45 @@ async fn stream<K: Kv>(
     }
 }
 
-/// The frames of stored `events`, in order: several framed at once (each
-/// reads its blocks back from the store).
-fn framed<'a, K: Kv>(
-    store: &'a store::Store<K>,
+/// The frames of stored `events`, in order: several framed at once, on
+/// the runtime's threads (each reads its blocks back from the store).
+fn framed<K: Kv + 'static>(
+    store: &Arc<store::Store<K>>,
+    anchors: &Arc<store::AnchorMemo>,
     events: Vec<(u64, bytes::Bytes)>,
-) -> impl futures_util::Stream<Item = (u64, std::result::Result<Vec<u8>, repo::Error>)> + 'a {
+) -> impl futures_util::Stream<Item = (u64, std::result::Result<Vec<u8>, repo::Error>)> + 'static {
+    let (store, anchors) = (Arc::clone(store), Arc::clone(anchors));
     futures_util::stream::iter(events)
-        .map(
-            move |(seq, stored)| async move { (seq, repo::frame_event(store, seq, &stored).await) },
-        )
+        .map(move |(seq, stored)| {
+            let (store, anchors) = (Arc::clone(&store), Arc::clone(&anchors));
+            let framing =
+                tokio::spawn(
+                    async move { repo::frame_event(&store, &anchors, seq, &stored).await },
+                );
+            async move {
+                let frame = match framing.await {
+                    Ok(frame) => frame,
+                    Err(e) => Err(repo::Error::Io(std::io::Error::other(format!(
+                        "framing event {seq} failed: {e}"
+                    )))),
+                };
+                (seq, frame)
+            }
+        })
         .buffered(FRAMING_AT_ONCE)
 }
 
 /// Sends every stored event after `last`, moving `last` on.
-async fn replay<K: Kv>(
-    store: &store::Store<K>,
+async fn replay<K: Kv + 'static>(
+    store: &Arc<store::Store<K>>,
     socket: &mut WebSocket,
     last: &mut u64,
 ) -> std::result::Result<(), axum::Error> {
+    let anchors = Arc::new(store::AnchorMemo::default());
     loop {
         let events = store.events(*last, BATCH).await.map_err(axum::Error::new)?;
         let done = events.len() < BATCH;
-        let mut frames = framed(store, events);
+        let mut frames = framed(store, &anchors, events);
         let mut sent = 0;
         while let Some((seq, frame)) = frames.next().await {
             match frame {

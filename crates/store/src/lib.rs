@@ -35,6 +35,6 @@ pub use kv::{
     S3_PROBE_TIMEOUT, SlateKv, SlateOptions, WAL_REPLAY_LIMIT, WriteOp,
 };
 pub use store::{
-    Commit, DEFAULT_DURABILITY_TIMEOUT, DEFAULT_SHARD_CACHE_BYTES, Head, INLINE_RECORD_BYTES,
-    IndexRow, LogChange, PendingCommit, RecordChange, Store,
+    AnchorMemo, Commit, DEFAULT_DURABILITY_TIMEOUT, DEFAULT_SHARD_CACHE_BYTES, Head,
+    INLINE_RECORD_BYTES, IndexRow, LogChange, PendingCommit, RecordChange, Store,
 };

@@ -354,6 +354,47 @@ pub struct Store<K> {
     durability_timeout: std::time::Duration,
 }
 
+/// Anchors (the full blocks shard deltas are changes to) recently read by
+/// [`Store::get_shard_block`], for one reader: at most
+/// [`AnchorMemo::CAPACITY`], the oldest forgotten first. Anchors are
+/// immutable blocks, so a remembered one is never stale.
+#[derive(Debug, Default)]
+pub struct AnchorMemo {
+    anchors: Mutex<(
+        foldhash::HashMap<Cid, Bytes>,
+        std::collections::VecDeque<Cid>,
+    )>,
+}
+
+impl AnchorMemo {
+    /// Anchors remembered (each at most a shard's size).
+    pub const CAPACITY: usize = 64;
+
+    fn get(&self, cid: &Cid) -> Option<Bytes> {
+        let guard = self
+            .anchors
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        guard.0.get(cid).cloned()
+    }
+
+    fn insert(&self, cid: Cid, bytes: Bytes) {
+        let mut guard = self
+            .anchors
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let (map, order) = &mut *guard;
+        if map.insert(cid, bytes).is_none() {
+            order.push_back(cid);
+            if order.len() > Self::CAPACITY
+                && let Some(oldest) = order.pop_front()
+            {
+                map.remove(&oldest);
+            }
+        }
+    }
+}
+
 /// How long a commit waits to be confirmed durable before
 /// [`Error::DurabilityTimeout`].
 pub const DEFAULT_DURABILITY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
@@ -467,6 +508,57 @@ impl<K: Kv> Store<K> {
     pub async fn get_block(&self, cid: &Cid) -> Result<Option<Block>, Error> {
         let Some((bytes, _)) = self.stored_block(cid, false).await? else {
             return Ok(None);
+        };
+        match Block::verify(*cid, bytes) {
+            Ok(block) => Ok(Some(block)),
+            Err(Error::HashMismatch { cid }) => Err(Error::Corrupt { cid }),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The block of shard `cid` for a reader that goes through many shard
+    /// versions in commit order (a firehose replay): most versions are
+    /// stored as deltas, so the delta key is tried first, and the anchors
+    /// they are rebuilt from come from `anchors` (the versions of a shard
+    /// share one anchor for many commits) or the decoded-shard cache before
+    /// the store. Checked against its CID like [`Store::get_block`].
+    ///
+    /// # Errors
+    ///
+    /// As [`Store::get_block`].
+    pub async fn get_shard_block(
+        &self,
+        cid: &Cid,
+        anchors: &AnchorMemo,
+    ) -> Result<Option<Block>, Error> {
+        let bytes = match self.kv.get(&BlockKey::delta(cid)).await? {
+            None => match self.kv.get(&BlockKey::new(cid)).await? {
+                Some(bytes) => bytes,
+                None => return Ok(None),
+            },
+            Some(value) => {
+                let corrupt = |_| Error::Corrupt { cid: *cid };
+                let delta = delta::Delta::decode(&value).map_err(corrupt)?;
+                let known = anchors
+                    .get(&delta.anchor)
+                    .or_else(|| self.cache().get(&delta.anchor).map(|s| s.encoded()));
+                let anchor_bytes = match known {
+                    Some(bytes) => bytes,
+                    None => {
+                        let bytes = self
+                            .kv
+                            .get(&BlockKey::new(&delta.anchor))
+                            .await?
+                            .ok_or_else(|| Error::MissingAnchor {
+                                cid: *cid,
+                                anchor: Box::new(delta.anchor),
+                            })?;
+                        anchors.insert(delta.anchor, bytes.clone());
+                        bytes
+                    }
+                };
+                Bytes::from(delta.apply(&anchor_bytes).map_err(corrupt)?)
+            }
         };
         match Block::verify(*cid, bytes) {
             Ok(block) => Ok(Some(block)),
