@@ -537,27 +537,15 @@ impl<K: Kv> Store<K> {
                 None => return Ok(None),
             },
             Some(value) => {
-                let corrupt = |_| Error::Corrupt { cid: *cid };
-                let delta = delta::Delta::decode(&value).map_err(corrupt)?;
-                let known = anchors
-                    .get(&delta.anchor)
-                    .or_else(|| self.cache().get(&delta.anchor).map(|s| s.encoded()));
-                let anchor_bytes = match known {
-                    Some(bytes) => bytes,
-                    None => {
-                        let bytes = self
-                            .kv
-                            .get(&BlockKey::new(&delta.anchor))
-                            .await?
-                            .ok_or_else(|| Error::MissingAnchor {
-                                cid: *cid,
-                                anchor: Box::new(delta.anchor),
-                            })?;
-                        anchors.insert(delta.anchor, bytes.clone());
-                        bytes
-                    }
-                };
-                Bytes::from(delta.apply(&anchor_bytes).map_err(corrupt)?)
+                let (bytes, anchor) = self
+                    .apply_delta(cid, &value, |a| {
+                        anchors
+                            .get(a)
+                            .or_else(|| self.cache().get(a).map(|s| s.encoded()))
+                    })
+                    .await?;
+                anchors.insert(anchor.cid, anchor.bytes);
+                bytes
             }
         };
         match Block::verify(*cid, bytes) {
@@ -606,14 +594,28 @@ impl<K: Kv> Store<K> {
         let Some(value) = self.kv.get(&BlockKey::delta(cid)).await? else {
             return Ok(None);
         };
+        let (bytes, anchor) = self
+            .apply_delta(cid, &value, |a| {
+                cached
+                    .then(|| self.cache().get(a).map(|s| s.encoded()))
+                    .flatten()
+            })
+            .await?;
+        Ok(Some((bytes, Some(anchor))))
+    }
+
+    /// Block `cid` rebuilt from its stored delta `value`, and the anchor it
+    /// was rebuilt from: the bytes `known` gives for the anchor's CID, else
+    /// those the store holds.
+    async fn apply_delta(
+        &self,
+        cid: &Cid,
+        value: &[u8],
+        known: impl FnOnce(&Cid) -> Option<Bytes>,
+    ) -> Result<(Bytes, Anchor), Error> {
         let corrupt = |_| Error::Corrupt { cid: *cid };
-        let delta = delta::Delta::decode(&value).map_err(corrupt)?;
-        let in_cache = if cached {
-            self.cache().get(&delta.anchor).map(|s| s.encoded())
-        } else {
-            None
-        };
-        let anchor_bytes = match in_cache {
+        let delta = delta::Delta::decode(value).map_err(corrupt)?;
+        let anchor_bytes = match known(&delta.anchor) {
             Some(bytes) => bytes,
             None => self
                 .kv
@@ -629,7 +631,7 @@ impl<K: Kv> Store<K> {
             cid: delta.anchor,
             bytes: anchor_bytes,
         };
-        Ok(Some((Bytes::from(bytes), Some(anchor))))
+        Ok((Bytes::from(bytes), anchor))
     }
 
     /// A repository's latest head, if it exists, including one whose
