@@ -395,6 +395,15 @@ impl AnchorMemo {
     }
 }
 
+/// Stored bytes of block `cid` as a block, checked against the CID: a
+/// mismatch is stored data gone bad ([`Error::Corrupt`]).
+fn stored_block_checked(cid: &Cid, bytes: Bytes) -> Result<Block, Error> {
+    Block::verify(*cid, bytes).map_err(|e| match e {
+        Error::HashMismatch { cid } => Error::Corrupt { cid },
+        e => e,
+    })
+}
+
 /// How long a commit waits to be confirmed durable before
 /// [`Error::DurabilityTimeout`].
 pub const DEFAULT_DURABILITY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
@@ -509,11 +518,7 @@ impl<K: Kv> Store<K> {
         let Some((bytes, _)) = self.stored_block(cid, false).await? else {
             return Ok(None);
         };
-        match Block::verify(*cid, bytes) {
-            Ok(block) => Ok(Some(block)),
-            Err(Error::HashMismatch { cid }) => Err(Error::Corrupt { cid }),
-            Err(e) => Err(e),
-        }
+        stored_block_checked(cid, bytes).map(Some)
     }
 
     /// The block of shard `cid` for a reader that goes through many shard
@@ -548,11 +553,7 @@ impl<K: Kv> Store<K> {
                 bytes
             }
         };
-        match Block::verify(*cid, bytes) {
-            Ok(block) => Ok(Some(block)),
-            Err(Error::HashMismatch { cid }) => Err(Error::Corrupt { cid }),
-            Err(e) => Err(e),
-        }
+        stored_block_checked(cid, bytes).map(Some)
     }
 
     /// Puts `block`, a new version of a shard, as a change to the full
