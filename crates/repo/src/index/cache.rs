@@ -3,9 +3,10 @@
 //! Entries belong to one repository head and index epoch: a query that
 //! finds the stored head moved (another process wrote, or an import
 //! replaced it) or the epoch raised (another process declared, dropped or
-//! rebuilt an index) starts from an empty cache. The writer keeps its cache warm instead: each
-//! commit's row changes are applied to the cached rows, under the lock
-//! that keeps queries out while the commit is applied to the store.
+//! rebuilt an index) starts from an empty cache. The writer keeps its
+//! cache warm instead: each commit's row changes are applied to the cached
+//! rows, under the lock that keeps queries out while the commit is applied
+//! to the store.
 
 use std::{collections::BTreeMap, sync::Arc};
 

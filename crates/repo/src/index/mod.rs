@@ -205,36 +205,30 @@ pub(crate) async fn declarations<K: Kv>(
             usize::MAX,
         )
         .await?;
-    rows.into_iter()
-        .filter(|(k, _)| {
-            !matches!(
-                records::decode_key(k),
-                Ok(records::DecodedKey::IndexEpoch { .. })
-            )
-        })
-        .map(|(k, v)| {
-            let Ok(records::DecodedKey::FieldIndex {
+    rows.iter()
+        .filter_map(|(k, v)| match records::decode_key(k) {
+            Ok(records::DecodedKey::IndexEpoch { .. }) => None,
+            Ok(records::DecodedKey::FieldIndex {
                 collection, path, ..
-            }) = records::decode_key(&k)
-            else {
-                return Err(malformed("a field-index key does not decode"));
-            };
-            let value: DeclValue = serde_json::from_slice(&v)
-                .map_err(|e| malformed(format!("declaration of {collection} {path}: {e}")))?;
-            let kind = value
-                .kind
-                .parse()
-                .map_err(|e| malformed(format!("declaration of {collection} {path}: {e}")))?;
-            Ok(Declared {
-                decl: IndexDecl {
-                    collection: collection.into_owned(),
-                    path: path.into_owned(),
-                    kind,
-                },
-                scope: value.scope,
-            })
+            }) => Some(declared(&collection, &path, v)),
+            _ => Some(Err(malformed("a field-index key does not decode"))),
         })
         .collect()
+}
+
+/// One stored declaration: `collection`'s index on `path`, its value `v`.
+fn declared(collection: &str, path: &str, v: &[u8]) -> Result<Declared, Error> {
+    let bad = |e: String| malformed(format!("declaration of {collection} {path}: {e}"));
+    let value: DeclValue = serde_json::from_slice(v).map_err(|e| bad(e.to_string()))?;
+    let kind = value.kind.parse().map_err(|e: String| bad(e))?;
+    Ok(Declared {
+        decl: IndexDecl {
+            collection: collection.to_owned(),
+            path: path.to_owned(),
+            kind,
+        },
+        scope: value.scope,
+    })
 }
 
 /// A repository's declarations grouped by collection (one scope each), in
