@@ -149,6 +149,10 @@ pub(crate) enum IndexCommand {
         /// The indexed path.
         path: String,
     },
+    /// Rebuild every field index of the repository from its records (what
+    /// an import does after it lands; needed when one was interrupted, which
+    /// queries and `check` then say). Writes wait until it finishes.
+    Rebuild,
 }
 
 /// A repository command.
@@ -368,7 +372,9 @@ impl RepoCommand {
             | Self::Lexicon(LexiconCommand::Add { .. } | LexiconCommand::Rm { .. })
             | Self::Put { .. }
             | Self::Rm { .. }
-            | Self::Index(IndexCommand::Add { .. } | IndexCommand::Drop { .. })
+            | Self::Index(
+                IndexCommand::Add { .. } | IndexCommand::Drop { .. } | IndexCommand::Rebuild,
+            )
             | Self::Import { .. } => true,
             Self::Collection(CollectionCommand::List)
             | Self::Lexicon(
@@ -1621,6 +1627,19 @@ async fn index_command(s: &Session, args: &RepoArgs, cmd: IndexCommand) -> Resul
                 json_mode,
                 &json!({"collection": collection, "path": path, "dropped": true}),
                 || format!("dropped the index on {path} of {collection}"),
+            );
+        }
+        IndexCommand::Rebuild => {
+            let bar = bar("rebuilding the indexes: {pos} records");
+            let records = repo
+                .rebuild_indexes(|p| bar.set_position(p.records))
+                .await
+                .map_err(e)?;
+            bar.finish_and_clear();
+            print(
+                json_mode,
+                &json!({"rebuilt": true, "records": records}),
+                || format!("rebuilt the field indexes: {records} records"),
             );
         }
     }

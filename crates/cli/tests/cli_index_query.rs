@@ -83,6 +83,12 @@ fn indexes_and_queries_from_the_command_line() {
     );
     // A later write is indexed too.
     put(store, "p5", &json!({"langs": "en", "likes": -10}));
+    // Rebuilt from the records (what an interrupted import needs): the
+    // queries below answer the same.
+    assert_eq!(
+        run(store, &["index", "rebuild"]),
+        json!({"rebuilt": true, "records": 5})
+    );
 
     let page = run(
         store,

@@ -1389,6 +1389,17 @@ impl<K: Kv> Repos<K> {
         } else {
             None
         };
+        // Until the rebuild below finishes, the indexes describe the old
+        // records: the commit says so (queries refuse to answer from them),
+        // and a crash before the rebuild's end leaves it said.
+        let indexed = !crate::index::declarations(store.kv(), &commit.repo, None)
+            .await?
+            .is_empty();
+        let index_ops = if indexed {
+            vec![crate::index::raise_epoch(store.kv(), &commit.repo, Some(true)).await?]
+        } else {
+            Vec::new()
+        };
         store
             .bulk_commit(
                 Commit {
@@ -1401,7 +1412,7 @@ impl<K: Kv> Repos<K> {
                     blocks: keep,
                     records: index,
                     collections: new_collections,
-                    index: Vec::new(),
+                    index: index_ops,
                     history: store::LogChange {
                         older: history
                             .iter()
@@ -1462,7 +1473,7 @@ impl<K: Kv> Repos<K> {
                 }
             }
         }
-        repo.rebuild_indexes(computed, |p| {
+        repo.rebuild_indexes_with(computed, |p| {
             progress(ImportProgress::Indexing { records: p.records });
         })
         .await?;

@@ -140,6 +140,14 @@ pub enum Error {
         /// The path.
         path: String,
     },
+    /// The repository's records changed under its field indexes (an
+    /// import) and their rebuild has not finished: queries would answer
+    /// from the old records.
+    #[error(
+        "the field indexes of {0} are being rebuilt after an import; if no import is running, it was \
+         interrupted: run `datarepo index rebuild --repo {0}`"
+    )]
+    IndexRebuildPending(String),
     /// A stored index entry is not what datarepo writes (a bug or corruption).
     #[error(
         "field index is damaged: {0} (rebuild it: `datarepo index drop` then `datarepo index add`)"

@@ -152,7 +152,7 @@ impl<K: Kv> Repository<K> {
                 records::field_index_key(&self.id, collection, path),
                 index::encode_decl(kind, scope),
             ),
-            index::raise_epoch(kv, &self.id).await?,
+            index::raise_epoch(kv, &self.id, None).await?,
         ])
         .await?;
         self.clear_cache();
@@ -189,7 +189,7 @@ impl<K: Kv> Repository<K> {
             let _search = self.search.write().await;
             kv.write(vec![
                 WriteOp::Delete(records::field_index_key(&self.id, collection, path)),
-                index::raise_epoch(kv, &self.id).await?,
+                index::raise_epoch(kv, &self.id, None).await?,
             ])
             .await?;
             self.clear_cache();
@@ -208,16 +208,31 @@ impl<K: Kv> Repository<K> {
         Ok(())
     }
 
-    /// Rebuilds every index of the repository from its records (after an
-    /// import replaced them). `computed`: rows an import computed from the
-    /// records it brought, by collection, with the declarations they are
-    /// for; a collection without them (or declared otherwise since) is
-    /// built from the stored records.
-    pub(crate) async fn rebuild_indexes(
+    /// Rebuilds every field index of the repository from its stored
+    /// records, as an import does once its commit lands: the way out of
+    /// [`Error::IndexRebuildPending`] when an import was interrupted.
+    /// Writes wait until it finishes. Returns the records indexed.
+    ///
+    /// # Errors
+    ///
+    /// A storage error (the indexes stay pending).
+    pub async fn rebuild_indexes(
+        &self,
+        progress: impl FnMut(IndexProgress) + Send,
+    ) -> Result<u64, Error> {
+        self.rebuild_indexes_with(index::ComputedScopes::new(), progress)
+            .await
+    }
+
+    /// [`Repository::rebuild_indexes`], given `computed`: rows an import
+    /// computed from the records it brought, by collection, with the
+    /// declarations they are for; a collection without them (or declared
+    /// otherwise since) is built from the stored records.
+    pub(crate) async fn rebuild_indexes_with(
         &self,
         mut computed: index::ComputedScopes,
         mut progress: impl FnMut(IndexProgress) + Send,
-    ) -> Result<(), Error> {
+    ) -> Result<u64, Error> {
         let mut state = self.state.lock().await;
         let kv = self.store.kv();
         let by_collection = index::declarations_by_collection(kv, &self.id).await?;
@@ -258,13 +273,14 @@ impl<K: Kv> Repository<K> {
             state.counters.remove(&scope);
             state.known_rows.retain(|(s, _, _), _| *s != scope);
         }
-        if !by_collection.is_empty() {
+        {
+            // Rebuilt: the records an import brought are indexed.
             let _search = self.search.write().await;
-            kv.write(vec![index::raise_epoch(kv, &self.id).await?])
+            kv.write(vec![index::raise_epoch(kv, &self.id, Some(false)).await?])
                 .await?;
         }
         self.clear_cache();
-        Ok(())
+        Ok(done)
     }
 
     fn clear_cache(&self) {
@@ -291,17 +307,26 @@ impl<K: Kv> Repository<K> {
     }
 
     /// Empties the cache unless it is of the current head and index epoch.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::IndexRebuildPending`] while the indexes do not describe
+    /// the records (an import's rebuild not finished).
     async fn sync_cache(&self) -> Result<(), Error> {
         let (head, epoch) = futures::try_join!(
             async { Ok::<_, Error>(self.store.head(&self.id).await?) },
             index::epoch(self.store.kv(), &self.id),
         )?;
-        self.lock_cache().sync(head.map(|h| h.commit), epoch);
+        if epoch.rebuild_pending {
+            return Err(Error::IndexRebuildPending(self.id.clone()));
+        }
+        self.lock_cache().sync(head.map(|h| h.commit), epoch.number);
         Ok(())
     }
 
     /// The matching columns of `collection` and the reader that found them;
-    /// `None` when the collection has no index and no `where` was given.
+    /// `None` when no `where` was given and the collection has no index (or
+    /// its indexes await a rebuild: the record index answers then).
     async fn matching<'a>(
         &'a self,
         collection: &str,
@@ -312,7 +337,10 @@ impl<K: Kv> Repository<K> {
             .map(index::parse_where)
             .transpose()
             .map_err(Error::InvalidQuery)?;
-        self.sync_cache().await?;
+        match self.sync_cache().await {
+            Err(Error::IndexRebuildPending(_)) if expr.is_none() => return Ok(None),
+            synced => synced?,
+        }
         let declared = self.declared(collection).await?;
         let plan = expr
             .as_ref()
@@ -589,6 +617,13 @@ impl<K: Kv> Repository<K> {
         let kv = self.store.kv();
         let by_collection = index::declarations_by_collection(kv, &self.id).await?;
         let mut out = Vec::new();
+        if index::epoch(kv, &self.id).await?.rebuild_pending {
+            out.push(format!(
+                "{}: a rebuild is pending (an import changed the records and did not finish \
+                 rebuilding the indexes; queries refuse to answer): run `datarepo index rebuild`",
+                self.id
+            ));
+        }
         for (collection, declared) in &by_collection {
             let scope = declared[0].scope;
             let built = match index::compute_scope(

@@ -79,6 +79,13 @@ impl From<repo::Error> for XrpcError {
             | E::IndexExists { .. }
             | E::IndexNotFound { .. }
             | E::InvalidCar(_) => Self::invalid(message),
+            // An import's rebuild runs (or was interrupted): queries resume
+            // when it ends.
+            E::IndexRebuildPending(_) => Self::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "ServiceUnavailable",
+                message,
+            ),
             E::Store(store::Error::DurabilityBlocked { .. } | store::Error::NotWritable { .. }) => {
                 tracing::error!(error = %message, "the store cannot be written");
                 Self::new(

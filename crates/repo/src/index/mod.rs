@@ -170,26 +170,65 @@ fn malformed(what: impl std::fmt::Display) -> Error {
     Error::MalformedIndex(what.to_string())
 }
 
-/// A repository's index epoch ([`records::index_epoch_key`]; 0 before the
-/// first change).
-pub(crate) async fn epoch<K: Kv>(kv: &K, repo: &str) -> Result<u64, Error> {
-    match kv.get(&records::index_epoch_key(repo)).await? {
-        None => Ok(0),
-        Some(v) => <[u8; 8]>::try_from(v.as_ref())
+/// A repository's index epoch ([`records::index_epoch_key`]): a number
+/// that every change to the indexes other than a commit raises, and whether
+/// the records changed under the indexes (an import) with their rebuild not
+/// finished. Stored as the number (`u64`, big-endian), then `01` while a
+/// rebuild is pending.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Epoch {
+    pub(crate) number: u64,
+    pub(crate) rebuild_pending: bool,
+}
+
+impl Epoch {
+    fn decode(v: &[u8]) -> Result<Self, Error> {
+        let (number, pending) = match v {
+            [n @ .., 1] if n.len() == 8 => (n, true),
+            n => (n, false),
+        };
+        let number = <[u8; 8]>::try_from(number)
             .map(u64::from_be_bytes)
-            .map_err(|_| malformed("the index epoch is not 8 bytes")),
+            .map_err(|_| malformed("the index epoch is not 8 bytes and a flag"))?;
+        Ok(Self {
+            number,
+            rebuild_pending: pending,
+        })
+    }
+
+    fn encode(self) -> Bytes {
+        let mut out = self.number.to_be_bytes().to_vec();
+        if self.rebuild_pending {
+            out.push(1);
+        }
+        Bytes::from(out)
+    }
+}
+
+/// A repository's index epoch (number 0, nothing pending, before the first
+/// change).
+pub(crate) async fn epoch<K: Kv>(kv: &K, repo: &str) -> Result<Epoch, Error> {
+    match kv.get(&records::index_epoch_key(repo)).await? {
+        None => Ok(Epoch::default()),
+        Some(v) => Epoch::decode(&v),
     }
 }
 
 /// The write that raises a repository's index epoch, for the batch that
-/// changes its indexes (the caller holds the repository's write lock, so
-/// no other change reads the same epoch).
-pub(crate) async fn raise_epoch<K: Kv>(kv: &K, repo: &str) -> Result<WriteOp, Error> {
-    let next = epoch(kv, repo).await?.wrapping_add(1);
-    Ok(WriteOp::Put(
-        records::index_epoch_key(repo),
-        Bytes::copy_from_slice(&next.to_be_bytes()),
-    ))
+/// changes its indexes; `rebuild_pending` sets or clears the flag (`None`
+/// keeps it). The caller holds the repository's write lock, so no other
+/// change reads the same epoch.
+pub(crate) async fn raise_epoch<K: Kv>(
+    kv: &K,
+    repo: &str,
+    rebuild_pending: Option<bool>,
+) -> Result<WriteOp, Error> {
+    let now = epoch(kv, repo).await?;
+    let next = Epoch {
+        number: now.number.wrapping_add(1),
+        rebuild_pending: rebuild_pending.unwrap_or(now.rebuild_pending),
+    };
+    Ok(WriteOp::Put(records::index_epoch_key(repo), next.encode()))
 }
 
 /// The declarations of a repository, or of one of its collections.
@@ -643,6 +682,32 @@ pub(crate) async fn stored_rows<K: Kv>(
         match page.last() {
             Some((k, _)) if page.len() == 4096 => start = [k.as_ref(), &[0]].concat(),
             _ => return Ok(rows),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Epoch;
+
+    /// The value layout `docs/storage-keys.md` gives: the number, then `01`
+    /// while a rebuild is pending.
+    #[test]
+    fn the_epoch_value_is_pinned() {
+        let plain = Epoch {
+            number: 0x0102,
+            rebuild_pending: false,
+        };
+        let pending = Epoch {
+            rebuild_pending: true,
+            ..plain
+        };
+        assert_eq!(&plain.encode()[..], b"\0\0\0\0\0\0\x01\x02");
+        assert_eq!(&pending.encode()[..], b"\0\0\0\0\0\0\x01\x02\x01");
+        assert_eq!(Epoch::decode(&plain.encode()).unwrap(), plain);
+        assert_eq!(Epoch::decode(&pending.encode()).unwrap(), pending);
+        for bad in [&b"\0\0\0\0\0\0\x01"[..], b"\0\0\0\0\0\0\x01\x02\x02", b""] {
+            assert!(Epoch::decode(bad).is_err(), "{bad:?}");
         }
     }
 }
