@@ -273,8 +273,9 @@ impl<K: Kv> Repository<K> {
             state.counters.remove(&scope);
             state.known_rows.retain(|(s, _, _), _| *s != scope);
         }
-        {
-            // Rebuilt: the records an import brought are indexed.
+        // Rebuilt: the records an import brought are indexed (a repository
+        // without indexes and nothing pending has no epoch to raise).
+        if !by_collection.is_empty() || index::epoch(kv, &self.id).await?.rebuild_pending {
             let _search = self.search.write().await;
             kv.write(vec![index::raise_epoch(kv, &self.id, Some(false)).await?])
                 .await?;
