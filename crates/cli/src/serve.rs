@@ -225,6 +225,7 @@ pub(crate) fn run(store: &StoreArgs, args: &ServeArgs) -> Result<ExitCode, Strin
         let server = server::Server::new(repos, config);
         if !args.replica {
             server.spawn_firehose_pruner(args.firehose_retention);
+            server.spawn_index_recovery();
         }
         let gc = args.gc_interval_secs.map(|secs| {
             let schedule = server::GcSchedule {

@@ -224,6 +224,18 @@ impl<K: Kv> Repository<K> {
             .await
     }
 
+    /// Whether an import changed the records and its index rebuild has not
+    /// finished ([`Error::IndexRebuildPending`]).
+    ///
+    /// # Errors
+    ///
+    /// A storage error, or [`Error::MalformedIndex`].
+    pub async fn index_rebuild_pending(&self) -> Result<bool, Error> {
+        Ok(index::epoch(self.store.kv(), &self.id)
+            .await?
+            .rebuild_pending)
+    }
+
     /// [`Repository::rebuild_indexes`], given `computed`: rows an import
     /// computed from the records it brought, by collection, with the
     /// declarations they are for; a collection without them (or declared

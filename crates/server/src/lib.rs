@@ -204,6 +204,50 @@ impl<K: Kv + 'static> Server<K> {
         firehose::spawn_pruner(&self.app, retention);
     }
 
+    /// Finishes, in the background, the index rebuilds that imports left
+    /// pending (a crash between an import's commit and its rebuild's end):
+    /// until each ends, queries on that repository's indexes answer 503 and
+    /// its writes wait. A writer's job (must be called within a Tokio
+    /// runtime); the outcome of each goes to the log.
+    pub fn spawn_index_recovery(&self) -> tokio::task::JoinHandle<()> {
+        let repos = Arc::clone(&self.app.repos);
+        tokio::spawn(async move {
+            let ids = match repos.list().await {
+                Ok(list) => list,
+                Err(e) => {
+                    tracing::error!(error = %e, "cannot list repositories to finish index rebuilds");
+                    return;
+                }
+            };
+            for (id, _) in ids {
+                let repo = match repos.open(&id).await {
+                    Ok(repo) => repo,
+                    Err(e) => {
+                        tracing::error!(repo = %id, error = %e, "cannot open a repository");
+                        continue;
+                    }
+                };
+                match repo.index_rebuild_pending().await {
+                    Ok(false) => continue,
+                    Ok(true) => {}
+                    Err(e) => {
+                        tracing::error!(repo = %id, error = %e, "cannot read the index epoch");
+                        continue;
+                    }
+                }
+                tracing::warn!(repo = %id, "an import's index rebuild was interrupted; finishing it");
+                match repo.rebuild_indexes(|_| {}).await {
+                    Ok(records) => tracing::info!(repo = %id, records, "indexes rebuilt"),
+                    Err(e) => tracing::error!(
+                        repo = %id,
+                        error = %e,
+                        "index rebuild failed; run `datarepo index rebuild`"
+                    ),
+                }
+            }
+        })
+    }
+
     /// The HTTP routes.
     pub fn router(&self) -> Router {
         router_for(Arc::clone(&self.app))
