@@ -15,7 +15,7 @@ use std::{
 };
 
 use keycodec::{RecordType, records::decode_key};
-use repo::{Env, Error, IndexKind, Repos, Write};
+use repo::{Env, Error, IndexKind, Repos};
 use serde_json::{Value, json};
 use store::{Kv, MemoryKv, Store, WriteOp};
 
@@ -73,14 +73,7 @@ fn an_interrupted_rebuild_is_refused_reported_and_resumed() {
         let model: BTreeMap<String, Value> = (0..400)
             .map(|i| (format!("p{i:04}"), json!({"lang": LANGS[i % 3]})))
             .collect();
-        let writes = model
-            .iter()
-            .map(|(rkey, value)| Write::Create {
-                collection: POSTS.into(),
-                rkey: Some(rkey.clone()),
-                value: value.clone(),
-            })
-            .collect();
+        let writes = common::creates(POSTS, &model);
         repo.apply_writes(writes, None).await.unwrap();
         let (car, _) = repo.export_car(Vec::new(), None, |_| {}).await.unwrap();
 

@@ -33,14 +33,7 @@ fn index_changes_reach_a_handle_with_cached_answers() {
         let model: BTreeMap<String, Value> = (0..300)
             .map(|i| (format!("p{i:04}"), json!({"lang": LANGS[i % 3], "n": i})))
             .collect();
-        let writes = model
-            .iter()
-            .map(|(rkey, value)| Write::Create {
-                collection: POSTS.into(),
-                rkey: Some(rkey.clone()),
-                value: value.clone(),
-            })
-            .collect();
+        let writes = common::creates(POSTS, &model);
         writer.apply_writes(writes, None).await.unwrap();
         let english = Some(r#"lang = "en""#);
         let is_english = |v: &Value| v["lang"] == "en";

@@ -38,6 +38,21 @@ pub(crate) fn posts(collection: &str, n: usize) -> Vec<repo::Write> {
         .collect()
 }
 
+/// Creates of every (rkey, record) of `model` in `collection`.
+pub(crate) fn creates(
+    collection: &str,
+    model: &std::collections::BTreeMap<String, serde_json::Value>,
+) -> Vec<repo::Write> {
+    model
+        .iter()
+        .map(|(rkey, value)| repo::Write::Create {
+            collection: collection.into(),
+            rkey: Some(rkey.clone()),
+            value: value.clone(),
+        })
+        .collect()
+}
+
 /// The rkey of the `i`th of [`posts`].
 pub(crate) fn post_rkey(i: usize) -> String {
     format!("post{i:04}")
