@@ -326,14 +326,19 @@ impl<K: Kv> Repository<K> {
     /// [`Error::IndexRebuildPending`] while the indexes do not describe
     /// the records (an import's rebuild not finished).
     async fn sync_cache(&self) -> Result<(), Error> {
-        let (head, epoch) = futures::try_join!(
-            async { Ok::<_, Error>(self.store.head(&self.id).await?) },
-            index::epoch(self.store.kv(), &self.id),
-        )?;
+        let kv = self.store.kv();
+        let head = self.store.head(&self.id).await?.map(|h| h.commit);
+        // The store's one writer changes the epoch only here, emptying the
+        // cache each time: while the cache follows the head, its epoch is
+        // current (one point read per query saved).
+        if kv.sole_writer() && self.lock_cache().synced_with(head) {
+            return Ok(());
+        }
+        let epoch = index::epoch(kv, &self.id).await?;
         if epoch.rebuild_pending {
             return Err(Error::IndexRebuildPending(self.id.clone()));
         }
-        self.lock_cache().sync(head.map(|h| h.commit), epoch.number);
+        self.lock_cache().sync(head, epoch.number);
         Ok(())
     }
 

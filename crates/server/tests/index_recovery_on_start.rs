@@ -22,7 +22,18 @@ const LANGS: [&str; 3] = ["en", "fr", "pt"];
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_interrupted_index_rebuild_is_finished_when_a_writer_starts() {
-    let kv = MemoryKv::new();
+    finished_on_start(MemoryKv::new()).await;
+    // SlateDB's writer, which reads the epoch only after its cache was
+    // emptied (it is the one process that changes it).
+    let tmp = testkit::tempdir("index-recovery");
+    let location: store::Location = tmp.path().to_str().unwrap().parse().unwrap();
+    let kv = store::SlateKv::open(&location).await.unwrap();
+    assert!(kv.sole_writer());
+    finished_on_start(kv.clone()).await;
+    kv.close().await.unwrap();
+}
+
+async fn finished_on_start<K: Kv + Clone + 'static>(kv: K) {
     let model: BTreeMap<String, Value> = (0..120)
         .map(|i| (format!("p{i:04}"), json!({"lang": LANGS[i % 3]})))
         .collect();

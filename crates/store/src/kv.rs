@@ -104,6 +104,14 @@ pub trait Kv: Send + Sync {
         self.scan(range, reverse, limit)
     }
 
+    /// Whether this handle is the store's one writer, so that nothing but
+    /// this process changes what it holds (SlateDB's writer: a lock file or
+    /// fencing keeps every other process to reading). `false` (the default)
+    /// for a reader, and for a store that other handles may share.
+    fn sole_writer(&self) -> bool {
+        false
+    }
+
     /// The size, in key and value bytes, above which this store would
     /// rather take a large write as several batches; `None` when one batch
     /// of any size is best. [`Store::bulk_commit`](crate::Store::bulk_commit)
@@ -1004,6 +1012,10 @@ async fn object_store(location: &Location) -> Result<(String, Arc<dyn ObjectStor
 pub const DEFAULT_BULK_BATCH_BYTES: usize = 32 << 20;
 
 impl Kv for SlateKv {
+    fn sole_writer(&self) -> bool {
+        matches!(self.db, Handle::Writer(_))
+    }
+
     fn bulk_batch_bytes(&self) -> Option<usize> {
         Some(self.bulk_batch_bytes)
     }

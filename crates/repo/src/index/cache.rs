@@ -92,6 +92,12 @@ impl IndexCache {
         }
     }
 
+    /// Whether the cache holds entries of `head` and of an index epoch read
+    /// since it was last emptied.
+    pub(crate) fn synced_with(&self, head: Option<Cid>) -> bool {
+        self.head == head && self.epoch.is_some()
+    }
+
     /// Empties the cache unless it holds entries of `head` and `epoch`.
     pub(crate) fn sync(&mut self, head: Option<Cid>, epoch: u64) {
         if self.head != head || self.epoch != Some(epoch) {
