@@ -287,10 +287,10 @@ impl<K: Kv> Repository<K> {
         }
         // Rebuilt: the records an import brought are indexed (a repository
         // without indexes and nothing pending has no epoch to raise).
-        if !by_collection.is_empty() || index::epoch(kv, &self.id).await?.rebuild_pending {
+        let epoch = index::epoch(kv, &self.id).await?;
+        if !by_collection.is_empty() || epoch.rebuild_pending {
             let _search = self.search.write().await;
-            kv.write(vec![index::raise_epoch(kv, &self.id, Some(false)).await?])
-                .await?;
+            kv.write(vec![epoch.raised(&self.id, Some(false))]).await?;
         }
         self.clear_cache();
         Ok(done)
@@ -635,7 +635,7 @@ impl<K: Kv> Repository<K> {
         let kv = self.store.kv();
         let by_collection = index::declarations_by_collection(kv, &self.id).await?;
         let mut out = Vec::new();
-        if index::epoch(kv, &self.id).await?.rebuild_pending {
+        if self.index_rebuild_pending().await? {
             out.push(format!(
                 "{}: a rebuild is pending (an import changed the records and did not finish \
                  rebuilding the indexes; queries refuse to answer): run `datarepo index rebuild`",

@@ -196,6 +196,16 @@ impl Epoch {
         })
     }
 
+    /// The write that replaces this epoch of `repo` with the next, as
+    /// [`raise_epoch`] describes.
+    pub(crate) fn raised(self, repo: &str, rebuild_pending: Option<bool>) -> WriteOp {
+        let next = Self {
+            number: self.number.wrapping_add(1),
+            rebuild_pending: rebuild_pending.unwrap_or(self.rebuild_pending),
+        };
+        WriteOp::Put(records::index_epoch_key(repo), next.encode())
+    }
+
     fn encode(self) -> Bytes {
         let mut out = self.number.to_be_bytes().to_vec();
         if self.rebuild_pending {
@@ -223,12 +233,7 @@ pub(crate) async fn raise_epoch<K: Kv>(
     repo: &str,
     rebuild_pending: Option<bool>,
 ) -> Result<WriteOp, Error> {
-    let now = epoch(kv, repo).await?;
-    let next = Epoch {
-        number: now.number.wrapping_add(1),
-        rebuild_pending: rebuild_pending.unwrap_or(now.rebuild_pending),
-    };
-    Ok(WriteOp::Put(records::index_epoch_key(repo), next.encode()))
+    Ok(epoch(kv, repo).await?.raised(repo, rebuild_pending))
 }
 
 /// The declarations of a repository, or of one of its collections.
