@@ -6,7 +6,9 @@ use keycodec::{KeyBuilder, KeyReader};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    let Ok(mut r) = KeyReader::new(data) else { return };
+    let Ok(mut r) = KeyReader::new(data) else {
+        return;
+    };
     let prefix = r.prefix();
     let _ = r.clone().u64();
     let _ = r.clone().i64();

@@ -6,15 +6,23 @@ use keycodec::txkey::{full, short};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    if let Ok(k) = short::Key::parse(data) {
-        if !k.is_symlink {
-            assert_eq!(short::key(k.field, k.view, k.ckey).ok().as_deref(), Some(data));
-        }
+    if let Ok(k) = short::Key::parse(data)
+        && !k.is_symlink
+    {
+        assert_eq!(
+            short::key(k.field, k.view, k.ckey).ok().as_deref(),
+            Some(data)
+        );
     }
-    if let Ok(k) = full::Key::parse(data) {
-        if !k.is_symlink {
-            assert_eq!(full::key(k.index, k.field, k.view, k.shard, k.ckey).ok().as_deref(), Some(data));
-        }
+    if let Ok(k) = full::Key::parse(data)
+        && !k.is_symlink
+    {
+        assert_eq!(
+            full::key(k.index, k.field, k.view, k.shard, k.ckey)
+                .ok()
+                .as_deref(),
+            Some(data)
+        );
     }
     let _ = short::Prefix::parse(data);
     let _ = full::Prefix::parse(data);

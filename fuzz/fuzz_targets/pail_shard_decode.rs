@@ -5,7 +5,9 @@
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    let Ok(shard) = pail::Shard::decode(data) else { return };
+    let Ok(shard) = pail::Shard::decode(data) else {
+        return;
+    };
     assert_eq!(shard.bytes(), data);
     for (key, value) in shard.entries() {
         assert!(value.data().is_some() || value.link().is_some());

@@ -18,7 +18,9 @@ fuzz_target!(|data: &[u8]| {
         .public_key();
     match mode % 5 {
         0 => {
-            let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .build()
+                .unwrap();
             rt.block_on(async {
                 let options = VerifyOptions {
                     keys: vec![key],

@@ -5,7 +5,9 @@
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    let Ok(s) = std::str::from_utf8(data) else { return };
+    let Ok(s) = std::str::from_utf8(data) else {
+        return;
+    };
     let _ = rkey::validate_record_key(s);
     let _ = rkey::validate_nsid(s);
     let _ = s.parse::<rkey::KeyType>();

@@ -22,7 +22,8 @@ fuzz_target!(|data: &[u8]| {
         assert_eq!(ContainerDelta::decode(&d.encode()).as_ref(), Ok(d));
     }
     if let (Ok(mut x), Ok(y)) = (da, db) {
-        let same_container = x.container().is_none() || y.container().is_none() || x.container() == y.container();
+        let same_container =
+            x.container().is_none() || y.container().is_none() || x.container() == y.container();
         x.then(&y);
         if same_container {
             assert!(ContainerDelta::decode(&x.encode()).is_ok());

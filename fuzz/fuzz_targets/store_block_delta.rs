@@ -22,7 +22,9 @@ fuzz_target!(|data: &[u8]| {
     }
     value.extend_from_slice(tail);
     let wanted = Block::new(0x71, Bytes::copy_from_slice(tail)).cid();
-    let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
     rt.block_on(async {
         let store = Store::new(MemoryKv::new());
         store
