@@ -65,24 +65,59 @@ fn print_commit(event: &repo::CommitEvent, json_mode: bool) {
                    "time": event.time, "ops": ops})
         );
     } else {
-        let ops: Vec<String> = event
+        let ops: Vec<(&str, &str)> = event
             .ops
             .iter()
-            .map(|o| format!("{} {}", o.action, o.path))
+            .map(|o| (o.action.as_str(), o.path.as_str()))
             .collect();
         outln!(
             "{}  {}  rev {}  {}",
             event.seq,
             event.repo,
             event.rev,
-            if ops.is_empty() {
-                "(no records changed)".to_owned()
-            } else {
-                ops.join(", ")
-            }
+            summarize_ops(&ops)
         );
     }
 }
+
+/// A commit's operations for one line: all of them when there are at most
+/// [`OPS_SHOWN`] + 1, else the first [`OPS_SHOWN`] and a count of the rest
+/// by action (an import or a batch commits thousands).
+fn summarize_ops(ops: &[(&str, &str)]) -> String {
+    let shown = |ops: &[(&str, &str)]| {
+        ops.iter()
+            .map(|(action, path)| format!("{action} {path}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    if ops.is_empty() {
+        return "(no records changed)".to_owned();
+    }
+    if ops.len() <= OPS_SHOWN + 1 {
+        return shown(ops);
+    }
+    let mut counts: Vec<(&str, usize)> = Vec::new();
+    for (action, _) in ops {
+        match counts.iter_mut().find(|(a, _)| a == action) {
+            Some((_, n)) => *n += 1,
+            None => counts.push((action, 1)),
+        }
+    }
+    let counts: Vec<String> = counts
+        .iter()
+        .map(|(a, n)| format!("{n} {a}{}", if *n == 1 { "" } else { "s" }))
+        .collect();
+    format!(
+        "{} and {} more ({} ops: {})",
+        shown(&ops[..OPS_SHOWN]),
+        ops.len() - OPS_SHOWN,
+        ops.len(),
+        counts.join(", ")
+    )
+}
+
+/// How many operations a commit's line names before it counts the rest.
+const OPS_SHOWN: usize = 3;
 
 pub(crate) fn run(args: &FollowArgs, json_mode: bool) -> Result<ExitCode, String> {
     let rt = tokio::runtime::Builder::new_current_thread()
@@ -146,5 +181,28 @@ async fn follow(args: &FollowArgs, json_mode: bool) -> Result<ExitCode, String> 
             cursor.map_or_else(|| "now".to_owned(), |c| c.to_string())
         );
         tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::summarize_ops;
+
+    #[test]
+    fn a_large_commit_is_one_short_line() {
+        let paths: Vec<String> = (0..1000).map(|i| format!("c.x/{i}")).collect();
+        let mut ops: Vec<(&str, &str)> = paths.iter().map(|p| ("create", p.as_str())).collect();
+        ops[998].0 = "delete";
+        ops[999].0 = "update";
+        assert_eq!(
+            summarize_ops(&ops),
+            "create c.x/0, create c.x/1, create c.x/2 and 997 more \
+             (1000 ops: 998 creates, 1 delete, 1 update)"
+        );
+        assert_eq!(
+            summarize_ops(&ops[..4]),
+            "create c.x/0, create c.x/1, create c.x/2, create c.x/3"
+        );
+        assert_eq!(summarize_ops(&[]), "(no records changed)");
     }
 }

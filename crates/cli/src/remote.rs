@@ -146,7 +146,7 @@ pub(crate) async fn run(server: &str, args: &RepoArgs, cmd: RepoCommand) -> Resu
             print(
                 &json!({"uri": out["uri"], "cid": out["cid"], "commit": out["commit"], "validationStatus": out["validationStatus"]}),
                 format!(
-                    "{}\n  cid {}\n  commit {} (rev {})\n  {}",
+                    "{}\n  cid {}\n  commit {} (rev {})\n  validation {}",
                     out["uri"].as_str().unwrap_or_default(),
                     out["cid"].as_str().unwrap_or_default(),
                     out["commit"]["cid"].as_str().unwrap_or_default(),

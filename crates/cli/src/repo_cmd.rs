@@ -774,7 +774,7 @@ async fn execute(s: &Session, args: &RepoArgs, cmd: RepoCommand) -> Result<ExitC
                 &json!({"uri": uri, "cid": cid, "commit": {"cid": c.commit.to_string(), "rev": c.rev.to_string()}, "validationStatus": status}),
                 || {
                     format!(
-                        "{uri}\n  cid {cid}\n  commit {} (rev {})\n  {status}",
+                        "{uri}\n  cid {cid}\n  commit {} (rev {})\n  validation {status}",
                         c.commit, c.rev
                     )
                 },
