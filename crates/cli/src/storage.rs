@@ -103,8 +103,9 @@ fn lock_for_writing(dir: &Path, location: &Location) -> Result<(), String> {
         }
         Err(std::fs::TryLockError::WouldBlock) => Err(format!(
             "the store at {location} is being written by another datarepo process \
-             (a running `datarepo serve`?): stop it first, or write through its HTTP API; \
-             reading commands (get, ls, log, diff, export, stats) work beside it"
+             (a running `datarepo serve`?): stop it first, or send `put`, `rm` and \
+             `index add|drop` through it with `--server URL`; reading commands (get, ls, \
+             query, log, diff, export, stats, check) work beside it"
         )),
         Err(std::fs::TryLockError::Error(e)) => Err(cannot(e)),
     }
