@@ -43,49 +43,8 @@ pub(crate) async fn run(s: &Session, args: &RepoArgs, cmd: LexiconCommand) -> Re
                 .await
                 .map_err(say)?;
             bar.finish_and_clear();
-            let collections = repo.collections().await;
-            let missing = repo.lexicons().missing_refs();
-            let entries: Vec<Value> = added
-                .iter()
-                .map(|a| {
-                    let mut v = json!({
-                        "nsid": a.nsid, "type": a.main, "replaced": a.replaced,
-                    });
-                    if a.main == Some("record") {
-                        let key = collections
-                            .iter()
-                            .find(|(c, _)| *c == a.nsid)
-                            .map(|(_, i)| i.key.to_string());
-                        v["collection"] = json!(a.nsid);
-                        v["key"] = json!(key);
-                        v["checked"] = json!(a.checked);
-                        v["invalid"] = json!(a.invalid);
-                        v["failures"] = a
-                            .failures
-                            .iter()
-                            .map(|f| json!({"rkey": f.rkey, "error": f.error}))
-                            .collect();
-                    }
-                    v
-                })
-                .collect();
-            let mut out = json!({"lexicons": entries, "missingRefs": missing});
-            // One record Lexicon: its collection and key type at the top,
-            // as `lexicon add FILE` has always answered.
-            let records: Vec<&Value> = out["lexicons"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter(|e| e.get("collection").is_some())
-                .collect();
-            if let [one] = records.as_slice() {
-                let (c, k) = (one["collection"].clone(), one["key"].clone());
-                out["collection"] = c;
-                out["key"] = k;
-            }
-            print(json_mode, &out, || {
-                describe_added(&added, &collections, &missing)
-            });
+            let report = repo.lexicons_added_report(&added).await;
+            print(json_mode, &report, || describe_added(&report));
         }
         LexiconCommand::List => {
             let lexicons = s.repo(args).await?.lexicons();
@@ -144,45 +103,55 @@ pub(crate) async fn run(s: &Session, args: &RepoArgs, cmd: LexiconCommand) -> Re
     Ok(ExitCode::SUCCESS)
 }
 
-fn describe_added(
-    added: &[repo::LexiconAdded],
-    collections: &[(String, repo::CollectionInfo)],
-    missing: &[String],
-) -> String {
+/// `lexicon add`'s report ([`repo::Repository::lexicons_added_report`],
+/// also what `dev.datarepo.putLexicons` answers) for a person.
+pub(crate) fn describe_added(report: &Value) -> String {
+    let text = |v: &Value| v.as_str().unwrap_or_default().to_owned();
     let mut lines = Vec::new();
-    for a in added {
-        let verb = if a.replaced { "replaced" } else { "added" };
-        if a.main != Some("record") {
+    for a in report["lexicons"].as_array().into_iter().flatten() {
+        let nsid = text(&a["nsid"]);
+        let verb = if a["replaced"] == json!(true) {
+            "replaced"
+        } else {
+            "added"
+        };
+        if a.get("collection").is_none() {
             lines.push(format!(
-                "{}: {verb} ({})",
-                a.nsid,
-                a.main
+                "{nsid}: {verb} ({})",
+                a["type"]
+                    .as_str()
                     .map_or("definitions".to_owned(), |t| format!("main is a {t}"))
             ));
             continue;
         }
-        let key = collections
-            .iter()
-            .find(|(c, _)| *c == a.nsid)
-            .map(|(_, i)| i.key.to_string())
-            .unwrap_or_default();
-        lines.push(format!("{}: {verb}; record keys are {key}", a.nsid));
-        if a.checked > 0 {
-            lines.push(match a.invalid {
-                0 => format!("  all {} existing records validate", a.checked),
+        lines.push(format!(
+            "{nsid}: {verb}; record keys are {}",
+            text(&a["key"])
+        ));
+        let (checked, invalid) = (
+            a["checked"].as_u64().unwrap_or(0),
+            a["invalid"].as_u64().unwrap_or(0),
+        );
+        if checked > 0 {
+            lines.push(match invalid {
+                0 => format!("  all {checked} existing records validate"),
                 n => format!(
-                    "  {n} of {} existing records do not validate (they stay; `datarepo check` lists them):",
-                    a.checked
+                    "  {n} of {checked} existing records do not validate (they stay; `datarepo check` lists them):"
                 ),
             });
-            for f in &a.failures {
-                lines.push(format!("    {}/{}: {}", a.nsid, f.rkey, f.error));
+            for f in a["failures"].as_array().into_iter().flatten() {
+                lines.push(format!(
+                    "    {nsid}/{}: {}",
+                    text(&f["rkey"]),
+                    text(&f["error"])
+                ));
             }
         }
     }
-    for uri in missing {
+    for uri in report["missingRefs"].as_array().into_iter().flatten() {
         lines.push(format!(
-            "note: {uri} is referred to but no Lexicon defines it: records that reach it fail validation until it is added"
+            "note: {} is referred to but no Lexicon defines it: records that reach it fail validation until it is added",
+            text(uri)
         ));
     }
     lines.join("\n")

@@ -9,8 +9,8 @@ use serde_json::{Value, json};
 use crate::{
     output::outln,
     repo_cmd::{
-        IndexCommand, JsonLineBatches, RepoArgs, RepoCommand, batch_stopped, read_json,
-        record_uri_parts,
+        CollectionCommand, IndexCommand, JsonLineBatches, LexiconCommand, RepoArgs, RepoCommand,
+        batch_stopped, read_json, record_uri_parts,
     },
 };
 
@@ -209,6 +209,49 @@ pub(crate) async fn run(server: &str, args: &RepoArgs, cmd: RepoCommand) -> Resu
                 )
                 .await?;
             print(&out, format!("dropped the index of {path} in {collection}"));
+        }
+        RepoCommand::Index(IndexCommand::Rebuild) => {
+            let out = client
+                .post("dev.datarepo.rebuildIndexes", &json!({"repo": repo()?}))
+                .await?;
+            let human = format!("rebuilt the field indexes: {} records", out["records"]);
+            print(&out, human);
+        }
+        RepoCommand::Lexicon(LexiconCommand::Add { files }) => {
+            let docs = files
+                .iter()
+                .map(|f| read_json(Some(f)))
+                .collect::<Result<Vec<Value>>>()?;
+            let out = client
+                .post(
+                    "dev.datarepo.putLexicons",
+                    &json!({"repo": repo()?, "lexicons": docs}),
+                )
+                .await?;
+            let human = crate::lexicon_cmd::describe_added(&out);
+            print(&out, human);
+        }
+        RepoCommand::Lexicon(LexiconCommand::Rm { nsid }) => {
+            let out = client
+                .post(
+                    "dev.datarepo.deleteLexicon",
+                    &json!({"repo": repo()?, "nsid": nsid}),
+                )
+                .await?;
+            print(&out, format!("removed Lexicon {nsid}"));
+        }
+        RepoCommand::Collection(CollectionCommand::Define { nsid, key }) => {
+            let out = client
+                .post(
+                    "dev.datarepo.defineCollection",
+                    &json!({"repo": repo()?, "collection": nsid, "key": key}),
+                )
+                .await?;
+            let human = format!(
+                "{nsid}: record keys are {}",
+                out["key"].as_str().unwrap_or_default()
+            );
+            print(&out, human);
         }
         _ => {
             return Err(

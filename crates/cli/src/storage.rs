@@ -103,9 +103,10 @@ fn lock_for_writing(dir: &Path, location: &Location) -> Result<(), String> {
         }
         Err(std::fs::TryLockError::WouldBlock) => Err(format!(
             "the store at {location} is being written by another datarepo process \
-             (a running `datarepo serve`?): stop it first, or send `put`, `rm` and \
-             `index add|drop` through it with `--server URL`; reading commands (get, ls, \
-             query, log, diff, export, stats, check) work beside it"
+             (a running `datarepo serve`?): stop it first, or send the command through it \
+             with `--server URL` (put, rm, index add|drop|rebuild, lexicon add|rm, \
+             collection define); reading commands (get, ls, query, log, diff, export, stats, \
+             check) work beside it"
         )),
         Err(std::fs::TryLockError::Error(e)) => Err(cannot(e)),
     }

@@ -106,3 +106,90 @@ fn writing_commands_go_through_the_server() {
         "{out:?}"
     );
 }
+
+/// The setup commands (`lexicon add|rm`, `collection define`, `index
+/// rebuild`) through a server print exactly what they print on a store of
+/// their own holding the same records.
+#[test]
+fn setup_commands_through_the_server_print_what_they_print_locally() {
+    let tmp = testkit::tempdir("cli-remote-setup");
+    let served = tmp.path().join("served");
+    let own = tmp.path().join("own");
+    let (_server, port) = start_server(served.to_str().unwrap(), TOKEN);
+    let local = |args: &[&str], stdin: &str| {
+        common::datarepo_with(
+            Command::new(env!("CARGO_BIN_EXE_datarepo"))
+                .args(["--store", own.to_str().unwrap(), "--repo", DID])
+                .args(args),
+            stdin,
+        )
+    };
+    let both = |args: &[&str], stdin: &str| -> (Value, Value) {
+        let (r, l) = (remote(port, TOKEN, args, stdin), local(args, stdin));
+        assert!(r.status.success(), "remote {args:?}: {r:?}");
+        assert!(l.status.success(), "local {args:?}: {l:?}");
+        (
+            serde_json::from_slice(&r.stdout).unwrap(),
+            serde_json::from_slice(&l.stdout).unwrap(),
+        )
+    };
+    let note = "com.example.note";
+    let (r, l) = both(
+        &["put", note, "3kaaaaaaaaaa2", "--json"],
+        r#"{"text": "longer than four"}"#,
+    );
+    assert_eq!(r["cid"], l["cid"]);
+
+    let lexicon = tmp.path().join("note.json");
+    std::fs::write(
+        &lexicon,
+        json!({"lexicon": 1, "id": note, "defs": {"main": {"type": "record", "key": "tid",
+            "record": {"type": "object", "properties": {
+                "text": {"type": "string", "maxGraphemes": 4}}}}}})
+        .to_string(),
+    )
+    .unwrap();
+    let lexicon = lexicon.to_str().unwrap();
+    let (r, l) = both(&["lexicon", "add", lexicon, "--json"], "");
+    assert_eq!(r, l);
+    assert_eq!(r["lexicons"][0]["invalid"], 1, "{r}");
+    let human = remote(port, TOKEN, &["lexicon", "rm", note], "");
+    assert!(human.status.success(), "{human:?}");
+    let human = remote(port, TOKEN, &["lexicon", "add", lexicon], "");
+    assert!(
+        String::from_utf8_lossy(&human.stdout).contains("1 of 1 existing records do not validate"),
+        "{human:?}"
+    );
+
+    let settings = [
+        "collection",
+        "define",
+        "com.example.settings",
+        "--key",
+        "literal:self",
+    ];
+    let (r, l) = both(&[&settings[..], &["--json"]].concat(), "");
+    assert_eq!(
+        (&r, &l),
+        (
+            &json!({"collection": "com.example.settings", "key": "literal:self"}),
+            &r
+        )
+    );
+
+    both(
+        &["index", "add", note, "text", "--kind", "keyword", "--json"],
+        "",
+    );
+    let (r, l) = both(&["index", "rebuild", "--json"], "");
+    assert_eq!((&r, &l), (&json!({"rebuilt": true, "records": 1}), &r));
+
+    let (r, l) = both(&["lexicon", "rm", note, "--json"], "");
+    assert_eq!((&r, &l), (&json!({"removed": note}), &r));
+    let again = remote(port, TOKEN, &["lexicon", "rm", note], "");
+    assert_eq!(again.status.code(), Some(1), "{again:?}");
+    assert!(
+        String::from_utf8_lossy(&again.stderr).contains("LexiconNotFound"),
+        "{again:?}"
+    );
+}

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use lexicon::{Document, Lexicons};
 use rkey::KeyType;
-use serde_json::Value;
+use serde_json::{Value, json};
 use store::{Kv, Store};
 
 use crate::{CollectionInfo, Error, Repository, repository::State};
@@ -252,6 +252,55 @@ impl<K: Kv> Repository<K> {
             }
         }
         Ok(out)
+    }
+
+    /// What `lexicon add` answers, for the documents [`add_lexicons`]
+    /// reported (the CLI's `--json` and `dev.datarepo.putLexicons` print
+    /// it): `{"lexicons": [{nsid, type, replaced}, …], "missingRefs": […]}`,
+    /// each record Lexicon's entry also with `collection`, `key`, `checked`,
+    /// `invalid` and `failures` (`[{rkey, error}]`); with exactly one record
+    /// Lexicon, its `collection` and `key` also at the top.
+    ///
+    /// [`add_lexicons`]: Repository::add_lexicons
+    pub async fn lexicons_added_report(&self, added: &[LexiconAdded]) -> Value {
+        let collections = self.collections().await;
+        let missing = self.lexicons().missing_refs();
+        let entries: Vec<Value> = added
+            .iter()
+            .map(|a| {
+                let mut v = json!({"nsid": a.nsid, "type": a.main, "replaced": a.replaced});
+                if a.main == Some("record") {
+                    let key = collections
+                        .iter()
+                        .find(|(c, _)| *c == a.nsid)
+                        .map(|(_, i)| i.key.to_string());
+                    v["collection"] = json!(a.nsid);
+                    v["key"] = json!(key);
+                    v["checked"] = json!(a.checked);
+                    v["invalid"] = json!(a.invalid);
+                    v["failures"] = a
+                        .failures
+                        .iter()
+                        .map(|f| json!({"rkey": f.rkey, "error": f.error}))
+                        .collect();
+                }
+                v
+            })
+            .collect();
+        let records: Vec<&Value> = entries
+            .iter()
+            .filter(|e| e.get("collection").is_some())
+            .collect();
+        let top = match records.as_slice() {
+            [one] => Some((one["collection"].clone(), one["key"].clone())),
+            _ => None,
+        };
+        let mut out = json!({"lexicons": entries, "missingRefs": missing});
+        if let Some((collection, key)) = top {
+            out["collection"] = collection;
+            out["key"] = key;
+        }
+        out
     }
 
     /// Removes the Lexicon document `nsid`. A collection it declared stays

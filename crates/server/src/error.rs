@@ -68,6 +68,7 @@ impl From<repo::Error> for XrpcError {
             E::InvalidSwap { .. } => Self::new(StatusCode::BAD_REQUEST, "InvalidSwap", message),
             E::LexiconValidation(_) => Self::new(StatusCode::BAD_REQUEST, "InvalidRecord", message),
             E::RevNotFound { .. } => Self::new(StatusCode::BAD_REQUEST, "InvalidRequest", message),
+            E::LexiconNotFound(_) => Self::new(StatusCode::BAD_REQUEST, "LexiconNotFound", message),
             E::InvalidRepoId { .. }
             | E::Syntax(_)
             | E::InvalidRecord(_)

@@ -283,6 +283,22 @@ fn router_for<K: Kv + 'static>(app: Arc<App<K>>) -> Router {
             "/xrpc/dev.datarepo.dropIndex",
             post(handlers::drop_index::<K>),
         )
+        .route(
+            "/xrpc/dev.datarepo.rebuildIndexes",
+            post(handlers::rebuild_indexes::<K>),
+        )
+        .route(
+            "/xrpc/dev.datarepo.putLexicons",
+            post(handlers::put_lexicons::<K>),
+        )
+        .route(
+            "/xrpc/dev.datarepo.deleteLexicon",
+            post(handlers::delete_lexicon::<K>),
+        )
+        .route(
+            "/xrpc/dev.datarepo.defineCollection",
+            post(handlers::define_collection::<K>),
+        )
         .route_layer(middleware::from_fn_with_state(
             Arc::clone(&app),
             admission::admit_write::<K>,
