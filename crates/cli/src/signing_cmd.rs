@@ -175,12 +175,21 @@ async fn stored_keys(s: Option<&Session>, repo: &str) -> Result<Vec<PublicKey>> 
     };
     let known = match s.repos.open(repo).await {
         Ok(r) => r.signing_keys().await.map_err(say)?.known,
-        Err(repo::Error::RepoNotFound(_)) => Vec::new(),
+        Err(repo::Error::RepoNotFound(_)) => {
+            return Err(format!(
+                "this store does not hold {repo}, so it knows no key to verify with: \
+                 give them, --key did:key:…"
+            ));
+        }
         Err(e) => return Err(say(e)),
     };
     if known.is_empty() {
+        // Nothing signed: `verify` checks signatures; an import checks the rest.
         return Err(format!(
-            "this store knows no signing key for {repo}: give the keys to verify with, --key did:key:…"
+            "{repo} has no signing key in this store (its commits are unsigned), so there is \
+             no signature to verify: give the keys of a signed export with --key did:key:…, \
+             or check an unsigned export's blocks and structure by importing it into a \
+             scratch store (`datarepo --store DIR import FILE`)"
         ));
     }
     Ok(known)
