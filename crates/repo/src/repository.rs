@@ -1324,7 +1324,7 @@ impl<K: Kv> Repository<K> {
             .map(Record::stored))
     }
 
-    async fn load_record(&self, cid: Cid) -> Result<Record, Error> {
+    pub(crate) async fn load_record(&self, cid: Cid) -> Result<Record, Error> {
         let block = self
             .store
             .get_block(&cid)

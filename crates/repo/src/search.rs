@@ -83,8 +83,14 @@ impl<K: Kv> Repository<K> {
     }
 
     /// Declares an index on `path` of `collection`'s records and builds it
-    /// over the records there; every later commit maintains it. Commits
-    /// wait while it builds. Returns the records indexed.
+    /// over the records there; every later commit maintains it. Returns
+    /// the records indexed.
+    ///
+    /// A collection's first index is built beside writes: from the tree of
+    /// the head when the build starts, then, with commits held only for
+    /// that, caught up with the commits since, in the batch that declares
+    /// it. Adding an index to a collection that has some holds commits
+    /// while it builds. Additions run one at a time in a store.
     ///
     /// # Errors
     ///
@@ -96,47 +102,136 @@ impl<K: Kv> Repository<K> {
         collection: &str,
         path: &str,
         kind: IndexKind,
-        mut progress: impl FnMut(IndexProgress) + Send,
+        progress: impl FnMut(IndexProgress) + Send,
     ) -> Result<u64, Error> {
         rkey::validate_nsid(collection)?;
         valid_path(path)?;
-        let mut state = self.state.lock().await;
-        let kv = self.store.kv();
+        let _scopes = self.store.lock_index_scopes().await;
         // Declarations as stored (another process may have changed them).
-        let declared = index::declarations(kv, &self.id, Some(collection)).await?;
+        let declared = index::declarations(self.store.kv(), &self.id, Some(collection)).await?;
         if declared.iter().any(|d| d.decl.path == path) {
             return Err(Error::IndexExists {
                 collection: collection.to_owned(),
                 path: path.to_owned(),
             });
         }
-        let (scope, fresh) = match declared.first() {
-            Some(d) => (d.scope, false),
-            None => (index::free_scope(kv).await?, true),
+        let decl = IndexDecl {
+            collection: collection.to_owned(),
+            path: path.to_owned(),
+            kind,
         };
-        // Leftovers of an interrupted build or drop are cleared first.
-        if fresh {
-            index::delete_scope(kv, scope).await?;
-        } else {
-            index::delete_index_data(kv, scope, path).await?;
+        match declared.first() {
+            None => self.add_first_index(decl, progress).await,
+            Some(d) => self.add_to_indexed(d.scope, decl, progress).await,
         }
+    }
+
+    /// [`Repository::add_index`] for a collection without indexes: a new
+    /// scope, built from a fixed tree while commits go on.
+    async fn add_first_index(
+        &self,
+        decl: IndexDecl,
+        mut progress: impl FnMut(IndexProgress) + Send,
+    ) -> Result<u64, Error> {
+        let kv = self.store.kv();
+        let scope = index::free_scope(kv).await?;
+        // Leftovers of an interrupted build or drop are cleared first.
+        index::delete_scope(kv, scope).await?;
+        let decl = Declared { decl, scope };
+        let declared = std::slice::from_ref(&decl);
+        let collection = decl.decl.collection.as_str();
+        let tree = self.state.lock().await.head.data;
         let total = self.count_records(collection).await?;
-        let decl = Declared {
-            decl: IndexDecl {
-                collection: collection.to_owned(),
-                path: path.to_owned(),
-                kind,
-            },
-            scope,
-        };
+        progress(IndexProgress { records: 0, total });
+        let built = index::compute_at(&self.store, tree, collection, declared, |p| {
+            progress(IndexProgress {
+                records: p.records,
+                total: total.max(p.records),
+            });
+        })
+        .await?;
+        let mut records = built.columns.len() as u64;
+        let batch = kv.bulk_batch_bytes().unwrap_or(usize::MAX);
+        index::write_built(kv, scope, built, true, batch).await?;
+
+        // The commits since `tree`, as commits would have changed the
+        // index, and the declaration, in one batch with commits held.
+        let mut state = self.state.lock().await;
+        let mut changes = index::CommitIndex::default();
+        let (no_counters, no_rows) = (Default::default(), Default::default());
+        let prefix = format!("{collection}/");
+        for change in pail::diff(&*self.store, tree, state.head.data).await?.keys {
+            let Some(rkey) = change.key.strip_prefix(&prefix) else {
+                continue;
+            };
+            let old = match change.old {
+                Some(cid) => Some(self.load_record(cid).await?.to_json()),
+                None => None,
+            };
+            let new = match change.new {
+                Some(cid) => Some(self.load_record(cid).await?.to_json()),
+                None => None,
+            };
+            match (&old, &new) {
+                (None, Some(_)) => records += 1,
+                (Some(_), None) => records = records.saturating_sub(1),
+                _ => {}
+            }
+            changes
+                .record(
+                    kv,
+                    &no_counters,
+                    &no_rows,
+                    declared,
+                    rkey,
+                    old.as_ref(),
+                    new.as_ref(),
+                )
+                .await?;
+        }
+        let mut ops = changes.into_write()?.ops;
+        ops.push(WriteOp::Put(
+            records::field_index_key(&self.id, collection, &decl.decl.path),
+            index::encode_decl(decl.decl.kind, scope),
+        ));
+        ops.push(index::raise_epoch(kv, &self.id, None).await?);
+        let _search = self.search.write().await;
+        kv.write(ops).await?;
+        self.clear_cache();
+        state.counters.remove(&scope);
+        state.known_rows.retain(|(s, _, _), _| *s != scope);
+        state
+            .indexes
+            .entry(collection.to_owned())
+            .or_default()
+            .push(decl);
+        Ok(records)
+    }
+
+    /// [`Repository::add_index`] for a collection with indexes (`scope`):
+    /// its records' columns are the commits', so commits wait while it
+    /// builds.
+    async fn add_to_indexed(
+        &self,
+        scope: u32,
+        decl: IndexDecl,
+        mut progress: impl FnMut(IndexProgress) + Send,
+    ) -> Result<u64, Error> {
+        let mut state = self.state.lock().await;
+        let kv = self.store.kv();
+        let collection = decl.collection.clone();
+        // Leftovers of an interrupted build or drop are cleared first.
+        index::delete_index_data(kv, scope, &decl.path).await?;
+        let total = self.count_records(&collection).await?;
+        let decl = Declared { decl, scope };
         progress(IndexProgress { records: 0, total });
         let records = index::build_scope(
             &self.store,
             &self.id,
-            collection,
+            &collection,
             scope,
             std::slice::from_ref(&decl),
-            fresh,
+            false,
             |p| {
                 progress(IndexProgress {
                     records: p.records,
@@ -149,8 +244,8 @@ impl<K: Kv> Repository<K> {
         let _search = self.search.write().await;
         kv.write(vec![
             WriteOp::Put(
-                records::field_index_key(&self.id, collection, path),
-                index::encode_decl(kind, scope),
+                records::field_index_key(&self.id, &collection, &decl.decl.path),
+                index::encode_decl(decl.decl.kind, scope),
             ),
             index::raise_epoch(kv, &self.id, None).await?,
         ])
@@ -158,11 +253,7 @@ impl<K: Kv> Repository<K> {
         self.clear_cache();
         state.counters.remove(&scope);
         state.known_rows.retain(|(s, _, _), _| *s != scope);
-        state
-            .indexes
-            .entry(collection.to_owned())
-            .or_default()
-            .push(decl);
+        state.indexes.entry(collection).or_default().push(decl);
         Ok(records)
     }
 

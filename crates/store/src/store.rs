@@ -350,6 +350,8 @@ pub struct Store<K> {
     /// sweep while it filters and applies a batch of deletions: a block is
     /// then either spared by the sweep or written again after it.
     pub(crate) sweep_order: tokio::sync::Mutex<()>,
+    /// See [`Store::lock_index_scopes`].
+    index_scopes: tokio::sync::Mutex<()>,
     cache: Mutex<ShardCache>,
     durability_timeout: std::time::Duration,
 }
@@ -422,6 +424,7 @@ impl<K: Kv> Store<K> {
             gc_lock: tokio::sync::RwLock::new(()),
             written_during_gc: Mutex::new(None),
             sweep_order: tokio::sync::Mutex::new(()),
+            index_scopes: tokio::sync::Mutex::new(()),
             cache: Mutex::new(ShardCache::new(limit)),
             durability_timeout: DEFAULT_DURABILITY_TIMEOUT,
         }
@@ -432,6 +435,16 @@ impl<K: Kv> Store<K> {
     pub fn with_durability_timeout(mut self, timeout: std::time::Duration) -> Self {
         self.durability_timeout = timeout;
         self
+    }
+
+    /// Held while a field index is added, from choosing its scope (the
+    /// number its keys are stored under, unique in the store) until it is
+    /// declared: two index builds, of any of the store's repositories,
+    /// never choose the same scope, and a build that does not hold a
+    /// repository's write lock is the only one changing that collection's
+    /// indexes.
+    pub async fn lock_index_scopes(&self) -> tokio::sync::MutexGuard<'_, ()> {
+        self.index_scopes.lock().await
     }
 
     /// The underlying KV store.

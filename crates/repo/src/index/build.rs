@@ -2,10 +2,15 @@
 //! import, `check`): rows are assembled in memory and written as full
 //! containers.
 
-use std::collections::{BTreeMap, HashMap};
+use std::{
+    collections::{BTreeMap, HashMap},
+    ops::ControlFlow,
+};
 
 use bytes::Bytes;
+use cid::Cid;
 use keycodec::records;
+use pail::EntriesOptions;
 use roaring::RoaringBitmap;
 use store::{Kv, Store, WriteOp};
 
@@ -377,6 +382,50 @@ pub(crate) async fn compute_scope<K: Kv>(
                     }
                 },
             };
+            builder.record(rkey, block.bytes(), column);
+            done.records += 1;
+        }
+        progress(done);
+    }
+    Ok(builder.finish())
+}
+
+/// A fresh build of the indexes `declared` (one scope) over the records of
+/// `collection` in the tree `root`, numbered 0, 1, … in rkey order. A
+/// tree is immutable, so commits landing meanwhile change nothing this
+/// reads: an index built beside writes reads a commit's tree, then catches
+/// up with the commits after it (`Repository::add_index`).
+pub(crate) async fn compute_at<K: Kv>(
+    store: &Store<K>,
+    root: Cid,
+    collection: &str,
+    declared: &[Declared],
+    mut progress: impl FnMut(BuildProgress) + Send,
+) -> Result<BuiltRows, Error> {
+    const PAGE: usize = 1024;
+    let prefix = format!("{collection}/");
+    let mut builder = ScopeBuilder::new(declared);
+    let mut done = BuildProgress::default();
+    let mut options = EntriesOptions {
+        prefix: Some(prefix.clone()),
+        limit: Some(PAGE),
+        ..EntriesOptions::default()
+    };
+    loop {
+        let mut page: Vec<(String, Cid)> = Vec::with_capacity(PAGE);
+        pail::for_each_entry(store, root, &options, |key, cid| {
+            page.push((key.to_owned(), cid));
+            ControlFlow::Continue(())
+        })
+        .await?;
+        let Some((last, _)) = page.last() else { break };
+        options.gt = Some(last.clone());
+        let blocks =
+            futures::future::try_join_all(page.iter().map(|(_, cid)| store.get_block(cid))).await?;
+        for ((key, cid), block) in page.into_iter().zip(blocks) {
+            let block = block.ok_or(Error::MissingBlock(cid))?;
+            let rkey = key.get(prefix.len()..).unwrap_or_default().to_owned();
+            let column = builder.next_column()?;
             builder.record(rkey, block.bytes(), column);
             done.records += 1;
         }

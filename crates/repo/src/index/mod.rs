@@ -36,7 +36,9 @@ use store::{ContainerDelta, ContainerGroup, Kv, WriteOp};
 
 use crate::Error;
 
-pub(crate) use build::{BuiltRows, build_scope, compute_given, compute_scope, write_built};
+pub(crate) use build::{
+    BuiltRows, build_scope, compute_at, compute_given, compute_scope, write_built,
+};
 
 /// See [`crate::fuzzing::packed_columns`].
 pub(crate) fn fuzz_packed_columns(bytes: &[u8]) -> (bool, bool) {
