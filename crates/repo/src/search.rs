@@ -143,7 +143,7 @@ impl<K: Kv> Repository<K> {
         let tree = self.state.lock().await.head.data;
         let total = self.count_records(collection).await?;
         progress(IndexProgress { records: 0, total });
-        let built = index::compute_at(&self.store, tree, collection, declared, |p| {
+        let built = index::compute_at(&self.store, &self.id, tree, collection, declared, |p| {
             progress(IndexProgress {
                 records: p.records,
                 total: total.max(p.records),

@@ -394,9 +394,13 @@ pub(crate) async fn compute_scope<K: Kv>(
 /// `collection` in the tree `root`, numbered 0, 1, … in rkey order. A
 /// tree is immutable, so commits landing meanwhile change nothing this
 /// reads: an index built beside writes reads a commit's tree, then catches
-/// up with the commits after it (`Repository::add_index`).
+/// up with the commits after it (`Repository::add_index`). The records'
+/// blocks come from a scan of the record index where it holds the tree's
+/// version (always, unless a commit changed the record since), else by
+/// CID.
 pub(crate) async fn compute_at<K: Kv>(
     store: &Store<K>,
+    repo: &str,
     root: Cid,
     collection: &str,
     declared: &[Declared],
@@ -411,20 +415,44 @@ pub(crate) async fn compute_at<K: Kv>(
         limit: Some(PAGE),
         ..EntriesOptions::default()
     };
+    let mut after: Option<String> = None;
     loop {
         let mut page: Vec<(String, Cid)> = Vec::with_capacity(PAGE);
         pail::for_each_entry(store, root, &options, |key, cid| {
-            page.push((key.to_owned(), cid));
+            let rkey = key.get(prefix.len()..).unwrap_or_default();
+            page.push((rkey.to_owned(), cid));
             ControlFlow::Continue(())
         })
         .await?;
         let Some((last, _)) = page.last() else { break };
-        options.gt = Some(last.clone());
-        let blocks =
-            futures::future::try_join_all(page.iter().map(|(_, cid)| store.get_block(cid))).await?;
-        for ((key, cid), block) in page.into_iter().zip(blocks) {
-            let block = block.ok_or(Error::MissingBlock(cid))?;
-            let rkey = key.get(prefix.len()..).unwrap_or_default().to_owned();
+        options.gt = Some(format!("{prefix}{last}"));
+        let last = last.clone();
+        // The record index from the same place, both in rkey order.
+        let scanned = store
+            .list_written_record_blocks(repo, collection, after.as_deref(), PAGE)
+            .await?;
+        after = Some(last);
+        let mut scanned = scanned.into_iter().peekable();
+        let mut blocks: Vec<Option<store::Block>> = Vec::with_capacity(page.len());
+        for (rkey, cid) in &page {
+            while scanned.next_if(|(r, _)| r < rkey).is_some() {}
+            blocks.push(
+                scanned
+                    .next_if(|(r, b)| r == rkey && b.cid() == *cid)
+                    .map(|(_, b)| b),
+            );
+        }
+        let missing = page
+            .iter()
+            .zip(&blocks)
+            .filter(|(_, b)| b.is_none())
+            .map(|((_, cid), _)| store.get_block(cid));
+        let mut fetched = futures::future::try_join_all(missing).await?.into_iter();
+        for ((rkey, cid), block) in page.into_iter().zip(blocks) {
+            let block = match block {
+                Some(b) => b,
+                None => fetched.next().flatten().ok_or(Error::MissingBlock(cid))?,
+            };
             let column = builder.next_column()?;
             builder.record(rkey, block.bytes(), column);
             done.records += 1;
