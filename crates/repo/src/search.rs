@@ -29,6 +29,12 @@ pub struct IndexProgress {
     pub total: u64,
 }
 
+/// Catching up a new index with the commits made while it was built: at
+/// most this many rounds beside commits, before the last with commits held.
+const CATCH_UP_ROUNDS: usize = 8;
+/// Changes few enough to apply with commits held.
+const CAUGHT_UP: usize = 256;
+
 /// The longest path an index may have, in bytes.
 const MAX_PATH_BYTES: usize = 256;
 
@@ -154,42 +160,24 @@ impl<K: Kv> Repository<K> {
         let batch = kv.bulk_batch_bytes().unwrap_or(usize::MAX);
         index::write_built(kv, scope, built, true, batch).await?;
 
-        // The commits since `tree`, as commits would have changed the
-        // index, and the declaration, in one batch with commits held.
-        let mut state = self.state.lock().await;
-        let mut changes = index::CommitIndex::default();
-        let (no_counters, no_rows) = (Default::default(), Default::default());
-        let prefix = format!("{collection}/");
-        for change in pail::diff(&*self.store, tree, state.head.data).await?.keys {
-            let Some(rkey) = change.key.strip_prefix(&prefix) else {
-                continue;
-            };
-            let old = match change.old {
-                Some(cid) => Some(self.load_record(cid).await?.to_json()),
-                None => None,
-            };
-            let new = match change.new {
-                Some(cid) => Some(self.load_record(cid).await?.to_json()),
-                None => None,
-            };
-            match (&old, &new) {
-                (None, Some(_)) => records += 1,
-                (Some(_), None) => records = records.saturating_sub(1),
-                _ => {}
+        // The commits since `tree`, applied as they would have changed the
+        // index: while they are many, beside commits (the index is no one
+        // else's until declared); the last few in the batch that declares
+        // it, with commits held.
+        let mut at = tree;
+        for _ in 0..CATCH_UP_ROUNDS {
+            let head = self.state.lock().await.head.data;
+            let changes = self.tree_changes(collection, at, head).await?;
+            if changes.len() <= CAUGHT_UP {
+                break;
             }
-            changes
-                .record(
-                    kv,
-                    &no_counters,
-                    &no_rows,
-                    declared,
-                    rkey,
-                    old.as_ref(),
-                    new.as_ref(),
-                )
-                .await?;
+            let ops = self.index_changes(declared, &changes, &mut records).await?;
+            kv.write(ops).await?;
+            at = head;
         }
-        let mut ops = changes.into_write()?.ops;
+        let mut state = self.state.lock().await;
+        let changes = self.tree_changes(collection, at, state.head.data).await?;
+        let mut ops = self.index_changes(declared, &changes, &mut records).await?;
         ops.push(WriteOp::Put(
             records::field_index_key(&self.id, collection, &decl.decl.path),
             index::encode_decl(decl.decl.kind, scope),
@@ -206,6 +194,66 @@ impl<K: Kv> Repository<K> {
             .or_default()
             .push(decl);
         Ok(records)
+    }
+
+    /// The changes to `collection`'s records from the tree `from` to the
+    /// tree `to`: (rkey, old CID, new CID).
+    async fn tree_changes(
+        &self,
+        collection: &str,
+        from: cid::Cid,
+        to: cid::Cid,
+    ) -> Result<Vec<(String, Option<cid::Cid>, Option<cid::Cid>)>, Error> {
+        let prefix = format!("{collection}/");
+        Ok(pail::diff(&*self.store, from, to)
+            .await?
+            .keys
+            .into_iter()
+            .filter_map(|c| {
+                let rkey = c.key.strip_prefix(&prefix)?.to_owned();
+                Some((rkey, c.old, c.new))
+            })
+            .collect())
+    }
+
+    /// The index operations of `changes` to the records of the collection
+    /// `declared` indexes, as the commits that made them would have
+    /// written them; `records` follows the creates and deletes.
+    async fn index_changes(
+        &self,
+        declared: &[Declared],
+        changes: &[(String, Option<cid::Cid>, Option<cid::Cid>)],
+        records: &mut u64,
+    ) -> Result<Vec<WriteOp>, Error> {
+        let mut index = index::CommitIndex::default();
+        let (no_counters, no_rows) = (Default::default(), Default::default());
+        for (rkey, old, new) in changes {
+            let old = match old {
+                Some(cid) => Some(self.load_record(*cid).await?.to_json()),
+                None => None,
+            };
+            let new = match new {
+                Some(cid) => Some(self.load_record(*cid).await?.to_json()),
+                None => None,
+            };
+            match (&old, &new) {
+                (None, Some(_)) => *records += 1,
+                (Some(_), None) => *records = records.saturating_sub(1),
+                _ => {}
+            }
+            index
+                .record(
+                    self.store.kv(),
+                    &no_counters,
+                    &no_rows,
+                    declared,
+                    rkey,
+                    old.as_ref(),
+                    new.as_ref(),
+                )
+                .await?;
+        }
+        Ok(index.into_write()?.ops)
     }
 
     /// [`Repository::add_index`] for a collection with indexes (`scope`):

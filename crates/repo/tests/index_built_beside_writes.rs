@@ -2,8 +2,8 @@
 //! waits, after each page of records it reads, for a round of commits
 //! (creates, updates, deletes, a record changed and changed back, one
 //! deleted and created again, in the pages read and in those still to
-//! read), so they surely land during it; each commit must finish while
-//! the build waits. Afterwards every query answers as the records do (a
+//! read, and commits of hundreds of records), so they surely land during
+//! it; each commit must finish while the build waits. Afterwards every query answers as the records do (a
 //! model kept beside), and so it does after more commits and a rebuild.
 //! Two repositories of one store adding their first indexes at once take
 //! turns, so they never choose the same scope.
@@ -98,6 +98,14 @@ async fn round(repo: &Repository<MemoryKv>, model: &mut Model, round: u64) {
     if let Some(before) = model.get(&aba).cloned() {
         commit(repo, model, vec![put(&aba, item(round + 2))]).await;
         commit(repo, model, vec![put(&aba, before)]).await;
+    }
+    // A commit of many: more than the build applies with commits held.
+    if round % 2 == 0 {
+        let many: Vec<Write> = (0..150)
+            .map(|i| put(&format!("b{round}-{i:03}"), item(i)))
+            .chain((0..150).map(|i| put(&spot(100 + i), item(round + i))))
+            .collect();
+        commit(repo, model, many).await;
     }
     // Deleted and created again, with another value.
     let again = spot(2500);

@@ -1,0 +1,186 @@
+//! `datarepo serve` as a process, on a local store holding `--n` records
+//! of one collection: durable `createRecord` latency from one writer while
+//! `dev.datarepo.addIndex` builds the collection's first index, against
+//! the same writer with no build; then every write made during the build
+//! must be counted by the new index.
+//!
+//!   cargo build --release --bin datarepo
+//!   cargo run --release -p datarepo-bench --bin index-add-beside-writes -- [--n 300000]
+//!
+//! `DATAREPO_BIN` names another binary (an older build, to compare).
+
+#![allow(clippy::disallowed_methods, clippy::unwrap_used)] // a benchmark measures wall time
+
+use std::{
+    io::Write as _,
+    process::{Command, Stdio},
+    sync::{
+        Arc,
+        atomic::{AtomicBool, Ordering},
+    },
+    time::{Duration, Instant},
+};
+
+const TOKEN: &str = "bench";
+const DID: &str = "did:web:index-add.example";
+const POSTS: &str = "app.bsky.feed.post";
+
+struct Server(std::process::Child);
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Creates records (`langs: ["during"]`) one at a time until `stop`;
+/// each one's latency.
+async fn writer(base: String, stop: Arc<AtomicBool>) -> Vec<Duration> {
+    let client = reqwest::Client::new();
+    let url = format!("{base}/xrpc/com.atproto.repo.createRecord");
+    let mut latencies = Vec::new();
+    while !stop.load(Ordering::Relaxed) {
+        let body = format!(
+            r#"{{"repo":"{DID}","collection":"{POSTS}","record":{{"text":"during {}","langs":["during"],"createdAt":"2026-11-26T00:00:00Z"}}}}"#,
+            latencies.len()
+        );
+        let start = Instant::now();
+        let response = client
+            .post(&url)
+            .bearer_auth(TOKEN)
+            .header("content-type", "application/json")
+            .body(body)
+            .send()
+            .await
+            .unwrap();
+        assert!(response.status().is_success());
+        response.bytes().await.unwrap();
+        latencies.push(start.elapsed());
+    }
+    latencies
+}
+
+fn summary(mut l: Vec<Duration>) -> String {
+    l.sort();
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    format!(
+        "{} writes, p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms",
+        l.len(),
+        ms(l[l.len() / 2]),
+        ms(l[(l.len() - 1) * 99 / 100]),
+        ms(*l.last().unwrap())
+    )
+}
+
+fn main() {
+    let n: usize = datarepo_bench::arg("--n", 300_000);
+    let bin = datarepo_bench::datarepo_bin();
+    assert!(
+        bin.exists(),
+        "build the release binary first: cargo build --release --bin datarepo"
+    );
+    let dir = std::env::temp_dir().join(format!("datarepo-bench-index-add-{}", std::process::id()));
+    // The records, written by the CLI before the server starts.
+    let mut put = Command::new(&bin)
+        .arg("--store")
+        .arg(&dir)
+        .args(["--repo", DID, "put", "--batch", "--commit-every", "5000"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    {
+        let mut stdin = std::io::BufWriter::new(put.stdin.take().unwrap());
+        let langs = ["en", "fr", "ja", "de", "pt", "es", "it", "nl", "ko", "zh"];
+        for i in 0..n {
+            writeln!(
+                stdin,
+                r#"{{"$type":"com.atproto.repo.applyWrites#create","collection":"{POSTS}","value":{{"text":"post {i}","langs":["{}"],"createdAt":"2026-11-26T00:00:00Z"}}}}"#,
+                langs[i % langs.len()]
+            )
+            .unwrap();
+        }
+    }
+    assert!(put.wait().unwrap().success());
+
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let base = format!("http://127.0.0.1:{port}");
+    let _server = Server(
+        Command::new(&bin)
+            .arg("--store")
+            .arg(&dir)
+            .args(["serve", "--addr", &format!("127.0.0.1:{port}")])
+            .env("DATAREPO_TOKEN", TOKEN)
+            .env("RUST_LOG", "warn")
+            .spawn()
+            .unwrap(),
+    );
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let client = reqwest::Client::new();
+        while client
+            .get(format!("{base}/xrpc/_health"))
+            .send()
+            .await
+            .is_err()
+        {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        // The writer alone, then beside the build.
+        let stop = Arc::new(AtomicBool::new(false));
+        let alone = tokio::spawn(writer(base.clone(), Arc::clone(&stop)));
+        tokio::time::sleep(Duration::from_secs(3)).await;
+        stop.store(true, Ordering::Relaxed);
+        let alone = alone.await.unwrap();
+        let before: u64 = alone.len() as u64;
+
+        let stop = Arc::new(AtomicBool::new(false));
+        let during = tokio::spawn(writer(base.clone(), Arc::clone(&stop)));
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let start = Instant::now();
+        let response = client
+            .post(format!("{base}/xrpc/dev.datarepo.addIndex"))
+            .bearer_auth(TOKEN)
+            .header("content-type", "application/json")
+            .body(
+                serde_json::json!({"repo": DID, "collection": POSTS, "path": "langs", "kind": "keyword"})
+                    .to_string(),
+            )
+            .send()
+            .await
+            .unwrap();
+        assert!(response.status().is_success());
+        let build = start.elapsed();
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        stop.store(true, Ordering::Relaxed);
+        let during = during.await.unwrap();
+        let made = before + during.len() as u64;
+
+        let count: serde_json::Value = client
+            .get(format!(
+                "{base}/xrpc/dev.datarepo.countRecords?repo={DID}&collection={POSTS}&where=langs%20%3D%20%22during%22"
+            ))
+            .send()
+            .await
+            .unwrap()
+            .bytes()
+            .await
+            .map(|b| serde_json::from_slice(&b).unwrap())
+            .unwrap();
+        assert_eq!(count["count"], made, "every write is in the index");
+        println!("{n} records; addIndex took {:.2} s", build.as_secs_f64());
+        println!("createRecord alone: {}", summary(alone));
+        println!("createRecord during the build (and 0.5 s either side): {}", summary(during));
+        println!("the index counts all {made} records written by the benchmark");
+    });
+    let _ = std::fs::remove_dir_all(&dir);
+}
