@@ -100,7 +100,7 @@ async fn round(repo: &Repository<MemoryKv>, model: &mut Model, round: u64) {
         commit(repo, model, vec![put(&aba, before)]).await;
     }
     // A commit of many: more than the build applies with commits held.
-    if round % 2 == 0 {
+    if round.is_multiple_of(2) {
         let many: Vec<Write> = (0..150)
             .map(|i| put(&format!("b{round}-{i:03}"), item(i)))
             .chain((0..150).map(|i| put(&spot(100 + i), item(round + i))))
