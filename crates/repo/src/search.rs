@@ -146,15 +146,26 @@ impl<K: Kv> Repository<K> {
         let decl = Declared { decl, scope };
         let declared = std::slice::from_ref(&decl);
         let collection = decl.decl.collection.as_str();
-        let tree = self.state.lock().await.head.data;
+        let (commit, tree) = {
+            let state = self.state.lock().await;
+            (state.head.commit, state.head.data)
+        };
         let total = self.count_records(collection).await?;
         progress(IndexProgress { records: 0, total });
-        let built = index::compute_at(&self.store, &self.id, tree, collection, declared, |p| {
-            progress(IndexProgress {
-                records: p.records,
-                total: total.max(p.records),
-            });
-        })
+        let built = index::compute_at(
+            &self.store,
+            &self.id,
+            commit,
+            tree,
+            collection,
+            declared,
+            |p| {
+                progress(IndexProgress {
+                    records: p.records,
+                    total: total.max(p.records),
+                });
+            },
+        )
         .await?;
         let mut records = built.columns.len() as u64;
         let batch = kv.bulk_batch_bytes().unwrap_or(usize::MAX);

@@ -391,16 +391,21 @@ pub(crate) async fn compute_scope<K: Kv>(
 }
 
 /// A fresh build of the indexes `declared` (one scope) over the records of
-/// `collection` in the tree `root`, numbered 0, 1, … in rkey order. A
-/// tree is immutable, so commits landing meanwhile change nothing this
-/// reads: an index built beside writes reads a commit's tree, then catches
-/// up with the commits after it (`Repository::add_index`). The records'
-/// blocks come from a scan of the record index where it holds the tree's
-/// version (always, unless a commit changed the record since), else by
-/// CID.
+/// `collection` as of the commit `at` (its tree `root`), numbered 0, 1, …
+/// in rkey order, while commits may land: an index built beside writes
+/// reads one commit's records, then catches up with the commits after it
+/// (`Repository::add_index`).
+///
+/// Pages come from the record index, which commits change, so each is
+/// taken as it is only when the head is still `at` after reading it (no
+/// commit landed before or during the read). From the first page read
+/// after a commit on, the tree says which records there are (a tree never
+/// changes), and the record index's page serves only those of its blocks
+/// that are the tree's versions; the others are read by CID.
 pub(crate) async fn compute_at<K: Kv>(
     store: &Store<K>,
     repo: &str,
+    at: Cid,
     root: Cid,
     collection: &str,
     declared: &[Declared],
@@ -410,14 +415,33 @@ pub(crate) async fn compute_at<K: Kv>(
     let prefix = format!("{collection}/");
     let mut builder = ScopeBuilder::new(declared);
     let mut done = BuildProgress::default();
-    let mut options = EntriesOptions {
-        prefix: Some(prefix.clone()),
-        limit: Some(PAGE),
-        ..EntriesOptions::default()
-    };
     let mut after: Option<String> = None;
+    let mut from_tree = false;
     loop {
+        let scanned = store
+            .list_written_record_blocks(repo, collection, after.as_deref(), PAGE)
+            .await?;
+        if !from_tree && store.head(repo).await?.map(|h| h.commit) == Some(at) {
+            let Some((last, _)) = scanned.last() else {
+                break;
+            };
+            after = Some(last.clone());
+            for (rkey, block) in scanned {
+                let column = builder.next_column()?;
+                builder.record(rkey, block.bytes(), column);
+                done.records += 1;
+            }
+            progress(done);
+            continue;
+        }
+        from_tree = true;
         let mut page: Vec<(String, Cid)> = Vec::with_capacity(PAGE);
+        let options = EntriesOptions {
+            prefix: Some(prefix.clone()),
+            gt: after.as_ref().map(|a| format!("{prefix}{a}")),
+            limit: Some(PAGE),
+            ..EntriesOptions::default()
+        };
         pail::for_each_entry(store, root, &options, |key, cid| {
             let rkey = key.get(prefix.len()..).unwrap_or_default();
             page.push((rkey.to_owned(), cid));
@@ -425,13 +449,7 @@ pub(crate) async fn compute_at<K: Kv>(
         })
         .await?;
         let Some((last, _)) = page.last() else { break };
-        options.gt = Some(format!("{prefix}{last}"));
-        let last = last.clone();
-        // The record index from the same place, both in rkey order.
-        let scanned = store
-            .list_written_record_blocks(repo, collection, after.as_deref(), PAGE)
-            .await?;
-        after = Some(last);
+        after = Some(last.clone());
         let mut scanned = scanned.into_iter().peekable();
         let mut blocks: Vec<Option<store::Block>> = Vec::with_capacity(page.len());
         for (rkey, cid) in &page {
