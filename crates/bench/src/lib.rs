@@ -78,3 +78,62 @@ pub fn datarepo_bin() -> std::path::PathBuf {
         std::path::PathBuf::from,
     )
 }
+
+/// A `datarepo serve` process on a free loopback port, writing the store
+/// at a path with a write token; killed when dropped.
+pub struct ServeProcess {
+    child: std::process::Child,
+    /// `127.0.0.1:PORT`.
+    pub addr: String,
+    /// `http://127.0.0.1:PORT`.
+    pub base: String,
+}
+
+impl ServeProcess {
+    /// Starts `bin serve` on `store`, logging warnings only.
+    ///
+    /// # Panics
+    ///
+    /// When no port is free or the binary does not start.
+    #[must_use]
+    pub fn start(bin: &std::path::Path, store: &std::path::Path, token: &str) -> Self {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("a free loopback port")
+            .port();
+        let addr = format!("127.0.0.1:{port}");
+        let child = std::process::Command::new(bin)
+            .arg("--store")
+            .arg(store)
+            .args(["serve", "--addr", &addr])
+            .env("DATAREPO_TOKEN", token)
+            .env("RUST_LOG", "warn")
+            .spawn()
+            .expect("datarepo serve starts");
+        Self {
+            child,
+            base: format!("http://{addr}"),
+            addr,
+        }
+    }
+
+    /// Waits until the server answers `_health`.
+    pub async fn ready(&self) {
+        let client = reqwest::Client::new();
+        while client
+            .get(format!("{}/xrpc/_health", self.base))
+            .send()
+            .await
+            .is_err()
+        {
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+    }
+}
+
+impl Drop for ServeProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

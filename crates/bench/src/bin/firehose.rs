@@ -25,15 +25,6 @@ use futures_util::StreamExt;
 const TOKEN: &str = "bench";
 const WRITERS: usize = 64;
 
-struct Server(std::process::Child);
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 /// Acknowledgement times by commit CID.
 type Acks = Arc<Mutex<HashMap<String, Instant>>>;
 
@@ -105,38 +96,15 @@ fn main() {
         "build the release binary first: cargo build --release --bin datarepo"
     );
     let dir = std::env::temp_dir().join(format!("datarepo-bench-firehose-{}", std::process::id()));
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let addr = format!("127.0.0.1:{port}");
-    let base = format!("http://{addr}");
-    let _server = Server(
-        std::process::Command::new(&bin)
-            .arg("--store")
-            .arg(&dir)
-            .args(["serve", "--addr", &addr])
-            .env("DATAREPO_TOKEN", TOKEN)
-            .env("RUST_LOG", "warn")
-            .spawn()
-            .unwrap(),
-    );
+    let server = datarepo_bench::ServeProcess::start(&bin, &dir, TOKEN);
+    let (addr, base) = (server.addr.clone(), server.base.clone());
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .unwrap();
     rt.block_on(async {
-        let client = reqwest::Client::new();
-        while client
-            .get(format!("{base}/xrpc/_health"))
-            .send()
-            .await
-            .is_err()
-        {
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
+        server.ready().await;
         // Warm up (creates the repository).
         write_load(&base, 1.0, None).await;
 

@@ -25,15 +25,6 @@ const TOKEN: &str = "bench";
 const DID: &str = "did:web:index-add.example";
 const POSTS: &str = "app.bsky.feed.post";
 
-struct Server(std::process::Child);
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 /// Creates records (`langs: ["during"]`) one at a time until `stop`;
 /// each one's latency.
 async fn writer(base: String, stop: Arc<AtomicBool>) -> Vec<Duration> {
@@ -104,37 +95,16 @@ fn main() {
     }
     assert!(put.wait().unwrap().success());
 
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let base = format!("http://127.0.0.1:{port}");
-    let _server = Server(
-        Command::new(&bin)
-            .arg("--store")
-            .arg(&dir)
-            .args(["serve", "--addr", &format!("127.0.0.1:{port}")])
-            .env("DATAREPO_TOKEN", TOKEN)
-            .env("RUST_LOG", "warn")
-            .spawn()
-            .unwrap(),
-    );
+    let server = datarepo_bench::ServeProcess::start(&bin, &dir, TOKEN);
+    let base = server.base.clone();
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .unwrap();
     rt.block_on(async {
+        server.ready().await;
         let client = reqwest::Client::new();
-        while client
-            .get(format!("{base}/xrpc/_health"))
-            .send()
-            .await
-            .is_err()
-        {
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
         // The writer alone, then beside the build.
         let stop = Arc::new(AtomicBool::new(false));
         let alone = tokio::spawn(writer(base.clone(), Arc::clone(&stop)));
