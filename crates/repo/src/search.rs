@@ -35,6 +35,19 @@ const CATCH_UP_ROUNDS: usize = 8;
 /// Changes few enough to apply with commits held.
 const CAUGHT_UP: usize = 256;
 
+/// Where an index being added finds the records' columns as it catches up.
+enum CatchUp {
+    /// Its own new scope: the catch-up assigns and frees columns as the
+    /// commits would have.
+    Fresh,
+    /// The collection's scope, whose columns the commits keep: the column
+    /// at which the rows hold each record's values so far.
+    Stored {
+        packed: index::Packed,
+        used: std::collections::HashMap<String, u32>,
+    },
+}
+
 /// The longest path an index may have, in bytes.
 const MAX_PATH_BYTES: usize = 256;
 
@@ -127,23 +140,34 @@ impl<K: Kv> Repository<K> {
             path: path.to_owned(),
             kind,
         };
-        match declared.first() {
-            None => self.add_first_index(decl, progress).await,
-            Some(d) => self.add_to_indexed(d.scope, decl, progress).await,
-        }
+        let scope = declared.first().map(|d| d.scope);
+        self.add_beside_writes(decl, scope, progress).await
     }
 
-    /// [`Repository::add_index`] for a collection without indexes: a new
-    /// scope, built from a fixed tree while commits go on.
-    async fn add_first_index(
+    /// [`Repository::add_index`]: the index built over the records as of
+    /// the head when it starts, under a new scope for a collection without
+    /// indexes (`scope` `None`) or the collection's; then caught up with
+    /// the commits made meanwhile, the last few with commits held.
+    async fn add_beside_writes(
         &self,
         decl: IndexDecl,
+        scope: Option<u32>,
         mut progress: impl FnMut(IndexProgress) + Send,
     ) -> Result<u64, Error> {
         let kv = self.store.kv();
-        let scope = index::free_scope(kv).await?;
         // Leftovers of an interrupted build or drop are cleared first.
-        index::delete_scope(kv, scope).await?;
+        let (scope, columns) = match scope {
+            None => {
+                let scope = index::free_scope(kv).await?;
+                index::delete_scope(kv, scope).await?;
+                (scope, index::BuildColumns::Fresh)
+            }
+            Some(scope) => {
+                index::delete_index_data(kv, scope, &decl.path).await?;
+                (scope, index::BuildColumns::Stored(scope))
+            }
+        };
+        let fresh = matches!(columns, index::BuildColumns::Fresh);
         let decl = Declared { decl, scope };
         let declared = std::slice::from_ref(&decl);
         let collection = decl.decl.collection.as_str();
@@ -153,14 +177,15 @@ impl<K: Kv> Repository<K> {
         };
         let total = self.count_records(collection).await?;
         progress(IndexProgress { records: 0, total });
-        let built = index::compute_at(
+        let (built, mut records) = index::compute_at(
             &self.store,
             &self.id,
             commit,
             tree,
             collection,
             declared,
-            |p| {
+            columns,
+            |p: index::BuildProgress| {
                 progress(IndexProgress {
                     records: p.records,
                     total: total.max(p.records),
@@ -168,9 +193,18 @@ impl<K: Kv> Repository<K> {
             },
         )
         .await?;
-        let mut records = built.columns.len() as u64;
+        // Where the rows hold each record's values, as the catch-up moves
+        // them (a collection with indexes: the commits' columns).
+        let mut catch_up = if fresh {
+            CatchUp::Fresh
+        } else {
+            CatchUp::Stored {
+                packed: index::load_packed(kv, scope).await?,
+                used: built.columns.iter().cloned().collect(),
+            }
+        };
         let batch = kv.bulk_batch_bytes().unwrap_or(usize::MAX);
-        index::write_built(kv, scope, built, true, batch).await?;
+        index::write_built(kv, scope, built, fresh, batch).await?;
 
         // The commits since `tree`, applied as they would have changed the
         // index: while they are many, beside commits (the index is no one
@@ -183,13 +217,17 @@ impl<K: Kv> Repository<K> {
             if changes.len() <= CAUGHT_UP {
                 break;
             }
-            let ops = self.index_changes(declared, &changes, &mut records).await?;
+            let ops = self
+                .index_changes(declared, &changes, &mut catch_up, &mut records)
+                .await?;
             kv.write(ops).await?;
             at = head;
         }
         let mut state = self.state.lock().await;
         let changes = self.tree_changes(collection, at, state.head.data).await?;
-        let mut ops = self.index_changes(declared, &changes, &mut records).await?;
+        let mut ops = self
+            .index_changes(declared, &changes, &mut catch_up, &mut records)
+            .await?;
         ops.push(WriteOp::Put(
             records::field_index_key(&self.id, collection, &decl.decl.path),
             index::encode_decl(decl.decl.kind, scope),
@@ -229,14 +267,18 @@ impl<K: Kv> Repository<K> {
     }
 
     /// The index operations of `changes` to the records of the collection
-    /// `declared` indexes, as the commits that made them would have
-    /// written them; `records` follows the creates and deletes.
+    /// `declared` (a new index) is for: in a new scope as the commits that
+    /// made them would have written them, in the collection's scope at the
+    /// columns `catch_up` follows; `records` follows the creates and
+    /// deletes.
     async fn index_changes(
         &self,
         declared: &[Declared],
         changes: &[(String, Option<cid::Cid>, Option<cid::Cid>)],
+        catch_up: &mut CatchUp,
         records: &mut u64,
     ) -> Result<Vec<WriteOp>, Error> {
+        let kv = self.store.kv();
         let mut index = index::CommitIndex::default();
         let (no_counters, no_rows) = (Default::default(), Default::default());
         for (rkey, old, new) in changes {
@@ -253,68 +295,46 @@ impl<K: Kv> Repository<K> {
                 (Some(_), None) => *records = records.saturating_sub(1),
                 _ => {}
             }
-            index
-                .record(
-                    self.store.kv(),
-                    &no_counters,
-                    &no_rows,
-                    declared,
-                    rkey,
-                    old.as_ref(),
-                    new.as_ref(),
-                )
-                .await?;
+            match catch_up {
+                CatchUp::Fresh => {
+                    index
+                        .record(
+                            kv,
+                            &no_counters,
+                            &no_rows,
+                            declared,
+                            rkey,
+                            old.as_ref(),
+                            new.as_ref(),
+                        )
+                        .await?;
+                }
+                CatchUp::Stored { packed, used } => {
+                    let scope = declared[0].scope;
+                    // The record's column now, which a commit gave it.
+                    let now = match new {
+                        Some(_) => index::column_of(kv, scope, packed, rkey).await?,
+                        None => None,
+                    };
+                    let was = used.get(rkey.as_str()).copied();
+                    index
+                        .record_at_columns(
+                            kv,
+                            &no_counters,
+                            &no_rows,
+                            declared,
+                            (was, old.as_ref()),
+                            (now, new.as_ref()),
+                        )
+                        .await?;
+                    match now {
+                        Some(c) => used.insert(rkey.clone(), c),
+                        None => used.remove(rkey.as_str()),
+                    };
+                }
+            }
         }
         Ok(index.into_write()?.ops)
-    }
-
-    /// [`Repository::add_index`] for a collection with indexes (`scope`):
-    /// its records' columns are the commits', so commits wait while it
-    /// builds.
-    async fn add_to_indexed(
-        &self,
-        scope: u32,
-        decl: IndexDecl,
-        mut progress: impl FnMut(IndexProgress) + Send,
-    ) -> Result<u64, Error> {
-        let mut state = self.state.lock().await;
-        let kv = self.store.kv();
-        let collection = decl.collection.clone();
-        // Leftovers of an interrupted build or drop are cleared first.
-        index::delete_index_data(kv, scope, &decl.path).await?;
-        let total = self.count_records(&collection).await?;
-        let decl = Declared { decl, scope };
-        progress(IndexProgress { records: 0, total });
-        let records = index::build_scope(
-            &self.store,
-            &self.id,
-            &collection,
-            scope,
-            std::slice::from_ref(&decl),
-            false,
-            |p| {
-                progress(IndexProgress {
-                    records: p.records,
-                    total: total.max(p.records),
-                });
-            },
-        )
-        .await?;
-        // The declaration last: until it lands, the index does not exist.
-        let _search = self.search.write().await;
-        kv.write(vec![
-            WriteOp::Put(
-                records::field_index_key(&self.id, &collection, &decl.decl.path),
-                index::encode_decl(decl.decl.kind, scope),
-            ),
-            index::raise_epoch(kv, &self.id, None).await?,
-        ])
-        .await?;
-        self.clear_cache();
-        state.counters.remove(&scope);
-        state.known_rows.retain(|(s, _, _), _| *s != scope);
-        state.indexes.entry(collection).or_default().push(decl);
-        Ok(records)
     }
 
     /// Drops the index on `path` of `collection`, deleting its containers

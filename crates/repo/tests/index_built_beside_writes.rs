@@ -16,7 +16,7 @@ use std::{
     time::Duration,
 };
 
-use repo::{IndexProgress, Repository, Write};
+use repo::{IndexKind, IndexProgress, Repository, Write};
 use serde_json::{Value, json};
 use store::MemoryKv;
 
@@ -166,8 +166,49 @@ async fn answers_as_the_records_do(repo: &Repository<MemoryKv>, model: &Model) {
     assert_eq!(got.iter().collect::<Vec<_>>(), want);
 }
 
+/// Adds the index on `path`, with a round of commits after each page the
+/// build reads (rounds `first`, `first + 1`, …); the records it indexed.
+async fn add_beside_rounds(
+    repo: &Arc<Repository<MemoryKv>>,
+    model: &mut Model,
+    path: &'static str,
+    kind: IndexKind,
+    first: u64,
+) -> u64 {
+    let (page_read, mut pages) = tokio::sync::mpsc::unbounded_channel::<u64>();
+    let (round_done, rounds) = mpsc::channel::<()>();
+    let build = {
+        let repo = Arc::clone(repo);
+        tokio::spawn(async move {
+            repo.add_index(ITEMS, path, kind, move |p: IndexProgress| {
+                if p.records > 0 {
+                    // Block this worker until the round of commits is in,
+                    // unless the test stopped waiting.
+                    if page_read.send(p.records).is_ok() {
+                        let _ = rounds.recv();
+                    }
+                }
+            })
+            .await
+        })
+    };
+    let mut n = 0;
+    // Until the build ends (it drops its progress callback), or reads far
+    // more pages than there are records (then it goes on without rounds,
+    // and fails the checks, not the test's time).
+    while pages.recv().await.is_some() && n < 20 {
+        round(repo, model, first + n).await;
+        n += 1;
+        round_done.send(()).unwrap();
+    }
+    drop(round_done);
+    drop(pages);
+    assert!(n >= 4, "a round after each of the pages: {n}");
+    build.await.unwrap().unwrap()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_first_index_built_beside_commits_answers_as_the_records_do() {
+async fn indexes_built_beside_commits_answer_as_the_records_do() {
     let repos = common::repos();
     let repo = repos.create("did:example:beside").await.unwrap();
     let mut model = Model::new();
@@ -177,53 +218,11 @@ async fn a_first_index_built_beside_commits_answers_as_the_records_do() {
         commit(&repo, &mut model, chunk.to_vec()).await;
     }
 
-    let (page_read, pages) = tokio::sync::mpsc::unbounded_channel::<u64>();
-    let (round_done, rounds) = mpsc::channel::<()>();
-    let build = {
-        let repo = Arc::clone(&repo);
-        tokio::spawn(async move {
-            repo.add_index(
-                ITEMS,
-                "lang",
-                repo::IndexKind::Keyword,
-                move |p: IndexProgress| {
-                    if p.records > 0 {
-                        // Block this worker until the round of commits is
-                        // in, unless the test stopped waiting.
-                        if page_read.send(p.records).is_ok() {
-                            let _ = rounds.recv();
-                        }
-                    }
-                },
-            )
-            .await
-        })
-    };
-    let mut pages = pages;
-    let mut n = 0;
-    while let Some(read) = pages.recv().await {
-        round(&repo, &mut model, n).await;
-        n += 1;
-        round_done.send(()).unwrap();
-        if read >= 4000 {
-            break;
-        }
-    }
-    // A build reading more pages than the records it started with goes on
-    // without rounds (and fails the checks below, not the test's time).
-    drop(round_done);
-    drop(pages);
-    assert_eq!(n, 4, "a round after each page");
-    let indexed = build.await.unwrap().unwrap();
-    assert_eq!(
-        indexed,
-        model.len() as u64,
-        "the records indexed, as of its declaration"
-    );
-    // The second index of a collection is built the other way.
-    repo.add_index(ITEMS, "n", repo::IndexKind::Integer, |_| {})
-        .await
-        .unwrap();
+    let indexed = add_beside_rounds(&repo, &mut model, "lang", IndexKind::Keyword, 0).await;
+    assert_eq!(indexed, model.len() as u64, "the records indexed");
+    // The collection's second index: in its scope, at the commits' columns.
+    let indexed = add_beside_rounds(&repo, &mut model, "n", IndexKind::Integer, 20).await;
+    assert_eq!(indexed, model.len() as u64, "the records indexed");
     answers_as_the_records_do(&repo, &model).await;
 
     // Commits after it: new columns, and changes to the caught-up records.
@@ -258,7 +257,7 @@ async fn first_indexes_of_two_repositories_take_turns() {
         let repo = Arc::clone(&handles[0]);
         let mut started = Some(started);
         tokio::spawn(async move {
-            repo.add_index(ITEMS, "lang", repo::IndexKind::Keyword, move |p| {
+            repo.add_index(ITEMS, "lang", IndexKind::Keyword, move |p| {
                 if p.records > 0 {
                     if let Some(s) = started.take() {
                         s.send(()).unwrap();
@@ -273,7 +272,7 @@ async fn first_indexes_of_two_repositories_take_turns() {
     let second = {
         let repo = Arc::clone(&handles[1]);
         tokio::spawn(async move {
-            repo.add_index(ITEMS, "lang", repo::IndexKind::Keyword, |_| {})
+            repo.add_index(ITEMS, "lang", IndexKind::Keyword, |_| {})
                 .await
         })
     };
@@ -284,7 +283,7 @@ async fn first_indexes_of_two_repositories_take_turns() {
     first.await.unwrap().unwrap();
     second.await.unwrap().unwrap();
     for (repo, model) in handles.iter().zip(&models) {
-        repo.add_index(ITEMS, "n", repo::IndexKind::Integer, |_| {})
+        repo.add_index(ITEMS, "n", IndexKind::Integer, |_| {})
             .await
             .unwrap();
         answers_as_the_records_do(repo, model).await;

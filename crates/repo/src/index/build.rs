@@ -390,11 +390,22 @@ pub(crate) async fn compute_scope<K: Kv>(
     Ok(builder.finish())
 }
 
-/// A fresh build of the indexes `declared` (one scope) over the records of
-/// `collection` as of the commit `at` (its tree `root`), numbered 0, 1, …
-/// in rkey order, while commits may land: an index built beside writes
-/// reads one commit's records, then catches up with the commits after it
-/// (`Repository::add_index`).
+/// Where a build beside commits finds each record's column.
+pub(crate) enum BuildColumns {
+    /// A new scope: records numbered 0, 1, … in rkey order.
+    Fresh,
+    /// The scope's stored columns (the commits', in a collection with
+    /// indexes), as stored when each record is read; a record without one
+    /// (deleted since) is left out.
+    Stored(u32),
+}
+
+/// A build of the indexes `declared` (one scope) over the records of
+/// `collection` as of the commit `at` (its tree `root`), while commits may
+/// land: an index built beside writes reads one commit's records, then
+/// catches up with the commits after it (`Repository::add_index`).
+/// Returns the rows (with the column each record was given) and the
+/// number of records read.
 ///
 /// Pages come from the record index, which commits change, so each is
 /// taken as it is only when the head is still `at` after reading it (no
@@ -402,6 +413,7 @@ pub(crate) async fn compute_scope<K: Kv>(
 /// after a commit on, the tree says which records there are (a tree never
 /// changes), and the record index's page serves only those of its blocks
 /// that are the tree's versions; the others are read by CID.
+#[allow(clippy::too_many_arguments)]
 pub(crate) async fn compute_at<K: Kv>(
     store: &Store<K>,
     repo: &str,
@@ -409,75 +421,129 @@ pub(crate) async fn compute_at<K: Kv>(
     root: Cid,
     collection: &str,
     declared: &[Declared],
+    columns: BuildColumns,
     mut progress: impl FnMut(BuildProgress) + Send,
-) -> Result<BuiltRows, Error> {
+) -> Result<(BuiltRows, u64), Error> {
     const PAGE: usize = 1024;
     let prefix = format!("{collection}/");
     let mut builder = ScopeBuilder::new(declared);
     let mut done = BuildProgress::default();
+    let packed = match columns {
+        BuildColumns::Fresh => Packed::default(),
+        BuildColumns::Stored(scope) => columns::load_packed(store.kv(), scope).await?,
+    };
+    let mut stored = match columns {
+        BuildColumns::Fresh => None,
+        BuildColumns::Stored(scope) => Some(StoredColumns {
+            walk: columns::Walk::new(store.kv(), scope, &packed, None, false).await?,
+            pending: None,
+        }),
+    };
     let mut after: Option<String> = None;
     let mut from_tree = false;
     loop {
         let scanned = store
             .list_written_record_blocks(repo, collection, after.as_deref(), PAGE)
             .await?;
-        if !from_tree && store.head(repo).await?.map(|h| h.commit) == Some(at) {
-            let Some((last, _)) = scanned.last() else {
-                break;
+        let page: Vec<(String, store::Block)> =
+            if !from_tree && store.head(repo).await?.map(|h| h.commit) == Some(at) {
+                scanned
+            } else {
+                from_tree = true;
+                tree_page(store, root, &prefix, after.as_deref(), PAGE, scanned).await?
             };
-            after = Some(last.clone());
-            for (rkey, block) in scanned {
-                let column = builder.next_column()?;
-                builder.record(rkey, block.bytes(), column);
-                done.records += 1;
-            }
-            progress(done);
-            continue;
-        }
-        from_tree = true;
-        let mut page: Vec<(String, Cid)> = Vec::with_capacity(PAGE);
-        let options = EntriesOptions {
-            prefix: Some(prefix.clone()),
-            gt: after.as_ref().map(|a| format!("{prefix}{a}")),
-            limit: Some(PAGE),
-            ..EntriesOptions::default()
-        };
-        pail::for_each_entry(store, root, &options, |key, cid| {
-            let rkey = key.get(prefix.len()..).unwrap_or_default();
-            page.push((rkey.to_owned(), cid));
-            ControlFlow::Continue(())
-        })
-        .await?;
         let Some((last, _)) = page.last() else { break };
         after = Some(last.clone());
-        let mut scanned = scanned.into_iter().peekable();
-        let mut blocks: Vec<Option<store::Block>> = Vec::with_capacity(page.len());
-        for (rkey, cid) in &page {
-            while scanned.next_if(|(r, _)| r < rkey).is_some() {}
-            blocks.push(
-                scanned
-                    .next_if(|(r, b)| r == rkey && b.cid() == *cid)
-                    .map(|(_, b)| b),
-            );
-        }
-        let missing = page
-            .iter()
-            .zip(&blocks)
-            .filter(|(_, b)| b.is_none())
-            .map(|((_, cid), _)| store.get_block(cid));
-        let mut fetched = futures::future::try_join_all(missing).await?.into_iter();
-        for ((rkey, cid), block) in page.into_iter().zip(blocks) {
-            let block = match block {
-                Some(b) => b,
-                None => fetched.next().flatten().ok_or(Error::MissingBlock(cid))?,
-            };
-            let column = builder.next_column()?;
-            builder.record(rkey, block.bytes(), column);
+        for (rkey, block) in page {
             done.records += 1;
+            let column = match &mut stored {
+                None => builder.next_column()?,
+                Some(stored) => match stored.column_of(&rkey).await? {
+                    Some(c) => c,
+                    None => continue,
+                },
+            };
+            builder.record(rkey, block.bytes(), column);
         }
         progress(done);
     }
-    Ok(builder.finish())
+    Ok((builder.finish(), done.records))
+}
+
+/// Stored columns walked beside records in rkey order.
+struct StoredColumns<'a, K: Kv> {
+    walk: columns::Walk<'a, K>,
+    pending: Option<(String, u32)>,
+}
+
+impl<K: Kv> StoredColumns<'_, K> {
+    /// The column of `rkey`, rkeys asked for in ascending order.
+    async fn column_of(&mut self, rkey: &str) -> Result<Option<u32>, Error> {
+        loop {
+            if self.pending.is_none() {
+                self.pending = self.walk.next().await?;
+            }
+            match &self.pending {
+                Some((r, _)) if r.as_str() < rkey => self.pending = None,
+                Some((r, c)) if r == rkey => return Ok(Some(*c)),
+                _ => return Ok(None),
+            }
+        }
+    }
+}
+
+/// The records of the tree `root` under `prefix` after the rkey `after`,
+/// at most `limit`, as (rkey, block): from `scanned` (the record index's
+/// page from the same place) where it holds the tree's version, else read
+/// by CID.
+async fn tree_page<K: Kv>(
+    store: &Store<K>,
+    root: Cid,
+    prefix: &str,
+    after: Option<&str>,
+    limit: usize,
+    scanned: Vec<(String, store::Block)>,
+) -> Result<Vec<(String, store::Block)>, Error> {
+    let mut page: Vec<(String, Cid)> = Vec::with_capacity(limit);
+    let options = EntriesOptions {
+        prefix: Some(prefix.to_owned()),
+        gt: after.map(|a| format!("{prefix}{a}")),
+        limit: Some(limit),
+        ..EntriesOptions::default()
+    };
+    pail::for_each_entry(store, root, &options, |key, cid| {
+        let rkey = key.get(prefix.len()..).unwrap_or_default();
+        page.push((rkey.to_owned(), cid));
+        ControlFlow::Continue(())
+    })
+    .await?;
+    let mut scanned = scanned.into_iter().peekable();
+    let mut blocks: Vec<Option<store::Block>> = Vec::with_capacity(page.len());
+    for (rkey, cid) in &page {
+        while scanned.next_if(|(r, _)| r < rkey).is_some() {}
+        blocks.push(
+            scanned
+                .next_if(|(r, b)| r == rkey && b.cid() == *cid)
+                .map(|(_, b)| b),
+        );
+    }
+    let missing = page
+        .iter()
+        .zip(&blocks)
+        .filter(|(_, b)| b.is_none())
+        .map(|((_, cid), _)| store.get_block(cid));
+    let mut fetched = futures::future::try_join_all(missing).await?.into_iter();
+    page.into_iter()
+        .zip(blocks)
+        .map(|((rkey, cid), block)| match block {
+            Some(b) => Ok((rkey, b)),
+            None => fetched
+                .next()
+                .flatten()
+                .map(|b| (rkey, b))
+                .ok_or(Error::MissingBlock(cid)),
+        })
+        .collect()
 }
 
 /// Writes a fresh build: columns, dictionaries and full containers, in

@@ -284,6 +284,83 @@ impl CommitIndex {
             }
             self.columns.insert((scope, rkey.to_owned()), None);
         }
+        self.values(kv, known, scope, counters, declared, column, old, new)
+            .await
+    }
+
+    /// Records one write of a record of a scope whose columns the commits
+    /// keep, to indexes `declared` that the commits did not maintain yet
+    /// (an index added to an indexed collection, catching up with them):
+    /// `old`'s values are cleared at `old_column` (where the build or an
+    /// earlier catch-up set them), `new`'s set at `new_column` (the
+    /// record's column now). No column is assigned or freed, and the
+    /// collection's rows of columns are left as they are.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) async fn record_at_columns<K: Kv>(
+        &mut self,
+        kv: &K,
+        saved: &HashMap<u32, ScopeCounters>,
+        known: &KnownRows,
+        declared: &[Declared],
+        (old_column, old): (Option<u32>, Option<&Value>),
+        (new_column, new): (Option<u32>, Option<&Value>),
+    ) -> Result<(), Error> {
+        let Some(scope) = declared.first().map(|d| d.scope) else {
+            return Ok(());
+        };
+        let mut counters = match self.counters.remove(&scope) {
+            Some(c) => c,
+            None => saved.get(&scope).cloned().unwrap_or_default(),
+        };
+        let old = old_column.zip(old);
+        let new = new_column.zip(new);
+        let result = match (old, new) {
+            (Some((oc, o)), Some((nc, n))) if oc == nc => {
+                self.values(
+                    kv,
+                    known,
+                    scope,
+                    &mut counters,
+                    declared,
+                    oc,
+                    Some(o),
+                    Some(n),
+                )
+                .await
+            }
+            (old, new) => {
+                let mut result = Ok(());
+                if let Some((c, o)) = old {
+                    result = self
+                        .values(kv, known, scope, &mut counters, declared, c, Some(o), None)
+                        .await;
+                }
+                if let (Ok(()), Some((c, n))) = (&result, new) {
+                    result = self
+                        .values(kv, known, scope, &mut counters, declared, c, None, Some(n))
+                        .await;
+                }
+                result
+            }
+        };
+        self.counters.insert(scope, counters);
+        result
+    }
+
+    /// The changes to the rows of indexes `declared` (one scope) when the
+    /// record at `column` goes from `old` to `new`.
+    #[allow(clippy::too_many_arguments)]
+    async fn values<K: Kv>(
+        &mut self,
+        kv: &K,
+        known: &KnownRows,
+        scope: u32,
+        counters: &mut ScopeCounters,
+        declared: &[Declared],
+        column: u32,
+        old: Option<&Value>,
+        new: Option<&Value>,
+    ) -> Result<(), Error> {
         for d in declared {
             let path = d.decl.path.as_str();
             match d.decl.kind {

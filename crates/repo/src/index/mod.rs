@@ -37,7 +37,8 @@ use store::{ContainerDelta, ContainerGroup, Kv, WriteOp};
 use crate::Error;
 
 pub(crate) use build::{
-    BuiltRows, build_scope, compute_at, compute_given, compute_scope, write_built,
+    BuildColumns, BuildProgress, BuiltRows, build_scope, compute_at, compute_given, compute_scope,
+    write_built,
 };
 
 /// See [`crate::fuzzing::packed_columns`].
@@ -96,7 +97,7 @@ pub(crate) fn fuzz_index_values(
 /// they were computed for.
 pub(crate) type ComputedScopes = std::collections::HashMap<String, (Vec<Declared>, BuiltRows)>;
 pub(crate) use cache::IndexCache;
-pub(crate) use columns::{Walk, differences as column_differences, load_packed};
+pub(crate) use columns::{Packed, Walk, column_of, differences as column_differences, load_packed};
 pub(crate) use eval::{Reader, plan as eval_plan};
 pub(crate) use maintain::{CommitIndex, IndexWrite, KNOWN_ROWS_LIMIT, KnownRows, ScopeCounters};
 pub use query::{Cmp, Cond, Expr, Literal, Op, parse as parse_where};
