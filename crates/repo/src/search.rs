@@ -105,12 +105,10 @@ impl<K: Kv> Repository<K> {
     /// over the records there; every later commit maintains it. Returns
     /// the records indexed.
     ///
-    /// A collection's first index is built beside writes: over the
-    /// records as of the head when the build starts, then caught up with
-    /// the commits made since (the last few with commits held, in the
-    /// batch that declares it). Adding an index to a collection that has
-    /// some holds commits while it builds. Additions run one at a time in
-    /// a store.
+    /// The index is built beside writes: over the records as of the head
+    /// when the build starts, then caught up with the commits made since
+    /// (the last few with commits held, in the batch that declares it).
+    /// Additions run one at a time in a store.
     ///
     /// # Errors
     ///
