@@ -343,6 +343,9 @@ impl<K: Kv> Repository<K> {
     /// [`Error::IndexNotFound`], or a storage error.
     pub async fn drop_index(&self, collection: &str, path: &str) -> Result<(), Error> {
         rkey::validate_nsid(collection)?;
+        // Not while an index of the collection builds beside commits: the
+        // last index's drop deletes the scope that build writes into.
+        let _scopes = self.store.lock_index_scopes().await;
         let mut state = self.state.lock().await;
         let kv = self.store.kv();
         let declared = index::declarations(kv, &self.id, Some(collection)).await?;
@@ -414,6 +417,9 @@ impl<K: Kv> Repository<K> {
         mut computed: index::ComputedScopes,
         mut progress: impl FnMut(IndexProgress) + Send,
     ) -> Result<u64, Error> {
+        // Not while an index builds beside commits: a rebuild rewrites
+        // whole scopes, that build's too.
+        let _scopes = self.store.lock_index_scopes().await;
         let mut state = self.state.lock().await;
         let kv = self.store.kv();
         let by_collection = index::declarations_by_collection(kv, &self.id).await?;

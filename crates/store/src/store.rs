@@ -439,10 +439,10 @@ impl<K: Kv> Store<K> {
 
     /// Held while a field index is added, from choosing its scope (the
     /// number its keys are stored under, unique in the store) until it is
-    /// declared: two index builds, of any of the store's repositories,
-    /// never choose the same scope, and a build that does not hold a
-    /// repository's write lock is the only one changing that collection's
-    /// indexes.
+    /// declared, and while indexes are dropped or rebuilt: two index
+    /// builds, of any of the store's repositories, never choose the same
+    /// scope, and a build that does not hold a repository's write lock is
+    /// the only change to that collection's indexes meanwhile.
     pub async fn lock_index_scopes(&self) -> tokio::sync::MutexGuard<'_, ()> {
         self.index_scopes.lock().await
     }
