@@ -6,7 +6,8 @@
 //! it; each commit must finish while the build waits. Afterwards every query answers as the records do (a
 //! model kept beside), and so it does after more commits and a rebuild.
 //! Two repositories of one store adding their first indexes at once take
-//! turns, so they never choose the same scope.
+//! turns, so they never choose the same scope, and a rebuild waits for a
+//! build too.
 
 mod common;
 
@@ -276,12 +277,19 @@ async fn first_indexes_of_two_repositories_take_turns() {
                 .await
         })
     };
-    // It waits for its turn (a build of 50 records takes far less).
+    // A rebuild rewrites whole scopes: it waits too.
+    let rebuild = {
+        let repo = Arc::clone(&handles[0]);
+        tokio::spawn(async move { repo.rebuild_indexes(|_| {}).await })
+    };
+    // They wait for their turn (either takes far less with 50 records).
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert!(!second.is_finished(), "the second build did not wait");
+    assert!(!rebuild.is_finished(), "the rebuild did not wait");
     release.send(()).unwrap();
     first.await.unwrap().unwrap();
     second.await.unwrap().unwrap();
+    rebuild.await.unwrap().unwrap();
     for (repo, model) in handles.iter().zip(&models) {
         repo.add_index(ITEMS, "n", IndexKind::Integer, |_| {})
             .await
