@@ -244,6 +244,14 @@ impl<K: Kv> Repository<K> {
         Ok(records)
     }
 
+    /// The record with this CID as JSON (`None` for none).
+    async fn record_json(&self, cid: Option<cid::Cid>) -> Result<Option<serde_json::Value>, Error> {
+        Ok(match cid {
+            Some(cid) => Some(self.load_record(cid).await?.to_json()),
+            None => None,
+        })
+    }
+
     /// The changes to `collection`'s records from the tree `from` to the
     /// tree `to`: (rkey, old CID, new CID).
     async fn tree_changes(
@@ -280,14 +288,7 @@ impl<K: Kv> Repository<K> {
         let mut index = index::CommitIndex::default();
         let (no_counters, no_rows) = (Default::default(), Default::default());
         for (rkey, old, new) in changes {
-            let old = match old {
-                Some(cid) => Some(self.load_record(*cid).await?.to_json()),
-                None => None,
-            };
-            let new = match new {
-                Some(cid) => Some(self.load_record(*cid).await?.to_json()),
-                None => None,
-            };
+            let (old, new) = (self.record_json(*old).await?, self.record_json(*new).await?);
             match (&old, &new) {
                 (None, Some(_)) => *records += 1,
                 (Some(_), None) => *records = records.saturating_sub(1),

@@ -190,10 +190,7 @@ impl CommitIndex {
         let Some(scope) = declared.first().map(|d| d.scope) else {
             return Ok(());
         };
-        let mut counters = match self.counters.remove(&scope) {
-            Some(c) => c,
-            None => saved.get(&scope).cloned().unwrap_or_default(),
-        };
+        let mut counters = self.take_counters(scope, saved);
         let result = self
             .record_in(kv, known, scope, &mut counters, declared, rkey, old, new)
             .await;
@@ -308,43 +305,30 @@ impl CommitIndex {
         let Some(scope) = declared.first().map(|d| d.scope) else {
             return Ok(());
         };
-        let mut counters = match self.counters.remove(&scope) {
-            Some(c) => c,
-            None => saved.get(&scope).cloned().unwrap_or_default(),
-        };
-        let old = old_column.zip(old);
-        let new = new_column.zip(new);
-        let result = match (old, new) {
-            (Some((oc, o)), Some((nc, n))) if oc == nc => {
-                self.values(
-                    kv,
-                    known,
-                    scope,
-                    &mut counters,
-                    declared,
-                    oc,
-                    Some(o),
-                    Some(n),
-                )
-                .await
-            }
-            (old, new) => {
-                let mut result = Ok(());
-                if let Some((c, o)) = old {
-                    result = self
-                        .values(kv, known, scope, &mut counters, declared, c, Some(o), None)
-                        .await;
-                }
-                if let (Ok(()), Some((c, n))) = (&result, new) {
-                    result = self
-                        .values(kv, known, scope, &mut counters, declared, c, None, Some(n))
-                        .await;
-                }
-                result
-            }
-        };
+        let mut counters = self.take_counters(scope, saved);
+        // Cleared where they were, then set where they are (a column that
+        // stays gets both, which nets to the change).
+        let mut result = Ok(());
+        if let Some((c, o)) = old_column.zip(old) {
+            result = self
+                .values(kv, known, scope, &mut counters, declared, c, Some(o), None)
+                .await;
+        }
+        if let (Ok(()), Some((c, n))) = (&result, new_column.zip(new)) {
+            result = self
+                .values(kv, known, scope, &mut counters, declared, c, None, Some(n))
+                .await;
+        }
         self.counters.insert(scope, counters);
         result
+    }
+
+    /// The working counters of `scope`: this commit's, else the writer's
+    /// `saved` ones (put back in `self.counters` after use).
+    fn take_counters(&mut self, scope: u32, saved: &HashMap<u32, ScopeCounters>) -> ScopeCounters {
+        self.counters
+            .remove(&scope)
+            .unwrap_or_else(|| saved.get(&scope).cloned().unwrap_or_default())
     }
 
     /// The changes to the rows of indexes `declared` (one scope) when the
