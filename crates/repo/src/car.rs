@@ -422,7 +422,7 @@ impl<K: Kv> Repository<K> {
         since: Option<Tid>,
         mut progress: impl FnMut(u64) + Send,
     ) -> Result<(W, ExportReport), Error> {
-        let head = self.head().await?;
+        let (head, _head_pin) = self.pinned_head().await?;
         let store = self.store();
         let mut w = Writer::start(out, store, head.commit).await?;
         match since {
@@ -431,6 +431,7 @@ impl<K: Kv> Repository<K> {
             }
             Some(rev) => {
                 let base = self.commit_at(rev).await?;
+                let _base_pin = store.pin(base.cid);
                 // From the head back to the base, through each `prev`.
                 let (mut cid, mut commit) = (head.commit, load_commit(store, head.commit).await?);
                 while cid != base.cid {
@@ -467,7 +468,7 @@ impl<K: Kv> Repository<K> {
         out: W,
         mut progress: impl FnMut(u64) + Send,
     ) -> Result<(W, ExportReport), Error> {
-        let head = self.head().await?;
+        let (head, _head_pin) = self.pinned_head().await?;
         let store = self.store();
         let mut w = Writer::start(out, store, head.commit).await?;
         let declarations = self.declarations().await?.encode();
@@ -475,6 +476,7 @@ impl<K: Kv> Repository<K> {
         // Oldest first. The log's newest entry is the head.
         let mut log = store.commit_log(self.id(), false, usize::MAX).await?;
         log.retain(|(rev, _)| *rev <= head.rev.as_u64());
+        let _log_pins: Vec<store::Pin> = log.iter().map(|(_, cid)| store.pin(*cid)).collect();
         let mut older: Option<Cid> = None;
         for (_, cid) in log {
             let commit = load_commit(store, cid).await?;

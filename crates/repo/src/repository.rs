@@ -783,6 +783,15 @@ impl<K: Kv> Repository<K> {
             .ok_or_else(|| Error::RepoNotFound(self.id.clone()))
     }
 
+    /// [`Repository::head`], pinned ([`store::Store::pin`]): a long reader
+    /// of its tree (an export) is not cut short by garbage collection
+    /// while commits move the head on.
+    pub(crate) async fn pinned_head(&self) -> Result<(HeadInfo, store::Pin), Error> {
+        let head = self.head().await?;
+        let pin = self.store.pin(head.commit);
+        Ok((head, pin))
+    }
+
     /// Applies `writes` as one commit, all or nothing.
     ///
     /// With `swap_commit`, fails with [`Error::InvalidSwap`] unless the head

@@ -169,9 +169,13 @@ impl<K: Kv> Repository<K> {
         let decl = Declared { decl, scope };
         let declared = std::slice::from_ref(&decl);
         let collection = decl.decl.collection.as_str();
-        let (commit, tree) = {
+        // The trees the build reads stay readable however many commits
+        // garbage collection drops meanwhile: it holds on to the commit it
+        // reads, and to each one it catches up from or to.
+        let (commit, tree, mut _at_pin) = {
             let state = self.state.lock().await;
-            (state.head.commit, state.head.data)
+            let head = &state.head;
+            (head.commit, head.data, self.store.pin(head.commit))
         };
         let total = self.count_records(collection).await?;
         progress(IndexProgress { records: 0, total });
@@ -210,7 +214,10 @@ impl<K: Kv> Repository<K> {
         // it, with commits held.
         let mut at = tree;
         for _ in 0..CATCH_UP_ROUNDS {
-            let head = self.state.lock().await.head.data;
+            let (head, head_pin) = {
+                let state = self.state.lock().await;
+                (state.head.data, self.store.pin(state.head.commit))
+            };
             let changes = self.tree_changes(collection, at, head).await?;
             if changes.len() <= CAUGHT_UP {
                 break;
@@ -220,6 +227,7 @@ impl<K: Kv> Repository<K> {
                 .await?;
             kv.write(ops).await?;
             at = head;
+            _at_pin = head_pin;
         }
         let mut state = self.state.lock().await;
         let changes = self.tree_changes(collection, at, state.head.data).await?;

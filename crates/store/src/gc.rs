@@ -9,7 +9,9 @@
 //! roots are read, so any block written by a commit that lands later is not
 //! a candidate, and any commit that landed earlier is a root. A commit is
 //! built on the current head, so the old blocks it reuses are reachable from
-//! a root that was read. A bulk commit writes its blocks before its head
+//! a root that was read. Commits pinned by a long reader
+//! ([`Store::pin`], taken while the commit is retained) are roots too. A
+//! bulk commit writes its blocks before its head
 //! ([`Store::bulk_commit`]); a collection and bulk commits in one process
 //! exclude each other; a collection in another process fences this
 //! process's writer, so a bulk commit in progress fails instead of landing.
@@ -405,6 +407,7 @@ impl<K: Kv> Store<K> {
                 roots.push(h.commit);
             }
         }
+        roots.extend(self.pinned());
 
         // 3. Mark. A root is a commit, whose `prev` is not followed: an
         // imported repository's first commit names a predecessor it never

@@ -342,6 +342,9 @@ pub struct Store<K> {
     /// [`Store::gc`]: blocks written ahead of their commit are unreachable
     /// until it lands, and a collection must not see them in between.
     pub(crate) gc_lock: tokio::sync::RwLock<()>,
+    /// Commits a long reader holds on to ([`Store::pin`]), with how many
+    /// pins each: collections keep them as they keep retained commits.
+    pub(crate) pins: Arc<Mutex<std::collections::HashMap<Cid, usize>>>,
     /// The blocks commits wrote while a collection runs (`None` when none
     /// does): its sweep spares them, since a commit may write again a block
     /// the collection found unreachable (the same content, the same CID).
@@ -406,6 +409,29 @@ fn stored_block_checked(cid: &Cid, bytes: Bytes) -> Result<Block, Error> {
     })
 }
 
+/// A commit kept from garbage collection ([`Store::pin`]) until dropped.
+#[derive(Debug)]
+#[must_use = "the commit is kept only while the pin lives"]
+pub struct Pin {
+    pins: Arc<Mutex<std::collections::HashMap<Cid, usize>>>,
+    commit: Cid,
+}
+
+impl Drop for Pin {
+    fn drop(&mut self) {
+        let mut pins = self
+            .pins
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(n) = pins.get_mut(&self.commit) {
+            *n -= 1;
+            if *n == 0 {
+                pins.remove(&self.commit);
+            }
+        }
+    }
+}
+
 /// How long a commit waits to be confirmed durable before
 /// [`Error::DurabilityTimeout`].
 pub const DEFAULT_DURABILITY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
@@ -422,6 +448,7 @@ impl<K: Kv> Store<K> {
             kv,
             commit_lock: tokio::sync::Mutex::new(None),
             gc_lock: tokio::sync::RwLock::new(()),
+            pins: Arc::default(),
             written_during_gc: Mutex::new(None),
             sweep_order: tokio::sync::Mutex::new(()),
             index_scopes: tokio::sync::Mutex::new(()),
@@ -445,6 +472,35 @@ impl<K: Kv> Store<K> {
     /// the only change to that collection's indexes meanwhile.
     pub async fn lock_index_scopes(&self) -> tokio::sync::MutexGuard<'_, ()> {
         self.index_scopes.lock().await
+    }
+
+    /// Keeps `commit` (its block, its tree and the tree's records, not
+    /// its predecessors) from garbage collection until the pin is dropped,
+    /// as if it were a retained commit: for a reader of an older commit
+    /// that commits may leave behind meanwhile (an index build). Pin a
+    /// commit while it is the head (or otherwise retained): a collection
+    /// already running when the pin is taken reads its roots then.
+    pub fn pin(&self, commit: Cid) -> Pin {
+        *self
+            .pins
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .entry(commit)
+            .or_default() += 1;
+        Pin {
+            pins: Arc::clone(&self.pins),
+            commit,
+        }
+    }
+
+    /// The pinned commits.
+    pub(crate) fn pinned(&self) -> Vec<Cid> {
+        self.pins
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .keys()
+            .copied()
+            .collect()
     }
 
     /// The underlying KV store.
@@ -1539,6 +1595,32 @@ impl<K: Kv> ShardFetcher for Store<K> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Pins of one commit are counted: it stays pinned until the last goes.
+    #[test]
+    fn a_commit_stays_pinned_until_its_last_pin_goes() {
+        use multihash_codetable::{Code, MultihashDigest};
+        let store = Store::new(crate::MemoryKv::new());
+        let (one, two) = (
+            Cid::new_v1(0x71, Code::Sha2_256.digest(b"one")),
+            Cid::new_v1(0x71, Code::Sha2_256.digest(b"two")),
+        );
+        let (a, b, c) = (store.pin(one), store.pin(one), store.pin(two));
+        let pinned = |store: &Store<crate::MemoryKv>| {
+            let mut p = store.pinned();
+            p.sort();
+            p
+        };
+        let mut both = vec![one, two];
+        both.sort();
+        assert_eq!(pinned(&store), both);
+        drop(a);
+        assert_eq!(pinned(&store), both);
+        drop(c);
+        assert_eq!(pinned(&store), vec![one]);
+        drop(b);
+        assert!(pinned(&store).is_empty());
+    }
 
     /// Block keys built on the stack are the keys `keycodec` defines, for
     /// the usual CIDs (laid out directly) and any other (written as CID
