@@ -7,7 +7,7 @@
 
 mod common;
 
-use std::sync::{Arc, mpsc};
+use std::sync::Arc;
 
 use repo::{Repository, Write};
 use serde_json::{Value, json};
@@ -45,24 +45,15 @@ async fn an_export_outlives_the_collection_of_the_tree_it_writes() {
     let before = records(&repo).await;
 
     // The export waits in its progress callback after its first blocks.
-    let (started, export_started) = tokio::sync::oneshot::channel::<()>();
-    let (release, released) = mpsc::channel::<()>();
+    let (mut paused, mut pause) = common::Paused::new();
     let export = {
         let repo = Arc::clone(&repo);
-        let mut started = Some(started);
         tokio::spawn(async move {
-            repo.export_car(Vec::new(), None, move |blocks| {
-                if blocks >= 3
-                    && let Some(signal) = started.take()
-                {
-                    signal.send(()).unwrap();
-                    released.recv().unwrap();
-                }
-            })
-            .await
+            repo.export_car(Vec::new(), None, move |blocks| pause.once(blocks >= 3))
+                .await
         })
     };
-    export_started.await.unwrap();
+    paused.reached().await;
 
     // Every record changed or deleted, over several commits.
     let keys: Vec<String> = before.iter().map(|(k, _)| k.clone()).collect();
@@ -90,7 +81,7 @@ async fn an_export_outlives_the_collection_of_the_tree_it_writes() {
         "the collection dropped the old commits and deleted blocks: {report:?}"
     );
 
-    release.send(()).unwrap();
+    paused.release.send(()).unwrap();
     let (car, _) = export.await.unwrap().expect("the export reads its tree");
     let fresh = common::repos();
     fresh.import_car(&car[..], Some(DID)).await.unwrap();

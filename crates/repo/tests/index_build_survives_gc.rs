@@ -7,10 +7,7 @@
 
 mod common;
 
-use std::{
-    collections::BTreeMap,
-    sync::{Arc, mpsc},
-};
+use std::{collections::BTreeMap, sync::Arc};
 
 use repo::{IndexKind, IndexProgress, Write};
 use serde_json::json;
@@ -48,29 +45,22 @@ async fn an_index_build_outlives_the_collection_of_the_tree_it_reads() {
     }
 
     // The build waits in its progress callback after its first page.
-    let (first_page, first_page_read) = tokio::sync::oneshot::channel::<()>();
-    let (release, released) = mpsc::channel::<()>();
+    let (mut paused, mut pause) = common::Paused::new();
     let build = {
         let repo = Arc::clone(&repo);
-        let mut first_page = Some(first_page);
         tokio::spawn(async move {
             repo.add_index(
                 ITEMS,
                 "lang",
                 IndexKind::Keyword,
                 move |p: IndexProgress| {
-                    if p.records > 0
-                        && let Some(signal) = first_page.take()
-                    {
-                        signal.send(()).unwrap();
-                        released.recv().unwrap();
-                    }
+                    pause.once(p.records > 0);
                 },
             )
             .await
         })
     };
-    first_page_read.await.unwrap();
+    paused.reached().await;
 
     // Every record changed (a third deleted) over several commits: no
     // shard or record of the build's tree is in the newest commit's.
@@ -102,7 +92,7 @@ async fn an_index_build_outlives_the_collection_of_the_tree_it_reads() {
         "the collection dropped the old commits and deleted blocks: {report:?}"
     );
 
-    release.send(()).unwrap();
+    paused.release.send(()).unwrap();
     let indexed = build.await.unwrap().expect("the build reads its tree");
     assert_eq!(indexed, model.len() as u64, "the records indexed");
     for lang in LANGS {

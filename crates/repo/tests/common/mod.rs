@@ -182,3 +182,49 @@ pub(crate) async fn export(repos: &Repos<MemoryKv>, did: &str) -> Vec<u8> {
         .unwrap();
     car
 }
+
+/// Stops a progress callback once, on the thread that calls it, until the
+/// test lets it go: `pause` goes into the callback, the test awaits
+/// [`Paused::reached`] and then sends on [`Paused::release`].
+pub(crate) struct Paused {
+    reached: tokio::sync::oneshot::Receiver<()>,
+    pub(crate) release: std::sync::mpsc::Sender<()>,
+}
+
+impl Paused {
+    pub(crate) fn new() -> (Self, Pause) {
+        let (reached, reached_rx) = tokio::sync::oneshot::channel();
+        let (release, released) = std::sync::mpsc::channel();
+        (
+            Self {
+                reached: reached_rx,
+                release,
+            },
+            Pause {
+                reached: Some(reached),
+                released,
+            },
+        )
+    }
+
+    /// Once the callback has stopped.
+    pub(crate) async fn reached(&mut self) {
+        (&mut self.reached).await.unwrap();
+    }
+}
+
+/// The callback's side of [`Paused`].
+pub(crate) struct Pause {
+    reached: Option<tokio::sync::oneshot::Sender<()>>,
+    released: std::sync::mpsc::Receiver<()>,
+}
+
+impl Pause {
+    /// The first time `now` holds, blocks until released.
+    pub(crate) fn once(&mut self, now: bool) {
+        if now && let Some(reached) = self.reached.take() {
+            reached.send(()).unwrap();
+            self.released.recv().unwrap();
+        }
+    }
+}
