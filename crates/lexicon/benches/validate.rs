@@ -22,6 +22,11 @@ use std::{
 };
 
 use criterion::{Criterion, criterion_group};
+
+/// The allocator of the `datarepo` binary, which validates the records it
+/// parses: where a record's strings and maps sit depends on it.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use lexicon::{Document, Lexicons};
 use serde_json::{Value, json};
 use testkit::Rng;

@@ -289,10 +289,15 @@ pub(crate) fn cid_string(s: &str) -> bool {
     let mut buf = [0u8; 128];
     let decoded: Vec<u8>;
     let bytes: &[u8] = match s.as_bytes().first() {
-        Some(b'b') => match base32_lower(&s[1..], &mut buf) {
-            Some(b) => b,
-            None => return false,
-        },
+        Some(b'b') => {
+            if let Some(verdict) = base32_cid_v1(&s[1..]) {
+                return verdict;
+            }
+            match base32_lower(&s[1..], &mut buf) {
+                Some(b) => b,
+                None => return false,
+            }
+        }
         Some(b'Q') => match multibase::Base::Base58Btc.decode(s) {
             Ok(b) => {
                 decoded = b;
@@ -363,6 +368,52 @@ static BASE32_LOWER: [u8; 256] = {
     }
     table
 };
+
+/// [`cid_string`]'s verdict on base32 text (after its `b`) without decoding
+/// it all: the alphabet and the trailing bits checked on every character,
+/// the length from their count, and only the first eight characters'
+/// five bytes decoded for the version, codec, hash and length varints.
+/// `None` when those varints do not end within the five bytes.
+fn base32_cid_v1(s: &str) -> Option<bool> {
+    let s = s.trim_end_matches('=').as_bytes();
+    let (Some(head), Some(&last)) = (s.first_chunk::<8>(), s.last()) else {
+        return None;
+    };
+    // No branch per character (the compiler makes it vector code).
+    let in_alphabet = s.iter().fold(true, |all, &c| {
+        all & ((c.wrapping_sub(b'a') < 26) | (c.wrapping_sub(b'2') < 6))
+    });
+    if !in_alphabet {
+        return Some(false);
+    }
+    // The bits past the last whole byte: fewer than a character's, zero.
+    let leftover = s.len() * 5 % 8;
+    if leftover >= 5 || BASE32_LOWER[usize::from(last)] & ((1 << leftover) - 1) != 0 {
+        return Some(false);
+    }
+    let n = head.iter().fold(0u64, |n, &c| {
+        n << 5 | u64::from(BASE32_LOWER[usize::from(c)])
+    });
+    let first = &n.to_be_bytes()[3..];
+    if first[0] == 0x12 {
+        // A bare multihash: only in a `Q…` string.
+        return Some(false);
+    }
+    let mut at = 0;
+    let mut varint = || -> Option<u64> {
+        let mut v = 0u64;
+        for (i, &byte) in first.get(at..)?.iter().enumerate() {
+            v |= u64::from(byte & 0x7f) << (7 * i);
+            if byte & 0x80 == 0 {
+                at += i + 1;
+                return Some(v);
+            }
+        }
+        None
+    };
+    let (version, _codec, _code, digest) = (varint()?, varint()?, varint()?, varint()?);
+    Some(version == 1 && (s.len() * 5 / 8 - at) as u64 == digest)
+}
 
 /// RFC 4648 base32, lowercase, as `multiformats` decodes it: trailing `=`
 /// ignored, and the bits left over at the end must be fewer than a
@@ -445,6 +496,83 @@ mod tests {
         assert!(!uri("no scheme"));
         assert!(!uri("a:b c"));
         assert!(!uri(":x"));
+    }
+
+    proptest::proptest! {
+        /// The shortcut for base32 CIDs answers as decoding it all does,
+        /// on real CIDs (v1, of several codecs and digest lengths) with
+        /// characters changed, added or removed, and on noise.
+        #[test]
+        fn base32_cids_checked_without_decoding_all_as_decoded(
+            pick in 0..CIDS.len(),
+            edits in proptest::collection::vec((0usize..80, 0usize..40, 0u8..3), 0..3),
+            noise in "[a-z2-7=A]{0,70}",
+            use_noise: bool,
+        ) {
+            let mut body: Vec<u8> = if use_noise {
+                noise.into_bytes()
+            } else {
+                CIDS[pick][1..].as_bytes().to_vec()
+            };
+            const ALPHABET: &[u8] = b"abcdefghijklmnopqrstuvwxyz234567=A";
+            for (at, c, how) in edits {
+                let at = at % (body.len() + 1);
+                let c = ALPHABET[c % ALPHABET.len()];
+                match how {
+                    0 if at < body.len() => body[at] = c,
+                    1 => body.insert(at, c),
+                    _ if at < body.len() => {
+                        body.remove(at);
+                    }
+                    _ => {}
+                }
+            }
+            let body = String::from_utf8(body).unwrap();
+            let mut buf = [0u8; 128];
+            let decoded = base32_lower(&body, &mut buf).is_some_and(|b| cid_bytes(b, false));
+            if let Some(shortcut) = base32_cid_v1(&body) {
+                proptest::prop_assert_eq!(shortcut, decoded, "{}", body);
+            }
+        }
+    }
+
+    /// v1 CIDs made by `multiformats` (npm) for the bytes `datarepo`:
+    /// dag-cbor, raw and dag-json (a two-byte codec) with sha2-256, raw
+    /// with the identity hash, dag-cbor with a 20-byte digest; and raw
+    /// with the identity hash of `datare` (ten bytes: no leftover bits).
+    const CIDS: &[&str] = &[
+        "bafyreidrwg3ugkf3wotgdgni5rtmtopzv5fyx2u3ckkchxslnsklrrkqpu",
+        "bafkreidrwg3ugkf3wotgdgni5rtmtopzv5fyx2u3ckkchxslnsklrrkqpu",
+        "baguqeeraogy3oqzixoz2mymzvdwgnsnz7gxuxc7ktmjjii66jnwjjogfkb6q",
+        "bafkqacdemf2gc4tfobxq",
+        "bafyrefdrwg3ugkf3wotgdgni5rtmtopzv5fyx2q",
+        "bafkqabtemf2gc4tf",
+    ];
+
+    /// Each CID is taken; and with one to seven characters added or
+    /// removed at its end (every count of leftover bits), each of them
+    /// any of the alphabet, the shortcut answers as decoding does.
+    #[test]
+    fn the_base32_shortcut_takes_the_usual_cids_and_their_ends() {
+        let same = |body: &str| {
+            let mut buf = [0u8; 128];
+            let decoded = base32_lower(body, &mut buf).is_some_and(|b| cid_bytes(b, false));
+            if let Some(shortcut) = base32_cid_v1(body) {
+                assert_eq!(shortcut, decoded, "{body}");
+            }
+        };
+        for cid in CIDS {
+            assert_eq!(base32_cid_v1(&cid[1..]), Some(true), "{cid}");
+            assert!(cid_string(cid), "{cid}");
+            for cut in 1..=7 {
+                same(&cid[1..cid.len() - cut]);
+            }
+            for c in "abcdefghijklmnopqrstuvwxyz234567".chars() {
+                for extra in 1..=7 {
+                    same(&format!("{}{}", &cid[1..], c.to_string().repeat(extra)));
+                }
+            }
+        }
     }
 
     #[test]
