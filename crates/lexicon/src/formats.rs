@@ -512,7 +512,7 @@ mod tests {
             let mut body: Vec<u8> = if use_noise {
                 noise.into_bytes()
             } else {
-                CIDS[pick][1..].as_bytes().to_vec()
+                CIDS[pick].as_bytes()[1..].to_vec()
             };
             const ALPHABET: &[u8] = b"abcdefghijklmnopqrstuvwxyz234567=A";
             for (at, c, how) in edits {
