@@ -27,6 +27,53 @@ const MAX_SEGMENT_LEN: usize = 63;
 /// assert!(rkey::validate_nsid("app.bsky").is_err());
 /// ```
 pub fn validate_nsid(s: &str) -> Result<(), Error> {
+    if is_nsid(s.as_bytes()) {
+        return Ok(());
+    }
+    nsid_rules(s)
+}
+
+/// Whether `s` is a valid NSID, in one pass over its bytes; exactly when
+/// [`nsid_rules`] passes it (which then names the rule broken).
+fn is_nsid(s: &[u8]) -> bool {
+    // A segment's bytes are checked as they pass; its ends and length here.
+    let segment_ok = |segment: &[u8], first: bool| match (segment.first(), segment.last()) {
+        (Some(&a), Some(&z)) => {
+            a != b'-'
+                && z != b'-'
+                && segment.len() <= MAX_SEGMENT_LEN
+                && !(first && a.is_ascii_digit())
+        }
+        _ => false,
+    };
+    if s.len() > MAX_NSID_LEN {
+        return false;
+    }
+    let (mut segments, mut start, mut hyphen_at) = (0, 0, None);
+    for (i, &b) in s.iter().enumerate() {
+        match b {
+            b'.' => {
+                if !segment_ok(&s[start..i], segments == 0) {
+                    return false;
+                }
+                segments += 1;
+                start = i + 1;
+            }
+            b'-' => hyphen_at = Some(i),
+            _ if b.is_ascii_alphanumeric() => {}
+            _ => return false,
+        }
+    }
+    let name = &s[start..];
+    segments >= 2
+        && segment_ok(name, false)
+        && !name[0].is_ascii_digit()
+        && hyphen_at.is_none_or(|i| i < start)
+}
+
+/// [`validate_nsid`] rule by rule, in the order the error names the first
+/// one broken.
+fn nsid_rules(s: &str) -> Result<(), Error> {
     let fail = |reason, position| Err(Error::Nsid { reason, position });
     if s.len() > MAX_NSID_LEN {
         return fail(NsidRule::TooLong, None);
@@ -139,5 +186,71 @@ impl<'de> serde::Deserialize<'de> for Nsid {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         let s = String::deserialize(deserializer)?;
         Self::new(s).map_err(serde::de::Error::custom)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::{is_nsid, nsid_rules};
+
+    fn agree(s: &str) -> Result<(), TestCaseError> {
+        prop_assert_eq!(is_nsid(s.as_bytes()), nsid_rules(s).is_ok(), "{:?}", s);
+        Ok(())
+    }
+
+    proptest! {
+        /// The one-pass check passes exactly what the rules pass: on short
+        /// noise of NSID characters and a few others, and on dotted
+        /// segments around every rule (digits and hyphens at their ends,
+        /// lengths about the 63-byte segment and 317-byte total limits).
+        #[test]
+        fn one_pass_agrees_with_the_rules(
+            noise in "[a-c0-9.\\-_Z]{0,24}",
+            segments in proptest::collection::vec(("[a-z0-9\\-]{0,3}", 0usize..70, "[a-z0-9\\-]{0,2}"), 0..7),
+        ) {
+            agree(&noise)?;
+            let dotted: Vec<String> = segments
+                .iter()
+                .map(|(head, fill, tail)| format!("{head}{}{tail}", "x".repeat(*fill)))
+                .collect();
+            agree(&dotted.join("."))?;
+        }
+    }
+
+    #[test]
+    fn one_pass_agrees_at_the_limits() {
+        let seg = |n: usize| "a".repeat(n);
+        for s in [
+            format!("{}.{}.{}", seg(63), seg(63), seg(63)),
+            format!("{}.{}.{}", seg(64), seg(1), seg(1)),
+            format!(
+                "{}.{}.{}.{}.{}",
+                seg(63),
+                seg(63),
+                seg(63),
+                seg(63),
+                seg(61)
+            ),
+            format!(
+                "{}.{}.{}.{}.{}",
+                seg(63),
+                seg(63),
+                seg(63),
+                seg(63),
+                seg(62)
+            ),
+            "app.bsky.feed.post".to_owned(),
+            "app.bsky.feed.post-x".to_owned(),
+            "app.b-sky.feed.post".to_owned(),
+            "1app.bsky.post".to_owned(),
+            "app.bsky.1post".to_owned(),
+            "app..post".to_owned(),
+            "app.bsky".to_owned(),
+            String::new(),
+        ] {
+            agree(&s).unwrap();
+        }
     }
 }
