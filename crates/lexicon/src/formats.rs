@@ -286,18 +286,18 @@ pub(crate) fn cid_string(s: &str) -> bool {
     if s.len() > 128 {
         return false;
     }
+    if s.starts_with('b')
+        && let Some(verdict) = base32_cid_v1(&s[1..])
+    {
+        return verdict;
+    }
     let mut buf = [0u8; 128];
     let decoded: Vec<u8>;
     let bytes: &[u8] = match s.as_bytes().first() {
-        Some(b'b') => {
-            if let Some(verdict) = base32_cid_v1(&s[1..]) {
-                return verdict;
-            }
-            match base32_lower(&s[1..], &mut buf) {
-                Some(b) => b,
-                None => return false,
-            }
-        }
+        Some(b'b') => match base32_lower(&s[1..], &mut buf) {
+            Some(b) => b,
+            None => return false,
+        },
         Some(b'Q') => match multibase::Base::Base58Btc.decode(s) {
             Ok(b) => {
                 decoded = b;

@@ -41,7 +41,10 @@ pub fn validate_did(s: &str) -> Result<(), Error> {
         return fail("the DID identifier is empty");
     }
     // No branch per byte: identifiers are short, and usually valid.
-    if !id.bytes().fold(true, |ok, b| ok & DID_ID_CHARS[usize::from(b)]) {
+    if !id
+        .bytes()
+        .fold(true, |ok, b| ok & DID_ID_CHARS[usize::from(b)])
+    {
         return fail("a DID identifier allows only A-Z a-z 0-9 . _ : % -");
     }
     if id.ends_with(':') || id.ends_with('%') {
