@@ -476,7 +476,8 @@ impl<K: Kv> Repository<K> {
         // Oldest first. The log's newest entry is the head.
         let mut log = store.commit_log(self.id(), false, usize::MAX).await?;
         log.retain(|(rev, _)| *rev <= head.rev.as_u64());
-        let _log_pins: Vec<store::Pin> = log.iter().map(|(_, cid)| store.pin(*cid)).collect();
+        let _log_pins: Vec<store::PinnedCommit> =
+            log.iter().map(|(_, cid)| store.pin(*cid)).collect();
         let mut older: Option<Cid> = None;
         for (_, cid) in log {
             let commit = load_commit(store, cid).await?;

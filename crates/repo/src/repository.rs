@@ -786,7 +786,7 @@ impl<K: Kv> Repository<K> {
     /// [`Repository::head`], pinned ([`store::Store::pin`]): a long reader
     /// of its tree (an export) is not cut short by garbage collection
     /// while commits move the head on.
-    pub(crate) async fn pinned_head(&self) -> Result<(HeadInfo, store::Pin), Error> {
+    pub(crate) async fn pinned_head(&self) -> Result<(HeadInfo, store::PinnedCommit), Error> {
         let head = self.head().await?;
         let pin = self.store.pin(head.commit);
         Ok((head, pin))

@@ -36,5 +36,5 @@ pub use kv::{
 };
 pub use store::{
     AnchorMemo, Commit, DEFAULT_DURABILITY_TIMEOUT, DEFAULT_SHARD_CACHE_BYTES, Head,
-    INLINE_RECORD_BYTES, IndexRow, LogChange, PendingCommit, Pin, RecordChange, Store,
+    INLINE_RECORD_BYTES, IndexRow, LogChange, PendingCommit, PinnedCommit, RecordChange, Store,
 };

@@ -344,7 +344,7 @@ pub struct Store<K> {
     pub(crate) gc_lock: tokio::sync::RwLock<()>,
     /// Commits a long reader holds on to ([`Store::pin`]), with how many
     /// pins each: collections keep them as they keep retained commits.
-    pub(crate) pins: Arc<Mutex<std::collections::HashMap<Cid, usize>>>,
+    pins: Arc<Mutex<std::collections::HashMap<Cid, usize>>>,
     /// The blocks commits wrote while a collection runs (`None` when none
     /// does): its sweep spares them, since a commit may write again a block
     /// the collection found unreachable (the same content, the same CID).
@@ -412,12 +412,12 @@ fn stored_block_checked(cid: &Cid, bytes: Bytes) -> Result<Block, Error> {
 /// A commit kept from garbage collection ([`Store::pin`]) until dropped.
 #[derive(Debug)]
 #[must_use = "the commit is kept only while the pin lives"]
-pub struct Pin {
+pub struct PinnedCommit {
     pins: Arc<Mutex<std::collections::HashMap<Cid, usize>>>,
     commit: Cid,
 }
 
-impl Drop for Pin {
+impl Drop for PinnedCommit {
     fn drop(&mut self) {
         let mut pins = self
             .pins
@@ -480,14 +480,14 @@ impl<K: Kv> Store<K> {
     /// that commits may leave behind meanwhile (an index build). Pin a
     /// commit while it is the head (or otherwise retained): a collection
     /// already running when the pin is taken reads its roots then.
-    pub fn pin(&self, commit: Cid) -> Pin {
+    pub fn pin(&self, commit: Cid) -> PinnedCommit {
         *self
             .pins
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .entry(commit)
             .or_default() += 1;
-        Pin {
+        PinnedCommit {
             pins: Arc::clone(&self.pins),
             commit,
         }
