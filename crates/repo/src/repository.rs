@@ -1078,6 +1078,17 @@ impl<K: Kv> Repository<K> {
         Ok(keys)
     }
 
+    /// Brings `state` to the stored head when something other than this
+    /// handle moved it (an import, which opens a handle of its own while
+    /// callers may hold this one).
+    pub(crate) async fn follow_stored_head(&self, state: &mut State) -> Result<(), Error> {
+        let stored = self.store.head(&self.id).await?.map(|h| h.commit);
+        if stored != Some(state.head.commit) {
+            self.reload(state).await?;
+        }
+        Ok(())
+    }
+
     async fn reload(&self, state: &mut State) -> Result<(), Error> {
         // The latest head, durable or not: the next commit builds on it.
         let head = head_info(&self.store, self.store.head(&self.id).await?)

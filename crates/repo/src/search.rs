@@ -173,7 +173,8 @@ impl<K: Kv> Repository<K> {
         // garbage collection drops meanwhile: it holds on to the commit it
         // reads, and to each one it catches up from or to.
         let (commit, tree, mut _at_pin) = {
-            let state = self.state.lock().await;
+            let mut state = self.state.lock().await;
+            self.follow_stored_head(&mut state).await?;
             let head = &state.head;
             (head.commit, head.data, self.store.pin(head.commit))
         };
@@ -215,7 +216,8 @@ impl<K: Kv> Repository<K> {
         let mut at = tree;
         for _ in 0..CATCH_UP_ROUNDS {
             let (head, head_pin) = {
-                let state = self.state.lock().await;
+                let mut state = self.state.lock().await;
+                self.follow_stored_head(&mut state).await?;
                 (state.head.data, self.store.pin(state.head.commit))
             };
             let changes = self.tree_changes(collection, at, head).await?;
@@ -230,6 +232,7 @@ impl<K: Kv> Repository<K> {
             _at_pin = head_pin;
         }
         let mut state = self.state.lock().await;
+        self.follow_stored_head(&mut state).await?;
         let changes = self.tree_changes(collection, at, state.head.data).await?;
         let mut ops = self
             .index_changes(declared, &changes, &mut catch_up, &mut records)
