@@ -379,7 +379,7 @@ fn base32_cid_v1(s: &str) -> Option<bool> {
     let (Some(head), Some(&last)) = (s.first_chunk::<8>(), s.last()) else {
         return None;
     };
-    // No branch per character (the compiler makes it vector code).
+    // No branch per character: a loop the compiler can vectorize.
     let in_alphabet = s.iter().fold(true, |all, &c| {
         all & ((c.wrapping_sub(b'a') < 26) | (c.wrapping_sub(b'2') < 6))
     });
