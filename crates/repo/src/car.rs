@@ -431,7 +431,11 @@ impl<K: Kv> Repository<K> {
             }
             Some(rev) => {
                 let base = self.commit_at(rev).await?;
-                let _base_pin = store.pin(base.cid);
+                // The commits from the base to the head, each read in turn.
+                let mut log = store.commit_log(self.id(), false, usize::MAX).await?;
+                log.retain(|(r, _)| (rev.as_u64()..=head.rev.as_u64()).contains(r));
+                let _log_pins: Vec<store::PinnedCommit> =
+                    log.iter().map(|(_, cid)| store.pin(*cid)).collect();
                 // From the head back to the base, through each `prev`.
                 let (mut cid, mut commit) = (head.commit, load_commit(store, head.commit).await?);
                 while cid != base.cid {
