@@ -221,26 +221,16 @@ mod tests {
 
     #[test]
     fn one_pass_agrees_at_the_limits() {
-        let seg = |n: usize| "a".repeat(n);
+        // Segments of these lengths, dotted.
+        let dotted = |lens: &[usize]| {
+            let segments: Vec<String> = lens.iter().map(|&n| "a".repeat(n)).collect();
+            segments.join(".")
+        };
         for s in [
-            format!("{}.{}.{}", seg(63), seg(63), seg(63)),
-            format!("{}.{}.{}", seg(64), seg(1), seg(1)),
-            format!(
-                "{}.{}.{}.{}.{}",
-                seg(63),
-                seg(63),
-                seg(63),
-                seg(63),
-                seg(61)
-            ),
-            format!(
-                "{}.{}.{}.{}.{}",
-                seg(63),
-                seg(63),
-                seg(63),
-                seg(63),
-                seg(62)
-            ),
+            dotted(&[63, 63, 63]),
+            dotted(&[64, 1, 1]),
+            dotted(&[63, 63, 63, 63, 61]),
+            dotted(&[63, 63, 63, 63, 62]),
             "app.bsky.feed.post".to_owned(),
             "app.bsky.feed.post-x".to_owned(),
             "app.b-sky.feed.post".to_owned(),
