@@ -334,23 +334,30 @@ fn cid_bytes(b: &[u8], bare: bool) -> bool {
     if b.first() == Some(&0x12) {
         return bare && b.len() == 34 && b[1] == 0x20;
     }
-    let mut rest = b;
+    match cid_v1_head(b) {
+        Some((1, digest, used)) => (b.len() - used) as u64 == digest,
+        _ => false,
+    }
+}
+
+/// The version and digest length a CID's bytes `b` start with, and how
+/// many bytes their four varints (version, codec, hash, digest length)
+/// take; `None` when one does not end within `b` or within eight bytes.
+fn cid_v1_head(b: &[u8]) -> Option<(u64, u64, usize)> {
+    let mut at = 0;
     let mut varint = || -> Option<u64> {
         let mut n = 0u64;
-        for (i, &byte) in rest.iter().enumerate().take(8) {
+        for (i, &byte) in b.get(at..)?.iter().enumerate().take(8) {
             n |= u64::from(byte & 0x7f) << (7 * i);
             if byte & 0x80 == 0 {
-                rest = &rest[i + 1..];
+                at += i + 1;
                 return Some(n);
             }
         }
         None
     };
-    let (Some(1), Some(_codec), Some(_code), Some(len)) = (varint(), varint(), varint(), varint())
-    else {
-        return false;
-    };
-    rest.len() as u64 == len
+    let (version, _codec, _code, digest) = (varint()?, varint()?, varint()?, varint()?);
+    Some((version, digest, at))
 }
 
 /// Each byte's base32 value, 0xff for bytes outside the lowercase alphabet.
@@ -399,20 +406,9 @@ fn base32_cid_v1(s: &str) -> Option<bool> {
         // A bare multihash: only in a `Q…` string.
         return Some(false);
     }
-    let mut at = 0;
-    let mut varint = || -> Option<u64> {
-        let mut v = 0u64;
-        for (i, &byte) in first.get(at..)?.iter().enumerate() {
-            v |= u64::from(byte & 0x7f) << (7 * i);
-            if byte & 0x80 == 0 {
-                at += i + 1;
-                return Some(v);
-            }
-        }
-        None
-    };
-    let (version, _codec, _code, digest) = (varint()?, varint()?, varint()?, varint()?);
-    Some(version == 1 && (s.len() * 5 / 8 - at) as u64 == digest)
+    // Varints running past the five bytes: `None`, for the full decoder.
+    let (version, digest, used) = cid_v1_head(first)?;
+    Some(version == 1 && (s.len() * 5 / 8 - used) as u64 == digest)
 }
 
 /// RFC 4648 base32, lowercase, as `multiformats` decodes it: trailing `=`
