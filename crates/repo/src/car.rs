@@ -422,20 +422,29 @@ impl<K: Kv> Repository<K> {
         since: Option<Tid>,
         mut progress: impl FnMut(u64) + Send,
     ) -> Result<(W, ExportReport), Error> {
-        let (head, _head_pin) = self.pinned_head().await?;
         let store = self.store();
+        // The head and, since a rev, the commits from there, each read and
+        // pinned in one window.
+        let window = store.pin_window().await;
+        let (head, _head_pin) = self.pinned_head(&window).await?;
+        let since = match since {
+            None => None,
+            Some(rev) => {
+                let base = self.commit_at(rev).await?;
+                let mut log = store.commit_log(self.id(), false, usize::MAX).await?;
+                log.retain(|(r, _)| (rev.as_u64()..=head.rev.as_u64()).contains(r));
+                let log_pins: Vec<store::PinnedCommit> =
+                    log.iter().map(|(_, cid)| window.pin(*cid)).collect();
+                Some((rev, base, log_pins))
+            }
+        };
+        drop(window);
         let mut w = Writer::start(out, store, head.commit).await?;
         match since {
             None => {
                 w.tree(store, self.id(), head.data, &mut progress).await?;
             }
-            Some(rev) => {
-                let base = self.commit_at(rev).await?;
-                // The commits from the base to the head, each read in turn.
-                let mut log = store.commit_log(self.id(), false, usize::MAX).await?;
-                log.retain(|(r, _)| (rev.as_u64()..=head.rev.as_u64()).contains(r));
-                let _log_pins: Vec<store::PinnedCommit> =
-                    log.iter().map(|(_, cid)| store.pin(*cid)).collect();
+            Some((rev, base, _log_pins)) => {
                 // From the head back to the base, through each `prev`.
                 let (mut cid, mut commit) = (head.commit, load_commit(store, head.commit).await?);
                 while cid != base.cid {
@@ -472,16 +481,19 @@ impl<K: Kv> Repository<K> {
         out: W,
         mut progress: impl FnMut(u64) + Send,
     ) -> Result<(W, ExportReport), Error> {
-        let (head, _head_pin) = self.pinned_head().await?;
         let store = self.store();
-        let mut w = Writer::start(out, store, head.commit).await?;
-        let declarations = self.declarations().await?.encode();
-        w.block(declarations.cid(), declarations.bytes()).await?;
+        // The head and the commits up to it, read and pinned in one window.
+        let window = store.pin_window().await;
+        let (head, _head_pin) = self.pinned_head(&window).await?;
         // Oldest first. The log's newest entry is the head.
         let mut log = store.commit_log(self.id(), false, usize::MAX).await?;
         log.retain(|(rev, _)| *rev <= head.rev.as_u64());
         let _log_pins: Vec<store::PinnedCommit> =
-            log.iter().map(|(_, cid)| store.pin(*cid)).collect();
+            log.iter().map(|(_, cid)| window.pin(*cid)).collect();
+        drop(window);
+        let mut w = Writer::start(out, store, head.commit).await?;
+        let declarations = self.declarations().await?.encode();
+        w.block(declarations.cid(), declarations.bytes()).await?;
         let mut older: Option<Cid> = None;
         for (_, cid) in log {
             let commit = load_commit(store, cid).await?;

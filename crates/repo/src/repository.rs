@@ -783,12 +783,16 @@ impl<K: Kv> Repository<K> {
             .ok_or_else(|| Error::RepoNotFound(self.id.clone()))
     }
 
-    /// [`Repository::head`], pinned ([`store::Store::pin`]): a long reader
-    /// of its tree (an export) is not cut short by garbage collection
-    /// while commits move the head on.
-    pub(crate) async fn pinned_head(&self) -> Result<(HeadInfo, store::PinnedCommit), Error> {
+    /// [`Repository::head`], read and pinned in `window`
+    /// ([`store::Store::pin_window`]): a long reader of its tree (an
+    /// export) is not cut short by garbage collection while commits move
+    /// the head on.
+    pub(crate) async fn pinned_head(
+        &self,
+        window: &store::PinWindow<'_>,
+    ) -> Result<(HeadInfo, store::PinnedCommit), Error> {
         let head = self.head().await?;
-        let pin = self.store.pin(head.commit);
+        let pin = window.pin(head.commit);
         Ok((head, pin))
     }
 

@@ -174,9 +174,10 @@ impl<K: Kv> Repository<K> {
         // reads, and to each one it catches up from or to.
         let (commit, tree, mut _at_pin) = {
             let mut state = self.state.lock().await;
+            let window = self.store.pin_window().await;
             self.follow_stored_head(&mut state).await?;
             let head = &state.head;
-            (head.commit, head.data, self.store.pin(head.commit))
+            (head.commit, head.data, window.pin(head.commit))
         };
         let total = self.count_records(collection).await?;
         progress(IndexProgress { records: 0, total });
@@ -217,8 +218,9 @@ impl<K: Kv> Repository<K> {
         for _ in 0..CATCH_UP_ROUNDS {
             let (head, head_pin) = {
                 let mut state = self.state.lock().await;
+                let window = self.store.pin_window().await;
                 self.follow_stored_head(&mut state).await?;
-                (state.head.data, self.store.pin(state.head.commit))
+                (state.head.data, window.pin(state.head.commit))
             };
             let changes = self.tree_changes(collection, at, head).await?;
             if changes.len() <= CAUGHT_UP {

@@ -3,7 +3,7 @@
 //! commits change or delete every record and a garbage collection keeps
 //! only the newest commit, deleting what the export writes from every
 //! retained commit's reach. The export holds on to the commits it writes
-//! (`Store::pin`), so it finishes, and the file imports as the repository
+//! (`Store::pin_window`), so it finishes, and the file imports as the repository
 //! was when the export began.
 
 mod common;

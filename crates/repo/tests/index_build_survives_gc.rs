@@ -2,7 +2,7 @@
 //! while it waits after its first page, commits change or delete every
 //! record and a garbage collection keeps only the newest commit, deleting
 //! the tree the build reads from every retained commit's reach. The build
-//! holds on to the commits it reads (`Store::pin`), so it finishes, and
+//! holds on to the commits it reads (`Store::pin_window`), so it finishes, and
 //! the index answers as the records do.
 
 mod common;

@@ -10,7 +10,8 @@
 //! a candidate, and any commit that landed earlier is a root. A commit is
 //! built on the current head, so the old blocks it reuses are reachable from
 //! a root that was read. Commits pinned by a long reader
-//! ([`Store::pin`], taken while the commit is retained) are roots too. A
+//! ([`Store::pin_window`]: read and pinned in a window the roots are not
+//! read during) are roots too. A
 //! bulk commit writes its blocks before its head
 //! ([`Store::bulk_commit`]); a collection and bulk commits in one process
 //! exclude each other; a collection in another process fences this
@@ -373,6 +374,8 @@ impl<K: Kv> Store<K> {
         // repository. Commits link to their predecessors; those links do not
         // keep a commit alive (retention decides), so all logged commits are
         // collected to be skipped when met as links.
+        // Read while no pin window is open (`Store::pin_window`).
+        let no_pin_windows = self.pin_windows.write().await;
         let mut roots = Vec::new();
         let mut commits: HashSet<Cid> = HashSet::new();
         let mut dropped_log_keys = Vec::new();
@@ -408,6 +411,7 @@ impl<K: Kv> Store<K> {
             }
         }
         roots.extend(self.pinned());
+        drop(no_pin_windows);
 
         // 3. Mark. A root is a commit, whose `prev` is not followed: an
         // imported repository's first commit names a predecessor it never

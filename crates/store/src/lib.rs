@@ -36,5 +36,6 @@ pub use kv::{
 };
 pub use store::{
     AnchorMemo, Commit, DEFAULT_DURABILITY_TIMEOUT, DEFAULT_SHARD_CACHE_BYTES, Head,
-    INLINE_RECORD_BYTES, IndexRow, LogChange, PendingCommit, PinnedCommit, RecordChange, Store,
+    INLINE_RECORD_BYTES, IndexRow, LogChange, PendingCommit, PinWindow, PinnedCommit, RecordChange,
+    Store,
 };

@@ -342,9 +342,13 @@ pub struct Store<K> {
     /// [`Store::gc`]: blocks written ahead of their commit are unreachable
     /// until it lands, and a collection must not see them in between.
     pub(crate) gc_lock: tokio::sync::RwLock<()>,
-    /// Commits a long reader holds on to ([`Store::pin`]), with how many
-    /// pins each: collections keep them as they keep retained commits.
+    /// Commits a long reader holds on to ([`PinWindow::pin`]), with how
+    /// many pins each: collections keep them as they keep retained commits.
     pins: Arc<Mutex<std::collections::HashMap<Cid, usize>>>,
+    /// Held shared by each [`PinWindow`] and exclusively by a collection
+    /// while it reads its roots: a commit read and pinned in one window
+    /// is pinned before the roots are read, or read after them.
+    pub(crate) pin_windows: tokio::sync::RwLock<()>,
     /// The blocks commits wrote while a collection runs (`None` when none
     /// does): its sweep spares them, since a commit may write again a block
     /// the collection found unreachable (the same content, the same CID).
@@ -409,7 +413,33 @@ fn stored_block_checked(cid: &Cid, bytes: Bytes) -> Result<Block, Error> {
     })
 }
 
-/// A commit kept from garbage collection ([`Store::pin`]) until dropped.
+/// See [`Store::pin_window`].
+#[derive(Debug)]
+pub struct PinWindow<'a> {
+    pins: &'a Arc<Mutex<std::collections::HashMap<Cid, usize>>>,
+    _roots_wait: tokio::sync::RwLockReadGuard<'a, ()>,
+}
+
+impl PinWindow<'_> {
+    /// Keeps `commit` (its block, its tree and the tree's records, not
+    /// its predecessors) from garbage collection until the pin is
+    /// dropped, as if it were a retained commit. Pin only commits read in
+    /// this window (see [`Store::pin_window`]).
+    pub fn pin(&self, commit: Cid) -> PinnedCommit {
+        *self
+            .pins
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .entry(commit)
+            .or_default() += 1;
+        PinnedCommit {
+            pins: Arc::clone(self.pins),
+            commit,
+        }
+    }
+}
+
+/// A commit kept from garbage collection ([`PinWindow::pin`]) until dropped.
 #[derive(Debug)]
 #[must_use = "the commit is kept only while the pin lives"]
 pub struct PinnedCommit {
@@ -449,6 +479,7 @@ impl<K: Kv> Store<K> {
             commit_lock: tokio::sync::Mutex::new(None),
             gc_lock: tokio::sync::RwLock::new(()),
             pins: Arc::default(),
+            pin_windows: tokio::sync::RwLock::new(()),
             written_during_gc: Mutex::new(None),
             sweep_order: tokio::sync::Mutex::new(()),
             index_scopes: tokio::sync::Mutex::new(()),
@@ -474,22 +505,21 @@ impl<K: Kv> Store<K> {
         self.index_scopes.lock().await
     }
 
-    /// Keeps `commit` (its block, its tree and the tree's records, not
-    /// its predecessors) from garbage collection until the pin is dropped,
-    /// as if it were a retained commit: for a reader of an older commit
-    /// that commits may leave behind meanwhile (an index build). Pin a
-    /// commit while it is the head (or otherwise retained): a collection
-    /// already running when the pin is taken reads its roots then.
-    pub fn pin(&self, commit: Cid) -> PinnedCommit {
-        *self
-            .pins
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .entry(commit)
-            .or_default() += 1;
-        PinnedCommit {
-            pins: Arc::clone(&self.pins),
-            commit,
+    /// Opens a window in which a long reader reads the commits it will
+    /// read for a while (the head, the log) and pins them
+    /// ([`PinWindow::pin`]). A collection reads its roots only while no
+    /// window is open (it waits for open ones, and a window opened
+    /// meanwhile waits for it), so a commit that was the head or retained
+    /// when read in a window stays readable until its pin is dropped,
+    /// however many commits and collections follow. (A commit read in a
+    /// window that a running collection had already decided to drop can
+    /// still go: one outside `--keep-last` read from the log.)
+    ///
+    /// Keep a window open only to read and pin: a collection waits for it.
+    pub async fn pin_window(&self) -> PinWindow<'_> {
+        PinWindow {
+            pins: &self.pins,
+            _roots_wait: self.pin_windows.read().await,
         }
     }
 
@@ -1597,15 +1627,17 @@ mod tests {
     use super::*;
 
     /// Pins of one commit are counted: it stays pinned until the last goes.
-    #[test]
-    fn a_commit_stays_pinned_until_its_last_pin_goes() {
+    #[tokio::test]
+    async fn a_commit_stays_pinned_until_its_last_pin_goes() {
         use multihash_codetable::{Code, MultihashDigest};
         let store = Store::new(crate::MemoryKv::new());
         let (one, two) = (
             Cid::new_v1(0x71, Code::Sha2_256.digest(b"one")),
             Cid::new_v1(0x71, Code::Sha2_256.digest(b"two")),
         );
-        let (a, b, c) = (store.pin(one), store.pin(one), store.pin(two));
+        let window = store.pin_window().await;
+        let (a, b, c) = (window.pin(one), window.pin(one), window.pin(two));
+        drop(window);
         let pinned = |store: &Store<crate::MemoryKv>| {
             let mut p = store.pinned();
             p.sort();
