@@ -702,6 +702,10 @@ enum Checked {
         create: bool,
         swap: Option<Cid>,
         validation: ValidationStatus,
+        /// How it was validated: a commit validates it again when the
+        /// repository's Lexicons changed since (`Repository::revalidated`).
+        mode: Validation,
+        against: Arc<Lexicons>,
     },
     Delete {
         collection: Nsid,
@@ -710,7 +714,7 @@ enum Checked {
     },
 }
 
-fn check(write: Write, lexicons: &Lexicons, mode: Validation) -> Result<Checked, Error> {
+fn check(write: Write, lexicons: &Arc<Lexicons>, mode: Validation) -> Result<Checked, Error> {
     Ok(match write {
         Write::Create {
             collection,
@@ -727,6 +731,8 @@ fn check(write: Write, lexicons: &Lexicons, mode: Validation) -> Result<Checked,
                 collection,
                 create: true,
                 swap: None,
+                mode,
+                against: Arc::clone(lexicons),
             }
         }
         Write::Update {
@@ -745,6 +751,8 @@ fn check(write: Write, lexicons: &Lexicons, mode: Validation) -> Result<Checked,
                 collection,
                 create: false,
                 swap: swap_record,
+                mode,
+                against: Arc::clone(lexicons),
             }
         }
         Write::Delete {
@@ -1099,7 +1107,8 @@ impl<K: Kv> Repository<K> {
             .await?
             .ok_or_else(|| Error::RepoNotFound(self.id.clone()))?;
         *state = State::load(&self.store, &self.id, head).await?;
-        Ok(())
+        // What moved the head may have brought Lexicons (an import).
+        self.refresh_lexicons(state).await
     }
 
     /// Builds and stages one commit of `checked` on `state`'s head.
@@ -1128,6 +1137,7 @@ impl<K: Kv> Repository<K> {
         // Records written earlier in this commit, for the index changes of
         // later writes to the same path.
         let mut written: HashMap<String, Option<Value>> = HashMap::new();
+        let lexicons = self.lexicons();
         for write in checked {
             let (collection, rkey, new, swap, create, validation) = match write {
                 Checked::Put {
@@ -1137,7 +1147,16 @@ impl<K: Kv> Repository<K> {
                     create,
                     swap,
                     validation,
+                    mode,
+                    against,
                 } => {
+                    // Lexicons added (here or by an import) between the
+                    // check and this commit apply to it.
+                    let validation = if Arc::ptr_eq(against, &lexicons) {
+                        *validation
+                    } else {
+                        validate_write(&lexicons, *mode, collection.as_str(), &record.to_json())?
+                    };
                     let rkey = match rkey {
                         Some(k) => std::borrow::Cow::Borrowed(k),
                         None => std::borrow::Cow::Owned(RecordKey::new(
@@ -1150,7 +1169,7 @@ impl<K: Kv> Repository<K> {
                         Some(record),
                         *swap,
                         *create,
-                        Some(*validation),
+                        Some(validation),
                     )
                 }
                 Checked::Delete {
