@@ -2,6 +2,9 @@
 //! all behaviour lives in the library crates.
 
 #![warn(clippy::unwrap_used)]
+// Doc comments here are also `--help` text, written for a terminal
+// (`literal:<value>`, `[[K,CID],...]`), not as rustdoc markup.
+#![allow(rustdoc::invalid_html_tags, rustdoc::broken_intra_doc_links)]
 
 use std::process::ExitCode;
 
