@@ -5,7 +5,9 @@
 //!    delay from each acknowledgement to its delivery to every consumer
 //!    (p50, p99, max).
 //! 2. One consumer replaying from cursor 0 every retained event (topped up
-//!    to `--replay` events by more writes first): events/s.
+//!    to `--replay` events by more writes first): events/s; then, for
+//!    scale, how many frames/s of the same size one WebSocket carries
+//!    when nothing but sending them is done.
 //!
 //!   cargo build --release --bin datarepo
 //!   cargo run --release -p datarepo-bench --bin firehose -- [--secs 10 --consumers 100 --replay 1000000]
@@ -82,6 +84,62 @@ async fn connect(addr: &str, cursor: Option<u64>) -> Socket {
     tokio_tungstenite::connect_async(url).await.unwrap().0
 }
 
+/// Frames/s that one WebSocket carries on loopback when nothing but
+/// sending is done: `n` copies of one `size`-byte frame, sent as the
+/// server sends (fed, flushed every 64) with tungstenite (the library
+/// under axum's WebSocket) and received as the replay receives. The
+/// ceiling of any replay of frames this size on this machine.
+async fn transport_ceiling(size: usize, n: u64) -> f64 {
+    use futures_util::SinkExt;
+    use tokio_tungstenite::tungstenite::Message;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let sender = tokio::spawn(async move {
+        let (tcp, _) = listener.accept().await.unwrap();
+        let mut socket = tokio_tungstenite::accept_async(tcp).await.unwrap();
+        let frame = bytes::Bytes::from(vec![0xa5; size]);
+        for i in 1..=n {
+            socket.feed(Message::Binary(frame.clone())).await.unwrap();
+            if i % 64 == 0 {
+                socket.flush().await.unwrap();
+            }
+        }
+        socket.flush().await.unwrap();
+        socket.close(None).await.unwrap();
+    });
+    let mut socket = tokio_tungstenite::connect_async(format!("ws://{addr}/"))
+        .await
+        .unwrap()
+        .0;
+    let start = Instant::now();
+    let mut received = 0u64;
+    while let Some(Ok(message)) = socket.next().await {
+        if let tokio_tungstenite::tungstenite::Message::Binary(_) = message {
+            received += 1;
+            if received == n {
+                break;
+            }
+        }
+    }
+    let rate = received as f64 / start.elapsed().as_secs_f64();
+    sender.await.unwrap();
+    rate
+}
+
+/// The server's `datarepo_commits_total` (one event per commit).
+async fn commits_total(base: &str) -> u64 {
+    let text = reqwest::get(format!("{base}/metrics"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    text.lines()
+        .find_map(|l| l.strip_prefix("datarepo_commits_total "))
+        .and_then(|n| n.trim().parse().ok())
+        .expect("the server's metrics count commits")
+}
+
 fn percentile(sorted: &[Duration], p: f64) -> Duration {
     sorted[((sorted.len() - 1) as f64 * p) as usize]
 }
@@ -108,8 +166,10 @@ fn main() {
         // Warm up (creates the repository).
         write_load(&base, 1.0, None).await;
 
+        let commits_before = commits_total(&base).await;
         let none = write_load(&base, secs, None).await;
         let rate_none = none as f64 / secs;
+        let writes_per_event = none as f64 / (commits_total(&base).await - commits_before).max(1) as f64;
 
         let acks: Acks = Arc::new(Mutex::new(HashMap::new()));
         let delays = Arc::new(Mutex::new(Vec::new()));
@@ -174,6 +234,16 @@ fn main() {
             percentile(&delays, 0.99).as_secs_f64() * 1e3,
             delays.last().unwrap().as_secs_f64() * 1e3,
         );
+        // Frames/s the consumers would receive at 90% of the write rate
+        // with none, with as many writes per event (group commit).
+        if consumers > 0 {
+            let events = 0.9 * rate_none / writes_per_event;
+            println!(
+                "90% of the rate with none: {events:.0} events/s ({writes_per_event:.2} writes \
+                 per event with no consumer), {:.0} frames/s to {consumers} consumers",
+                events * consumers as f64
+            );
+        }
 
         // Replay: top up to `replay` events (writes, at most: concurrent
         // writes share commits), then read every event from 0, until none
@@ -204,6 +274,11 @@ fn main() {
                 "replay from cursor 0: {n} events ({:.0} MiB of frames, {written} writes) in {elapsed:.2} s = {:.0} events/s",
                 bytes as f64 / (1 << 20) as f64,
                 n as f64 / elapsed
+            );
+            let size = bytes / usize::try_from(n.max(1)).unwrap();
+            let rate = transport_ceiling(size, n.max(1)).await;
+            println!(
+                "transport alone (the same number of {size}-byte frames, built once, one WebSocket, this process): {rate:.0} frames/s"
             );
         }
     });
