@@ -173,8 +173,10 @@ impl<K: Kv> Repository<K> {
         // garbage collection drops meanwhile: it holds on to the commit it
         // reads, and to each one it catches up from or to.
         let (commit, tree, mut _at_pin) = {
-            let mut state = self.state.lock().await;
+            // The window first: a collection reading its roots holds off
+            // new windows, and must not hold off commits too.
             let window = self.store.pin_window().await;
+            let mut state = self.state.lock().await;
             self.follow_stored_head(&mut state).await?;
             let head = &state.head;
             (head.commit, head.data, window.pin(head.commit))
@@ -217,8 +219,8 @@ impl<K: Kv> Repository<K> {
         let mut at = tree;
         for _ in 0..CATCH_UP_ROUNDS {
             let (head, head_pin) = {
-                let mut state = self.state.lock().await;
                 let window = self.store.pin_window().await;
+                let mut state = self.state.lock().await;
                 self.follow_stored_head(&mut state).await?;
                 (state.head.data, window.pin(state.head.commit))
             };
