@@ -702,8 +702,8 @@ enum Checked {
         create: bool,
         swap: Option<Cid>,
         validation: ValidationStatus,
-        /// How it was validated: a commit validates it again when the
-        /// repository's Lexicons changed since (`Repository::revalidated`).
+        /// How it was validated: the commit validates it again when the
+        /// repository's Lexicons changed since (`Repository::try_apply`).
         mode: Validation,
         against: Arc<Lexicons>,
     },
