@@ -172,15 +172,7 @@ impl<K: Kv> Repository<K> {
         // The trees the build reads stay readable however many commits
         // garbage collection drops meanwhile: it holds on to the commit it
         // reads, and to each one it catches up from or to.
-        let (commit, tree, mut _at_pin) = {
-            // The window first: a collection reading its roots holds off
-            // new windows, and must not hold off commits too.
-            let window = self.store.pin_window().await;
-            let mut state = self.state.lock().await;
-            self.follow_stored_head(&mut state).await?;
-            let head = &state.head;
-            (head.commit, head.data, window.pin(head.commit))
-        };
+        let (commit, tree, mut _at_pin) = self.pinned_latest_head().await?;
         let total = self.count_records(collection).await?;
         progress(IndexProgress { records: 0, total });
         let (built, mut records) = index::compute_at(
@@ -218,12 +210,7 @@ impl<K: Kv> Repository<K> {
         // it, with commits held.
         let mut at = tree;
         for _ in 0..CATCH_UP_ROUNDS {
-            let (head, head_pin) = {
-                let window = self.store.pin_window().await;
-                let mut state = self.state.lock().await;
-                self.follow_stored_head(&mut state).await?;
-                (state.head.data, window.pin(state.head.commit))
-            };
+            let (_, head, head_pin) = self.pinned_latest_head().await?;
             let changes = self.tree_changes(collection, at, head).await?;
             if changes.len() <= CAUGHT_UP {
                 break;
@@ -260,6 +247,18 @@ impl<K: Kv> Repository<K> {
     }
 
     /// The record with this CID as JSON (`None` for none).
+    /// The latest head (durable or not, moved on by any handle): its
+    /// commit and tree, and the commit pinned ([`store::Store::pin_window`]).
+    async fn pinned_latest_head(&self) -> Result<(cid::Cid, cid::Cid, store::PinnedCommit), Error> {
+        // The window first: a collection reading its roots holds off new
+        // windows, and must not hold off commits too.
+        let window = self.store.pin_window().await;
+        let mut state = self.state.lock().await;
+        self.follow_stored_head(&mut state).await?;
+        let head = &state.head;
+        Ok((head.commit, head.data, window.pin(head.commit)))
+    }
+
     async fn record_json(&self, cid: Option<cid::Cid>) -> Result<Option<serde_json::Value>, Error> {
         Ok(match cid {
             Some(cid) => Some(self.load_record(cid).await?.to_json()),
