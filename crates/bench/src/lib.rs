@@ -131,6 +131,23 @@ impl ServeProcess {
     }
 }
 
+impl ServeProcess {
+    /// Stops the server as an operator does (SIGTERM: a clean shutdown)
+    /// and waits for it to exit.
+    ///
+    /// # Panics
+    ///
+    /// When the process cannot be waited for.
+    pub fn stop(mut self) -> std::process::ExitStatus {
+        let sent = std::process::Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status()
+            .expect("kill runs");
+        assert!(sent.success(), "SIGTERM to datarepo serve");
+        self.child.wait().expect("datarepo serve exits")
+    }
+}
+
 impl Drop for ServeProcess {
     fn drop(&mut self) {
         let _ = self.child.kill();

@@ -284,12 +284,14 @@ pub(crate) enum RepoCommand {
         /// The file to write ("-" for standard output).
         file: PathBuf,
         /// Only what changed after the commit with this rev: every commit
-        /// since, with what each added (an incremental backup).
+        /// since, with what each added, and the repository's declarations
+        /// as of the head (an incremental backup).
         #[arg(long, conflicts_with = "history")]
         since: Option<String>,
         /// A full backup: every retained commit and what each reaches, and
         /// the repository's declarations (collections, key types, Lexicons,
-        /// field indexes). Without it, the AT Protocol-style head CAR.
+        /// field indexes, public signing keys). Without it, the AT
+        /// Protocol-style head CAR.
         #[arg(long)]
         history: bool,
         /// Replace FILE if it exists.
@@ -307,9 +309,15 @@ pub(crate) enum RepoCommand {
         #[arg(long = "key", value_name = "DID_KEY")]
         keys: Vec<String>,
         /// Import commits signed by a key nobody gave (or unsigned) instead
-        /// of refusing them.
+        /// of refusing them, and trust the keys the file declares.
         #[arg(long)]
         trust_new_key: bool,
+        /// The private key file (PKCS #8 PEM) that signs the repository's
+        /// next commits; its public key is trusted for the file's commits
+        /// too. A restored signed repository refuses writes until it has
+        /// one (this, or `key rotate --signing-key` later).
+        #[arg(long, value_name = "FILE")]
+        signing_key: Option<PathBuf>,
     },
     /// Signing keys: generate one, show or rotate a repository's.
     #[command(subcommand)]
@@ -1089,11 +1097,16 @@ async fn execute(s: &Session, args: &RepoArgs, cmd: RepoCommand) -> Result<ExitC
             file,
             keys,
             trust_new_key,
+            signing_key,
         } => {
             let options = repo::ImportOptions {
                 repo: args.repo.clone(),
                 keys: crate::signing_cmd::parse_keys(&keys)?,
                 trust_new_key,
+                signing_key: signing_key
+                    .as_deref()
+                    .map(crate::signing_cmd::load_key_file)
+                    .transpose()?,
             };
             let f = tokio::fs::File::open(&file)
                 .await
@@ -1142,9 +1155,16 @@ async fn execute(s: &Session, args: &RepoArgs, cmd: RepoCommand) -> Result<ExitC
             bar.finish_and_clear();
             if report.signed && report.verified == 0 && !trust_new_key && !json_mode {
                 eprintln!(
-                    "note: the file's commits are signed, but this store knows no key for {} and none \
+                    "note: the file's commits are signed, but this store knew no key for {} and none \
                      was given (--key), so they were not verified; `datarepo verify FILE --key DID_KEY` \
-                     checks them, and `datarepo key rotate --signing-key FILE` lets this store sign the next commits",
+                     checks them",
+                    report.repo
+                );
+            }
+            if report.signing_key_missing && !json_mode {
+                eprintln!(
+                    "note: {} is signed, and this store has no private key for its next commit: writes \
+                     are refused until `datarepo key rotate --signing-key FILE` gives one",
                     report.repo
                 );
             }
@@ -1153,7 +1173,8 @@ async fn execute(s: &Session, args: &RepoArgs, cmd: RepoCommand) -> Result<ExitC
                 &json!({"repo": report.repo, "commit": {"cid": report.commit.to_string(), "rev": report.rev.to_string()},
                         "records": report.records, "blocks": report.blocks, "unreachable": report.unreachable,
                         "commits": report.commits, "declarations": report.declarations,
-                        "verified": report.verified, "signed": report.signed}),
+                        "verified": report.verified, "signed": report.signed,
+                        "signingKeyMissing": report.signing_key_missing}),
                 || {
                     format!(
                         "imported {}: {} records, {} blocks, {} commit{}{}; head {} (rev {})",
@@ -1513,7 +1534,8 @@ impl ExportScope {
         progress: impl FnMut(u64) + Send,
     ) -> std::result::Result<(W, repo::ExportReport), repo::Error> {
         match self {
-            Self::Head(since) => repo.export_car(out, since, progress).await,
+            Self::Head(None) => repo.export_car(out, None, progress).await,
+            Self::Head(Some(since)) => repo.export_increment_car(out, since, progress).await,
             Self::History => repo.export_history_car(out, progress).await,
         }
     }

@@ -23,7 +23,9 @@ use tokio::io::{AsyncRead, AsyncWrite};
 
 use crate::{
     CommitData, Error, Record, Repos, Repository,
-    declarations::{DECLARATIONS_TYPE, Declarations, DeclaredCollection, DeclaredIndex},
+    declarations::{
+        DECLARATIONS_TYPE, Declarations, DeclaredCollection, DeclaredIndex, DeclaredKeys,
+    },
     record::is_supported,
     repository::{CollectionInfo, load_commit},
 };
@@ -59,14 +61,20 @@ pub struct ImportReport {
     /// Commits entered in the log: the head and the file's older commits
     /// that lead to it (a history export's, an `export --since`'s).
     pub commits: u64,
-    /// Whether the file carried declarations (a history export), restored
-    /// where the store did not declare otherwise.
+    /// Whether the file carried declarations (a history export or a
+    /// backup increment), which the repository now has: collections, key
+    /// types, Lexicons, field indexes and public signing keys as of the
+    /// file's head.
     pub declarations: bool,
     /// Commits whose signatures were verified (0 when the repository has
     /// no known key and none was given, or with `trust_new_key`).
     pub verified: u64,
     /// Whether the file's head commit is signed.
     pub signed: bool,
+    /// Whether the repository's next commit must be signed (it has known
+    /// keys) but this store holds no private key for it: writes are
+    /// refused until one is given ([`Repository::set_signing_key`]).
+    pub signing_key_missing: bool,
 }
 
 /// How an import treats the file.
@@ -79,8 +87,13 @@ pub struct ImportOptions {
     /// import succeeds.
     pub keys: Vec<crate::PublicKey>,
     /// Imports commits that are unsigned or signed by a key nobody gave
-    /// (the repository's key changed elsewhere) instead of refusing them.
+    /// (the repository's key changed elsewhere) instead of refusing them,
+    /// and trusts the keys the file declares.
     pub trust_new_key: bool,
+    /// The private key (and its file) that signs the repository's next
+    /// commits once the import succeeds; its public key is trusted for
+    /// the file's commits too.
+    pub signing_key: Option<(Arc<crate::SigningKey>, std::path::PathBuf)>,
 }
 
 /// How far an import is, after the file has been read.
@@ -420,6 +433,34 @@ impl<K: Kv> Repository<K> {
         &self,
         out: W,
         since: Option<Tid>,
+        progress: impl FnMut(u64) + Send,
+    ) -> Result<(W, ExportReport), Error> {
+        self.export_head_car(out, since, false, progress).await
+    }
+
+    /// A backup increment: [`Repository::export_car`] since `since`, with
+    /// the repository's declarations as of the head right after the root
+    /// (as [`Repository::export_history_car`] writes them), so that
+    /// importing it also brings the collections, key types, Lexicons,
+    /// field indexes and public keys declared since.
+    ///
+    /// # Errors
+    ///
+    /// As [`Repository::export_car`].
+    pub async fn export_increment_car<W: AsyncWrite + Unpin + Send>(
+        &self,
+        out: W,
+        since: Tid,
+        progress: impl FnMut(u64) + Send,
+    ) -> Result<(W, ExportReport), Error> {
+        self.export_head_car(out, Some(since), true, progress).await
+    }
+
+    async fn export_head_car<W: AsyncWrite + Unpin + Send>(
+        &self,
+        out: W,
+        since: Option<Tid>,
+        with_declarations: bool,
         mut progress: impl FnMut(u64) + Send,
     ) -> Result<(W, ExportReport), Error> {
         let store = self.store();
@@ -440,6 +481,10 @@ impl<K: Kv> Repository<K> {
         };
         drop(window);
         let mut w = Writer::start(out, store, head.commit).await?;
+        if with_declarations {
+            let declarations = self.declarations().await?.encode();
+            w.block(declarations.cid(), declarations.bytes()).await?;
+        }
         match since {
             None => {
                 w.tree(store, self.id(), head.data, &mut progress).await?;
@@ -542,12 +587,17 @@ impl<K: Kv> Repository<K> {
             .into_iter()
             .map(|(_, json)| String::from_utf8_lossy(&json).into_owned())
             .collect();
+        let keys = self.signing_keys().await?;
         Ok(Declarations {
             kind: DECLARATIONS_TYPE.to_owned(),
             repo: self.id().to_owned(),
             collections,
             indexes,
             lexicons,
+            keys: Some(DeclaredKeys {
+                current: keys.current.map(|c| c.key.did_key()),
+                known: keys.known.iter().map(crate::PublicKey::did_key).collect(),
+            }),
         })
     }
 }
@@ -1118,8 +1168,11 @@ impl<K: Kv> Repos<K> {
         // is read: read again under the lock below.
         let current = store.head(&commit.repo).await?;
         self.continues(&blocks, root, &commit, current).await?;
-        let mut keys = crate::SigningKeys::load(store, &commit.repo).await?.known;
-        keys.extend(options.keys.iter().copied());
+        let stored_keys = crate::SigningKeys::load(store, &commit.repo).await?;
+        let mut given = options.keys.clone();
+        given.extend(options.signing_key.as_ref().map(|(k, _)| *k.public_key()));
+        let mut keys = stored_keys.known.clone();
+        keys.extend(given.iter().copied());
         let check_signatures = !keys.is_empty() && !options.trust_new_key;
         if check_signatures {
             crate::verify::check_signature(root, &commit, &keys)?;
@@ -1161,7 +1214,35 @@ impl<K: Kv> Repos<K> {
         if let Some(head) = current
             && head.commit == root
         {
+            // The commits are here already; the declarations may have
+            // changed since (an increment with no commit after its base).
+            let declarations = blocks
+                .blocks
+                .get(1)
+                .filter(|b| b.cid() != root)
+                .and_then(|b| Declarations::decode(b.bytes()))
+                .filter(|d| d.repo == commit.repo);
+            if let Some(d) = &declarations {
+                let mut declared = stored_collections(store, &commit.repo).await?;
+                let changed = d.collection_changes(&mut declared)?;
+                check_existing_keys(store, &commit.repo, &changed, &HashSet::default()).await?;
+                if let Some(keys) = d.keys_over(
+                    stored_keys.clone(),
+                    &given,
+                    stored_keys.known.is_empty() || options.trust_new_key,
+                )? {
+                    keys.save(store, &commit.repo).await?;
+                }
+                for (nsid, info) in &changed {
+                    store
+                        .put_collection(&commit.repo, nsid, info.encode())
+                        .await?;
+                }
+            }
             drop(open);
+            let signing_key_missing = self
+                .after_import(&commit.repo, declarations.as_ref(), options, &mut progress)
+                .await?;
             return Ok(ImportReport {
                 repo: commit.repo,
                 commit: root,
@@ -1170,9 +1251,10 @@ impl<K: Kv> Repos<K> {
                 blocks: 0,
                 unreachable: 0,
                 commits: 0,
-                declarations: false,
+                declarations: declarations.is_some(),
                 verified: 0,
                 signed: commit.sig.is_some(),
+                signing_key_missing,
             });
         }
         let head_commit = current.map(|h| h.commit);
@@ -1297,47 +1379,24 @@ impl<K: Kv> Repos<K> {
             )));
         }
         let mut index: Vec<RecordChange> = Vec::with_capacity(entries.len());
-        let mut declared: HashMap<String, CollectionInfo> = HashMap::new();
-        for (name, bytes) in store.collections(&commit.repo).await? {
-            if let Ok(info) = serde_json::from_slice::<CollectionInfo>(&bytes) {
-                declared.insert(name, info);
-            }
-        }
-        // The file's declarations fill in what the store does not declare;
-        // what it declares stays.
-        let mut new_collections = Vec::new();
-        for c in declarations.iter().flat_map(|d| &d.collections) {
-            if declared.get(&c.nsid).is_some_and(|info| info.declared) {
-                continue;
-            }
-            Nsid::new(&c.nsid).map_err(|e| car_err(format!("declared collection: {e}")))?;
-            let info = CollectionInfo {
-                key: c
-                    .key
-                    .parse()
-                    .map_err(|e| car_err(format!("declared collection {}: {e}", c.nsid)))?,
-                declared: c.declared,
-                lexicon: match &c.lexicon {
-                    Some(text) => Some(serde_json::from_str(text).map_err(|e| {
-                        car_err(format!("declared collection {}: Lexicon: {e}", c.nsid))
-                    })?),
-                    None => None,
-                },
-            };
-            new_collections.push((
-                c.nsid.clone(),
-                Bytes::from(serde_json::to_vec(&info).unwrap_or_default()),
-            ));
-            declared.insert(c.nsid.clone(), info);
-        }
-        let mut declared_indexes = Vec::new();
-        for i in declarations.iter().flat_map(|d| &d.indexes) {
-            let kind: crate::IndexKind = i
-                .kind
-                .parse()
-                .map_err(|e| car_err(format!("declared index {} {}: {e}", i.collection, i.path)))?;
-            declared_indexes.push((i.collection.clone(), i.path.clone(), kind));
-        }
+        // The file's declarations (as of its head) replace the store's.
+        let mut declared = stored_collections(store, &commit.repo).await?;
+        let changed_collections = match &declarations {
+            Some(d) => d.collection_changes(&mut declared)?,
+            None => Vec::new(),
+        };
+        let keys_after = match &declarations {
+            Some(d) => d.keys_over(
+                stored_keys.clone(),
+                &given,
+                stored_keys.known.is_empty() || options.trust_new_key,
+            )?,
+            None => None,
+        };
+        let mut new_collections: Vec<(String, Bytes)> = changed_collections
+            .iter()
+            .map(|(nsid, info)| (nsid.clone(), info.encode()))
+            .collect();
         // The file holds the whole repository when nothing is under it.
         let whole = base_tree.is_none();
         match base_tree {
@@ -1371,6 +1430,14 @@ impl<K: Kv> Repos<K> {
                     }
                 }
             }
+        }
+        // A key type the file changes holds for the records the store keeps.
+        if !whole {
+            let replaced: HashSet<String> = index
+                .iter()
+                .map(|c| format!("{}/{}", c.collection, c.rkey))
+                .collect();
+            check_existing_keys(store, &commit.repo, &changed_collections, &replaced).await?;
         }
         // The index changes hold the records' blocks; the rest of the file
         // goes before the store takes the commit.
@@ -1419,6 +1486,12 @@ impl<K: Kv> Repos<K> {
         } else {
             Vec::new()
         };
+        // The keys before the commit: a repository whose history is signed
+        // never exists here without knowing it, so never takes an unsigned
+        // commit after it.
+        if let Some(keys) = &keys_after {
+            keys.save(store, &commit.repo).await?;
+        }
         store
             .bulk_commit(
                 Commit {
@@ -1454,33 +1527,13 @@ impl<K: Kv> Repos<K> {
             )
             .await?;
         drop(open);
-        // Definitions documents only the file has.
-        let stored: HashSet<String> = store
-            .lexicons(&commit.repo)
-            .await?
-            .into_iter()
-            .map(|(nsid, _)| nsid)
-            .collect();
-        for text in declarations.iter().flat_map(|d| &d.lexicons) {
-            let doc: serde_json::Value = serde_json::from_str(text)
-                .map_err(|e| car_err(format!("declared Lexicon: {e}")))?;
-            let nsid = doc
-                .get("id")
-                .and_then(serde_json::Value::as_str)
-                .unwrap_or_default();
-            Nsid::new(nsid).map_err(|e| car_err(format!("declared Lexicon: {e}")))?;
-            if !stored.contains(nsid) && !declared.contains_key(nsid) {
-                store
-                    .put_lexicon(&commit.repo, nsid, Some(Bytes::from(text.clone())))
-                    .await?;
-            }
-        }
         self.forget(&commit.repo).await;
-        // The target's declared indexes, rebuilt from the imported records;
-        // then those only the file declares, built.
+        // The target's declared indexes (those the file keeps), rebuilt
+        // from the imported records; then those only the file declares,
+        // built.
         let repo = self.open(&commit.repo).await?;
-        if !options.keys.is_empty() {
-            repo.trust_keys(&options.keys).await?;
+        if let Some(d) = &declarations {
+            drop_undeclared_indexes(&repo, d).await?;
         }
         let mut computed = crate::index::ComputedScopes::new();
         if let Some(computing) = computing {
@@ -1496,19 +1549,10 @@ impl<K: Kv> Repos<K> {
             progress(ImportProgress::Indexing { records: p.records });
         })
         .await?;
-        let existing = repo.indexes(None).await?;
-        for (collection, path, kind) in declared_indexes {
-            if existing
-                .iter()
-                .any(|d| d.collection == collection && d.path == path)
-            {
-                continue;
-            }
-            repo.add_index(&collection, &path, kind, |p| {
-                progress(ImportProgress::Indexing { records: p.records });
-            })
+        drop(repo);
+        let signing_key_missing = self
+            .after_import(&commit.repo, declarations.as_ref(), options, &mut progress)
             .await?;
-        }
         Ok(ImportReport {
             repo: commit.repo,
             commit: root,
@@ -1524,8 +1568,149 @@ impl<K: Kv> Repos<K> {
                 0
             },
             signed: commit.sig.is_some(),
+            signing_key_missing,
         })
     }
+
+    /// The definitions Lexicons of `declarations` become the repository's
+    /// (those of collections `declared` now are in their declarations).
+    async fn apply_lexicons(
+        &self,
+        repo: &str,
+        declarations: &Declarations,
+        declared: &HashMap<String, CollectionInfo>,
+    ) -> Result<(), Error> {
+        let store = self.store();
+        let wanted = declarations.parsed_lexicons()?;
+        let stored = store.lexicons(repo).await?;
+        for (nsid, bytes) in &wanted {
+            let same = stored.iter().any(|(n, b)| n == nsid && b == bytes);
+            if !same && declared.get(nsid).is_none_or(|i| i.lexicon.is_none()) {
+                store.put_lexicon(repo, nsid, Some(bytes.clone())).await?;
+            }
+        }
+        for (nsid, _) in stored {
+            if !wanted.iter().any(|(n, _)| *n == nsid) {
+                store.put_lexicon(repo, &nsid, None).await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// What follows an import's commit: the indexes only the file
+    /// declares, built; the keys given, trusted; the signing key given,
+    /// made current. Returns whether the repository's next commit must be
+    /// signed but has no private key here.
+    async fn after_import(
+        &self,
+        id: &str,
+        declarations: Option<&Declarations>,
+        options: &ImportOptions,
+        progress: &mut (impl FnMut(ImportProgress) + Send),
+    ) -> Result<bool, Error> {
+        if let Some(d) = declarations {
+            self.apply_lexicons(id, d, &stored_collections(self.store(), id).await?)
+                .await?;
+        }
+        self.forget(id).await;
+        let repo = self.open(id).await?;
+        if let Some(d) = declarations {
+            drop_undeclared_indexes(&repo, d).await?;
+            let existing = repo.indexes(None).await?;
+            for (collection, path, kind) in d.parsed_indexes()? {
+                if existing
+                    .iter()
+                    .any(|i| i.collection == collection && i.path == path)
+                {
+                    continue;
+                }
+                repo.add_index(&collection, &path, kind, |p| {
+                    progress(ImportProgress::Indexing { records: p.records });
+                })
+                .await?;
+            }
+        }
+        if !options.keys.is_empty() {
+            repo.trust_keys(&options.keys).await?;
+        }
+        if let Some((key, file)) = &options.signing_key {
+            repo.set_signing_key(Arc::clone(key), file.clone()).await?;
+        }
+        let keys = repo.signing_keys().await?;
+        Ok(keys.current.is_none() && !keys.known.is_empty())
+    }
+}
+
+/// Drops the field indexes `declarations` do not declare (or declare with
+/// another kind, built again afterwards).
+async fn drop_undeclared_indexes<K: Kv>(
+    repo: &Repository<K>,
+    declarations: &Declarations,
+) -> Result<(), Error> {
+    let wanted = declarations.parsed_indexes()?;
+    for i in repo.indexes(None).await? {
+        if !wanted
+            .iter()
+            .any(|(c, p, k)| *c == i.collection && *p == i.path && *k == i.kind)
+        {
+            repo.drop_index(&i.collection, &i.path).await?;
+        }
+    }
+    Ok(())
+}
+
+/// The store's collection declarations for `repo`.
+async fn stored_collections<K: Kv>(
+    store: &Store<K>,
+    repo: &str,
+) -> Result<HashMap<String, CollectionInfo>, Error> {
+    let mut declared = HashMap::new();
+    for (name, bytes) in store.collections(repo).await? {
+        if let Ok(info) = serde_json::from_slice::<CollectionInfo>(&bytes) {
+            declared.insert(name, info);
+        }
+    }
+    Ok(declared)
+}
+
+/// Checks that the records `repo` keeps of each changed collection fit its
+/// new key type, but for `replaced` (`collection/rkey` paths the import
+/// writes or deletes, checked on their own).
+async fn check_existing_keys<K: Kv>(
+    store: &Store<K>,
+    repo: &str,
+    changed: &[(String, CollectionInfo)],
+    replaced: &HashSet<String>,
+) -> Result<(), Error> {
+    for (collection, info) in changed {
+        if info.key == rkey::KeyType::Any {
+            continue;
+        }
+        let mut cursor: Option<String> = None;
+        loop {
+            let page = store
+                .list_records(repo, collection, cursor.as_deref(), false, 1024)
+                .await?;
+            for (rkey, _) in &page {
+                if replaced.contains(&format!("{collection}/{rkey}")) {
+                    continue;
+                }
+                let fits = RecordKey::new(rkey.as_str()).and_then(|k| info.key.check(&k));
+                if let Err(e) = fits {
+                    return Err(car_err(format!(
+                        "the file declares {collection}'s record keys {}, which its record \
+                         {rkey} in this store does not fit: {e}",
+                        info.key
+                    )));
+                }
+            }
+            match page.last() {
+                Some((last, _)) if page.len() == 1024 => cursor = Some(last.clone()),
+                _ => break,
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The rows of an import's indexed collections, being computed on a thread

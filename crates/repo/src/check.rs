@@ -242,6 +242,15 @@ impl<K: Kv> Repos<K> {
         }
         report.head_moved = store.durable_head(id).await?.map(|h| h.commit) != Some(head.commit);
         self.check_lexicons(id, &mut report).await?;
+        let keys = crate::SigningKeys::load(store, id).await?;
+        if keys.current.is_none()
+            && let Some(key) = keys.known.last()
+        {
+            report.warnings.push(format!(
+                "{id} is signed (by {key}), and this store has no private key for its next \
+                 commit: writes are refused until `datarepo key rotate --signing-key FILE` gives one"
+            ));
+        }
         Ok(report)
     }
 
@@ -300,6 +309,9 @@ impl<K: Kv> Repos<K> {
         }
         // The `prev` the next (older) entry must have been named by.
         let mut expected: Option<Option<Cid>> = None;
+        // Unsigned commits newer than every signed one read so far: once a
+        // repository signs, each later commit is signed.
+        let mut unsigned_newer: Vec<(Cid, rkey::Tid)> = Vec::new();
         let mut roots = Vec::with_capacity(log.len());
         for (rev, cid) in log {
             report.commits += 1;
@@ -320,6 +332,14 @@ impl<K: Kv> Repos<K> {
                         ));
                     }
                     if commit.is_signed() {
+                        for (unsigned, rev) in unsigned_newer.drain(..) {
+                            report.problem(format!(
+                                "commit {unsigned} (rev {rev}) is not signed, but an earlier \
+                                 commit ({cid}, rev {}) is: a signed history took an unsigned \
+                                 commit",
+                                commit.rev
+                            ));
+                        }
                         report.signed += 1;
                         if !keys.is_empty()
                             && let Err(e) = commit.verify(&keys)
@@ -330,6 +350,9 @@ impl<K: Kv> Repos<K> {
                                 commit.rev
                             ));
                         }
+                    }
+                    if !commit.is_signed() {
+                        unsigned_newer.push((cid, commit.rev));
                     }
                     expected = Some(commit.prev);
                     roots.push((commit.rev, commit.data));

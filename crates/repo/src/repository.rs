@@ -101,7 +101,7 @@ pub struct CollectionInfo {
 }
 
 impl CollectionInfo {
-    fn undeclared() -> Self {
+    pub(crate) fn undeclared() -> Self {
         Self {
             key: KeyType::Any,
             declared: false,
@@ -109,7 +109,7 @@ impl CollectionInfo {
         }
     }
 
-    fn encode(&self) -> Bytes {
+    pub(crate) fn encode(&self) -> Bytes {
         Bytes::from(serde_json::to_vec(self).unwrap_or_default())
     }
 
@@ -1004,7 +1004,10 @@ impl<K: Kv> Repository<K> {
                 Some(key) => Err(Error::SigningKey {
                     repo: self.id.clone(),
                     key: key.did_key(),
-                    reason: "this store has no key file to sign its next commit with".into(),
+                    reason: "this store has no private key to sign its next commit with: give \
+                             it with `datarepo key rotate --signing-key FILE` (or `import \
+                             --signing-key FILE`)"
+                        .into(),
                 }),
                 None => Ok(None),
             };

@@ -418,6 +418,8 @@ pub struct SlateKv {
     bulk_batch_bytes: usize,
     /// SlateDB's metrics (a writer's; a reader records none).
     metrics: Option<Arc<DefaultMetricsRecorder>>,
+    /// A writer's WAL SSTs not yet in an L0 SST.
+    backlog: Option<Arc<WalBacklog>>,
 }
 
 #[derive(Clone)]
@@ -427,14 +429,8 @@ struct Collect {
     options: slatedb::config::GarbageCollectorOptions,
 }
 
-/// How many WAL SSTs a reopen may have to replay before closing flushes
-/// the memtable to an L0 SST. Every commit is durable in the WAL when it
-/// is acknowledged, so a close needs no flush for safety; without one, a
-/// one-shot command (a CLI `put`) adds no L0 SST, no compaction and no
-/// wait for one, and the next open replays a few small WAL files (about
-/// 0.1 ms each locally). Past this backlog a close flushes, bounding the
-/// replay.
-pub const WAL_REPLAY_LIMIT: u64 = 64;
+pub use crate::wal_backlog::WAL_REPLAY_LIMIT;
+use crate::wal_backlog::WalBacklog;
 
 #[derive(Clone)]
 enum Handle {
@@ -761,11 +757,15 @@ impl SlateKv {
             .with_merge_operator(Arc::new(crate::bitmap::ContainerMerge))
             .build()
             .await?;
+        let db = Arc::new(db);
+        let backlog = Arc::new(WalBacklog::new(&db, Arc::clone(&metrics)));
+        Arc::clone(&backlog).spawn_flusher(Arc::downgrade(&db));
         Ok(Self {
-            db: Handle::Writer(Arc::new(db)),
+            db: Handle::Writer(db),
             collect,
             local_dir: None,
             metrics: Some(metrics),
+            backlog: Some(backlog),
             read_ahead: options
                 .scan_read_ahead_bytes
                 .unwrap_or(DEFAULT_SCAN_READ_AHEAD),
@@ -854,6 +854,7 @@ impl SlateKv {
                 .unwrap_or(DEFAULT_SCAN_READ_AHEAD),
             bulk_batch_bytes: DEFAULT_BULK_BATCH_BYTES,
             metrics: None,
+            backlog: None,
         })
     }
 
@@ -895,13 +896,25 @@ impl SlateKv {
     /// nothing collects, and files younger than the collector's minimum
     /// age wait for a later pass.
     pub async fn close(&self) -> Result<(), Error> {
+        self.close_inner(false).await
+    }
+
+    /// [`SlateKv::close`], always flushing a writer's memtable, so that the
+    /// next open replays no WAL: a long-running writer's (a server's) clean
+    /// shutdown.
+    ///
+    /// # Errors
+    ///
+    /// As [`SlateKv::close`].
+    pub async fn close_flushed(&self) -> Result<(), Error> {
+        self.close_inner(true).await
+    }
+
+    async fn close_inner(&self, always_flush: bool) -> Result<(), Error> {
         match &self.db {
             Handle::Writer(db) => {
-                let manifest = db.manifest();
-                let backlog = manifest
-                    .next_wal_sst_id()
-                    .saturating_sub(manifest.replay_after_wal_id() + 1);
-                let flush = backlog > WAL_REPLAY_LIMIT;
+                let backlog = self.backlog.as_ref().map_or(0, |b| b.now().0);
+                let flush = always_flush || backlog > WAL_REPLAY_LIMIT;
                 db.close_with_options(slatedb::config::CloseOptions {
                     flush_type: Some(if flush {
                         slatedb::config::FlushType::MemTable

@@ -23,6 +23,8 @@ mod gc;
 mod kv;
 mod shard_cache;
 mod store;
+mod wal_backlog;
+pub use wal_backlog::{MAX_BACKLOG_AGE, MIN_FLUSH_GAP};
 
 pub use bitmap::{CONTAINER_BITS, ContainerDelta, ContainerError, ContainerGroup, SHORT_LIMIT};
 pub use block::Block;

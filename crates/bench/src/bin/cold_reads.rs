@@ -1,0 +1,132 @@
+//! Fresh-process reads of a store a server wrote one record per commit:
+//! `datarepo get`, `ls` and `query --count`, each a new process that opens
+//! the store read-only, beside the running server and again after its
+//! clean shutdown (SIGTERM). What the user runs, on the real storage path
+//! (SlateDB on a local directory).
+//!
+//! A reader replays every WAL file written since the writer's last memtable
+//! flush; before the writer bounded that backlog, ~1,400 commits made these
+//! reads take 0.4–2.3 s. Target: p99 ≤ 100 ms for every command, in both
+//! phases, after 100,000 single-record `createRecord`s.
+//!
+//!   cargo build --release --bin datarepo
+//!   cargo run --release -p datarepo-bench --bin cold-reads -- [--records 100000 --writers 16 --reads 30]
+//!
+//! `DATAREPO_BIN` names another binary.
+
+#![allow(clippy::disallowed_methods, clippy::unwrap_used)] // a benchmark measures wall time
+
+use std::{
+    path::Path,
+    time::{Duration, Instant},
+};
+
+use datarepo_bench::{ServeProcess, arg, datarepo_bin};
+
+const TOKEN: &str = "bench";
+const DID: &str = "did:web:cold-reads.example";
+const POST: &str = "app.bsky.feed.post";
+
+async fn write(base: &str, records: u64, writers: u64) -> String {
+    let client = reqwest::Client::new();
+    let mut tasks = Vec::new();
+    for w in 0..writers {
+        let client = client.clone();
+        let url = format!("{base}/xrpc/com.atproto.repo.createRecord");
+        tasks.push(tokio::spawn(async move {
+            let mut last = String::new();
+            let mut i = w;
+            while i < records {
+                let body = format!(
+                    r#"{{"repo":"{DID}","collection":"{POST}","record":{{"text":"post {i}","createdAt":"2026-11-27T00:00:00Z"}}}}"#
+                );
+                let response = client
+                    .post(&url)
+                    .bearer_auth(TOKEN)
+                    .header("content-type", "application/json")
+                    .body(body)
+                    .send()
+                    .await
+                    .unwrap();
+                assert!(response.status().is_success());
+                let v: serde_json::Value = response.json().await.unwrap();
+                last = v["uri"].as_str().unwrap().rsplit('/').next().unwrap().to_owned();
+                i += writers;
+            }
+            last
+        }));
+    }
+    let mut rkey = String::new();
+    for t in tasks {
+        rkey = t.await.unwrap();
+    }
+    rkey
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> f64 {
+    let i = ((sorted.len() as f64 * p).ceil() as usize).clamp(1, sorted.len()) - 1;
+    sorted[i].as_secs_f64() * 1000.0
+}
+
+/// Each command `reads` times as a fresh process: p50, p99, max in ms.
+fn measure(bin: &Path, store: &Path, rkey: &str, reads: usize, phase: &str) {
+    let commands: [(&str, Vec<&str>); 3] = [
+        ("get", vec!["get", POST, rkey]),
+        ("ls", vec!["ls", POST, "--limit", "10"]),
+        ("query --count", vec!["query", POST, "--count"]),
+    ];
+    for (name, args) in commands {
+        let mut times = Vec::with_capacity(reads);
+        for _ in 0..reads {
+            let started = Instant::now();
+            let out = std::process::Command::new(bin)
+                .arg("--store")
+                .arg(store)
+                .args(["--repo", DID])
+                .args(&args)
+                .output()
+                .unwrap();
+            times.push(started.elapsed());
+            assert!(out.status.success(), "{name}: {out:?}");
+        }
+        times.sort();
+        println!(
+            "{phase:<22} {name:<14} p50 {:>7.1} ms  p99 {:>7.1} ms  max {:>7.1} ms",
+            percentile(&times, 0.5),
+            percentile(&times, 0.99),
+            percentile(&times, 1.0)
+        );
+    }
+}
+
+fn wal_files(store: &Path) -> usize {
+    std::fs::read_dir(store.join("db/wal")).map_or(0, Iterator::count)
+}
+
+fn main() {
+    let records: u64 = arg("records", 100_000);
+    let writers: u64 = arg("writers", 16);
+    let reads: usize = arg("reads", 30);
+    let bin = datarepo_bin();
+    let dir = testkit::tempdir("bench-cold-reads");
+    let store = dir.path().join("data");
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let server = ServeProcess::start(&bin, &store, TOKEN);
+    rt.block_on(server.ready());
+    let started = Instant::now();
+    let rkey = rt.block_on(write(&server.base, records, writers));
+    let secs = started.elapsed().as_secs_f64();
+    println!(
+        "wrote {records} records, one per createRecord, {writers} writers: {secs:.1} s ({:.0}/s); {} WAL files in the store",
+        records as f64 / secs,
+        wal_files(&store)
+    );
+    measure(&bin, &store, &rkey, reads, "beside the server");
+    let status = server.stop();
+    assert!(status.success(), "serve exited with {status}");
+    println!(
+        "after shutdown: {} WAL files in the store",
+        wal_files(&store)
+    );
+    measure(&bin, &store, &rkey, reads, "after its shutdown");
+}
