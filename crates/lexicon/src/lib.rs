@@ -38,6 +38,7 @@
 #![warn(clippy::unwrap_used)]
 
 mod formats;
+mod lenient_datetime;
 mod schema;
 mod validate;
 

@@ -8,8 +8,9 @@
 //! inputs where datarepo follows the Lexicon specification rather than
 //! the reference; `tests/divergences.rs` pins those instead:
 //! non-map values (arrays, links, byte strings) where an object or
-//! `unknown` is expected, blob `accept` / `maxSize`, datetimes that only
-//! the reference's lenient ISO parser takes, and `$type` spelled `lex:…`.
+//! `unknown` is expected, blob `accept` / `maxSize`, and `$type` spelled
+//! `lex:…`. Datetimes have a differential test of their own
+//! (`tests/datetimes_vs_atproto_lexicon.rs`).
 
 mod common;
 use lexicon::{Document, Lexicons};

@@ -1355,6 +1355,22 @@ impl<K: Kv> Repository<K> {
         ))
     }
 
+    /// Checks that `collection/rkey` names a record the repository could
+    /// hold: a valid path whose record key fits the collection's key type.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Syntax`] for an invalid NSID or record key, or the key
+    /// type's refusal naming its rule.
+    pub async fn check_record_key(&self, collection: &str, rkey: &str) -> Result<(), Error> {
+        check_path(collection, rkey)?;
+        let state = self.state.lock().await;
+        if let Some(info) = state.collections.get(collection) {
+            info.key.check(&RecordKey::new(rkey)?)?;
+        }
+        Ok(())
+    }
+
     /// The current record at `collection/rkey`.
     ///
     /// # Errors

@@ -330,6 +330,10 @@ pub(crate) async fn delete_record<K: Kv + 'static>(
     let swap_record = opt_cid(input.swap_record.as_deref(), "swapRecord")?;
     let swap_commit = opt_cid(input.swap_commit.as_deref(), "swapCommit")?;
     let repo = app.repo(&input.repo).await?;
+    // A key the collection's type rules out is refused, as in a commit,
+    // before an absent record makes the delete a no-op.
+    repo.check_record_key(&input.collection, &input.rkey)
+        .await?;
     // Deleting an absent record is not an error in AT Protocol: no commit.
     if swap_record.is_none()
         && repo
