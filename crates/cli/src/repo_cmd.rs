@@ -552,7 +552,7 @@ pub(crate) fn say(e: repo::Error) -> String {
     let hint = match &e {
         repo::Error::RepoNotFound(_) => " (create it with `datarepo init`)",
         repo::Error::SigningKey { .. } => {
-            " (nothing was written; give it a key file with `datarepo key rotate --signing-key FILE`)"
+            " (nothing was written; give it a key file with `datarepo key rotate --signing-key FILE`, or `import --signing-key FILE`)"
         }
         repo::Error::Untrusted { .. } => {
             " (if the repository's key changed, give the new one with --key did:key:…, or import anyway with --trust-new-key)"

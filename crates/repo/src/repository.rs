@@ -1004,10 +1004,7 @@ impl<K: Kv> Repository<K> {
                 Some(key) => Err(Error::SigningKey {
                     repo: self.id.clone(),
                     key: key.did_key(),
-                    reason: "this store has no private key to sign its next commit with: give \
-                             it with `datarepo key rotate --signing-key FILE` (or `import \
-                             --signing-key FILE`)"
-                        .into(),
+                    reason: "this store has no private key to sign its next commit with".into(),
                 }),
                 None => Ok(None),
             };
