@@ -1,6 +1,8 @@
 //! Field indexes on [`Repository`]: declaring them and querying them.
 
-use std::sync::Arc;
+use std::{collections::BTreeMap, sync::Arc};
+
+use bytes::Bytes;
 
 use keycodec::records;
 use roaring::RoaringBitmap;
@@ -812,6 +814,52 @@ enum RowName {
     Value(String, index::Keyword),
 }
 
+/// One line per row that differs between `stored` and what a rebuild
+/// computes (`expected`).
+fn row_differences(
+    collection: &str,
+    stored: &BTreeMap<RowName, RoaringBitmap>,
+    expected: &BTreeMap<RowName, RoaringBitmap>,
+    out: &mut Vec<String>,
+) {
+    let columns = |bits: &RoaringBitmap| match (bits.min(), bits.max()) {
+        (Some(lo), Some(hi)) if lo >> 16 == hi >> 16 => {
+            format!(
+                " in columns {}–{}",
+                lo >> 16 << 16,
+                (lo >> 16 << 16) | 0xFFFF
+            )
+        }
+        _ => String::new(),
+    };
+    for (n, bits) in expected {
+        match stored.get(n) {
+            Some(s) if s == bits => {}
+            Some(s) => out.push(format!(
+                "{collection}: {n:?}{} holds {} records, a rebuild {} ({} differ)",
+                columns(&(s | bits)),
+                s.len(),
+                bits.len(),
+                (s ^ bits).len()
+            )),
+            None => out.push(format!(
+                "{collection}: {n:?}{} is missing ({} records in a rebuild)",
+                columns(bits),
+                bits.len()
+            )),
+        }
+    }
+    for (n, s) in stored {
+        if !expected.contains_key(n) {
+            out.push(format!(
+                "{collection}: {n:?}{} holds {} records that a rebuild does not",
+                columns(s),
+                s.len()
+            ));
+        }
+    }
+}
+
 impl<K: Kv> Repository<K> {
     /// Rebuilds every index in memory from the records and compares it
     /// with what is stored; one line per difference (empty: they agree).
@@ -834,7 +882,7 @@ impl<K: Kv> Repository<K> {
         }
         for (collection, declared) in &by_collection {
             let scope = declared[0].scope;
-            let built = match index::compute_scope(
+            let mut built = match index::compute_scope(
                 &self.store,
                 &self.id,
                 collection,
@@ -892,62 +940,80 @@ impl<K: Kv> Repository<K> {
                     RowName::Row(row)
                 }
             };
-            let mut stored: std::collections::BTreeMap<RowName, RoaringBitmap> =
-                std::collections::BTreeMap::new();
-            for (row, bits) in index::stored_rows(kv, scope).await? {
-                // Row 1 of the columns field marks out-of-order columns,
-                // which a rebuild does not recompute.
-                if row
-                    == (index::RowId {
-                        row: 1,
-                        ..index::RowId::columns()
-                    })
-                    || bits.is_empty()
-                {
-                    continue;
+            // Rows stored alone (columns, existence, keyword rows) are
+            // compared whole, keyword rows by value; bit-sliced rows
+            // container by container, as stored: a record with many values
+            // has as many slots, and whole rows would cost memory by slots ×
+            // rows.
+            let mut expected: BTreeMap<RowName, RoaringBitmap> = BTreeMap::new();
+            let dictionaries = std::mem::take(&mut built.dictionaries);
+            let mut sliced = Vec::new();
+            let bsi_rows = built.into_all_rows().filter_map(|(row, bits)| {
+                if index::is_bsi_row(&row) {
+                    return Some((row, bits));
                 }
-                *stored.entry(name(row)).or_default() |= bits;
-            }
-            let mut expected: std::collections::BTreeMap<RowName, RoaringBitmap> =
-                std::collections::BTreeMap::new();
-            for (row, bits) in built.rows {
-                if bits.is_empty() {
-                    continue;
+                if !bits.is_empty() {
+                    let n = if row.view == "standard" {
+                        let path = paths.get(&row.field).cloned().unwrap_or_default();
+                        let value = dictionaries[&path]
+                            [usize::try_from(row.row).unwrap_or(usize::MAX)]
+                        .clone();
+                        RowName::Value(path, value)
+                    } else {
+                        RowName::Row(row)
+                    };
+                    expected.insert(n, bits);
                 }
-                let n = if row.view == "standard" {
-                    let path = paths.get(&row.field).cloned().unwrap_or_default();
-                    let value = built.dictionaries[&path]
-                        [usize::try_from(row.row).unwrap_or(usize::MAX)]
-                    .clone();
-                    RowName::Value(path, value)
-                } else {
-                    RowName::Row(row)
+                None
+            });
+            index::put_rows(scope, bsi_rows, &mut sliced)?;
+            let mut expected_sliced: BTreeMap<Vec<u8>, Bytes> = sliced
+                .into_iter()
+                .filter_map(|op| match op {
+                    WriteOp::Put(k, v) => Some((k, v)),
+                    _ => None,
+                })
+                .collect();
+            let mut stored: BTreeMap<RowName, RoaringBitmap> = BTreeMap::new();
+            index::for_each_stored_container(kv, scope, |key, rows| {
+                if !rows.first().is_some_and(|(row, _)| index::is_bsi_row(row)) {
+                    for (row, bits) in rows {
+                        // Row 1 of the columns field marks out-of-order
+                        // columns, which a rebuild does not recompute.
+                        if row
+                            != (index::RowId {
+                                row: 1,
+                                ..index::RowId::columns()
+                            })
+                            && !bits.is_empty()
+                        {
+                            *stored.entry(name(row)).or_default() |= bits;
+                        }
+                    }
+                    return Ok(());
+                }
+                let want = match expected_sliced.remove(key) {
+                    Some(value) => index::decode_container(key, &value)?,
+                    None => Vec::new(),
                 };
-                expected.insert(n, bits);
+                let name_rows = |rows: Vec<(index::RowId, RoaringBitmap)>| {
+                    rows.into_iter()
+                        .filter(|(_, bits)| !bits.is_empty())
+                        .map(|(row, bits)| (RowName::Row(row), bits))
+                        .collect()
+                };
+                row_differences(collection, &name_rows(rows), &name_rows(want), &mut out);
+                Ok(())
+            })
+            .await?;
+            for (key, value) in expected_sliced {
+                let missing = index::decode_container(&key, &value)?
+                    .into_iter()
+                    .map(|(row, bits)| (RowName::Row(row), bits))
+                    .collect();
+                row_differences(collection, &BTreeMap::new(), &missing, &mut out);
             }
-            for (n, bits) in &expected {
-                match stored.get(n) {
-                    Some(s) if s == bits => {}
-                    Some(s) => out.push(format!(
-                        "{collection}: {n:?} holds {} records, a rebuild {} ({} differ)",
-                        s.len(),
-                        bits.len(),
-                        (s ^ bits).len()
-                    )),
-                    None => out.push(format!(
-                        "{collection}: {n:?} is missing ({} records in a rebuild)",
-                        bits.len()
-                    )),
-                }
-            }
-            for (n, s) in &stored {
-                if !expected.contains_key(n) {
-                    out.push(format!(
-                        "{collection}: {n:?} holds {} records that a rebuild does not",
-                        s.len()
-                    ));
-                }
-            }
+            row_differences(collection, &stored, &expected, &mut out);
         }
         Ok(out)
     }

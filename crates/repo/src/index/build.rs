@@ -29,8 +29,15 @@ struct Accumulator {
     /// Keyword rows by value (numbered in value order when the build ends).
     strings: HashMap<String, RoaringBitmap>,
     bools: [RoaringBitmap; 2],
-    /// Bit-sliced rows by number (`66·slot + …`).
-    slices: DenseRows,
+    /// The first slot's bit-sliced rows (every record's first value), by
+    /// number within the slot.
+    first_slot: DenseRows,
+    /// The values in later slots (a record's second value on), as
+    /// (slot, column, value): few records have them, so they are kept as
+    /// values, 16 bytes each, and become rows one slot at a time as they
+    /// are written ([`BuiltRows::later_slot_rows`]). As rows they would
+    /// cost a bitmap per set bit, and a dense buffer per row.
+    later_slots: Vec<(u32, u32, i64)>,
 }
 
 /// Words per 2^16 columns.
@@ -124,19 +131,17 @@ impl Accumulator {
         add(&mut self.bools[usize::from(b)], column);
     }
 
-    /// Sets `column` in the bit-sliced rows of `value` in `slot`
-    /// (exists, sign when negative, the magnitude's set bits).
+    /// Adds `value` at `column` in `slot` (the record's `slot`-th value).
     fn number(&mut self, slot: usize, value: i64, column: u32) {
-        let base = slot * BSI_ROWS_PER_SLOT as usize;
-        self.slices.set(base, column);
-        if value < 0 {
-            self.slices.set(base + 1, column);
-        }
-        let mut magnitude = value.unsigned_abs();
-        while magnitude != 0 {
-            let bit = magnitude.trailing_zeros() as usize;
-            self.slices.set(base + 2 + bit, column);
-            magnitude &= magnitude - 1;
+        match u32::try_from(slot) {
+            Ok(0) => {
+                for row in slot_rows(value) {
+                    self.first_slot.set(row, column);
+                }
+            }
+            // A record has fewer than 2^32 values (it is at most a block).
+            Ok(slot) => self.later_slots.push((slot, column, value)),
+            Err(_) => {}
         }
     }
 
@@ -170,6 +175,22 @@ fn add(bits: &mut RoaringBitmap, c: u32) {
     bits.insert(c);
 }
 
+/// The rows within a slot that `value` sets: exists, sign when negative,
+/// the magnitude's set bits.
+fn slot_rows(value: i64) -> impl Iterator<Item = usize> {
+    let mut magnitude = value.unsigned_abs();
+    let bits = std::iter::from_fn(move || {
+        (magnitude != 0).then(|| {
+            let bit = magnitude.trailing_zeros() as usize;
+            magnitude &= magnitude - 1;
+            2 + bit
+        })
+    });
+    std::iter::once(0)
+        .chain((value < 0).then_some(1))
+        .chain(bits)
+}
+
 /// The rows of a scope as a build computes them.
 #[derive(Debug, Default, Clone, PartialEq)]
 pub(crate) struct BuiltRows {
@@ -179,6 +200,48 @@ pub(crate) struct BuiltRows {
     pub(crate) dictionaries: BTreeMap<String, Vec<Keyword>>,
     /// (rkey, column) of every record, in rkey order.
     pub(crate) columns: Vec<(String, u32)>,
+    /// Bit-sliced values past each record's first, by path: (slot,
+    /// column, value), sorted. Their rows are made by
+    /// [`BuiltRows::later_slot_rows`], a slot at a time, so that a record
+    /// with many values costs memory by its values, not by its rows.
+    pub(crate) later_slots: BTreeMap<String, Vec<(u32, u32, i64)>>,
+}
+
+impl BuiltRows {
+    /// Every row: [`BuiltRows::rows`], then the later slots' rows, made a
+    /// slot at a time (a slot's rows come together, in row order).
+    pub(crate) fn into_all_rows(self) -> impl Iterator<Item = (RowId, RoaringBitmap)> {
+        let later = self
+            .later_slots
+            .into_iter()
+            .flat_map(|(path, values)| later_slot_rows(path, values));
+        self.rows.into_iter().chain(later)
+    }
+}
+
+/// The bit-sliced rows of `path` for `values` ((slot, column, value),
+/// sorted), one slot's rows at a time.
+fn later_slot_rows(
+    path: String,
+    values: Vec<(u32, u32, i64)>,
+) -> impl Iterator<Item = (RowId, RoaringBitmap)> {
+    let mut values = values.into_iter().peekable();
+    std::iter::from_fn(move || {
+        let &(slot, _, _) = values.peek()?;
+        let mut rows: BTreeMap<usize, RoaringBitmap> = BTreeMap::new();
+        while let Some((_, column, value)) = values.next_if(|v| v.0 == slot) {
+            for row in slot_rows(value) {
+                rows.entry(row).or_default().insert(column);
+            }
+        }
+        let base = u64::from(slot) * BSI_ROWS_PER_SLOT;
+        let path = path.clone();
+        Some(rows.into_iter().map(move |(row, mut bits)| {
+            bits.optimize();
+            (RowId::bsi(&path, base + row as u64), bits)
+        }))
+    })
+    .flatten()
 }
 
 /// The rows of one scope's indexes, assembled record by record.
@@ -287,7 +350,7 @@ impl<'d> ScopeBuilder<'d> {
                     .rows
                     .insert(RowId::existence(path), std::mem::take(&mut acc.existence));
             }
-            for (row, bits) in std::mem::take(&mut acc.slices)
+            for (row, bits) in std::mem::take(&mut acc.first_slot)
                 .finish()
                 .into_iter()
                 .enumerate()
@@ -295,6 +358,11 @@ impl<'d> ScopeBuilder<'d> {
                 if !bits.is_empty() {
                     built.rows.insert(RowId::bsi(path, row as u64), bits);
                 }
+            }
+            if !acc.later_slots.is_empty() {
+                let mut later = std::mem::take(&mut acc.later_slots);
+                later.sort_unstable();
+                built.later_slots.insert(path.to_owned(), later);
             }
             if d.decl.kind == IndexKind::Keyword {
                 let keywords = acc.keywords();
@@ -594,8 +662,7 @@ pub(crate) async fn write_built<K: Kv>(
     flush(kv, &mut ops, &mut bytes).await?;
     // All rows at once: a bit-sliced slot's rows share keys.
     let rows = built
-        .rows
-        .into_iter()
+        .into_all_rows()
         .filter(|(row, _)| write_columns || row.field != super::COLUMNS_FIELD);
     let mut containers = Vec::new();
     put_rows(scope, rows, &mut containers)?;

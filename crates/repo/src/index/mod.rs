@@ -545,37 +545,61 @@ fn hex(b: &[u8]) -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
 }
 
-/// Full containers for whole rows (an index build): put, not merged.
+/// Full containers for whole rows (an index build): put, not merged. The
+/// rows of one bit-sliced slot must come together (they share keys); a
+/// slot's containers are made when its last row has come.
 pub(crate) fn put_rows(
     scope: u32,
     rows: impl IntoIterator<Item = (RowId, RoaringBitmap)>,
     ops: &mut Vec<WriteOp>,
 ) -> Result<usize, Error> {
-    let mut bytes = 0;
-    let mut groups: BTreeMap<(RowId, u32), ContainerGroup> = BTreeMap::new();
-    for (row, bits) in rows {
-        for (high, part) in split_containers(&bits) {
-            if let Some((slot_row, within)) = grouped(&row) {
-                groups
-                    .entry((slot_row, high))
-                    .or_default()
-                    .rows
-                    .insert(within, ContainerDelta::full(part));
-                continue;
+    let start = ops.len();
+    // The current slot's containers, by `column >> 16`.
+    type Slot = Option<(RowId, BTreeMap<u32, ContainerGroup>)>;
+    let end_slot = |slot: &mut Slot, ops: &mut Vec<WriteOp>| -> Result<(), Error> {
+        if let Some((slot_row, groups)) = slot.take() {
+            for (high, group) in groups {
+                ops.push(WriteOp::Put(
+                    container_key(scope, &slot_row, high << 16)?,
+                    group.encode(),
+                ));
             }
-            let key = container_key(scope, &row, high << 16)?;
-            let value = ContainerDelta::full(part).encode();
-            bytes += key.len() + value.len();
-            ops.push(WriteOp::Put(key, value));
+        }
+        Ok(())
+    };
+    let mut slot: Slot = None;
+    for (row, bits) in rows {
+        let Some((slot_row, within)) = grouped(&row) else {
+            end_slot(&mut slot, ops)?;
+            for (high, part) in split_containers(&bits) {
+                let key = container_key(scope, &row, high << 16)?;
+                ops.push(WriteOp::Put(key, ContainerDelta::full(part).encode()));
+            }
+            continue;
+        };
+        if slot.as_ref().is_none_or(|(s, _)| *s != slot_row) {
+            end_slot(&mut slot, ops)?;
+            slot = Some((slot_row, BTreeMap::new()));
+        }
+        let Some((_, groups)) = slot.as_mut() else {
+            unreachable!("a slot was just started")
+        };
+        for (high, part) in split_containers(&bits) {
+            groups
+                .entry(high)
+                .or_default()
+                .rows
+                .insert(within, ContainerDelta::full(part));
         }
     }
-    for ((slot_row, high), group) in groups {
-        let key = container_key(scope, &slot_row, high << 16)?;
-        let value = group.encode();
-        bytes += key.len() + value.len();
-        ops.push(WriteOp::Put(key, value));
-    }
-    Ok(bytes)
+    end_slot(&mut slot, ops)?;
+    Ok(ops[start..]
+        .iter()
+        .map(|op| match op {
+            WriteOp::Put(k, v) => k.len() + v.len(),
+            _ => 0,
+        })
+        .sum())
 }
 
 /// Deletes every key in `range`, in batches.
@@ -663,12 +687,13 @@ pub(crate) fn decode_column(v: &[u8]) -> Result<u32, Error> {
     u32::try_from(u64::from_be_bytes(bytes)).map_err(|_| malformed("a column id is past 2^32"))
 }
 
-/// Every stored row of a scope, assembled from its containers.
-pub(crate) async fn stored_rows<K: Kv>(
+/// Calls `visit` with each stored container of a scope, in key order: its
+/// key and the rows it holds, with the columns each sets.
+pub(crate) async fn for_each_stored_container<K: Kv>(
     kv: &K,
     scope: u32,
-) -> Result<BTreeMap<RowId, RoaringBitmap>, Error> {
-    let mut rows: BTreeMap<RowId, RoaringBitmap> = BTreeMap::new();
+    mut visit: impl FnMut(&[u8], Vec<(RowId, RoaringBitmap)>) -> Result<(), Error>,
+) -> Result<(), Error> {
     let range = scope_bitmap_range(scope)?;
     let mut start = range.start.clone();
     loop {
@@ -683,15 +708,19 @@ pub(crate) async fn stored_rows<K: Kv>(
             )
             .await?;
         for (k, v) in &page {
-            for (row, bits) in decode_container(k, v)? {
-                *rows.entry(row).or_default() |= bits;
-            }
+            visit(k, decode_container(k, v)?)?;
         }
         match page.last() {
             Some((k, _)) if page.len() == 4096 => start = [k.as_ref(), &[0]].concat(),
-            _ => return Ok(rows),
+            _ => return Ok(()),
         }
     }
+}
+
+/// Whether `row` is one of a bit-sliced view's (stored in groups, a slot's
+/// rows to a key).
+pub(crate) fn is_bsi_row(row: &RowId) -> bool {
+    is_bsi_view(&row.view)
 }
 
 #[cfg(test)]
