@@ -67,6 +67,18 @@ pub(crate) struct ServeArgs {
     /// before it is closed (more than --request-timeout-secs).
     #[arg(long, default_value_t = server::ConnectionLimits::default().idle_timeout.as_secs(), value_parser = clap::value_parser!(u64).range(1..))]
     idle_timeout_secs: u64,
+    /// Most firehose subscribers (subscribeRepos WebSockets) at once; past it
+    /// a subscription is answered 503 TooManySubscribers. Each holds one of
+    /// the --max-connections, so it is kept below that (lowered to half of
+    /// it otherwise), leaving room for writes and health checks.
+    #[arg(long, default_value_t = server::Limits::default().max_subscribers as u64, value_parser = clap::value_parser!(u64).range(1..))]
+    max_subscribers: u64,
+    /// Bytes of recent firehose frames kept in memory for the subscribers
+    /// following the present (at most 4,096 frames): a subscriber that falls
+    /// further behind is closed with ConsumerTooSlow and resumes from its
+    /// cursor, replaying from the store.
+    #[arg(long, default_value_t = server::Limits::default().firehose_buffer_bytes as u64, value_parser = clap::value_parser!(u64).range(1..))]
+    firehose_buffer_bytes: u64,
     /// How long firehose events (com.atproto.sync.subscribeRepos) are kept:
     /// a number of events (100000) or an age (30m, 72h, 7d). Older ones are
     /// deleted every minute; a consumer with an older cursor replays from the
@@ -133,6 +145,22 @@ fn connection_limit(wanted: usize) -> usize {
         );
     }
     wanted.min(fits)
+}
+
+/// `wanted` firehose subscribers, below `max_connections` (each holds a
+/// connection): half of them when `wanted` leaves no room for the rest.
+fn subscriber_limit(wanted: usize, max_connections: usize) -> usize {
+    if wanted < max_connections {
+        return wanted;
+    }
+    let lowered = (max_connections / 2).max(1);
+    tracing::warn!(
+        max_connections,
+        max_subscribers = lowered,
+        "--max-subscribers {wanted} lowered below --max-connections {max_connections}: \
+         each subscriber holds a connection, and writes and health checks need some"
+    );
+    lowered
 }
 
 fn parse_retention(s: &str) -> Result<server::Retention, String> {
@@ -206,6 +234,12 @@ pub(crate) fn run(store: &StoreArgs, args: &ServeArgs) -> Result<ExitCode, Strin
                 max_writes: args.max_writes,
                 request_timeout: Duration::from_secs(args.request_timeout_secs),
                 max_inflight_body_bytes: args.max_inflight_body_bytes,
+                max_subscribers: subscriber_limit(
+                    usize::try_from(args.max_subscribers).unwrap_or(usize::MAX),
+                    connections.max_connections,
+                ),
+                firehose_buffer_bytes: usize::try_from(args.firehose_buffer_bytes)
+                    .unwrap_or(usize::MAX),
                 ..server::Limits::default()
             },
         };

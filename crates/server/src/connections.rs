@@ -96,14 +96,19 @@ pub async fn serve_with(
             () = &mut shutdown => break,
         };
         let _ = stream.set_nodelay(true);
+        let slot = ConnectionSlot {
+            _permit: Arc::new(slot),
+        };
         let activity = Arc::new(Activity::new());
         let io = TokioIo::new(Tracked {
             inner: stream,
             activity: Arc::clone(&activity),
         });
-        let conn = http
-            .serve_connection(io, TowerToHyperService::new(router.clone()))
-            .with_upgrades();
+        let service = WithSlot {
+            inner: TowerToHyperService::new(router.clone()),
+            slot: slot.clone(),
+        };
+        let conn = http.serve_connection(io, service).with_upgrades();
         let mut stopping = stopping.clone();
         let idle = limits.idle_timeout;
         tokio::spawn(async move {
@@ -148,6 +153,35 @@ pub async fn serve_with(
         .await
         .map_err(io::Error::other)?;
     Ok(())
+}
+
+/// A connection's place under `max_connections`, in every request's
+/// extensions: a handler that takes the connection over (a WebSocket
+/// upgrade) keeps it until the socket closes, so that upgraded
+/// connections count too.
+#[derive(Debug, Clone)]
+pub(crate) struct ConnectionSlot {
+    _permit: Arc<tokio::sync::OwnedSemaphorePermit>,
+}
+
+/// A service that gives each request its connection's slot.
+struct WithSlot<S> {
+    inner: S,
+    slot: ConnectionSlot,
+}
+
+impl<S, B> hyper::service::Service<hyper::Request<B>> for WithSlot<S>
+where
+    S: hyper::service::Service<hyper::Request<B>>,
+{
+    type Response = S::Response;
+    type Error = S::Error;
+    type Future = S::Future;
+
+    fn call(&self, mut request: hyper::Request<B>) -> Self::Future {
+        request.extensions_mut().insert(self.slot.clone());
+        self.inner.call(request)
+    }
 }
 
 /// Accept errors that say nothing about the listener: out of descriptors

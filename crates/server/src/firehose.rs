@@ -4,10 +4,13 @@
 //! (`store::Store::events`). One publisher task reads the durable events in
 //! order, as soon as a commit is acknowledged (and every 100 ms, for
 //! commits another process made, such as a replica's writer), frames each
-//! once and broadcasts it. A connection replays from the store up to the
-//! present, then follows the broadcast; one that falls more than the
-//! broadcast's capacity behind gets `ConsumerTooSlow` and is closed (it can
-//! resume from its cursor): writers never wait for consumers.
+//! once and keeps the newest frames in memory ([`Live`]: at most
+//! `--firehose-buffer-bytes` and 4,096 frames, shared by every
+//! connection). A connection replays from the store up to the present,
+//! then sends the live frames; one whose next frame has left memory gets
+//! `ConsumerTooSlow` and is closed (it can resume from its cursor):
+//! writers never wait for consumers, and a consumer that stops reading
+//! holds at most one batch of frames (about 1 MiB) of its own.
 
 use std::{sync::Arc, time::Duration};
 
@@ -22,12 +25,15 @@ use axum::{
 use futures_util::{SinkExt, StreamExt};
 use serde::Deserialize;
 use store::Kv;
-use tokio::sync::{Notify, broadcast};
+use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, watch};
 
 use crate::{App, error::XrpcError};
 
-/// Events a connection may fall behind the newest before it is closed.
-pub(crate) const CONSUMER_BUFFER_EVENTS: usize = 4096;
+/// Most frames kept in memory for connections following the present.
+const LIVE_FRAMES: usize = 4096;
+/// A connection's frames written before it flushes them: at most this
+/// many bytes (and at least one frame).
+const CONSUMER_BATCH_BYTES: usize = 1 << 20;
 /// Events read from the store per batch (replay and publishing).
 const BATCH: usize = 1024;
 /// Events framed at once (each reads its blocks from the store).
@@ -77,27 +83,126 @@ pub(crate) struct Framed {
     frame: bytes::Bytes,
 }
 
+/// The newest framed events, in order, for the connections following the
+/// present: at most `max_bytes` of frames (and [`LIVE_FRAMES`] frames),
+/// the oldest dropped first; the newest is always kept.
+pub(crate) struct Live {
+    recent: std::sync::Mutex<Recent>,
+    /// The newest frame's seq, for connections waiting for one.
+    newest: watch::Sender<u64>,
+    max_bytes: usize,
+}
+
+#[derive(Default)]
+struct Recent {
+    frames: std::collections::VecDeque<Arc<Framed>>,
+    bytes: usize,
+    /// Frames up to this seq have left memory.
+    dropped_through: u64,
+}
+
+/// A connection needs frames that have left memory.
+#[derive(Debug)]
+pub(crate) struct TooSlow;
+
+impl Live {
+    fn new(max_bytes: usize) -> Self {
+        Self {
+            recent: std::sync::Mutex::new(Recent::default()),
+            newest: watch::channel(0).0,
+            max_bytes,
+        }
+    }
+
+    fn recent(&self) -> std::sync::MutexGuard<'_, Recent> {
+        // The lock guards plain data, whole after every operation.
+        self.recent
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn publish(&self, framed: Framed) {
+        let seq = framed.seq;
+        {
+            let mut recent = self.recent();
+            recent.bytes += framed.frame.len();
+            recent.frames.push_back(Arc::new(framed));
+            while recent.frames.len() > 1
+                && (recent.bytes > self.max_bytes || recent.frames.len() > LIVE_FRAMES)
+            {
+                if let Some(old) = recent.frames.pop_front() {
+                    recent.bytes -= old.frame.len();
+                    recent.dropped_through = old.seq;
+                }
+            }
+        }
+        self.newest.send_replace(seq);
+    }
+
+    /// The frames after `last`, oldest first, at most `max_bytes` of them
+    /// (at least one when there is one); [`TooSlow`] when some have left
+    /// memory.
+    pub(crate) fn after(&self, last: u64, max_bytes: usize) -> Result<Vec<Arc<Framed>>, TooSlow> {
+        let recent = self.recent();
+        if recent.dropped_through > last {
+            return Err(TooSlow);
+        }
+        let from = recent.frames.partition_point(|f| f.seq <= last);
+        let mut bytes = 0;
+        Ok(recent
+            .frames
+            .range(from..)
+            .take_while(|f| {
+                let first = bytes == 0;
+                bytes += f.frame.len();
+                first || bytes <= max_bytes
+            })
+            .cloned()
+            .collect())
+    }
+
+    /// Frames up to this seq have left memory.
+    fn dropped_through(&self) -> u64 {
+        self.recent().dropped_through
+    }
+
+    /// Bytes of frames held (a metric).
+    pub(crate) fn held_bytes(&self) -> usize {
+        self.recent().bytes
+    }
+}
+
 /// The firehose's shared state.
 pub(crate) struct Firehose {
-    live: broadcast::Sender<Arc<Framed>>,
+    pub(crate) live: Live,
     /// Woken when a commit is acknowledged.
     commits: Arc<Notify>,
     /// Whether the publisher runs (started by the first subscriber).
     publishing: std::sync::atomic::AtomicBool,
+    /// One permit per connection that may subscribe at once.
+    subscribers: Arc<Semaphore>,
+    max_subscribers: usize,
 }
 
 impl Firehose {
-    pub(crate) fn new() -> Self {
+    pub(crate) fn new(max_subscribers: usize, buffer_bytes: usize) -> Self {
         Self {
-            live: broadcast::channel(CONSUMER_BUFFER_EVENTS).0,
+            live: Live::new(buffer_bytes),
             commits: Arc::new(Notify::new()),
             publishing: std::sync::atomic::AtomicBool::new(false),
+            subscribers: Arc::new(Semaphore::new(max_subscribers)),
+            max_subscribers,
         }
     }
 
     /// What tells the publisher that a commit is durable.
     pub(crate) fn notifier(&self) -> Arc<Notify> {
         Arc::clone(&self.commits)
+    }
+
+    /// Connections subscribed now (a metric).
+    pub(crate) fn subscribers(&self) -> usize {
+        self.max_subscribers - self.subscribers.available_permits()
     }
 }
 
@@ -147,9 +252,8 @@ fn start_publisher<K: Kv + 'static>(app: &Arc<App<K>>) {
                 while let Some((seq, frame)) = frames.next().await {
                     match frame {
                         Ok(frame) => {
-                            // No receiver is not an error.
                             let frame = bytes::Bytes::from(frame);
-                            let _ = app.firehose.live.send(Arc::new(Framed { seq, frame }));
+                            app.firehose.live.publish(Framed { seq, frame });
                         }
                         Err(repo::Error::InvalidRecord(e)) => {
                             tracing::error!(seq, error = %e, "firehose: skipping a malformed event");
@@ -244,9 +348,26 @@ pub(crate) async fn subscribe_repos<K: Kv + 'static>(
     State(app): State<Arc<App<K>>>,
     headers: HeaderMap,
     Query(params): Query<SubscribeParams>,
+    connection: Option<axum::Extension<crate::ConnectionSlot>>,
     ws: WebSocketUpgrade,
 ) -> std::result::Result<Response, XrpcError> {
     app.authorize_read(&headers)?;
+    // Refused before the upgrade: a subscriber holds a connection for as
+    // long as it likes, and the others must find room.
+    let subscriber = Arc::clone(&app.firehose.subscribers)
+        .try_acquire_owned()
+        .map_err(|_| {
+            XrpcError::new(
+                axum::http::StatusCode::SERVICE_UNAVAILABLE,
+                "TooManySubscribers",
+                format!(
+                    "the server has {} firehose subscribers, its most (serve \
+                     --max-subscribers); try again later",
+                    app.firehose.max_subscribers
+                ),
+            )
+        })?;
+    let connection = connection.map(|axum::Extension(slot)| slot);
     start_publisher(&app);
     let cursor = params
         .cursor
@@ -256,6 +377,9 @@ pub(crate) async fn subscribe_repos<K: Kv + 'static>(
         })
         .transpose()?;
     Ok(ws.on_upgrade(move |socket| async move {
+        // Held until the socket closes: the connection counts against
+        // --max-connections, the subscriber against --max-subscribers.
+        let _held: (OwnedSemaphorePermit, Option<crate::ConnectionSlot>) = (subscriber, connection);
         if let Err(e) = stream(app, socket, cursor).await {
             tracing::debug!(error = %e, "firehose connection ended");
         }
@@ -301,55 +425,41 @@ async fn stream<K: Kv + 'static>(
             cursor
         }
     };
-    // Replay what the store holds; subscribe; read once more (events
-    // published before the subscription are in the store, later ones come
-    // through it); then follow the broadcast.
+    // Replay what the store holds, until the frames in memory continue it
+    // (a frame published meanwhile is in the store); then follow them.
+    let live = &app.firehose.live;
     replay(store, &mut socket, &mut last).await?;
-    let mut live = app.firehose.live.subscribe();
-    replay(store, &mut socket, &mut last).await?;
+    while live.dropped_through() > last {
+        replay(store, &mut socket, &mut last).await?;
+    }
+    let mut newest = live.newest.subscribe();
     loop {
-        tokio::select! {
-            event = live.recv() => {
-                // This event and every one already waiting go out in one
-                // write: under load, a write per frame per connection would
-                // cost more than the frames.
-                let mut next = event.map_err(|e| match e {
-                    broadcast::error::RecvError::Lagged(_) => broadcast::error::TryRecvError::Lagged(0),
-                    broadcast::error::RecvError::Closed => broadcast::error::TryRecvError::Closed,
-                });
-                let mut fed = 0;
-                loop {
-                    match next {
-                        Ok(event) => {
-                            if event.seq > last {
-                                socket.feed(Message::Binary(event.frame.clone())).await?;
-                                last = event.seq;
-                                fed += 1;
-                            }
-                        }
-                        Err(broadcast::error::TryRecvError::Empty) => break,
-                        Err(broadcast::error::TryRecvError::Lagged(_)) => {
-                            socket.flush().await?;
-                            let message = format!(
-                                "this connection fell more than {CONSUMER_BUFFER_EVENTS} events \
-                                 behind; reconnect with cursor={last} to resume"
-                            );
-                            send(&mut socket, repo::error_frame("ConsumerTooSlow", &message))
-                                .await?;
-                            return close(&mut socket).await;
-                        }
-                        Err(broadcast::error::TryRecvError::Closed) => {
-                            socket.flush().await?;
-                            return close(&mut socket).await;
-                        }
-                    }
-                    if fed >= FLUSH_EVERY {
-                        socket.flush().await?;
-                        fed = 0;
-                    }
-                    next = live.try_recv();
+        // Every frame after `last`, a batch to a write: under load, a
+        // write per frame per connection would cost more than the frames.
+        loop {
+            let batch = match live.after(last, CONSUMER_BATCH_BYTES) {
+                Ok(batch) => batch,
+                Err(TooSlow) => {
+                    let message = format!(
+                        "this connection fell behind the events the server keeps in memory \
+                         (serve --firehose-buffer-bytes); reconnect with cursor={last} to resume"
+                    );
+                    send(&mut socket, repo::error_frame("ConsumerTooSlow", &message)).await?;
+                    return close(&mut socket).await;
                 }
-                socket.flush().await?;
+            };
+            if batch.is_empty() {
+                break;
+            }
+            for event in batch {
+                socket.feed(Message::Binary(event.frame.clone())).await?;
+                last = event.seq;
+            }
+            socket.flush().await?;
+        }
+        tokio::select! {
+            changed = newest.changed() => if changed.is_err() {
+                return close(&mut socket).await;
             },
             incoming = socket.recv() => match incoming {
                 // A consumer sends nothing but pings and its close.
@@ -399,10 +509,13 @@ async fn replay<K: Kv + 'static>(
         let events = store.events(*last, BATCH).await.map_err(axum::Error::new)?;
         let done = events.len() < BATCH;
         let mut frames = framed(store, &anchors, events);
-        let mut sent = 0;
+        let (mut sent, mut fed_bytes) = (0, 0);
         while let Some((seq, frame)) = frames.next().await {
             match frame {
-                Ok(frame) => socket.feed(Message::Binary(frame.into())).await?,
+                Ok(frame) => {
+                    fed_bytes += frame.len();
+                    socket.feed(Message::Binary(frame.into())).await?;
+                }
                 Err(repo::Error::InvalidRecord(e)) => {
                     tracing::error!(seq, error = %e, "firehose: skipping a malformed event");
                 }
@@ -411,8 +524,9 @@ async fn replay<K: Kv + 'static>(
             }
             *last = seq;
             sent += 1;
-            if sent % FLUSH_EVERY == 0 {
+            if sent % FLUSH_EVERY == 0 || fed_bytes >= CONSUMER_BATCH_BYTES {
                 socket.flush().await?;
+                fed_bytes = 0;
             }
         }
         socket.flush().await?;

@@ -749,6 +749,13 @@ pub(crate) async fn metrics<K: Kv + 'static>(
     if let Err(e) = app.authorize_read(&headers) {
         return e.into_response();
     }
+    let gauge = |n: usize| i64::try_from(n).unwrap_or(i64::MAX);
+    app.metrics
+        .firehose_subscribers
+        .set(gauge(app.firehose.subscribers()));
+    app.metrics
+        .firehose_buffered_bytes
+        .set(gauge(app.firehose.live.held_bytes()));
     (
         [content_type(
             "application/openmetrics-text; version=1.0.0; charset=utf-8",

@@ -31,6 +31,7 @@ use axum::{
     response::{IntoResponse, Response},
     routing::{get, post},
 };
+pub(crate) use connections::ConnectionSlot;
 pub use connections::{ConnectionLimits, serve_with};
 pub use error::XrpcError;
 pub use gc::{GcSchedule, GcTask};
@@ -55,6 +56,15 @@ pub struct Limits {
     /// together (at least `max_body_bytes`); past it a write is answered
     /// `503` with `Retry-After` before its body is read.
     pub max_inflight_body_bytes: usize,
+    /// Most firehose subscribers at once; past it `subscribeRepos` is
+    /// answered `503 TooManySubscribers`. Each also holds one of the
+    /// connections [`ConnectionLimits::max_connections`] allows, so keep it
+    /// below that, leaving room for writes and health checks.
+    pub max_subscribers: usize,
+    /// Bytes of recent firehose frames kept in memory for the subscribers
+    /// following the present (at most 4,096 frames); a subscriber that
+    /// falls further behind is closed with `ConsumerTooSlow`.
+    pub firehose_buffer_bytes: usize,
 }
 
 impl Default for Limits {
@@ -66,6 +76,8 @@ impl Default for Limits {
             max_writes: 200,
             request_timeout: Duration::from_secs(30),
             max_inflight_body_bytes: 64 << 20,
+            max_subscribers: 256,
+            firehose_buffer_bytes: 64 << 20,
         }
     }
 }
@@ -183,7 +195,10 @@ impl<K: Kv + 'static> Server<K> {
         Self {
             app: Arc::new(App {
                 repos,
-                firehose: firehose::Firehose::new(),
+                firehose: firehose::Firehose::new(
+                    config.limits.max_subscribers.max(1),
+                    config.limits.firehose_buffer_bytes,
+                ),
                 body_budget,
                 config,
                 metrics: metrics::Metrics::new(move || engine.store().kv().engine_metrics()),

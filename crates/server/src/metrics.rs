@@ -37,6 +37,11 @@ pub(crate) struct Metrics {
     pub(crate) records_written: Counter,
     pub(crate) commits: Counter,
     pub(crate) gc: GcMetrics,
+    /// Firehose subscribers connected (set at each scrape).
+    pub(crate) firehose_subscribers: Gauge,
+    /// Bytes of recent frames the firehose keeps in memory (set at each
+    /// scrape).
+    pub(crate) firehose_buffered_bytes: Gauge,
 }
 
 impl Metrics {
@@ -68,6 +73,18 @@ impl Metrics {
             "Records created, updated or deleted by acknowledged commits",
             records_written.clone(),
         );
+        let firehose_subscribers = Gauge::default();
+        registry.register(
+            "firehose_subscribers",
+            "subscribeRepos connections open (at most serve --max-subscribers)",
+            firehose_subscribers.clone(),
+        );
+        let firehose_buffered_bytes = Gauge::default();
+        registry.register(
+            "firehose_buffered_bytes",
+            "Bytes of recent firehose frames kept in memory (at most serve --firehose-buffer-bytes)",
+            firehose_buffered_bytes.clone(),
+        );
         Self {
             registry: Mutex::new(registry),
             requests,
@@ -75,6 +92,8 @@ impl Metrics {
             records_written,
             commits,
             gc,
+            firehose_subscribers,
+            firehose_buffered_bytes,
         }
     }
 
