@@ -79,6 +79,15 @@ pub(crate) struct ServeArgs {
     /// cursor, replaying from the store.
     #[arg(long, default_value_t = server::Limits::default().firehose_buffer_bytes as u64, value_parser = clap::value_parser!(u64).range(1..))]
     firehose_buffer_bytes: u64,
+    /// Most field-index queries (queryRecords, countRecords, topValues)
+    /// evaluated at once; others wait their turn. Default: one less than the
+    /// CPUs (at least 1), so that writes and health checks always find one.
+    #[arg(long, default_value_t = server::Limits::default().max_concurrent_queries as u64, value_parser = clap::value_parser!(u64).range(1..))]
+    max_concurrent_queries: u64,
+    /// Seconds a query may run once its turn has come; past it it is
+    /// abandoned with 503 QueryTimeout.
+    #[arg(long, default_value_t = server::Limits::default().query_timeout.as_secs(), value_parser = clap::value_parser!(u64).range(1..))]
+    query_timeout_secs: u64,
     /// How long firehose events (com.atproto.sync.subscribeRepos) are kept:
     /// a number of events (100000) or an age (30m, 72h, 7d). Older ones are
     /// deleted every minute; a consumer with an older cursor replays from the
@@ -240,6 +249,9 @@ pub(crate) fn run(store: &StoreArgs, args: &ServeArgs) -> Result<ExitCode, Strin
                 ),
                 firehose_buffer_bytes: usize::try_from(args.firehose_buffer_bytes)
                     .unwrap_or(usize::MAX),
+                max_concurrent_queries: usize::try_from(args.max_concurrent_queries)
+                    .unwrap_or(usize::MAX),
+                query_timeout: Duration::from_secs(args.query_timeout_secs),
                 ..server::Limits::default()
             },
         };

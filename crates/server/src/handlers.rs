@@ -818,6 +818,32 @@ pub(crate) fn page_limit(limit: Option<i64>, default: usize, max: usize) -> Resu
     }
 }
 
+/// Runs a query in its turn (at most `max_concurrent_queries` at once) and
+/// within its budget (`query_timeout`).
+async fn bounded_query<K: Kv, T>(
+    app: &App<K>,
+    query: impl Future<Output = std::result::Result<T, repo::Error>>,
+) -> Result<T> {
+    let _turn = app
+        .queries
+        .acquire()
+        .await
+        .map_err(|_| XrpcError::internal("the query pool is closed"))?;
+    let budget = app.config.limits.query_timeout;
+    match tokio::time::timeout(budget, query).await {
+        Ok(result) => Ok(result?),
+        Err(_) => Err(XrpcError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "QueryTimeout",
+            format!(
+                "the query ran longer than its {budget:?} budget (serve --query-timeout-secs) \
+                 and was abandoned; narrow it (fewer values, a smaller range, a where on a \
+                 rarer value)"
+            ),
+        )),
+    }
+}
+
 #[derive(Deserialize)]
 pub(crate) struct QueryRecordsParams {
     repo: String,
@@ -839,15 +865,17 @@ pub(crate) async fn query_records<K: Kv + 'static>(
     let p = query(params)?;
     let limit = page_limit(p.limit, 50, app.config.limits.max_page)?;
     let repo = app.repo(&p.repo).await?;
-    let page = repo
-        .query(
+    let page = bounded_query(
+        &app,
+        repo.query(
             &p.collection,
             p.where_.as_deref().filter(|w| !w.trim().is_empty()),
             p.cursor.as_deref(),
             p.reverse.unwrap_or(false),
             limit,
-        )
-        .await?;
+        ),
+    )
+    .await?;
     let records: Vec<Value> = page
         .records
         .iter()
@@ -883,12 +911,14 @@ pub(crate) async fn count_records<K: Kv + 'static>(
     app.authorize_read(&headers)?;
     let p = query(params)?;
     let repo = app.repo(&p.repo).await?;
-    let n = repo
-        .count(
+    let n = bounded_query(
+        &app,
+        repo.count(
             &p.collection,
             p.where_.as_deref().filter(|w| !w.trim().is_empty()),
-        )
-        .await?;
+        ),
+    )
+    .await?;
     Ok(Json(json!({ "count": n })))
 }
 
@@ -912,14 +942,16 @@ pub(crate) async fn top_values<K: Kv + 'static>(
     let p = query(params)?;
     let limit = page_limit(p.limit, 10, app.config.limits.max_page)?;
     let repo = app.repo(&p.repo).await?;
-    let top = repo
-        .top_values(
+    let top = bounded_query(
+        &app,
+        repo.top_values(
             &p.collection,
             &p.path,
             p.where_.as_deref().filter(|w| !w.trim().is_empty()),
             limit,
-        )
-        .await?;
+        ),
+    )
+    .await?;
     let top: Vec<Value> = top
         .iter()
         .map(|t| json!({"value": t.value.to_json(), "count": t.count}))

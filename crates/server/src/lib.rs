@@ -65,6 +65,14 @@ pub struct Limits {
     /// following the present (at most 4,096 frames); a subscriber that
     /// falls further behind is closed with `ConsumerTooSlow`.
     pub firehose_buffer_bytes: usize,
+    /// Most queries (`queryRecords`, `countRecords`, `topValues`) evaluated
+    /// at once; others wait their turn (within the request timeout). Below
+    /// the runtime's worker threads, so that writes and health checks
+    /// always find one.
+    pub max_concurrent_queries: usize,
+    /// Longest a query may run once its turn has come; past it it is
+    /// abandoned with `503 QueryTimeout`.
+    pub query_timeout: Duration,
 }
 
 impl Default for Limits {
@@ -78,6 +86,9 @@ impl Default for Limits {
             max_inflight_body_bytes: 64 << 20,
             max_subscribers: 256,
             firehose_buffer_bytes: 64 << 20,
+            max_concurrent_queries: std::thread::available_parallelism()
+                .map_or(1, |n| n.get().saturating_sub(1).max(1)),
+            query_timeout: Duration::from_secs(10),
         }
     }
 }
@@ -162,6 +173,8 @@ pub(crate) struct App<K> {
     pub(crate) config: Config,
     pub(crate) metrics: metrics::Metrics,
     pub(crate) body_budget: admission::BodyBudget,
+    /// One permit per query that may be evaluated at once.
+    pub(crate) queries: tokio::sync::Semaphore,
 }
 
 /// The router serving `repos` under `config` (a [`Server`] without
@@ -200,6 +213,7 @@ impl<K: Kv + 'static> Server<K> {
                     config.limits.firehose_buffer_bytes,
                 ),
                 body_budget,
+                queries: tokio::sync::Semaphore::new(config.limits.max_concurrent_queries.max(1)),
                 config,
                 metrics: metrics::Metrics::new(move || engine.store().kv().engine_metrics()),
             }),

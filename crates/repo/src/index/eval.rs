@@ -365,6 +365,9 @@ impl<'a, K: Kv> Reader<'a, K> {
                     out
                 }
                 Plan::Compare(path, cmp, v) => {
+                    // A comparison is CPU over cached rows: let other tasks
+                    // (and a caller's deadline) in between them.
+                    tokio::task::yield_now().await;
                     let view = self.bsi(path).await?;
                     let Cached::View(rows) = &*view else {
                         return Err(malformed("a bit-sliced view cached as a row"));

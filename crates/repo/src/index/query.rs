@@ -241,6 +241,11 @@ fn valid_path(p: &str) -> bool {
 /// How deeply `not` and parentheses may nest: evaluation recurses as deep,
 /// and a query must not be able to exhaust a server's stack.
 pub(crate) const MAX_DEPTH: usize = 64;
+/// The longest expression, in bytes.
+pub(crate) const MAX_WHERE_BYTES: usize = 8192;
+/// Most literals (and `exists` conditions) in an expression: each costs a
+/// pass over a row or a bit-sliced view, so they bound a query's work.
+pub(crate) const MAX_TERMS: usize = 256;
 
 struct Parser {
     tokens: Vec<(usize, Token)>,
@@ -405,6 +410,12 @@ impl Parser {
 ///
 /// A message naming the byte position and what was expected there.
 pub fn parse(src: &str) -> Result<Expr, String> {
+    if src.len() > MAX_WHERE_BYTES {
+        return Err(format!(
+            "the expression has {} bytes; at most {MAX_WHERE_BYTES}",
+            src.len()
+        ));
+    }
     let tokens = tokenize(src)?;
     let mut p = Parser {
         tokens,
@@ -420,6 +431,19 @@ pub fn parse(src: &str) -> Result<Expr, String> {
         return Err(error(
             p.at(),
             format!("expected and, or or the end, found {}", describe(p.peek())),
+        ));
+    }
+    let terms: usize = conditions(&e)
+        .iter()
+        .map(|c| match &c.op {
+            Op::In(items) => items.len(),
+            _ => 1,
+        })
+        .sum();
+    if terms > MAX_TERMS {
+        return Err(format!(
+            "the expression has {terms} values and exists conditions; at most {MAX_TERMS} \
+             (a value costs a pass over the index: ask for a range, or in several queries)"
         ));
     }
     Ok(e)
