@@ -106,6 +106,8 @@ impl ServeProcess {
             .arg("--store")
             .arg(store)
             .args(["serve", "--addr", &addr])
+            // Every client of a benchmark comes from one loopback address.
+            .args(["--max-connections-per-ip", "100000"])
             .env("DATAREPO_TOKEN", token)
             .env("RUST_LOG", "warn")
             .spawn()

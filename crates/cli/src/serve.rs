@@ -59,6 +59,11 @@ pub(crate) struct ServeArgs {
     /// limit, with descriptors left for the store).
     #[arg(long, default_value_t = server::ConnectionLimits::default().max_connections as u64, value_parser = clap::value_parser!(u64).range(1..))]
     max_connections: u64,
+    /// Most connections open at once from one IP address; past it a new one
+    /// is answered 503 TooManyConnections and closed. Behind a reverse proxy
+    /// every client has the proxy's address: raise it there.
+    #[arg(long, default_value_t = server::ConnectionLimits::default().max_connections_per_ip as u64, value_parser = clap::value_parser!(u64).range(1..))]
+    max_connections_per_ip: u64,
     /// Seconds a connection has to send a request's headers once it is
     /// ready for one (closes idle kept-alive connections too).
     #[arg(long, default_value_t = server::ConnectionLimits::default().header_read_timeout.as_secs(), value_parser = clap::value_parser!(u64).range(1..))]
@@ -183,6 +188,7 @@ pub(crate) fn run(store: &StoreArgs, args: &ServeArgs) -> Result<ExitCode, Strin
         max_connections: connection_limit(
             usize::try_from(args.max_connections).unwrap_or(usize::MAX),
         ),
+        max_connections_per_ip: usize::try_from(args.max_connections_per_ip).unwrap_or(usize::MAX),
         header_read_timeout: Duration::from_secs(args.header_read_timeout_secs),
         idle_timeout: Duration::from_secs(args.idle_timeout_secs),
     };

@@ -37,6 +37,12 @@ pub struct ConnectionLimits {
     /// response): this closes kept-alive connections left idle, and
     /// connections that send headers slowly.
     pub header_read_timeout: Duration,
+    /// Most connections open at once from one IP address; past it a new
+    /// one from there is answered `503 TooManyConnections` and closed at
+    /// once, so that one client re-opening sockets cannot hold every slot.
+    /// (Behind a reverse proxy every client has the proxy's address: raise
+    /// it there.)
+    pub max_connections_per_ip: usize,
     /// A connection that neither sends nor receives a byte for this long
     /// while a request is under way (a body that stops arriving, a response
     /// nobody reads) is closed. Longer than the request timeout, so a slow
@@ -48,6 +54,7 @@ impl Default for ConnectionLimits {
     fn default() -> Self {
         Self {
             max_connections: 512,
+            max_connections_per_ip: 128,
             header_read_timeout: Duration::from_secs(10),
             idle_timeout: Duration::from_secs(60),
         }
@@ -71,6 +78,7 @@ pub async fn serve_with(
 ) -> io::Result<()> {
     let max = limits.max_connections.max(1);
     let slots = Arc::new(Semaphore::new(max));
+    let per_ip = PerIp::default();
     // Dropped to tell every connection to finish; each holds a receiver.
     let (stop, stopping) = watch::channel(());
     let mut http = hyper::server::conn::http1::Builder::new();
@@ -83,9 +91,9 @@ pub async fn serve_with(
             slot = Arc::clone(&slots).acquire_owned() => slot.map_err(io::Error::other)?,
             () = &mut shutdown => break,
         };
-        let stream = tokio::select! {
+        let (stream, peer) = tokio::select! {
             accepted = listener.accept() => match accepted {
-                Ok((stream, _)) => stream,
+                Ok(accepted) => accepted,
                 Err(e) if is_transient(&e) => {
                     tracing::warn!(error = %e, "cannot accept a connection; retrying in 100 ms");
                     tokio::time::sleep(Duration::from_millis(100)).await;
@@ -95,9 +103,17 @@ pub async fn serve_with(
             },
             () = &mut shutdown => break,
         };
+        let Some(from_ip) = per_ip.admit(peer.ip(), limits.max_connections_per_ip) else {
+            // Answered without reading the request, from this task: the
+            // slot is free again at once.
+            tracing::debug!(ip = %peer.ip(), "refusing a connection past --max-connections-per-ip");
+            let _ = stream.try_write(TOO_MANY_FROM_IP);
+            drop(slot);
+            continue;
+        };
         let _ = stream.set_nodelay(true);
         let slot = ConnectionSlot {
-            _permit: Arc::new(slot),
+            _held: Arc::new((slot, from_ip)),
         };
         let activity = Arc::new(Activity::new());
         let io = TokioIo::new(Tracked {
@@ -161,7 +177,60 @@ pub async fn serve_with(
 /// connections count too.
 #[derive(Debug, Clone)]
 pub(crate) struct ConnectionSlot {
-    _permit: Arc<tokio::sync::OwnedSemaphorePermit>,
+    _held: Arc<(tokio::sync::OwnedSemaphorePermit, FromIp)>,
+}
+
+/// The response to a connection past the per-IP limit.
+const TOO_MANY_FROM_IP: &[u8] = b"HTTP/1.1 503 Service Unavailable\r\n\
+content-type: application/json\r\nretry-after: 1\r\nconnection: close\r\ncontent-length: 136\r\n\r\n\
+{\"error\":\"TooManyConnections\",\"message\":\"this address has as many connections open as the server allows one (--max-connections-per-ip)\"}";
+
+/// Connections open per IP address.
+#[derive(Debug, Default, Clone)]
+struct PerIp(Arc<std::sync::Mutex<std::collections::HashMap<std::net::IpAddr, usize>>>);
+
+impl PerIp {
+    fn counts(
+        &self,
+    ) -> std::sync::MutexGuard<'_, std::collections::HashMap<std::net::IpAddr, usize>> {
+        // Plain counts, whole after every operation.
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// One more connection from `ip`, unless it has `max` open.
+    fn admit(&self, ip: std::net::IpAddr, max: usize) -> Option<FromIp> {
+        let mut counts = self.counts();
+        let open = counts.entry(ip).or_default();
+        if *open >= max.max(1) {
+            return None;
+        }
+        *open += 1;
+        Some(FromIp {
+            ip,
+            counts: self.clone(),
+        })
+    }
+}
+
+/// One connection counted against its address until dropped.
+#[derive(Debug)]
+struct FromIp {
+    ip: std::net::IpAddr,
+    counts: PerIp,
+}
+
+impl Drop for FromIp {
+    fn drop(&mut self) {
+        let mut counts = self.counts.counts();
+        if let Some(open) = counts.get_mut(&self.ip) {
+            *open -= 1;
+            if *open == 0 {
+                counts.remove(&self.ip);
+            }
+        }
+    }
 }
 
 /// A service that gives each request its connection's slot.
@@ -280,5 +349,27 @@ impl AsyncWrite for Tracked {
 
     fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::TOO_MANY_FROM_IP;
+
+    /// The canned response is well-formed: its content-length is its
+    /// body's, and the body is the JSON error every endpoint answers.
+    #[test]
+    fn the_per_ip_refusal_is_a_whole_response() {
+        let text = std::str::from_utf8(TOO_MANY_FROM_IP).unwrap();
+        let (head, body) = text.split_once("\r\n\r\n").unwrap();
+        let length: usize = head
+            .lines()
+            .find_map(|l| l.strip_prefix("content-length: "))
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert_eq!(length, body.len());
+        let json: serde_json::Value = serde_json::from_str(body).unwrap();
+        assert_eq!(json["error"], "TooManyConnections");
     }
 }

@@ -49,6 +49,7 @@ fn limits(max_connections: usize) -> ConnectionLimits {
         max_connections,
         header_read_timeout: Duration::from_secs(1),
         idle_timeout: Duration::from_secs(2),
+        ..ConnectionLimits::default()
     }
 }
 
