@@ -127,9 +127,17 @@ fn iso_datestring(s: &str) -> bool {
 
 /// `@atproto/syntax`'s strict `isDatetimeString` as JavaScript runs it.
 fn strict_as_javascript(s: &str) -> bool {
+    strict_instant_micros(s).is_some()
+}
+
+/// The instant, in microseconds since the Unix epoch (digits past the
+/// microsecond dropped), of a datetime `@atproto/syntax`'s strict
+/// `isDatetimeString` accepts as JavaScript runs it; `None` for any other
+/// string.
+pub fn strict_instant_micros(s: &str) -> Option<i64> {
     let b = s.as_bytes();
     if b.len() > 64 || b.len() < 20 || s.ends_with("-00:00") {
-        return false;
+        return None;
     }
     let num = |r: std::ops::Range<usize>| -> Option<i64> {
         b[r].iter().try_fold(0i64, |n, &c| {
@@ -138,7 +146,7 @@ fn strict_as_javascript(s: &str) -> bool {
     };
     let fixed = [(4, b'-'), (7, b'-'), (10, b'T'), (13, b':'), (16, b':')];
     if fixed.iter().any(|&(i, c)| b[i] != c) {
-        return false;
+        return None;
     }
     let (Some(year), Some(month), Some(day), Some(hour), Some(minute), Some(second)) = (
         num(0..4),
@@ -148,19 +156,25 @@ fn strict_as_javascript(s: &str) -> bool {
         num(14..16),
         num(17..19),
     ) else {
-        return false;
+        return None;
     };
     // The regular expression: month 01–12, day 00–31, hour 00–23, minute
     // 00–59, second 00–60.
     if !(1..=12).contains(&month) || day > 31 || hour > 23 || minute > 59 || second > 60 {
-        return false;
+        return None;
     }
     let mut rest = &b[19..];
+    let mut micros = 0;
     if let Some(frac) = rest.strip_prefix(b".") {
         let n = frac.iter().take_while(|c| c.is_ascii_digit()).count();
         if n == 0 {
-            return false;
+            return None;
         }
+        micros = frac[..n]
+            .iter()
+            .chain(std::iter::repeat(&b'0'))
+            .take(6)
+            .fold(0, |m, &c| m * 10 + i64::from(c - b'0'));
         rest = &frac[n..];
     }
     let offset = match rest {
@@ -171,10 +185,10 @@ fn strict_as_javascript(s: &str) -> bool {
                     .then(|| i64::from(a - b'0') * 10 + i64::from(b - b'0'))
             };
             let (Some(h), Some(m)) = (two(*h1, *h2), two(*m1, *m2)) else {
-                return false;
+                return None;
             };
             if h > 23 || m > 59 {
-                return false;
+                return None;
             }
             if *sign == b'-' {
                 -(h * 60 + m)
@@ -182,17 +196,19 @@ fn strict_as_javascript(s: &str) -> bool {
                 h * 60 + m
             }
         }
-        _ => return false,
+        _ => return None,
     };
     // `Date`: day 1–31 whatever the month (the excess rolls over), second
     // 0–59.
     if day == 0 || second > 59 {
-        return false;
+        return None;
     }
     // The UTC year once the day rolled over and the offset applied.
     let minutes = (days_from_civil(year, month, 1) + day - 1) * 1440 + hour * 60 + minute - offset;
     let utc_year = civil_year(minutes.div_euclid(1440));
-    (0..=9999).contains(&utc_year)
+    (0..=9999)
+        .contains(&utc_year)
+        .then(|| (minutes * 60 + second) * 1_000_000 + micros)
 }
 
 /// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's
@@ -243,5 +259,40 @@ mod tests {
         }
         assert_eq!(days_from_civil(1970, 1, 1), 0);
         assert_eq!(civil_year(-1), 1969);
+    }
+
+    /// Instants agree with `jiff`'s (an independent parser) wherever both
+    /// take the string; `jiff`'s timestamps end late on 9999-12-30, where
+    /// the instant is derived by hand.
+    #[test]
+    fn instants_agree_with_jiff() {
+        for s in [
+            "2024-01-01T00:00:00Z",
+            "2024-01-01T00:00:00.1234567Z",
+            "2024-01-01T01:00:00+01:00",
+            "1969-12-31T23:59:59.999999Z",
+            "0999-06-15T12:30:00-05:30",
+            "0010-01-01T00:00:00Z",
+            "2023-02-28T23:59:59.5+14:00",
+        ] {
+            let want = s.parse::<jiff::Timestamp>().unwrap().as_microsecond();
+            assert_eq!(strict_instant_micros(s), Some(want as i64), "{s}");
+        }
+        // 10000-01-01T00:00:00Z is 253,402,300,800 s after the epoch.
+        assert_eq!(
+            strict_instant_micros("9999-12-31T23:00:00Z"),
+            Some((253_402_300_800 - 3_600) * 1_000_000)
+        );
+        assert_eq!(
+            strict_instant_micros("9999-12-31T23:59:59.999999Z"),
+            Some(253_402_300_800 * 1_000_000 - 1)
+        );
+        for bad in [
+            "2024-01-01T00:00:00",
+            "2024-01-01T00:00:00-00:00",
+            "9999-12-31T23:00:00-01:00",
+        ] {
+            assert_eq!(strict_instant_micros(bad), None, "{bad}");
+        }
     }
 }

@@ -50,6 +50,7 @@ use std::{
 use foldhash::HashMap;
 use serde_json::Value;
 
+pub use lenient_datetime::strict_instant_micros;
 use schema::Def;
 pub use schema::Document;
 use validate::{Fail, Path};

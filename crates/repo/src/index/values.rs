@@ -158,50 +158,13 @@ pub(crate) fn numbers(record: &Value, path: &str, kind: IndexKind) -> Vec<i64> {
         .collect()
 }
 
-/// An AT Protocol datetime (`YYYY-MM-DDTHH:MM:SS[.fraction](Z|±HH:MM)`,
-/// not `-00:00`, year 1000 or later) as microseconds since the Unix epoch;
-/// digits past the microsecond are dropped.
+/// An AT Protocol datetime as microseconds since the Unix epoch (digits
+/// past the microsecond dropped): exactly the strings the reference's
+/// strict check accepts (`YYYY-MM-DDTHH:MM:SS[.fraction](Z|±HH:MM)`, not
+/// `-00:00`, a UTC year 0 to 9999), so that indexes, query literals and
+/// the Lexicon validator agree on which datetimes are instants.
 pub(crate) fn datetime_micros(s: &str) -> Option<i64> {
-    let b = s.as_bytes();
-    let digits =
-        |r: std::ops::Range<usize>| b.get(r).is_some_and(|d| d.iter().all(u8::is_ascii_digit));
-    let at = |i: usize, c: u8| b.get(i) == Some(&c);
-    if !(digits(0..4)
-        && at(4, b'-')
-        && digits(5..7)
-        && at(7, b'-')
-        && digits(8..10)
-        && at(10, b'T'))
-        || !(digits(11..13) && at(13, b':') && digits(14..16) && at(16, b':') && digits(17..19))
-        || b[0] == b'0'
-    {
-        return None;
-    }
-    let mut i = 19;
-    if at(i, b'.') {
-        let start = i + 1;
-        i = start;
-        while b.get(i).is_some_and(u8::is_ascii_digit) {
-            i += 1;
-        }
-        if i == start || i - start > 20 {
-            return None;
-        }
-    }
-    let zone = &s[i..];
-    let zone_ok = zone == "Z"
-        || (zone.len() == 6
-            && matches!(zone.as_bytes()[0], b'+' | b'-')
-            && digits(i + 1..i + 3)
-            && at(i + 3, b':')
-            && digits(i + 4..i + 6)
-            && zone != "-00:00");
-    if !zone_ok {
-        return None;
-    }
-    let ts: jiff::Timestamp = s.parse().ok()?;
-    let micros = ts.as_microsecond();
-    Some(micros)
+    lexicon::strict_instant_micros(s)
 }
 
 #[cfg(test)]
@@ -247,12 +210,18 @@ mod tests {
             datetime_micros("2024-01-01T01:00:00+01:00"),
             Some(1_704_067_200_000_000)
         );
+        // Years before 1000 and the last day of 9999 are instants too
+        // (10000-01-01T00:00:00Z is 253,402,300,800 s after the epoch).
+        assert_eq!(
+            datetime_micros("9999-12-31T23:59:59Z"),
+            Some(253_402_300_799_000_000)
+        );
+        assert!(datetime_micros("0999-01-01T00:00:00Z").is_some_and(|m| m < 0));
         for bad in [
             "2024-01-01",
             "2024-01-01T00:00:00",
             "2024-01-01t00:00:00Z",
             "2024-01-01T00:00:00-00:00",
-            "0999-01-01T00:00:00Z",
             "2024-13-01T00:00:00Z",
             "2024-01-01T00:00:00.Z",
             "2024-01-01T00:00:00+0100",
