@@ -147,15 +147,12 @@ pub async fn serve_with(
                         if activity.last() + idle > Instant::now() {
                             continue;
                         }
-                        // Quiet for a whole period: finish what is under way
-                        // and close; quiet for another, drop the connection.
-                        if closing {
-                            tracing::debug!("closing a connection idle for {idle:?}");
-                            break;
-                        }
-                        closing = true;
-                        activity.touch();
-                        conn.as_mut().graceful_shutdown();
+                        // Quiet for a whole period while a request is under
+                        // way: its body stopped arriving or nobody reads its
+                        // response. Commits run in tasks of their own, so
+                        // dropping the connection cancels none.
+                        tracing::debug!("closing a connection idle for {idle:?}");
+                        break;
                     }
                 }
             }

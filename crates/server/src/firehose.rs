@@ -17,7 +17,8 @@ use std::{sync::Arc, time::Duration};
 use axum::{
     extract::{
         Query, State,
-        ws::{Message, WebSocket, WebSocketUpgrade},
+        rejection::QueryRejection,
+        ws::{Message, WebSocket, WebSocketUpgrade, rejection::WebSocketUpgradeRejection},
     },
     http::HeaderMap,
     response::Response,
@@ -347,11 +348,24 @@ pub(crate) struct SubscribeParams {
 pub(crate) async fn subscribe_repos<K: Kv + 'static>(
     State(app): State<Arc<App<K>>>,
     headers: HeaderMap,
-    Query(params): Query<SubscribeParams>,
+    params: std::result::Result<Query<SubscribeParams>, QueryRejection>,
     connection: Option<axum::Extension<crate::ConnectionSlot>>,
-    ws: WebSocketUpgrade,
+    ws: std::result::Result<WebSocketUpgrade, WebSocketUpgradeRejection>,
 ) -> std::result::Result<Response, XrpcError> {
     app.authorize_read(&headers)?;
+    let params = crate::handlers::query(params)?;
+    // Answered as every XRPC error is (JSON), not as axum's plain text.
+    let ws = ws.map_err(|rejection| {
+        XrpcError::new(
+            rejection.status(),
+            "InvalidRequest",
+            format!(
+                "subscribeRepos is a WebSocket stream: connect with a WebSocket client \
+                 (ws://…/xrpc/com.atproto.sync.subscribeRepos); {}",
+                rejection.body_text()
+            ),
+        )
+    })?;
     // Refused before the upgrade: a subscriber holds a connection for as
     // long as it likes, and the others must find room.
     let subscriber = Arc::clone(&app.firehose.subscribers)

@@ -146,3 +146,64 @@ async fn past_the_limit_new_connections_wait_for_a_free_slot() {
         "served while both slots were held: the limit is not applied"
     );
 }
+
+/// A response nobody reads is cut off one idle period after its bytes stop
+/// moving (`idle_timeout`, as documented), not two.
+#[tokio::test]
+async fn a_response_nobody_reads_is_cut_off_after_one_idle_period() {
+    let limits = ConnectionLimits {
+        max_connections: 16,
+        header_read_timeout: Duration::from_secs(10),
+        idle_timeout: Duration::from_secs(3),
+        ..ConnectionLimits::default()
+    };
+    let server = server(limits).await;
+    // About 14 MB of records: more than loopback's socket buffers hold.
+    for i in 0..16 {
+        let padding: String = (0..900_000)
+            .map(|j| char::from(b'a' + ((i * 7 + j * 13) % 26) as u8))
+            .collect();
+        let (status, body) = server
+            .post(
+                "com.atproto.repo.createRecord",
+                &serde_json::json!({"repo": common::DID, "collection": "app.x.big",
+                                    "record": {"padding": padding}}),
+            )
+            .await;
+        assert_eq!(status, 200, "{body}");
+    }
+    let mut stream = TcpStream::connect(server.addr()).await.unwrap();
+    stream
+        .write_all(
+            format!(
+                "GET /xrpc/com.atproto.sync.getRepo?did={} HTTP/1.1\r\nhost: x\r\n\r\n",
+                common::DID
+            )
+            .as_bytes(),
+        )
+        .await
+        .unwrap();
+    // Unread while the server fills the socket's buffers and stalls.
+    let start = Instant::now();
+    tokio::time::sleep(Duration::from_millis(4_500)).await;
+    // Reading now drains what the buffers held, then finds the end. Before
+    // the fix the connection was still open (closed after two periods and
+    // more: the bytes read below would reach the whole CAR).
+    let mut read = 0usize;
+    let mut buf = vec![0u8; 1 << 16];
+    let ended = tokio::time::timeout(Duration::from_secs(20), async {
+        loop {
+            match stream.read(&mut buf).await {
+                Ok(0) | Err(_) => return,
+                Ok(n) => read += n,
+            }
+        }
+    })
+    .await;
+    assert!(ended.is_ok(), "the stalled response was never cut off");
+    assert!(
+        read < 14_000_000,
+        "{read} bytes arrived: the response was not cut off while stalled ({:?})",
+        start.elapsed()
+    );
+}
