@@ -324,6 +324,118 @@ impl Document {
         &self.json
     }
 
+    /// What the document says that no record could satisfy, or that
+    /// cannot mean what it says: no definitions, a negative length or size,
+    /// a lower bound above its upper bound, a default outside its bounds.
+    /// The reference accepts such documents (its schema checks types, not
+    /// sense); datarepo refuses them when they are added, one line each,
+    /// naming the field.
+    pub fn contradictions(&self) -> Vec<String> {
+        fn bounds<T: PartialOrd + std::fmt::Display + Default>(
+            at: &str,
+            (lo_name, lo): (&str, Option<T>),
+            (hi_name, hi): (&str, Option<T>),
+            non_negative: bool,
+            out: &mut Vec<String>,
+        ) {
+            for (name, v) in [(lo_name, &lo), (hi_name, &hi)] {
+                if let Some(v) = v
+                    && non_negative
+                    && *v < T::default()
+                {
+                    out.push(format!("{at}.{name} is {v}, below 0"));
+                }
+            }
+            if let (Some(lo), Some(hi)) = (lo, hi)
+                && lo > hi
+            {
+                out.push(format!(
+                    "{at}.{lo_name} is {lo}, above {hi_name} {hi}: no value fits"
+                ));
+            }
+        }
+        fn walk(def: &Def, at: &str, out: &mut Vec<String>) {
+            match def {
+                Def::Record(o) | Def::Object(o) => {
+                    let at = if matches!(def, Def::Record(_)) {
+                        format!("{at}.record")
+                    } else {
+                        at.to_owned()
+                    };
+                    for p in &o.properties {
+                        walk(&p.def, &format!("{at}.properties.{}", p.name), out);
+                    }
+                }
+                Def::Array {
+                    items,
+                    min_length,
+                    max_length,
+                } => {
+                    bounds(
+                        at,
+                        ("minLength", *min_length),
+                        ("maxLength", *max_length),
+                        true,
+                        out,
+                    );
+                    walk(items, &format!("{at}.items"), out);
+                }
+                Def::Integer(i) => {
+                    bounds(
+                        at,
+                        ("minimum", i.minimum),
+                        ("maximum", i.maximum),
+                        false,
+                        out,
+                    );
+                    if let Some(d) = i.default
+                        && (i.minimum.is_some_and(|m| d < m) || i.maximum.is_some_and(|m| d > m))
+                    {
+                        out.push(format!("{at}.default is {d}, outside minimum and maximum"));
+                    }
+                }
+                Def::String(s) => {
+                    bounds(
+                        at,
+                        ("minLength", s.min_length),
+                        ("maxLength", s.max_length),
+                        true,
+                        out,
+                    );
+                    bounds(
+                        at,
+                        ("minGraphemes", s.min_graphemes),
+                        ("maxGraphemes", s.max_graphemes),
+                        true,
+                        out,
+                    );
+                }
+                Def::Bytes {
+                    min_length,
+                    max_length,
+                } => bounds(
+                    at,
+                    ("minLength", *min_length),
+                    ("maxLength", *max_length),
+                    true,
+                    out,
+                ),
+                Def::Blob {
+                    max_size: Some(m), ..
+                } if *m < 0.0 => out.push(format!("{at}.maxSize is {m}, below 0")),
+                _ => {}
+            }
+        }
+        let mut out = Vec::new();
+        if self.defs.is_empty() {
+            out.push("defs is empty: the document defines nothing".to_owned());
+        }
+        for (name, def) in &self.defs {
+            walk(def, &format!("defs.{name}"), &mut out);
+        }
+        out
+    }
+
     /// Every `lex:` URI its refs and unions name outside this document.
     pub fn external_refs(&self) -> Vec<String> {
         fn walk(def: &Def, own: &str, out: &mut Vec<String>) {

@@ -192,6 +192,13 @@ impl<K: Kv> Repository<K> {
                 .to_owned();
             let d =
                 Document::parse(doc).map_err(|e| Error::InvalidLexicon(format!("{id}: {e}")))?;
+            let contradictions = d.contradictions();
+            if !contradictions.is_empty() {
+                return Err(Error::InvalidLexicon(format!(
+                    "{id}: {}",
+                    contradictions.join("; ")
+                )));
+            }
             if d.is_record() {
                 let nsid = rkey::Nsid::new(d.id())?;
                 self.existing_keys_fit(&nsid, &record_key(&d)?).await?;
