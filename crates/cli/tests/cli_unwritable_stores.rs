@@ -138,3 +138,67 @@ fn a_full_disk() {
     reading_commands_work_and_write_nothing(&store, &store);
     writing_commands_fail_fast(&store, "No space left on device");
 }
+
+/// A disk that fills up under a running server: the next write is answered
+/// within seconds (not the 30 s request timeout) with the cause named, the
+/// log says it at error level, and writes succeed again once space is back.
+#[test]
+fn a_disk_that_fills_while_serving() {
+    let tmp = testkit::tempdir("unwritable-filling");
+    let Some(disk) = Mount::tmpfs(&tmp.path().join("disk"), "16m") else {
+        return;
+    };
+    let store = disk.path().join("data");
+    let port = common::free_port();
+    let mut server = common::ServerProcess(
+        common::serve(store.to_str().unwrap(), port, "t")
+            .env("RUST_LOG", "info")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    assert!(common::wait_until_up(port));
+    let create = |text: &str| {
+        let started = std::time::Instant::now();
+        let body = format!(
+            r#"{{"repo": "{DID}", "collection": "{POST}", "record": {{"text": "{text}"}}}}"#
+        );
+        let answer = common::http(
+            port,
+            "POST",
+            "/xrpc/com.atproto.repo.createRecord",
+            "t",
+            &body,
+        )
+        .expect("an answer");
+        (answer, started.elapsed())
+    };
+    assert_eq!(create("before").0.0, 200);
+
+    disk.fill();
+    let ((status, body), took) = create("full");
+    assert_eq!(status, 503, "{body}");
+    assert!(body.contains("No space left on device"), "{body}");
+    assert!(took < Duration::from_secs(10), "answered after {took:?}");
+
+    std::fs::remove_file(disk.path().join("filler")).unwrap();
+    let mut recovered = false;
+    for _ in 0..20 {
+        if create("after").0.0 == 200 {
+            recovered = true;
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    assert!(recovered, "writes did not succeed once space was back");
+
+    assert!(server.terminate());
+    let mut log = String::new();
+    std::io::Read::read_to_string(server.0.stderr.as_mut().unwrap(), &mut log).unwrap();
+    assert!(
+        log.lines()
+            .any(|l| l.contains("ERROR") && l.contains("No space left on device")),
+        "{log}"
+    );
+}

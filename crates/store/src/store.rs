@@ -210,23 +210,51 @@ impl PendingCommit {
     /// [`Error::DurabilityTimeout`] when durability is not confirmed in time
     /// (outcome unknown), or a storage error (nothing acknowledged).
     pub async fn durable(self) -> Result<(), Error> {
-        let Ok(durable) = tokio::time::timeout(self.timeout, self.durability.wait()).await else {
-            let blocked = self
-                .local_dir
-                .as_deref()
-                .and_then(|dir| crate::kv::probe_writable(dir).err().map(|e| (dir, e)));
-            return Err(match blocked {
-                Some((dir, source)) => Error::DurabilityBlocked {
-                    after: self.timeout,
+        let started = tokio::time::Instant::now();
+        let blocked = |dir: &std::path::Path| {
+            crate::kv::probe_writable(dir)
+                .err()
+                .map(|source| Error::DurabilityBlocked {
+                    // Whole milliseconds: the message is for people.
+                    after: std::time::Duration::from_millis(
+                        u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+                    ),
                     location: dir.display().to_string(),
                     source,
-                },
-                None => Error::DurabilityTimeout(self.timeout),
-            });
+                })
         };
-        durable
+        let wait = tokio::time::timeout(self.timeout, self.durability.wait());
+        let Some(dir) = self.local_dir.as_deref() else {
+            return wait
+                .await
+                .unwrap_or(Err(Error::DurabilityTimeout(self.timeout)));
+        };
+        // A local directory that cannot take a write (a full disk, a
+        // read-only remount) never lets the flush through: said as soon as
+        // a probe finds it, rather than after the whole timeout.
+        let mut wait = std::pin::pin!(wait);
+        let mut probes =
+            tokio::time::interval_at(tokio::time::Instant::now() + PROBE_AFTER, PROBE_AFTER);
+        loop {
+            tokio::select! {
+                durable = &mut wait => {
+                    return durable.unwrap_or_else(|_| {
+                        Err(blocked(dir).unwrap_or(Error::DurabilityTimeout(self.timeout)))
+                    });
+                }
+                _ = probes.tick() => {
+                    if let Some(e) = blocked(dir) {
+                        return Err(e);
+                    }
+                }
+            }
+        }
     }
 }
+
+/// How long a commit waits for durability before its local directory is
+/// probed, and how often after.
+const PROBE_AFTER: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// Checks that `bytes` hash to `cid`.
 pub(crate) fn verify(cid: &Cid, bytes: &[u8]) -> Result<bool, Error> {
