@@ -160,7 +160,7 @@ fn a_disk_that_fills_while_serving() {
     );
     assert!(common::wait_until_up(port));
     let create = |text: &str| {
-        let started = std::time::Instant::now();
+        let started = tokio::time::Instant::now();
         let body = format!(
             r#"{{"repo": "{DID}", "collection": "{POST}", "record": {{"text": "{text}"}}}}"#
         );
