@@ -101,7 +101,10 @@ pub(crate) async fn run(server: &str, args: &RepoArgs, cmd: RepoCommand) -> Resu
                 committed += n;
                 commits += 1;
                 if args.json {
-                    outln!("{}", json!({"commit": out["commit"], "writes": n}));
+                    outln!(
+                        "{}",
+                        json!({"commit": out["commit"], "writes": n, "results": out["results"]})
+                    );
                 }
             }
             if !args.json {

@@ -1491,6 +1491,10 @@ async fn put_batch(
             })
             .collect::<Result<Vec<_>>>()?;
         let n = writes.len() as u64;
+        let creates: Vec<bool> = writes
+            .iter()
+            .map(|w| matches!(w, Write::Create { .. }))
+            .collect();
         let c = repo
             .apply_writes_validated(writes, None, validation)
             .await
@@ -1504,9 +1508,29 @@ async fn put_batch(
         commits += 1;
         bar.set_position(committed);
         if json_mode {
+            // Each write's result as applyWrites answers it.
+            let results: Vec<Value> = c
+                .results
+                .iter()
+                .zip(creates)
+                .map(|(r, create)| match r.cid {
+                    Some(cid) => json!({
+                        "$type": if create {
+                            "com.atproto.repo.applyWrites#createResult"
+                        } else {
+                            "com.atproto.repo.applyWrites#updateResult"
+                        },
+                        "uri": format!("at://{}/{}/{}", repo.id(), r.collection, r.rkey),
+                        "cid": cid.to_string(),
+                        "validationStatus": r.validation.map_or("unknown", repo::ValidationStatus::as_str),
+                    }),
+                    None => json!({"$type": "com.atproto.repo.applyWrites#deleteResult"}),
+                })
+                .collect();
             outln!(
                 "{}",
-                json!({"commit": {"cid": c.commit.to_string(), "rev": c.rev.to_string()}, "writes": n})
+                json!({"commit": {"cid": c.commit.to_string(), "rev": c.rev.to_string()},
+                       "writes": n, "results": results})
             );
         }
     }
