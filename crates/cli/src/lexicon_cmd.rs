@@ -170,10 +170,9 @@ pub(crate) fn load_files(paths: &[PathBuf]) -> Result<Lexicons> {
             .map_err(|e| format!("{}: {e}", file.display()))?;
         let id = doc.id().to_owned();
         if out.insert(doc).is_some() {
-            return Err(format!(
-                "{}: a second Lexicon {id} (each NSID once)",
-                file.display()
-            ));
+            return Err(
+                format!("{}: a second Lexicon {id} (each NSID once)", file.display()).into(),
+            );
         }
     }
     Ok(out)

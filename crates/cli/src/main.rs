@@ -115,8 +115,8 @@ fn init_logs(
     guard
 }
 
-fn io_error(message: String) -> std::io::Error {
-    std::io::Error::other(message)
+fn io_error(error: impl Into<output::CliError>) -> std::io::Error {
+    std::io::Error::other(error.into())
 }
 
 /// Exit codes: 0 success, 1 invalid input or a failed operation, 2 usage.
@@ -149,7 +149,7 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         Err(e) => {
-            output::report_error(json_mode, &e);
+            output::report_error(json_mode, output::error_name(&e), &e);
             ExitCode::from(1)
         }
     }

@@ -17,14 +17,75 @@ pub(crate) fn stdout_failed(e: &io::Error) -> ! {
     std::process::exit(1);
 }
 
+/// A command's failure: a name (the XRPC error name the API answers for the
+/// same failure, `Error` when the API has none) and a sentence.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct CliError {
+    pub(crate) name: String,
+    pub(crate) message: String,
+}
+
+impl CliError {
+    /// The failure `e`, named as the API names it, with `hint` after its
+    /// message.
+    pub(crate) fn repo(e: &repo::Error, hint: &str) -> Self {
+        Self {
+            name: e.xrpc_name().to_owned(),
+            message: format!("{e}{hint}"),
+        }
+    }
+
+    /// The same failure, its message followed by `more`.
+    #[must_use]
+    pub(crate) fn and(mut self, more: &str) -> Self {
+        self.message.push_str(more);
+        self
+    }
+}
+
+impl std::fmt::Display for CliError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for CliError {}
+
+impl From<String> for CliError {
+    fn from(message: String) -> Self {
+        Self {
+            name: "Error".to_owned(),
+            message,
+        }
+    }
+}
+
+impl From<&str> for CliError {
+    fn from(message: &str) -> Self {
+        message.to_owned().into()
+    }
+}
+
 /// Reports a command's failure on stderr: `datarepo: MESSAGE`, or with
-/// `--json` one JSON object `{"error": MESSAGE}` (stdout stays for results).
-pub(crate) fn report_error(json_mode: bool, message: &dyn std::fmt::Display) {
+/// `--json` one JSON object `{"error": NAME, "message": MESSAGE}`, the
+/// shape the API answers errors in (stdout stays for results).
+pub(crate) fn report_error(json_mode: bool, name: &str, message: &dyn std::fmt::Display) {
     if json_mode {
-        eprintln!("{}", serde_json::json!({"error": message.to_string()}));
+        eprintln!(
+            "{}",
+            serde_json::json!({"error": name, "message": message.to_string()})
+        );
     } else {
         eprintln!("datarepo: {message}");
     }
+}
+
+/// The name of a failure that ended a command: its [`CliError`]'s when it
+/// carries one, else `Error`.
+pub(crate) fn error_name(e: &std::io::Error) -> &str {
+    e.get_ref()
+        .and_then(|inner| inner.downcast_ref::<CliError>())
+        .map_or("Error", |e| e.name.as_str())
 }
 
 /// Buffered, locked stdout whose writes cannot fail: a failure ends the

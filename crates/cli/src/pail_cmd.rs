@@ -267,7 +267,7 @@ pub(crate) fn run(cmd: PailCommand, json_mode: bool) -> io::Result<ExitCode> {
     match outcome {
         Ok(code) => Ok(code),
         Err(e) => {
-            crate::output::report_error(json_mode, &e);
+            crate::output::report_error(json_mode, "Error", &e);
             Ok(ExitCode::from(1))
         }
     }

@@ -14,7 +14,7 @@ use crate::{
     },
 };
 
-type Result<T> = std::result::Result<T, String>;
+type Result<T> = std::result::Result<T, crate::output::CliError>;
 
 struct Client {
     http: reqwest::Client,
@@ -43,12 +43,15 @@ impl Client {
         if status.is_success() {
             Ok(body)
         } else {
-            Err(format!(
-                "{method}: {} {}: {}",
-                status.as_u16(),
-                body["error"].as_str().unwrap_or("error"),
-                body["message"].as_str().unwrap_or("")
-            ))
+            Err(crate::output::CliError {
+                name: body["error"].as_str().unwrap_or("Error").to_owned(),
+                message: format!(
+                    "{method}: {} {}: {}",
+                    status.as_u16(),
+                    body["error"].as_str().unwrap_or("error"),
+                    body["message"].as_str().unwrap_or("")
+                ),
+            })
         }
     }
 }
@@ -260,7 +263,8 @@ pub(crate) async fn run(server: &str, args: &RepoArgs, cmd: RepoCommand) -> Resu
             return Err(
                 "this command needs the store itself, which the server holds: stop the server \
                  to run it, or leave out --server (reading commands work beside it)"
-                    .to_owned(),
+                    .to_owned()
+                    .into(),
             );
         }
     }

@@ -20,7 +20,7 @@ use rkey::{Clock, KeyType, SystemClock, Tid, TidGenerator};
 use serde_json::{Value, json};
 use store::{SlateKv, Store};
 
-use crate::storage::StoreArgs;
+use crate::{output::CliError, storage::StoreArgs};
 
 /// Which repository; global to every repository command.
 #[derive(Debug, Args)]
@@ -450,11 +450,14 @@ impl SwapArgs {
     }
 }
 
-pub(crate) type Result<T> = std::result::Result<T, String>;
+pub(crate) type Result<T> = std::result::Result<T, CliError>;
 
 fn parse_rev(s: &str) -> Result<Tid> {
-    Tid::parse(s)
-        .map_err(|e| format!("{s:?} is not a rev: {e} (revs are TIDs; see `datarepo log`)"))
+    Tid::parse(s).map_err(|e| {
+        CliError::from(format!(
+            "{s:?} is not a rev: {e} (revs are TIDs; see `datarepo log`)"
+        ))
+    })
 }
 
 pub(crate) fn env() -> Result<Env> {
@@ -505,9 +508,7 @@ impl Session {
         if let Some(given) = &args.repo
             && given != did
         {
-            return Err(format!(
-                "the AT URI names repository {did}, but --repo is {given}"
-            ));
+            return Err(format!("the AT URI names repository {did}, but --repo is {given}").into());
         }
         let repo = self.repos.open(did).await.map_err(say)?;
         Ok((repo, coll.to_owned(), rk.to_owned()))
@@ -521,11 +522,11 @@ impl Session {
         let all = self.repos.list().await.map_err(say)?;
         match all.as_slice() {
             [(id, _)] => Ok(id.clone()),
-            [] => Err("no repository given and the store has none: pass --repo ID (or set DATAREPO_REPO) to create one".to_owned()),
+            [] => Err("no repository given and the store has none: pass --repo ID (or set DATAREPO_REPO) to create one".to_owned().into()),
             many => Err(format!(
                 "no repository given and the store has {}: pass --repo ID or set DATAREPO_REPO (`datarepo repo list` lists them)",
                 many.len()
-            )),
+            ).into()),
         }
     }
 
@@ -548,7 +549,7 @@ impl Session {
 
 /// A library error as the CLI says it: with the command that helps, where
 /// one does (the library's messages name no commands; the server's neither).
-pub(crate) fn say(e: repo::Error) -> String {
+pub(crate) fn say(e: repo::Error) -> CliError {
     let hint = match &e {
         repo::Error::RepoNotFound(_) => " (create it with `datarepo init`)",
         repo::Error::SigningKey { .. } => {
@@ -561,13 +562,90 @@ pub(crate) fn say(e: repo::Error) -> String {
         repo::Error::RecordExists(_) => " (`datarepo put` replaces it)",
         _ => "",
     };
-    format!("{e}{hint}")
+    CliError::repo(&e, hint)
+}
+
+/// Refuses a collection the repository has never had (a misspelling,
+/// most likely): nothing could match, and an empty answer would hide it.
+async fn known_collection(repo: &Repository<SlateKv>, collection: &str) -> Result<()> {
+    let known: Vec<String> = repo
+        .collections()
+        .await
+        .into_iter()
+        .map(|(c, _)| c)
+        .collect();
+    if known.iter().any(|c| c == collection) {
+        return Ok(());
+    }
+    const SHOWN: usize = 20;
+    let listed = if known.is_empty() {
+        "it has none".to_owned()
+    } else if known.len() > SHOWN {
+        format!(
+            "it has: {} … and {} more (`datarepo collection list`)",
+            known[..SHOWN].join(", "),
+            known.len() - SHOWN
+        )
+    } else {
+        format!("it has: {}", known.join(", "))
+    };
+    Err(CliError {
+        name: "CollectionNotFound".to_owned(),
+        message: format!(
+            "the repository {} has no collection {collection}; {listed}",
+            repo.id()
+        ),
+    })
+}
+
+/// A line's worth of a record for people: its first few fields, scalar
+/// values as JSON and truncated, arrays and objects summarised.
+pub(crate) fn preview(value: &Value) -> String {
+    const FIELDS: usize = 4;
+    const VALUE_CHARS: usize = 40;
+    let Some(fields) = value.as_object() else {
+        return truncate(&value.to_string(), VALUE_CHARS);
+    };
+    let shown: Vec<String> = fields
+        .iter()
+        .filter(|(k, _)| *k != "$type")
+        .take(FIELDS)
+        .map(|(k, v)| {
+            let v = match v {
+                Value::Array(items) if items.iter().all(|i| !i.is_object() && !i.is_array()) => {
+                    truncate(&v.to_string(), VALUE_CHARS)
+                }
+                Value::Array(items) => format!("[{} items]", items.len()),
+                Value::Object(o) => format!("{{{} fields}}", o.len()),
+                other => truncate(&other.to_string(), VALUE_CHARS),
+            };
+            format!("{k}={v}")
+        })
+        .collect();
+    let more = fields
+        .iter()
+        .filter(|(k, _)| *k != "$type")
+        .count()
+        .saturating_sub(FIELDS);
+    let mut line = shown.join("  ");
+    if more > 0 {
+        line.push_str(&format!("  (+{more} more)"));
+    }
+    line
+}
+
+/// `s` cut to `max` characters, with `…` when cut.
+fn truncate(s: &str, max: usize) -> String {
+    match s.char_indices().nth(max) {
+        Some((at, _)) => format!("{}…", &s[..at]),
+        None => s.to_owned(),
+    }
 }
 
 fn repo_id(args: &RepoArgs) -> Result<&str> {
     args.repo
         .as_deref()
-        .ok_or_else(|| "no repository given: pass --repo ID or set DATAREPO_REPO".to_owned())
+        .ok_or_else(|| "no repository given: pass --repo ID or set DATAREPO_REPO".into())
 }
 
 fn bar(template: &str) -> ProgressBar {
@@ -635,7 +713,7 @@ async fn execute_without_store(args: &RepoArgs, cmd: RepoCommand) -> Result<Exit
             let lexicons = crate::lexicon_cmd::load_files(&lexicons)?;
             return crate::lexicon_cmd::validate(&lexicons, json_lines);
         }
-        other => return Err(format!("{other:?} needs a store")),
+        other => return Err(format!("{other:?} needs a store").into()),
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -683,7 +761,7 @@ async fn execute(s: &Session, args: &RepoArgs, cmd: RepoCommand) -> Result<ExitC
             let info = repo.define_collection(&nsid, key, None).await.map_err(e)?;
             print(
                 json_mode,
-                &json!({"collection": nsid, "key": info.key.to_string()}),
+                &json!({"collection": nsid, "key": info.key.to_string(), "keyType": info.key.to_string()}),
                 || format!("{nsid}: record keys are {}", info.key),
             );
         }
@@ -692,7 +770,7 @@ async fn execute(s: &Session, args: &RepoArgs, cmd: RepoCommand) -> Result<ExitC
             let mut rows = Vec::new();
             for (name, info) in repo.collections().await {
                 let count = count_records(&repo, &name).await?;
-                rows.push(json!({"collection": name, "key": info.key.to_string(),
+                rows.push(json!({"collection": name, "key": info.key.to_string(), "keyType": info.key.to_string(),
                                  "declared": info.declared, "records": count}));
             }
             print(json_mode, &json!({ "collections": rows }), || {
@@ -794,6 +872,9 @@ async fn execute(s: &Session, args: &RepoArgs, cmd: RepoCommand) -> Result<ExitC
             at,
         } => {
             let (repo, collection, rkey) = s.record_name(args, collection, rkey).await?;
+            known_collection(&repo, &collection).await?;
+            // A key the collection's key type refuses names the rule.
+            repo.check_record_key(&collection, &rkey).await.map_err(e)?;
             let record = match at {
                 Some(rev) => repo.record_at(parse_rev(&rev)?, &collection, &rkey).await,
                 None => repo.get_record(&collection, &rkey).await,
@@ -801,7 +882,7 @@ async fn execute(s: &Session, args: &RepoArgs, cmd: RepoCommand) -> Result<ExitC
             .map_err(e)?;
             let uri = record_uri(repo.id(), &collection, &rkey);
             let Some(record) = record else {
-                return Err(format!("record not found: {uri}"));
+                return Err(say(repo::Error::RecordNotFound(uri)));
             };
             let value = record.to_json();
             print(
@@ -860,6 +941,7 @@ async fn execute(s: &Session, args: &RepoArgs, cmd: RepoCommand) -> Result<ExitC
             reverse,
         } => {
             let repo = s.repo(args).await?;
+            known_collection(&repo, &collection).await?;
             let limit = usize::try_from(limit).unwrap_or(usize::MAX);
             // One more than asked tells whether another page follows.
             let mut page = repo
@@ -883,7 +965,7 @@ async fn execute(s: &Session, args: &RepoArgs, cmd: RepoCommand) -> Result<ExitC
             print(json_mode, &out, || {
                 let mut lines: Vec<String> = page
                     .iter()
-                    .map(|(rkey, r)| format!("{rkey}  {}", r.cid()))
+                    .map(|(rkey, r)| format!("{rkey}  {}", preview(&r.to_json())))
                     .collect();
                 if let Some(next) = &next {
                     lines.push(format!("(more: --cursor {next})"));
@@ -903,6 +985,7 @@ async fn execute(s: &Session, args: &RepoArgs, cmd: RepoCommand) -> Result<ExitC
             stats,
         } => {
             let repo = s.repo(args).await?;
+            known_collection(&repo, &collection).await?;
             let where_ = where_.as_deref();
             if count {
                 let n = repo.count(&collection, where_).await.map_err(e)?;
@@ -964,7 +1047,7 @@ async fn execute(s: &Session, args: &RepoArgs, cmd: RepoCommand) -> Result<ExitC
                     let mut lines: Vec<String> = page
                         .records
                         .iter()
-                        .map(|(rkey, r)| format!("{rkey}  {}", r.cid()))
+                        .map(|(rkey, r)| format!("{rkey}  {}", preview(&r.to_json())))
                         .collect();
                     if let Some(next) = &page.cursor {
                         lines.push(format!("(more: --cursor {next})"));
@@ -1053,10 +1136,9 @@ async fn execute(s: &Session, args: &RepoArgs, cmd: RepoCommand) -> Result<ExitC
                 since => ExportScope::Head(since),
             };
             if file.as_os_str() != "-" && !force && file.exists() {
-                return Err(format!(
-                    "{} exists: pass --force to replace it",
-                    file.display()
-                ));
+                return Err(
+                    format!("{} exists: pass --force to replace it", file.display()).into(),
+                );
             }
             let bar = bar("{spinner} exporting: {pos} blocks written ({per_sec})");
             let progress = |n| bar.set_position(n);
@@ -1202,7 +1284,10 @@ async fn execute(s: &Session, args: &RepoArgs, cmd: RepoCommand) -> Result<ExitC
                 let rev = Tid::from_u64(head.rev);
                 lines.push(format!("{id}  rev {rev}  {}", head.commit));
                 repos.push(
-                    json!({"did": id, "head": head.commit.to_string(), "rev": rev.to_string()}),
+                    // `active` as listRepos answers it: datarepo has no
+                    // account status, so every repository is active.
+                    json!({"did": id, "head": head.commit.to_string(), "rev": rev.to_string(),
+                           "active": true}),
                 );
             }
             print(json_mode, &json!({"repos": repos}), || {
@@ -1222,7 +1307,7 @@ async fn execute(s: &Session, args: &RepoArgs, cmd: RepoCommand) -> Result<ExitC
                 let count = count_records(&repo, &name).await?;
                 total += count;
                 collections.push(
-                    json!({"collection": name, "key": info.key.to_string(), "records": count}),
+                    json!({"collection": name, "key": info.key.to_string(), "keyType": info.key.to_string(), "records": count}),
                 );
             }
             let commits = repo.log(usize::MAX).await.map_err(e)?.len();
@@ -1415,9 +1500,9 @@ pub(crate) fn record_uri_parts<'a>(
     let mut parts = path.splitn(3, '/');
     match (parts.next(), parts.next(), parts.next()) {
         (Some(did), Some(coll), Some(rk)) => Ok(Some((did, coll, rk))),
-        _ => Err(format!(
-            "{collection:?} is not a record's AT URI (at://DID/COLLECTION/RKEY)"
-        )),
+        _ => Err(
+            format!("{collection:?} is not a record's AT URI (at://DID/COLLECTION/RKEY)").into(),
+        ),
     }
 }
 
@@ -1487,7 +1572,8 @@ async fn put_batch(
         let writes = batch
             .into_iter()
             .map(|(line, value)| {
-                Write::from_apply_writes(value).map_err(|e| batch_stopped(line, committed, &e))
+                Write::from_apply_writes(value)
+                    .map_err(|e| batch_stopped(line, committed, &e).into())
             })
             .collect::<Result<Vec<_>>>()?;
         let n = writes.len() as u64;
@@ -1499,10 +1585,9 @@ async fn put_batch(
             .apply_writes_validated(writes, None, validation)
             .await
             .map_err(|e| {
-                format!(
-                    "{} ({committed} writes before this commit were committed)",
-                    say(e)
-                )
+                say(e).and(&format!(
+                    " ({committed} writes before this commit were committed)"
+                ))
             })?;
         committed += n;
         commits += 1;
@@ -1597,7 +1682,7 @@ async fn export_file(
     if written.is_err() {
         let _ = tokio::fs::remove_file(&tmp).await;
     }
-    written.map_err(|err| format!("export to {} failed: {err}", file.display()))
+    written.map_err(|err| CliError::from(format!("export to {} failed: {err}", file.display())))
 }
 
 pub(crate) fn read_json(file: Option<&Path>) -> Result<Value> {
@@ -1615,7 +1700,8 @@ pub(crate) fn read_json(file: Option<&Path>) -> Result<Value> {
             (text, "standard input".to_owned())
         }
     };
-    serde_json::from_str(&text).map_err(|e| format!("{source} is not valid JSON: {e}"))
+    serde_json::from_str(&text)
+        .map_err(|e| CliError::from(format!("{source} is not valid JSON: {e}")))
 }
 
 fn format_tid_time(tid: Tid) -> String {

@@ -219,7 +219,7 @@ pub(crate) fn run(store: &StoreArgs, args: &ServeArgs) -> Result<ExitCode, Strin
             .map_err(|e| format!("cannot listen on {}: {e}", args.addr))?;
         let repos = Arc::new(Repos::new(
             Arc::new(Store::new(kv.clone())),
-            repo_cmd::env()?,
+            repo_cmd::env().map_err(|e| e.message)?,
         ));
         let signing_keys = match &args.signing_key_dir {
             Some(dir) => {

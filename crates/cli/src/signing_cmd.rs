@@ -165,7 +165,7 @@ pub(crate) async fn run_key(s: &Session, args: &RepoArgs, cmd: KeyCommand) -> Re
 pub(crate) fn parse_keys(given: &[String]) -> Result<Vec<PublicKey>> {
     given
         .iter()
-        .map(|k| PublicKey::from_did_key(k).map_err(|e| format!("--key: {e}")))
+        .map(|k| PublicKey::from_did_key(k).map_err(|e| format!("--key: {e}").into()))
         .collect()
 }
 
@@ -179,7 +179,8 @@ async fn stored_keys(s: Option<&Session>, repo: &str) -> Result<Vec<PublicKey>> 
             return Err(format!(
                 "this store does not hold {repo}, so it knows no key to verify with: \
                  give them, --key did:key:…"
-            ));
+            )
+            .into());
         }
         Err(e) => return Err(say(e)),
     };
@@ -190,7 +191,8 @@ async fn stored_keys(s: Option<&Session>, repo: &str) -> Result<Vec<PublicKey>> 
              no signature to verify: give the keys of a signed export with --key did:key:…, \
              or check an unsigned export's blocks and structure by importing it into a \
              scratch store (`datarepo --store DIR import FILE`)"
-        ));
+        )
+        .into());
     }
     Ok(known)
 }
@@ -215,19 +217,20 @@ async fn car_repo(file: &Path) -> Result<String> {
         if cid == root {
             return repo::CommitData::decode(cid, &bytes)
                 .map(|c| c.repo)
-                .map_err(|e| format!("{}: {e}", file.display()));
+                .map_err(|e| crate::output::CliError::from(format!("{}: {e}", file.display())));
         }
     }
     Err(format!(
         "{}: the root commit {root} is not in the file",
         file.display()
-    ))
+    )
+    .into())
 }
 
 async fn open(file: &Path) -> Result<tokio::fs::File> {
     tokio::fs::File::open(file)
         .await
-        .map_err(|e| format!("cannot open {}: {e}", file.display()))
+        .map_err(|e| crate::output::CliError::from(format!("cannot open {}: {e}", file.display())))
 }
 
 pub(crate) async fn verify(
@@ -298,9 +301,9 @@ pub(crate) async fn verify_record(
     json_mode: bool,
 ) -> Result<()> {
     let Some((did, collection, rkey)) = record_uri_parts(uri, None)? else {
-        return Err(format!(
-            "--uri {uri:?} is not a record's AT URI (at://DID/COLLECTION/RKEY)"
-        ));
+        return Err(
+            format!("--uri {uri:?} is not a record's AT URI (at://DID/COLLECTION/RKEY)").into(),
+        );
     };
     let mut keys = parse_keys(keys)?;
     if keys.is_empty() {

@@ -268,7 +268,7 @@ pub(crate) fn gc(
             Ok(ExitCode::SUCCESS)
         }
         Err(e) => {
-            crate::output::report_error(json_mode, &e);
+            crate::output::report_error(json_mode, "Error", &e);
             Ok(ExitCode::from(1))
         }
     }

@@ -158,6 +158,44 @@ pub enum Error {
     Io(#[from] std::io::Error),
 }
 
+impl Error {
+    /// The XRPC error name of this failure, as the HTTP API answers it
+    /// (`{"error": NAME, "message"}`) and `datarepo --json` prints it.
+    #[must_use]
+    pub fn xrpc_name(&self) -> &'static str {
+        match self {
+            Self::RecordNotFound(_) => "RecordNotFound",
+            Self::RepoNotFound(_) => "RepoNotFound",
+            Self::InvalidSwap { .. } => "InvalidSwap",
+            Self::LexiconValidation(_) => "InvalidRecord",
+            Self::LexiconNotFound(_) => "LexiconNotFound",
+            Self::RevNotFound { .. }
+            | Self::InvalidRepoId { .. }
+            | Self::Syntax(_)
+            | Self::InvalidRecord(_)
+            | Self::InvalidLexicon(_)
+            | Self::KeyTypeConflict { .. }
+            | Self::RecordExists(_)
+            | Self::RepoExists(_)
+            | Self::InvalidQuery(_)
+            | Self::IndexExists { .. }
+            | Self::IndexNotFound { .. }
+            | Self::InvalidCar(_)
+            | Self::Store(store::Error::ReadOnly) => "InvalidRequest",
+            Self::IndexRebuildPending(_)
+            | Self::Store(
+                store::Error::DurabilityBlocked { .. }
+                | store::Error::NotWritable { .. }
+                | store::Error::DurabilityTimeout(_)
+                | store::Error::Unavailable(_)
+                | store::Error::Fenced,
+            ) => "ServiceUnavailable",
+            Self::Store(store::Error::Conflict(_)) => "Conflict",
+            _ => "InternalServerError",
+        }
+    }
+}
+
 impl From<pail::Error> for Error {
     fn from(e: pail::Error) -> Self {
         match e {

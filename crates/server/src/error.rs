@@ -61,72 +61,40 @@ impl IntoResponse for XrpcError {
 impl From<repo::Error> for XrpcError {
     fn from(e: repo::Error) -> Self {
         use repo::Error as E;
+        let name = e.xrpc_name();
         let message = e.to_string();
-        match e {
-            E::RecordNotFound(_) => Self::new(StatusCode::BAD_REQUEST, "RecordNotFound", message),
-            E::RepoNotFound(_) => Self::new(StatusCode::BAD_REQUEST, "RepoNotFound", message),
-            E::InvalidSwap { .. } => Self::new(StatusCode::BAD_REQUEST, "InvalidSwap", message),
-            E::LexiconValidation(_) => Self::new(StatusCode::BAD_REQUEST, "InvalidRecord", message),
-            E::RevNotFound { .. } => Self::new(StatusCode::BAD_REQUEST, "InvalidRequest", message),
-            E::LexiconNotFound(_) => Self::new(StatusCode::BAD_REQUEST, "LexiconNotFound", message),
-            E::InvalidRepoId { .. }
-            | E::Syntax(_)
-            | E::InvalidRecord(_)
-            | E::InvalidLexicon(_)
-            | E::KeyTypeConflict { .. }
-            | E::RecordExists(_)
-            | E::RepoExists(_)
-            | E::InvalidQuery(_)
-            | E::IndexExists { .. }
-            | E::IndexNotFound { .. }
-            | E::InvalidCar(_) => Self::invalid(message),
-            // An import's rebuild runs (or was interrupted): queries resume
-            // when it ends.
-            E::IndexRebuildPending(_) => Self::new(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "ServiceUnavailable",
-                message,
-            ),
-            E::Store(store::Error::DurabilityBlocked { .. } | store::Error::NotWritable { .. }) => {
+        let status = match &e {
+            E::IndexRebuildPending(_) => StatusCode::SERVICE_UNAVAILABLE,
+            // The operator must act (a full disk, another writer), not the
+            // client: said at error level.
+            E::Store(
+                store::Error::DurabilityBlocked { .. }
+                | store::Error::NotWritable { .. }
+                | store::Error::Fenced,
+            ) => {
                 tracing::error!(error = %message, "the store cannot be written");
-                Self::new(
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    "ServiceUnavailable",
-                    message,
-                )
+                StatusCode::SERVICE_UNAVAILABLE
             }
             E::Store(store::Error::DurabilityTimeout(_) | store::Error::Unavailable(_)) => {
                 tracing::warn!(error = %message, "write not confirmed");
-                Self::new(
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    "ServiceUnavailable",
-                    message,
-                )
+                StatusCode::SERVICE_UNAVAILABLE
             }
-            // Another writer opened the store: this server cannot write
-            // again, and the operator must act (not a bug in a request).
-            E::Store(store::Error::Fenced) => {
-                tracing::error!(error = %message, "writes fenced");
-                Self::new(
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    "ServiceUnavailable",
-                    message,
-                )
+            E::Store(store::Error::Conflict(_)) => {
+                return Self::new(StatusCode::CONFLICT, name, format!("{message}; retry"));
             }
-            E::Store(store::Error::Conflict(_)) => Self::new(
-                StatusCode::CONFLICT,
-                "Conflict",
-                format!("{message}; retry"),
-            ),
-            E::Store(store::Error::ReadOnly) => Self::new(
-                StatusCode::BAD_REQUEST,
-                "InvalidRequest",
-                "this server is a read-only replica; send writes to the writer",
-            ),
-            _ => {
+            E::Store(store::Error::ReadOnly) => {
+                return Self::new(
+                    StatusCode::BAD_REQUEST,
+                    name,
+                    "this server is a read-only replica; send writes to the writer",
+                );
+            }
+            _ if name == "InternalServerError" => {
                 tracing::error!(error = %message, "request failed");
-                Self::internal(message)
+                StatusCode::INTERNAL_SERVER_ERROR
             }
-        }
+            _ => StatusCode::BAD_REQUEST,
+        };
+        Self::new(status, name, message)
     }
 }

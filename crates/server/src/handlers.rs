@@ -1115,7 +1115,8 @@ pub(crate) async fn define_collection<K: Kv + 'static>(
     let repo = app.repo_for_write(&input.repo).await?;
     let info = repo.define_collection(&input.collection, key, None).await?;
     Ok(Json(
-        json!({ "collection": input.collection, "key": info.key.to_string() }),
+        json!({ "collection": input.collection, "key": info.key.to_string(),
+               "keyType": info.key.to_string() }),
     ))
 }
 
