@@ -249,19 +249,26 @@ pub(crate) fn validate(lexicons: &Lexicons, json_lines: bool) -> Result<ExitCode
     let _ = out.flush();
     if unreadable > 0 {
         eprintln!(
-            "datarepo: {unreadable} input line(s) were not {{\"collection\": NSID, \"record\": {{…}}}}"
+            "datarepo: {unreadable} input line(s) were neither {{\"collection\": NSID, \"record\": {{…}}}} nor a record with a \"$type\""
         );
         return Ok(ExitCode::from(2));
     }
     Ok(ExitCode::SUCCESS)
 }
 
+/// A line's (collection, record): `{"collection", "record"}`, or, as with
+/// one record on standard input, a record whose `$type` names its
+/// collection.
 fn parse_line(line: &str) -> std::result::Result<(String, Value), String> {
     let mut v: Value = serde_json::from_str(line).map_err(|e| format!("not JSON: {e}"))?;
+    let wrapped = v.get("collection").is_some_and(Value::is_string) && v.get("record").is_some();
+    if !wrapped && let Some(collection) = v.get("$type").and_then(Value::as_str) {
+        return Ok((collection.to_owned(), v));
+    }
     let collection = v
         .get("collection")
         .and_then(Value::as_str)
-        .ok_or("no \"collection\" string")?
+        .ok_or("neither {\"collection\", \"record\"} nor a record with a \"$type\"")?
         .to_owned();
     let record = v
         .get_mut("record")

@@ -212,6 +212,32 @@ fn lexicons_validate_what_is_written() {
             json!({"valid": false, "error": "Lexicon not found: lex:com.example.nope"}),
         ]
     );
+    // Lines that are records naming their collection by `$type`, as one
+    // record on standard input is: the same verdicts as that mode's.
+    let typed = [
+        json!({"$type": NOTE, "text": "fine"}),
+        json!({"$type": NOTE, "text": "toolongtext"}),
+    ];
+    let lines_typed = typed
+        .iter()
+        .map(Value::to_string)
+        .collect::<Vec<_>>()
+        .join("\n");
+    let out = in_store(
+        store,
+        &["lexicon", "validate", "--json-lines"],
+        &lines_typed,
+    );
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let single: Vec<Value> = typed
+        .iter()
+        .map(|r| {
+            common::json_lines(&in_store(store, &["lexicon", "validate"], &r.to_string()))[0]
+                .clone()
+        })
+        .collect();
+    assert_eq!(common::json_lines(&out), single);
+    assert_eq!(single[1]["valid"], false);
     let out = datarepo(
         &[
             "lexicon",
