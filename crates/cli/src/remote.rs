@@ -31,28 +31,53 @@ impl Client {
         if let Some(t) = &self.token {
             req = req.bearer_auth(t);
         }
-        let resp = req
-            .send()
-            .await
-            .map_err(|e| format!("{}: {e}", self.base))?;
+        let resp = req.send().await.map_err(|e| unreachable(&self.base, &e))?;
         let status = resp.status();
         let body: Value = resp
             .json()
             .await
             .map_err(|e| format!("{method}: the server's answer is not JSON: {e}"))?;
         if status.is_success() {
-            Ok(body)
-        } else {
-            Err(crate::output::CliError {
-                name: body["error"].as_str().unwrap_or("Error").to_owned(),
-                message: format!(
-                    "{method}: {} {}: {}",
-                    status.as_u16(),
-                    body["error"].as_str().unwrap_or("error"),
-                    body["message"].as_str().unwrap_or("")
-                ),
-            })
+            return Ok(body);
         }
+        let mut message = format!(
+            "{method}: {} {}: {}",
+            status.as_u16(),
+            body["error"].as_str().unwrap_or("error"),
+            body["message"].as_str().unwrap_or("")
+        );
+        if status == reqwest::StatusCode::UNAUTHORIZED {
+            message.push_str(if self.token.is_some() {
+                " (the token in DATAREPO_TOKEN is not this server's: set it to the token the \
+                 server was started with, its --token or DATAREPO_TOKEN)"
+            } else {
+                " (no token given: set DATAREPO_TOKEN to the token the server was started \
+                 with, its --token or DATAREPO_TOKEN)"
+            });
+        }
+        Err(crate::output::CliError {
+            name: body["error"].as_str().unwrap_or("Error").to_owned(),
+            message,
+        })
+    }
+}
+
+/// Why the server at `base` could not be reached, with the cause at the
+/// bottom of `e`'s chain (a refused connection, a name that does not
+/// resolve, a timeout), which reqwest's own message leaves out.
+fn unreachable(base: &str, e: &reqwest::Error) -> crate::output::CliError {
+    let mut cause: &dyn std::error::Error = e;
+    while let Some(next) = cause.source() {
+        cause = next;
+    }
+    let hint = if e.is_connect() {
+        " (is `datarepo serve` running there? --server or DATAREPO_SERVER names it)"
+    } else {
+        ""
+    };
+    crate::output::CliError {
+        name: "ServerUnreachable".to_owned(),
+        message: format!("cannot reach the server at {base}: {cause}{hint}"),
     }
 }
 

@@ -170,31 +170,17 @@ pub(crate) fn parse_keys(given: &[String]) -> Result<Vec<PublicKey>> {
 }
 
 async fn stored_keys(s: Option<&Session>, repo: &str) -> Result<Vec<PublicKey>> {
+    // Without a store, or one that knows no key for the repository, there
+    // is none: a signed file then fails for want of one (the message says
+    // to give --key), an unsigned one is checked but for signatures.
     let Some(s) = s else {
-        return Err("give the public keys to verify with: --key did:key:…".into());
+        return Ok(Vec::new());
     };
-    let known = match s.repos.open(repo).await {
-        Ok(r) => r.signing_keys().await.map_err(say)?.known,
-        Err(repo::Error::RepoNotFound(_)) => {
-            return Err(format!(
-                "this store does not hold {repo}, so it knows no key to verify with: \
-                 give them, --key did:key:…"
-            )
-            .into());
-        }
-        Err(e) => return Err(say(e)),
-    };
-    if known.is_empty() {
-        // Nothing signed: `verify` checks signatures; an import checks the rest.
-        return Err(format!(
-            "{repo} has no signing key in this store (its commits are unsigned), so there is \
-             no signature to verify: give the keys of a signed export with --key did:key:…, \
-             or check an unsigned export's blocks and structure by importing it into a \
-             scratch store (`datarepo --store DIR import FILE`)"
-        )
-        .into());
+    match s.repos.open(repo).await {
+        Ok(r) => Ok(r.signing_keys().await.map_err(say)?.known),
+        Err(repo::Error::RepoNotFound(_)) => Ok(Vec::new()),
+        Err(e) => Err(say(e)),
     }
-    Ok(known)
 }
 
 /// The repository a CAR file's root commit names, read from its first
@@ -245,32 +231,51 @@ pub(crate) async fn verify(
         keys = stored_keys(s, &car_repo(file).await?).await?;
     }
     let input = tokio::io::BufReader::with_capacity(1 << 20, open(file).await?);
-    let options = VerifyOptions { keys, incremental };
+    // No key to check against: an unsigned repository's export passes with
+    // everything else checked, and says so.
+    let unsigned_ok = keys.is_empty();
+    let options = VerifyOptions {
+        keys,
+        incremental,
+        unsigned_ok,
+    };
     let report = repo::verify_car(input, &options)
         .await
         .map_err(|e| format!("{}: {e}", file.display()))?;
     let commits: Vec<Value> = report
         .commits
         .iter()
-        .map(
-            |c| json!({"cid": c.cid.to_string(), "rev": c.rev.to_string(), "key": c.key.did_key()}),
-        )
+        .map(|c| {
+            json!({"cid": c.cid.to_string(), "rev": c.rev.to_string(),
+                        "key": c.key.as_ref().map(PublicKey::did_key)})
+        })
         .collect();
+    let signed = report.commits.iter().all(|c| c.key.is_some());
     let value = json!({
-        "repo": report.repo, "commits": commits, "blocks": report.blocks,
+        "repo": report.repo, "signed": signed, "commits": commits, "blocks": report.blocks,
         "shards": report.shards, "records": report.records,
         "historyRecords": report.history_records, "absent": report.absent,
     });
     print(json_mode, &value, || {
         let head = &report.commits[0];
-        let mut signers: Vec<String> = report.commits.iter().map(|c| c.key.did_key()).collect();
+        let mut signers: Vec<String> = report
+            .commits
+            .iter()
+            .filter_map(|c| c.key.as_ref().map(PublicKey::did_key))
+            .collect();
         signers.dedup();
+        let signed_by = if signed {
+            format!("signed by {}", signers.join(", "))
+        } else {
+            "UNSIGNED (no commit in the file carries a signature, so none was checked; \
+             everything else was)"
+                .to_owned()
+        };
         let mut text = format!(
-            "verified {}: {} (head rev {}) signed by {}; {} hashed; {}, {}",
+            "verified {}: {} (head rev {}) {signed_by}; {} hashed; {}, {}",
             report.repo,
             count(report.commits.len() as u64, "commit"),
             head.rev,
-            signers.join(", "),
             count(report.blocks, "block"),
             count(report.shards, "shard"),
             count(report.records, "record"),
@@ -319,17 +324,25 @@ pub(crate) async fn verify_record(
         &json!({
             "uri": uri, "cid": proof.cid.map(|c| c.to_string()), "value": value,
             "commit": {"cid": proof.commit.cid.to_string(), "rev": proof.commit.rev.to_string()},
-            "key": proof.commit.key.did_key(),
+            "key": proof.commit.key.as_ref().map(PublicKey::did_key),
         }),
-        || match proof.cid {
-            Some(cid) => format!(
-                "verified {uri}: record {cid} in commit {} (rev {}) signed by {}",
-                proof.commit.cid, proof.commit.rev, proof.commit.key
-            ),
-            None => format!(
-                "verified: {uri} does not exist at commit {} (rev {}) signed by {}",
-                proof.commit.cid, proof.commit.rev, proof.commit.key
-            ),
+        || {
+            // A record proof is always signed (verify_record checks it).
+            let key = proof
+                .commit
+                .key
+                .as_ref()
+                .map_or_else(String::new, PublicKey::did_key);
+            match proof.cid {
+                Some(cid) => format!(
+                    "verified {uri}: record {cid} in commit {} (rev {}) signed by {key}",
+                    proof.commit.cid, proof.commit.rev
+                ),
+                None => format!(
+                    "verified: {uri} does not exist at commit {} (rev {}) signed by {key}",
+                    proof.commit.cid, proof.commit.rev
+                ),
+            }
         },
     );
     Ok(())

@@ -25,6 +25,10 @@ pub struct VerifyOptions {
     /// incremental export holds only what changed since the export before
     /// it). Absent blocks are counted in [`VerifyReport::absent`].
     pub incremental: bool,
+    /// Whether a file none of whose commits is signed (an unsigned
+    /// repository's) passes with everything but signatures checked. A file
+    /// with some commits signed and some not never does.
+    pub unsigned_ok: bool,
 }
 
 /// One verified commit.
@@ -34,8 +38,10 @@ pub struct VerifiedCommit {
     pub cid: Cid,
     /// Its rev.
     pub rev: Tid,
-    /// The key that signed it.
-    pub key: PublicKey,
+    /// The key that signed it; `None` for an unsigned commit (only with
+    /// [`VerifyOptions::unsigned_ok`], when no commit in the file is
+    /// signed).
+    pub key: Option<PublicKey>,
 }
 
 /// What [`verify_car`] verified.
@@ -106,7 +112,7 @@ fn commits(blocks: &FileBlocks, root: Cid) -> Result<Vec<(Cid, CommitData)>, Err
 /// Verifies a CAR file made by `export` (plain, `--since` or `--history`):
 /// every block hashes to its CID; every commit in the file (the root and
 /// the chain of `prev` commits the file holds) is signed by one of
-/// `options.keys`; every commit's tree decodes, shard by shard, and every
+/// `options.keys` (or, with [`VerifyOptions::unsigned_ok`], none is); every commit's tree decodes, shard by shard, and every
 /// shard and record it names is in the file (unless
 /// [`VerifyOptions::incremental`]).
 ///
@@ -121,13 +127,18 @@ pub async fn verify_car<R: AsyncRead + Unpin + Send>(
 ) -> Result<VerifyReport, Error> {
     let (root, blocks) = read_car(input).await?;
     let commits = commits(&blocks, root)?;
+    let unsigned = options.unsigned_ok && commits.iter().all(|(_, c)| !c.is_signed());
     let mut verified = Vec::with_capacity(commits.len());
     for (cid, commit) in &commits {
-        let key = check_signature(*cid, commit, &options.keys)?;
+        let key = if unsigned {
+            None
+        } else {
+            Some(*check_signature(*cid, commit, &options.keys)?)
+        };
         verified.push(VerifiedCommit {
             cid: *cid,
             rev: commit.rev,
-            key: *key,
+            key,
         });
     }
     let mut walk = TreeWalk {
@@ -289,7 +300,7 @@ pub async fn verify_record<R: AsyncRead + Unpin + Send>(
         commit: VerifiedCommit {
             cid: root,
             rev: commit.rev,
-            key,
+            key: Some(key),
         },
         cid,
         record,

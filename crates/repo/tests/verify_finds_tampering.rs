@@ -49,7 +49,7 @@ async fn signed_repo() -> Signed {
 fn options(keys: &[PublicKey]) -> VerifyOptions {
     VerifyOptions {
         keys: keys.to_vec(),
-        incremental: false,
+        ..VerifyOptions::default()
     }
 }
 
@@ -171,6 +171,7 @@ fn unsigned_histories_and_incremental_exports() {
             &VerifyOptions {
                 keys: vec![signed.key],
                 incremental: true,
+                ..VerifyOptions::default()
             },
         )
         .await

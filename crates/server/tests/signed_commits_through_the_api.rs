@@ -46,7 +46,7 @@ async fn repositories_created_through_the_api_sign_every_commit() {
     assert_eq!(s, 200);
     let options = repo::VerifyOptions {
         keys: vec![public],
-        incremental: false,
+        ..repo::VerifyOptions::default()
     };
     let report = repo::verify_car(&car[..], &options).await.unwrap();
     assert_eq!((report.records, report.commits.len()), (5, 1));

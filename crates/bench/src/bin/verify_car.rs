@@ -121,7 +121,7 @@ fn main() {
     let rate = |secs: f64| n as f64 / secs / 1000.0;
     let options = VerifyOptions {
         keys: vec![*key.public_key()],
-        incremental: false,
+        ..VerifyOptions::default()
     };
     let bin = datarepo_bench::datarepo_bin();
     for run in 1..=runs {
