@@ -25,6 +25,35 @@ pub(crate) struct FollowArgs {
     /// Stop after this many commits (default: follow until interrupted).
     #[arg(long)]
     limit: Option<u64>,
+    /// Only commits that change this collection's records, with only those
+    /// operations (repeatable). With --repo, only that repository's
+    /// commits.
+    #[arg(long = "collection", value_name = "NSID")]
+    collections: Vec<String>,
+}
+
+/// Which commits, and which of their operations, `follow` prints.
+struct Filter<'a> {
+    repo: Option<&'a str>,
+    collections: &'a [String],
+}
+
+impl Filter<'_> {
+    /// `event` with only the operations wanted, or `None` when it has none
+    /// (or is another repository's).
+    fn apply(&self, mut event: repo::CommitEvent) -> Option<repo::CommitEvent> {
+        if self.repo.is_some_and(|r| r != event.repo) {
+            return None;
+        }
+        if self.collections.is_empty() {
+            return Some(event);
+        }
+        event.ops.retain(|op| {
+            let collection = op.path.split('/').next().unwrap_or_default();
+            self.collections.iter().any(|c| c == collection)
+        });
+        (!event.ops.is_empty()).then_some(event)
+    }
 }
 
 fn stream_url(base: &str, cursor: Option<u64>) -> Result<String, String> {
@@ -119,15 +148,30 @@ fn summarize_ops(ops: &[(&str, &str)]) -> String {
 /// How many operations a commit's line names before it counts the rest.
 const OPS_SHOWN: usize = 3;
 
-pub(crate) fn run(args: &FollowArgs, json_mode: bool) -> Result<ExitCode, String> {
+pub(crate) fn run(
+    args: &FollowArgs,
+    repo: Option<&str>,
+    json_mode: bool,
+) -> Result<ExitCode, String> {
+    for c in &args.collections {
+        rkey::validate_nsid(c).map_err(|e| format!("--collection {c}: {e}"))?;
+    }
+    let filter = Filter {
+        repo,
+        collections: &args.collections,
+    };
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(|e| e.to_string())?;
-    rt.block_on(follow(args, json_mode))
+    rt.block_on(follow(args, &filter, json_mode))
 }
 
-async fn follow(args: &FollowArgs, json_mode: bool) -> Result<ExitCode, String> {
+async fn follow(
+    args: &FollowArgs,
+    filter: &Filter<'_>,
+    json_mode: bool,
+) -> Result<ExitCode, String> {
     let mut cursor = args.cursor;
     let mut printed = 0u64;
     let mut connected_once = false;
@@ -151,8 +195,12 @@ async fn follow(args: &FollowArgs, json_mode: bool) -> Result<ExitCode, String> 
             };
             match repo::decode_frame(&bytes).map_err(|e| e.to_string())? {
                 Frame::Commit(event) => {
-                    print_commit(&event, json_mode);
+                    // Resumed after every commit seen, printed or not.
                     cursor = Some(event.seq);
+                    let Some(event) = filter.apply(*event) else {
+                        continue;
+                    };
+                    print_commit(&event, json_mode);
                     printed += 1;
                     if args.limit.is_some_and(|l| printed >= l) {
                         return Ok(ExitCode::SUCCESS);

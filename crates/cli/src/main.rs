@@ -137,7 +137,9 @@ fn main() -> ExitCode {
         Command::Rkey(cmd) => syntax::run_rkey(cmd),
         Command::Tid(cmd) => syntax::run_tid(cmd, cli.repo.json),
         Command::Keys(cmd) => keys::run(cmd, cli.repo.json),
-        Command::Follow(args) => follow::run(&args, cli.repo.json).map_err(io_error),
+        Command::Follow(args) => {
+            follow::run(&args, cli.repo.repo.as_deref(), cli.repo.json).map_err(io_error)
+        }
         Command::Pail(cmd) => pail_cmd::run(cmd, cli.repo.json),
         Command::Gc(args) => {
             storage::gc(&cli.store, &args, cli.repo.repo.as_deref(), cli.repo.json)
