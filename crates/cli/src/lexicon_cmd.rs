@@ -27,12 +27,9 @@ pub(crate) async fn run(s: &Session, args: &RepoArgs, cmd: LexiconCommand) -> Re
             let repo = s.repo(args).await?;
             // On a terminal: how far the check of existing records is.
             let bar = indicatif::ProgressBar::new_spinner();
-            bar.set_style(
-                indicatif::ProgressStyle::with_template(
-                    "{spinner} {msg}: {pos} existing records checked ({per_sec})",
-                )
-                .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner()),
-            );
+            bar.set_style(crate::repo_cmd::progress_style(
+                "{spinner} {msg}: {pos} existing records checked ({per_sec})",
+            ));
             let added = repo
                 .add_lexicons_with(docs, |collection, checked| {
                     if bar.message() != collection {

@@ -227,8 +227,8 @@ pub(crate) async fn run(server: &str, args: &RepoArgs, cmd: RepoCommand) -> Resu
                 )
                 .await?;
             let human = format!(
-                "indexed {path} of {collection} ({kind}): {} records",
-                out["records"]
+                "indexed {path} of {collection} ({kind}): {}",
+                crate::repo_cmd::count(out["records"].as_u64().unwrap_or(0), "record")
             );
             print(&out, human);
         }
@@ -245,7 +245,10 @@ pub(crate) async fn run(server: &str, args: &RepoArgs, cmd: RepoCommand) -> Resu
             let out = client
                 .post("dev.datarepo.rebuildIndexes", &json!({"repo": repo()?}))
                 .await?;
-            let human = format!("rebuilt the field indexes: {} records", out["records"]);
+            let human = format!(
+                "rebuilt the field indexes: {}",
+                crate::repo_cmd::count(out["records"].as_u64().unwrap_or(0), "record")
+            );
             print(&out, human);
         }
         RepoCommand::Lexicon(LexiconCommand::Add { files }) => {

@@ -565,6 +565,36 @@ pub(crate) fn say(e: repo::Error) -> CliError {
     CliError::repo(&e, hint)
 }
 
+/// The top-level fields that differ between two versions of a record (by
+/// their CIDs), in name order, as the web interface names them.
+async fn changed_fields(
+    repo: &Repository<SlateKv>,
+    old: Cid,
+    new: Cid,
+) -> std::result::Result<Vec<String>, repo::Error> {
+    let value = |cid: Cid| async move {
+        let block = repo
+            .block(cid)
+            .await?
+            .ok_or(repo::Error::MissingBlock(cid))?;
+        Ok::<_, repo::Error>(repo::Record::from_block(block)?.to_json())
+    };
+    let (old, new) = (value(old).await?, value(new).await?);
+    let empty = serde_json::Map::new();
+    let (old, new) = (
+        old.as_object().unwrap_or(&empty),
+        new.as_object().unwrap_or(&empty),
+    );
+    let mut keys: Vec<&String> = old.keys().chain(new.keys()).collect();
+    keys.sort();
+    keys.dedup();
+    Ok(keys
+        .into_iter()
+        .filter(|k| old.get(*k) != new.get(*k))
+        .cloned()
+        .collect())
+}
+
 /// Refuses a collection the repository has never had (a misspelling,
 /// most likely): nothing could match, and an empty answer would hide it.
 async fn known_collection(repo: &Repository<SlateKv>, collection: &str) -> Result<()> {
@@ -650,12 +680,41 @@ fn repo_id(args: &RepoArgs) -> Result<&str> {
 
 fn bar(template: &str) -> ProgressBar {
     let bar = ProgressBar::new(0);
-    bar.set_style(
-        ProgressStyle::with_template(template)
-            .unwrap_or_else(|_| ProgressStyle::default_bar())
-            .progress_chars("=> "),
-    );
+    bar.set_style(progress_style(template));
     bar
+}
+
+/// A progress style from `template`, with two keys of its own: `per_sec`
+/// as a whole number (`1234/s`), and `eta` as `3m left`, or `estimating`
+/// for the first seconds (an estimate from a moment's progress can say
+/// hours for a job of seconds).
+pub(crate) fn progress_style(template: &str) -> ProgressStyle {
+    ProgressStyle::with_template(template)
+        .unwrap_or_else(|_| ProgressStyle::default_bar())
+        .progress_chars("=> ")
+        .with_key(
+            "per_sec",
+            |state: &indicatif::ProgressState, w: &mut dyn std::fmt::Write| {
+                let _ = write!(w, "{:.0}/s", state.per_sec());
+            },
+        )
+        .with_key(
+            "eta",
+            |state: &indicatif::ProgressState, w: &mut dyn std::fmt::Write| {
+                let settled = state.elapsed() >= std::time::Duration::from_secs(3)
+                    && state.fraction() >= 0.01;
+                let _ = if settled {
+                    write!(w, "{} left", indicatif::HumanDuration(state.eta()))
+                } else {
+                    write!(w, "estimating")
+                };
+            },
+        )
+}
+
+/// `n` and `what`, plural when `n` is not 1: `1 record`, `2 records`.
+pub(crate) fn count(n: u64, what: &str) -> String {
+    format!("{n} {what}{}", if n == 1 { "" } else { "s" })
 }
 
 pub(crate) fn print(json_mode: bool, value: &Value, human: impl FnOnce() -> String) {
@@ -780,7 +839,7 @@ async fn execute(s: &Session, args: &RepoArgs, cmd: RepoCommand) -> Result<ExitC
                 rows.iter()
                     .map(|r| {
                         format!(
-                            "{}  key={}{}  {} records",
+                            "{}  key={}{}  {}",
                             r["collection"].as_str().unwrap_or_default(),
                             r["key"].as_str().unwrap_or_default(),
                             if r["declared"] == json!(true) {
@@ -788,7 +847,7 @@ async fn execute(s: &Session, args: &RepoArgs, cmd: RepoCommand) -> Result<ExitC
                             } else {
                                 " (undeclared)"
                             },
-                            r["records"]
+                            count(r["records"].as_u64().unwrap_or(0), "record")
                         )
                     })
                     .collect::<Vec<_>>()
@@ -1098,10 +1157,10 @@ async fn execute(s: &Session, args: &RepoArgs, cmd: RepoCommand) -> Result<ExitC
                         created.push(json!({"uri": uri, "cid": new.to_string()}));
                     }
                     (Some(old), Some(new)) => {
-                        lines.push(format!("~ {uri}"));
-                        updated.push(
-                            json!({"uri": uri, "old": old.to_string(), "cid": new.to_string()}),
-                        );
+                        let fields = changed_fields(&repo, old, new).await.map_err(e)?;
+                        lines.push(format!("~ {uri}  ({})", fields.join(", ")));
+                        updated.push(json!({"uri": uri, "old": old.to_string(),
+                                            "cid": new.to_string(), "fields": fields}));
                     }
                     (Some(old), None) => {
                         lines.push(format!("- {uri}"));
@@ -1194,13 +1253,10 @@ async fn execute(s: &Session, args: &RepoArgs, cmd: RepoCommand) -> Result<ExitC
                 .await
                 .map_err(|err| format!("cannot open {}: {err}", file.display()))?;
             let len = f.metadata().await.map(|m| m.len()).unwrap_or(0);
-            let bar = bar("importing [{bar:40}] {bytes}/{total_bytes} ({eta} left)");
+            let bar = bar("importing [{bar:40}] {bytes}/{total_bytes} ({eta})");
             bar.set_length(len);
             let reader = bar.wrap_async_read(tokio::io::BufReader::with_capacity(1 << 20, f));
-            let writing =
-                ProgressStyle::with_template("writing blocks [{bar:40}] {pos}/{len} ({eta} left)")
-                    .unwrap_or_else(|_| ProgressStyle::default_bar())
-                    .progress_chars("=> ");
+            let writing = progress_style("writing blocks [{bar:40}] {pos}/{len} ({eta})");
             let waiting = ProgressStyle::with_template("{spinner} {msg}")
                 .unwrap_or_else(|_| ProgressStyle::default_spinner());
             let report = s
@@ -1227,7 +1283,10 @@ async fn execute(s: &Session, args: &RepoArgs, cmd: RepoCommand) -> Result<ExitC
                     }
                     ImportProgress::Indexing { records } => {
                         bar.set_style(waiting.clone());
-                        bar.set_message(format!("rebuilding field indexes: {records} records"));
+                        bar.set_message(format!(
+                            "rebuilding field indexes: {}",
+                            count(records, "record")
+                        ));
                     }
                 })
                 .await
@@ -1259,12 +1318,11 @@ async fn execute(s: &Session, args: &RepoArgs, cmd: RepoCommand) -> Result<ExitC
                         "signingKeyMissing": report.signing_key_missing}),
                 || {
                     format!(
-                        "imported {}: {} records, {} blocks, {} commit{}{}; head {} (rev {})",
+                        "imported {}: {}, {}, {}{}; head {} (rev {})",
                         report.repo,
-                        report.records,
-                        report.blocks,
-                        report.commits,
-                        if report.commits == 1 { "" } else { "s" },
+                        count(report.records, "record"),
+                        count(report.blocks, "block"),
+                        count(report.commits, "commit"),
                         if report.declarations {
                             ", declarations"
                         } else {
@@ -1324,9 +1382,9 @@ async fn execute(s: &Session, args: &RepoArgs, cmd: RepoCommand) -> Result<ExitC
                     ];
                     for c in &collections {
                         lines.push(format!(
-                            "  {}  {} records",
+                            "  {}  {}",
                             c["collection"].as_str().unwrap_or_default(),
-                            c["records"]
+                            count(c["records"].as_u64().unwrap_or(0), "record")
                         ));
                     }
                     lines.join("\n")
@@ -1356,33 +1414,40 @@ async fn check(s: &Session, args: &RepoArgs, history: bool) -> Result<ExitCode> 
         let bar = bar("{spinner} {msg}");
         bar.enable_steady_tick(std::time::Duration::from_millis(100));
         bar.set_message(format!("{id}: reading the commit log and the tree"));
-        let checking = ProgressStyle::with_template("{msg} [{bar:40}] {pos}/{len} ({eta} left)")
-            .unwrap_or_else(|_| ProgressStyle::default_bar())
-            .progress_chars("=> ");
+        let checking = progress_style("{msg} [{bar:40}] {pos}/{len} ({eta})");
         let options = repo::CheckOptions { history };
+        // Each phase counts against its own total, set with every step:
+        // a bar never shows more done than there is.
+        let mut phase = "";
+        let mut counted = |name: &'static str, message: String, done: u64, total: u64| {
+            if phase != name {
+                phase = name;
+                bar.disable_steady_tick();
+                bar.set_style(checking.clone());
+                bar.set_message(message);
+            }
+            bar.set_length(total);
+            bar.set_position(done.min(total));
+        };
         let report = s
             .repos
             .check_with(&id, options, |step| match step {
                 repo::CheckProgress::Tree { records } => {
-                    bar.set_message(format!("{id}: reading the tree: {records} records"));
+                    bar.set_message(format!(
+                        "{id}: reading the tree: {}",
+                        count(records, "record")
+                    ));
                 }
                 repo::CheckProgress::Index { done, total } => {
-                    if bar.length() != Some(total) {
-                        bar.disable_steady_tick();
-                        bar.set_style(checking.clone());
-                        bar.set_message(format!("{id}: checking records"));
-                        bar.set_length(total);
-                    }
-                    bar.set_position(done);
+                    counted("records", format!("{id}: checking records"), done, total);
                 }
                 repo::CheckProgress::History { done, total } => {
-                    if done == 1 {
-                        bar.disable_steady_tick();
-                        bar.set_style(checking.clone());
-                        bar.set_length(total);
-                        bar.set_message(format!("{id}: checking older commits"));
-                    }
-                    bar.set_position(done);
+                    counted(
+                        "history",
+                        format!("{id}: checking older commits"),
+                        done,
+                        total,
+                    );
                 }
             })
             .await
@@ -1420,13 +1485,17 @@ fn describe_check(id: &str, report: &repo::CheckReport) -> String {
         n => format!(" ({n} signed)"),
     };
     let mut counts = format!(
-        "{} records, {} shards, {} commits{signed}; head {}",
-        report.records, report.shards, report.commits, report.commit
+        "{}, {}, {}{signed}; head {}",
+        count(report.records, "record"),
+        count(report.shards, "shard"),
+        count(report.commits, "commit"),
+        report.commit
     );
     if report.older_shards > 0 || report.older_records > 0 {
         counts += &format!(
-            "; older commits: {} more shards, {} more records",
-            report.older_shards, report.older_records
+            "; older commits: {} more, {} more",
+            count(report.older_shards, "shard"),
+            count(report.older_records, "record")
         );
     }
     let warnings = || {
@@ -1722,7 +1791,7 @@ async fn index_command(s: &Session, args: &RepoArgs, cmd: IndexCommand) -> Resul
             kind,
         } => {
             let kind: repo::IndexKind = kind.parse()?;
-            let bar = bar("indexing [{bar:40}] {pos}/{len} records ({eta} left)");
+            let bar = bar("indexing [{bar:40}] {pos}/{len} records ({eta})");
             let records = repo
                 .add_index(&collection, &path, kind, |p| {
                     bar.set_length(p.total);
@@ -1734,7 +1803,12 @@ async fn index_command(s: &Session, args: &RepoArgs, cmd: IndexCommand) -> Resul
             print(
                 json_mode,
                 &json!({"collection": collection, "path": path, "kind": kind.name(), "records": records}),
-                || format!("indexed {path} of {collection} ({kind}): {records} records"),
+                || {
+                    format!(
+                        "indexed {path} of {collection} ({kind}): {}",
+                        count(records, "record")
+                    )
+                },
             );
         }
         IndexCommand::List { collection } => {
@@ -1771,7 +1845,7 @@ async fn index_command(s: &Session, args: &RepoArgs, cmd: IndexCommand) -> Resul
             print(
                 json_mode,
                 &json!({"rebuilt": true, "records": records}),
-                || format!("rebuilt the field indexes: {records} records"),
+                || format!("rebuilt the field indexes: {}", count(records, "record")),
             );
         }
     }

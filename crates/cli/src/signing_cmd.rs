@@ -10,6 +10,7 @@ use clap::{Subcommand, ValueEnum};
 use repo::{Curve, PublicKey, SigningKey, VerifyOptions};
 use serde_json::{Value, json};
 
+use crate::repo_cmd::count;
 use crate::repo_cmd::{RepoArgs, Result, Session, print, record_uri_parts, say};
 
 /// A key's curve on the command line.
@@ -292,10 +293,6 @@ pub(crate) async fn verify(
         text
     });
     Ok(())
-}
-
-fn count(n: u64, what: &str) -> String {
-    format!("{n} {what}{}", if n == 1 { "" } else { "s" })
 }
 
 pub(crate) async fn verify_record(

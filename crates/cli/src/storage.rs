@@ -165,9 +165,7 @@ pub(crate) fn gc(
         let counting = ProgressStyle::with_template("{spinner} {msg} {pos} blocks")
             .unwrap_or_else(|_| ProgressStyle::default_spinner());
         let sweeping =
-            ProgressStyle::with_template("{msg} [{bar:40}] {pos}/{len} blocks ({eta} left)")
-                .unwrap_or_else(|_| ProgressStyle::default_bar())
-                .progress_chars("=> ");
+            crate::repo_cmd::progress_style("{msg} [{bar:40}] {pos}/{len} blocks ({eta})");
         bar.set_style(counting);
         let mut options = store::GcOptions::new(retention).dry_run(args.dry_run);
         if let Some(repo) = repo {

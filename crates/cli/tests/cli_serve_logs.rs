@@ -48,4 +48,12 @@ fn serve_logs_plain_access_lines_to_a_file() {
     }
     // The query is not logged.
     assert!(!access.contains("limit=5"), "{access}");
+    // The duration in hundredths of a millisecond at most (`ms=0.72`).
+    let ms = access
+        .split_whitespace()
+        .find_map(|p| p.strip_prefix("ms="))
+        .unwrap();
+    let decimals = ms.split_once('.').map_or(0, |(_, d)| d.len());
+    assert!(decimals <= 2, "{access}");
+    assert!(ms.parse::<f64>().is_ok(), "{access}");
 }

@@ -677,8 +677,9 @@ impl<K: Kv> Repository<K> {
         match declared.iter().find(|d| d.path == path) {
             Some(d) if d.kind == want => Ok(()),
             Some(d) => Err(Error::InvalidQuery(format!(
-                "{what} needs a {want} index; {path} of {collection} has a {} index",
-                d.kind
+                "{what} needs {} index; {path} of {collection} has {} index",
+                want.with_article(),
+                d.kind.with_article()
             ))),
             None => Err(Error::InvalidQuery(format!(
                 "{path} has no index in {collection}; add one with `datarepo index add {collection} {path} --kind {want}`"

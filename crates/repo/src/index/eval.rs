@@ -69,9 +69,10 @@ pub(crate) fn plan(collection: &str, expr: &Expr, declared: &[Declared]) -> Resu
 
 fn literal_error(c: &Cond, kind: IndexKind, lit: &Literal, want: &str) -> Error {
     Error::InvalidQuery(format!(
-        "at position {}: {} has a {kind} index, which compares {want}, not {}",
+        "at position {}: {} has {} index, which compares {want}, not {}",
         c.at,
         c.path,
+        kind.with_article(),
         lit.type_name()
     ))
 }

@@ -25,6 +25,17 @@ impl IndexKind {
             Self::Datetime => "datetime",
         }
     }
+
+    /// The name with its indefinite article, for sentences: `an integer`,
+    /// `a keyword`.
+    #[must_use]
+    pub const fn with_article(self) -> &'static str {
+        match self {
+            Self::Keyword => "a keyword",
+            Self::Integer => "an integer",
+            Self::Datetime => "a datetime",
+        }
+    }
 }
 
 impl std::fmt::Display for IndexKind {
