@@ -62,6 +62,93 @@ impl Client {
     }
 }
 
+impl Client {
+    async fn get(&self, method: &str, query: &[(&str, &str)]) -> Result<Value> {
+        // Percent-encodes all but unreserved characters.
+        let encode = |s: &str| -> String {
+            s.bytes()
+                .map(|b| match b {
+                    b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
+                        char::from(b).to_string()
+                    }
+                    _ => format!("%{b:02X}"),
+                })
+                .collect()
+        };
+        let query: Vec<String> = query
+            .iter()
+            .map(|(k, v)| format!("{}={}", encode(k), encode(v)))
+            .collect();
+        let mut req = self
+            .http
+            .get(format!("{}/xrpc/{method}?{}", self.base, query.join("&")));
+        if let Some(t) = &self.token {
+            req = req.bearer_auth(t);
+        }
+        let resp = req.send().await.map_err(|e| unreachable(&self.base, &e))?;
+        let status = resp.status();
+        let body: Value = resp
+            .json()
+            .await
+            .map_err(|e| format!("{method}: the server's answer is not JSON: {e}"))?;
+        if status.is_success() {
+            return Ok(body);
+        }
+        Err(crate::output::CliError {
+            name: body["error"].as_str().unwrap_or("Error").to_owned(),
+            message: format!(
+                "{method}: {} {}: {}",
+                status.as_u16(),
+                body["error"].as_str().unwrap_or("error"),
+                body["message"].as_str().unwrap_or("")
+            ),
+        })
+    }
+
+    /// The result of a request that may have answered with a job still
+    /// running (`202 {job}`): followed with `getJob`, with a progress bar on
+    /// a terminal, until it ends; its result (with `job`, its id), or its
+    /// error.
+    async fn finished(&self, answer: Value, doing: &str) -> Result<Value> {
+        let Some(id) = answer["job"]["id"].as_str().map(str::to_owned) else {
+            return Ok(answer);
+        };
+        let bar = indicatif::ProgressBar::new(0);
+        bar.set_style(crate::repo_cmd::progress_style(&format!(
+            "{doing} (job {id}) [{{bar:40}}] {{pos}}/{{len}} records ({{eta}})"
+        )));
+        let mut job = answer["job"].clone();
+        loop {
+            if let Some(total) = job["progress"]["total"].as_u64() {
+                bar.set_length(total);
+            }
+            let done = job["progress"]["done"].as_u64().unwrap_or(0);
+            bar.set_position(done.min(bar.length().unwrap_or(done)));
+            match job["state"].as_str() {
+                Some("running") => {}
+                Some("succeeded") => {
+                    bar.finish_and_clear();
+                    let mut result = job["result"].clone();
+                    result["job"] = json!(id);
+                    return Ok(result);
+                }
+                _ => {
+                    bar.finish_and_clear();
+                    return Err(crate::output::CliError {
+                        name: job["error"]["error"].as_str().unwrap_or("Error").to_owned(),
+                        message: format!(
+                            "job {id} failed: {}",
+                            job["error"]["message"].as_str().unwrap_or("")
+                        ),
+                    });
+                }
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+            job = self.get("dev.datarepo.getJob", &[("id", &id)]).await?;
+        }
+    }
+}
+
 /// Why the server at `base` could not be reached, with the cause at the
 /// bottom of `e`'s chain (a refused connection, a name that does not
 /// resolve, a timeout), which reqwest's own message leaves out.
@@ -226,6 +313,7 @@ pub(crate) async fn run(server: &str, args: &RepoArgs, cmd: RepoCommand) -> Resu
                     &json!({"repo": repo()?, "collection": collection, "path": path, "kind": kind}),
                 )
                 .await?;
+            let out = client.finished(out, "indexing").await?;
             let human = format!(
                 "indexed {path} of {collection} ({kind}): {}",
                 crate::repo_cmd::count(out["records"].as_u64().unwrap_or(0), "record")
@@ -245,6 +333,7 @@ pub(crate) async fn run(server: &str, args: &RepoArgs, cmd: RepoCommand) -> Resu
             let out = client
                 .post("dev.datarepo.rebuildIndexes", &json!({"repo": repo()?}))
                 .await?;
+            let out = client.finished(out, "rebuilding the indexes").await?;
             let human = format!(
                 "rebuilt the field indexes: {}",
                 crate::repo_cmd::count(out["records"].as_u64().unwrap_or(0), "record")

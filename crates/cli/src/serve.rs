@@ -93,6 +93,11 @@ pub(crate) struct ServeArgs {
     /// abandoned with 503 QueryTimeout.
     #[arg(long, default_value_t = server::Limits::default().query_timeout.as_secs(), value_parser = clap::value_parser!(u64).range(1..))]
     query_timeout_secs: u64,
+    /// Seconds a request that starts a long job (addIndex, rebuildIndexes)
+    /// waits for its outcome before answering 202 with the job to follow
+    /// (dev.datarepo.getJob); keep it below a proxy's timeout.
+    #[arg(long, default_value_t = server::Limits::default().job_answer_wait.as_secs())]
+    job_answer_wait_secs: u64,
     /// How long firehose events (com.atproto.sync.subscribeRepos) are kept:
     /// a number of events (100000) or an age (30m, 72h, 7d). Older ones are
     /// deleted every minute; a consumer with an older cursor replays from the
@@ -258,6 +263,7 @@ pub(crate) fn run(store: &StoreArgs, args: &ServeArgs) -> Result<ExitCode, Strin
                 max_concurrent_queries: usize::try_from(args.max_concurrent_queries)
                     .unwrap_or(usize::MAX),
                 query_timeout: Duration::from_secs(args.query_timeout_secs),
+                job_answer_wait: Duration::from_secs(args.job_answer_wait_secs),
                 ..server::Limits::default()
             },
         };

@@ -172,7 +172,8 @@ fn setup_commands_through_the_server_print_what_they_print_locally() {
     assert_eq!(
         (&r, &l),
         (
-            &json!({"collection": "com.example.settings", "key": "literal:self"}),
+            &json!({"collection": "com.example.settings", "key": "literal:self",
+                    "keyType": "literal:self"}),
             &r
         )
     );

@@ -409,6 +409,20 @@ async fn repositories_and_repository(c: &Client, base: &str, port: u16) {
         .collect();
     assert_eq!(recent, revs);
     screenshot(c, "repository").await;
+
+    // A repository that is not there: its error once, not per section.
+    c.goto(&format!("{base}/repo/did:web:nobody.example"))
+        .await
+        .unwrap();
+    wait_for(
+        c,
+        "the error",
+        "document.querySelector('.error') && !document.querySelector('.loading')",
+    )
+    .await;
+    let errors = texts(c, ".error").await;
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert!(errors[0].contains("RepoNotFound"), "{errors:?}");
 }
 
 async fn collection_paging_and_history(c: &Client, base: &str, port: u16) {
@@ -630,6 +644,26 @@ async fn record_and_history(c: &Client, base: &str, port: u16) {
         .await
         .unwrap();
     shown_rkeys(c).await;
+    // Rows preview their fields, arrays of scalars by their values (the
+    // posts' `langs`), not by their lengths.
+    let rows = texts(c, "tbody tr[data-rkey]").await.join("\n");
+    assert!(rows.contains(r#"langs: [""#), "{rows}");
+    assert!(
+        !rows.contains("langs: [1]") && !rows.contains("langs: [2]"),
+        "{rows}"
+    );
+    let placeholder = c
+        .find(Locator::Css("input[data-query-box]"))
+        .await
+        .unwrap()
+        .attr("placeholder")
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(
+        placeholder.contains("createdAt") || placeholder.contains("langs"),
+        "{placeholder}"
+    );
     click(c, &format!("tr[data-rkey={}] a", rkey(5))).await;
     let record = api(
         port,
@@ -872,6 +906,28 @@ async fn commits(c: &Client, base: &str, port: u16) {
     .await;
     let at: Value = serde_json::from_str(&texts(c, "pre.json").await.remove(0)).unwrap();
     assert_eq!(at["text"], "post five, edited again");
+    // "Previous" leads to the commit before (the log's next one).
+    c.goto(&format!("{base}/repo/{}/commit/{}", q(REPO), revs[1]))
+        .await
+        .unwrap();
+    wait_for(
+        c,
+        "the facts",
+        "document.querySelector('dl.facts a[href*=\"/commit/\"]')",
+    )
+    .await;
+    let previous = c
+        .find(Locator::Css("dl.facts a[href*=\"/commit/\"]"))
+        .await
+        .unwrap()
+        .attr("href")
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(
+        previous.ends_with(&format!("/commit/{}", revs[2])),
+        "{previous}"
+    );
     // The first batch of posts (the commit after the repository's first,
     // empty one) lists every record it created.
     let first_batch = &older_revs[older_revs.len() - 2];
@@ -1102,6 +1158,8 @@ async fn writes(c: &Client, base: &str, port: u16) {
 
     // With a wrong token the server refuses, and the page says why.
     set_token(c, "not-the-token").await;
+    let said = wait_for(c, "the token's check", "document.querySelector('#token-state').textContent.includes('refuses') && document.querySelector('#token-state').textContent").await;
+    assert!(said.as_str().unwrap().contains("refuses"), "{said}");
     shown_rkeys(c).await;
     click(c, "button.write-only").await;
     let editor = c.find(Locator::Css("textarea.editor")).await.unwrap();
@@ -1147,6 +1205,12 @@ async fn writes(c: &Client, base: &str, port: u16) {
 
     // With the token: create…
     set_token(c, TOKEN).await;
+    wait_for(
+        c,
+        "the token accepted",
+        "document.querySelector('#token-state').textContent.includes('accepted')",
+    )
+    .await;
     shown_rkeys(c).await;
     click(c, "button.write-only").await;
     let editor = c.find(Locator::Css("textarea.editor")).await.unwrap();

@@ -223,6 +223,13 @@ pub(crate) async fn get_commit<K: Kv + 'static>(
         .map(|d| change_json(repo.id(), d))
         .collect();
     let mut out = json!({ "commit": commit_json(&entry), "counts": counts, "ops": ops });
+    // The previous commit's rev, when its block is kept: a link for people.
+    if let Some(prev) = entry.commit.prev
+        && let Some(block) = repo.block(prev).await?
+        && let Ok(older) = repo::CommitData::decode(prev, block.bytes())
+    {
+        out["commit"]["prevRev"] = json!(older.rev.to_string());
+    }
     if more && let Some(last) = page.get(limit - 1) {
         out["cursor"] = json!(format!("{}/{}", last.collection, last.rkey));
     }

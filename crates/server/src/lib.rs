@@ -18,6 +18,7 @@ pub use firehose::{Retention, prune as prune_events};
 mod gc;
 mod handlers;
 mod inspect;
+mod jobs;
 mod metrics;
 mod web;
 
@@ -73,6 +74,10 @@ pub struct Limits {
     /// Longest a query may run once its turn has come; past it it is
     /// abandoned with `503 QueryTimeout`.
     pub query_timeout: Duration,
+    /// How long a request that starts a job (`addIndex`, `rebuildIndexes`)
+    /// waits for its outcome; past it the request answers `202` with the
+    /// job, which `getJob` follows.
+    pub job_answer_wait: Duration,
 }
 
 impl Default for Limits {
@@ -89,6 +94,7 @@ impl Default for Limits {
             max_concurrent_queries: std::thread::available_parallelism()
                 .map_or(1, |n| n.get().saturating_sub(1).max(1)),
             query_timeout: Duration::from_secs(10),
+            job_answer_wait: Duration::from_secs(5),
         }
     }
 }
@@ -175,6 +181,7 @@ pub(crate) struct App<K> {
     pub(crate) body_budget: admission::BodyBudget,
     /// One permit per query that may be evaluated at once.
     pub(crate) queries: tokio::sync::Semaphore,
+    pub(crate) jobs: jobs::Jobs,
 }
 
 /// The router serving `repos` under `config` (a [`Server`] without
@@ -214,6 +221,7 @@ impl<K: Kv + 'static> Server<K> {
                 ),
                 body_budget,
                 queries: tokio::sync::Semaphore::new(config.limits.max_concurrent_queries.max(1)),
+                jobs: jobs::Jobs::default(),
                 config,
                 metrics: metrics::Metrics::new(move || engine.store().kv().engine_metrics()),
             }),
@@ -362,6 +370,12 @@ fn router_for<K: Kv + 'static>(app: Arc<App<K>>) -> Router {
             "/xrpc/dev.datarepo.listIndexes",
             get(handlers::list_indexes::<K>),
         )
+        .route("/xrpc/dev.datarepo.getJob", get(handlers::get_job::<K>))
+        .route(
+            "/xrpc/dev.datarepo.checkToken",
+            get(handlers::check_token::<K>),
+        )
+        .route("/xrpc/dev.datarepo.listJobs", get(handlers::list_jobs::<K>))
         .route(
             "/xrpc/com.atproto.repo.describeRepo",
             get(handlers::describe_repo::<K>),

@@ -2,7 +2,7 @@
 // inside the interface change the view without reloading the page, and
 // back/forward redraw the view of the path they return to.
 
-import { token } from './api.js';
+import { token, get } from './api.js';
 import { h, a } from './dom.js';
 import * as views from './views.js';
 
@@ -98,8 +98,19 @@ const state = document.getElementById('token-state');
 function showToken() {
   const set = Boolean(token.get());
   clear.hidden = !set;
-  state.textContent = set ? 'token set: writes enabled' : '';
+  state.textContent = set ? 'token set: checking it…' : '';
   document.body.classList.toggle('can-write', set);
+  if (!set) return;
+  // A cheap authenticated call says whether the server takes this token.
+  const asked = token.get();
+  get('dev.datarepo.checkToken').then(
+    () => { if (token.get() === asked) state.textContent = 'token accepted: writes enabled'; },
+    (e) => {
+      if (token.get() !== asked) return;
+      state.textContent = e.status === 401
+        ? 'the server refuses this token: writes will fail'
+        : `could not check the token (${e.message})`;
+    });
 }
 form.addEventListener('submit', (e) => {
   e.preventDefault();

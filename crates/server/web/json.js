@@ -65,7 +65,12 @@ export function preview(value, max = 140) {
     if (k === '$type') continue;
     let s;
     if (typeof v === 'string') s = JSON.stringify(v.length > 60 ? `${v.slice(0, 60)}…` : v);
-    else if (Array.isArray(v)) s = `[${v.length}]`;
+    else if (Array.isArray(v)) {
+      // Scalars shown (as many as fit), objects counted.
+      s = v.every((x) => x === null || typeof x !== 'object')
+        ? truncated(JSON.stringify(v), 60)
+        : `[${v.length} items]`;
+    }
     else if (v && typeof v === 'object') s = '{…}';
     else s = JSON.stringify(v);
     parts.push(`${k}: ${s}`);

@@ -78,7 +78,14 @@ export async function repository(ctx) {
     h('p', { class: 'actions' }, a(repoPath(did, 'commits'), 'Commit log'), a(repoPath(did, 'pail'), 'Pail tree')),
     section('Head commit', head), section('Collections', cols), section('Recent commits', recent));
   const stats = api.get('dev.datarepo.getRepoStats', { repo: did });
-  fill(head, api.get('com.atproto.sync.getLatestCommit', { did }), (c) => {
+  const latest = api.get('com.atproto.sync.getLatestCommit', { did });
+  // A repository that is not there is said once, not in every section.
+  latest.catch((e) => {
+    if (e && (e.error === 'RepoNotFound' || e.status === 404)) {
+      ctx.page.replaceChildren(h('h1', {}, did), errorBox(e));
+    }
+  });
+  fill(head, latest, (c) => {
     const records = h('dd', { dataset: { stat: 'records' } }, '…');
     const commits = h('dd', { dataset: { stat: 'commits' } }, '…');
     stats.then((s) => { records.textContent = num(s.records); commits.textContent = num(s.commits); },
@@ -130,7 +137,7 @@ export async function collection(ctx) {
 
   const box = h('input', {
     type: 'search', name: 'where', value: where, class: 'query', 'aria-label': 'Query (the --where language)',
-    placeholder: 'e.g. langs = "en" and createdAt >= "2026-01-01T00:00:00Z"', spellcheck: 'false', dataset: { queryBox: '' },
+    placeholder: 'Query the field indexes', spellcheck: 'false', dataset: { queryBox: '' },
   });
   const form = h('form', {
     class: 'query-form', role: 'search',
@@ -154,6 +161,10 @@ export async function collection(ctx) {
     const info = ctx.page.querySelector('[data-info]');
     if (!c) return;
     info.textContent = `key type ${c.keyType} · ${c.indexes.length} index${c.indexes.length === 1 ? '' : 'es'}`;
+    // The example names this collection's own indexes, or says there are none.
+    box.placeholder = c.indexes.length
+      ? `e.g. ${c.indexes.slice(0, 2).map((i) => `${i.path} ${{ keyword: '= "…"', integer: '>= 1', datetime: '>= "2026-01-01T00:00:00Z"' }[i.kind] || 'exists'}`).join(' and ')}`
+      : 'No field indexes: add one (datarepo index add) to query';
     if (!c.lexicon) return;
     // The Lexicon document, read when the person opens it.
     const body = h('div', {}, loading());
@@ -313,8 +324,18 @@ async function loadHistory(ctx, box, cursor) {
   if (rows.length) parts.push(table(['Rev', 'Time', 'Change', 'CID', ''], rows, { class: 'history' }));
   else if (!cursor) parts.push(h('p', { class: 'empty' }, 'No versions in the retained commits.'));
   if (res.cursor) {
-    const more = h('button', { type: 'button', onclick: () => { more.replaceWith(loading()); loadHistory(ctx, holder, res.cursor); } }, 'Look at older commits');
-    parts.push(h('p', {}, more));
+    // The paragraph is swapped for the spinner (a <p> of its own), which
+    // goes once the older page is drawn, found something or not.
+    const more = h('p', {}, h('button', {
+      type: 'button',
+      onclick: async () => {
+        const spinner = loading();
+        more.replaceWith(spinner);
+        await loadHistory(ctx, holder, res.cursor);
+        spinner.remove();
+      },
+    }, 'Look at older commits'));
+    parts.push(more);
   }
   // Older versions go below these, into `holder`.
   const holder = h('div', {});
@@ -379,7 +400,9 @@ export async function commit(ctx) {
         h('dt', {}, 'Time'), h('dd', {}, timeText(new Date(c.time))),
         h('dt', {}, 'CID'), h('dd', {}, h('code', { class: 'wrap' }, c.cid)),
         h('dt', {}, 'Pail root'), h('dd', {}, a(withQuery(repoPath(did, 'pail'), { rev }), h('code', { class: 'wrap' }, c.data))),
-        h('dt', {}, 'Previous'), h('dd', {}, c.prev ? h('code', { class: 'wrap' }, c.prev) : 'none (first commit)'),
+        h('dt', {}, 'Previous'), h('dd', {}, !c.prev ? 'none (first commit)'
+          : c.prevRev ? a(repoPath(did, 'commit', c.prevRev), h('code', { class: 'wrap' }, c.prev))
+            : h('code', { class: 'wrap' }, c.prev)),
         h('dt', {}, 'Signature'), h('dd', {}, c.signed ? 'signed' : 'unsigned')),
       section(`Changes (${counts})`, ...ops),
     ];
