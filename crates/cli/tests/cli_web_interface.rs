@@ -408,6 +408,20 @@ async fn repositories_and_repository(c: &Client, base: &str, port: u16) {
         .map(|c| c["rev"].as_str().unwrap())
         .collect();
     assert_eq!(recent, revs);
+    // The index builds that made the posts' indexes, as listJobs has them.
+    wait_for(c, "the jobs", "document.querySelector('section[data-jobs] tbody tr')").await;
+    let jobs = api(port, &format!("/xrpc/dev.datarepo.listJobs?repo={}", q(REPO)));
+    let shown = texts(c, "section[data-jobs] tbody tr td:first-child").await;
+    let listed: Vec<&str> = jobs["jobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|j| j["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(shown, listed);
+    assert_eq!(listed.len(), 2);
+    let states = texts(c, "section[data-jobs] tbody tr td:nth-child(3)").await;
+    assert_eq!(states, ["succeeded", "succeeded"]);
     screenshot(c, "repository").await;
 
     // A repository that is not there: its error once, not per section.

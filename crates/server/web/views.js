@@ -116,6 +116,30 @@ export async function repository(ctx) {
   fill(recent, api.get('dev.datarepo.listCommits', { repo: did, limit: 10 }), (res) =>
     [table(['Rev', 'Time', 'CID', 'Signature'], res.commits.map((c) => commitRow(did, c))),
       h('p', {}, a(repoPath(did, 'commits'), 'All commits'))]);
+  showJobs(ctx, did);
+}
+
+/** The repository's index builds (jobs), redrawn while one runs. */
+async function showJobs(ctx, did) {
+  let res;
+  try {
+    res = await api.get('dev.datarepo.listJobs', { repo: did });
+  } catch {
+    return;
+  }
+  if (!ctx.current() || res.jobs.length === 0) return;
+  const describe = (j) => {
+    const what = j.kind === 'addIndex' ? `add index ${j.params.path} (${j.params.kind}) to ${j.params.collection}` : 'rebuild the indexes';
+    const progress = j.progress.total ? `${num(j.progress.done)} of ${num(j.progress.total)} records` : `${num(j.progress.done)} records`;
+    const outcome = j.state === 'failed' ? h('span', { class: 'error' }, j.error.message) : j.state === 'succeeded' ? `${num(j.result.records)} records` : progress;
+    return h('tr', { dataset: { job: j.id, state: j.state } },
+      h('td', {}, j.id), h('td', {}, what), h('td', {}, j.state), h('td', {}, outcome),
+      h('td', { class: 'n' }, `${(j.elapsedMs / 1000).toFixed(1)} s`));
+  };
+  const box = ctx.page.querySelector('section[data-jobs]') || h('section', { dataset: { jobs: '' } });
+  box.replaceChildren(h('h2', {}, 'Index jobs'), table(['Job', 'What', 'State', 'Progress', 'Time'], res.jobs.map(describe)));
+  if (!box.isConnected) ctx.page.append(box);
+  if (res.jobs.some((j) => j.state === 'running')) setTimeout(() => showJobs(ctx, did), 1000);
 }
 
 /** `where` with `path = value` added (as a facet link adds it). */
