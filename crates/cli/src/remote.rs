@@ -107,10 +107,14 @@ impl Client {
 
     /// The result of a request that may have answered with a job still
     /// running (`202 {job}`): followed with `getJob`, with a progress bar on
-    /// a terminal, until it ends; its result (with `job`, its id), or its
-    /// error.
-    async fn finished(&self, answer: Value, doing: &str) -> Result<Value> {
+    /// a terminal, until it ends; its result (as the command prints it
+    /// locally: no job id), or its error.
+    async fn finished(&self, mut answer: Value, doing: &str) -> Result<Value> {
         let Some(id) = answer["job"]["id"].as_str().map(str::to_owned) else {
+            // Printed as the command prints it locally, where there is no job.
+            if let Some(fields) = answer.as_object_mut() {
+                fields.remove("job");
+            }
             return Ok(answer);
         };
         let bar = indicatif::ProgressBar::new(0);
@@ -128,9 +132,7 @@ impl Client {
                 Some("running") => {}
                 Some("succeeded") => {
                     bar.finish_and_clear();
-                    let mut result = job["result"].clone();
-                    result["job"] = json!(id);
-                    return Ok(result);
+                    return Ok(job["result"].clone());
                 }
                 _ => {
                     bar.finish_and_clear();

@@ -25,22 +25,25 @@ fn json_error(out: &std::process::Output) -> Value {
     serde_json::from_slice(&out.stderr).unwrap_or_else(|e| panic!("{e}: {out:?}"))
 }
 
-#[test]
-fn failures_are_named_as_the_api_names_them() {
-    let tmp = testkit::tempdir("cli-error-names");
-    let store = tmp.path().join("data");
-    let store = store.to_str().unwrap();
-    assert!(cli(store, &["init"]).status.success());
-    assert!(
-        cli(store, &["collection", "define", POST, "--key", "tid"])
-            .status
-            .success()
-    );
+/// A store whose repository has a `tid` collection with one record.
+fn seeded(tmp: &testkit::TempDir) -> String {
+    let store = tmp.path().join("data").to_str().unwrap().to_owned();
+    assert!(cli(&store, &["init"]).status.success());
+    let defined = cli(&store, &["collection", "define", POST, "--key", "tid"]);
+    assert!(defined.status.success(), "{defined:?}");
     let put = datarepo(
-        &["--store", store, "--repo", DID, "put", POST, "--create"],
+        &["--store", &store, "--repo", DID, "put", POST, "--create"],
         r#"{"text": "hello"}"#,
     );
     assert!(put.status.success(), "{put:?}");
+    store
+}
+
+#[test]
+fn failures_are_named_as_the_api_names_them() {
+    let tmp = testkit::tempdir("cli-error-names");
+    let store = seeded(&tmp);
+    let store = store.as_str();
     let (_server, port) = start_server(store, "t");
     let api = |path: &str| -> Value {
         let (_, body) = common::http(port, "GET", path, "", "").expect("the server answers");
@@ -91,19 +94,8 @@ fn failures_are_named_as_the_api_names_them() {
 #[test]
 fn a_misspelled_collection_or_a_key_its_type_refuses_is_said() {
     let tmp = testkit::tempdir("cli-misspelled");
-    let store = tmp.path().join("data");
-    let store = store.to_str().unwrap();
-    assert!(cli(store, &["init"]).status.success());
-    assert!(
-        cli(store, &["collection", "define", POST, "--key", "tid"])
-            .status
-            .success()
-    );
-    let put = datarepo(
-        &["--store", store, "--repo", DID, "put", POST, "--create"],
-        r#"{"text": "hello"}"#,
-    );
-    assert!(put.status.success(), "{put:?}");
+    let store = seeded(&tmp);
+    let store = store.as_str();
 
     for args in [
         &["ls", "app.test.pots"][..],

@@ -409,8 +409,16 @@ async fn repositories_and_repository(c: &Client, base: &str, port: u16) {
         .collect();
     assert_eq!(recent, revs);
     // The index builds that made the posts' indexes, as listJobs has them.
-    wait_for(c, "the jobs", "document.querySelector('section[data-jobs] tbody tr')").await;
-    let jobs = api(port, &format!("/xrpc/dev.datarepo.listJobs?repo={}", q(REPO)));
+    wait_for(
+        c,
+        "the jobs",
+        "document.querySelector('section[data-jobs] tbody tr')",
+    )
+    .await;
+    let jobs = api(
+        port,
+        &format!("/xrpc/dev.datarepo.listJobs?repo={}", q(REPO)),
+    );
     let shown = texts(c, "section[data-jobs] tbody tr td:first-child").await;
     let listed: Vec<&str> = jobs["jobs"]
         .as_array()

@@ -7,51 +7,15 @@
 mod common;
 
 use std::{
-    sync::{
-        Arc,
-        atomic::{AtomicBool, Ordering},
-    },
+    sync::{Arc, atomic::Ordering},
     time::Duration,
 };
 
-use bytes::Bytes;
-use common::{DID, TestServer};
-use keycodec::KeyRange;
+use common::{DID, SlowKv, TestServer};
 use serde_json::{Value, json};
 use server::Limits;
-use store::{Durability, Kv, MemoryKv, WriteOp};
 
 const POST: &str = "app.test.post";
-
-/// The in-memory store, with scans taking 20 ms once `slow` is set: a
-/// build then runs for a while.
-#[derive(Clone, Default)]
-struct SlowKv {
-    inner: MemoryKv,
-    slow: Arc<AtomicBool>,
-}
-
-impl Kv for SlowKv {
-    async fn get(&self, key: &[u8]) -> Result<Option<Bytes>, store::Error> {
-        self.inner.get(key).await
-    }
-
-    async fn apply(&self, ops: Vec<WriteOp>) -> Result<Durability, store::Error> {
-        self.inner.apply(ops).await
-    }
-
-    async fn scan(
-        &self,
-        range: &KeyRange,
-        reverse: bool,
-        limit: usize,
-    ) -> Result<Vec<(Bytes, Bytes)>, store::Error> {
-        if self.slow.load(Ordering::Relaxed) {
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-        self.inner.scan(range, reverse, limit).await
-    }
-}
 
 async fn server(kv: SlowKv, job_answer_wait: Duration) -> TestServer {
     let mut config = common::config();
@@ -104,7 +68,7 @@ async fn until_done(server: &TestServer, id: &str) -> (Value, Vec<u64>) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_long_build_answers_202_and_is_followed_to_its_outcome() {
-    let kv = SlowKv::default();
+    let kv = SlowKv::new(Duration::from_millis(20), false);
     let server = server(kv.clone(), Duration::ZERO).await;
     kv.slow.store(true, Ordering::Relaxed);
 
@@ -183,7 +147,11 @@ async fn a_long_build_answers_202_and_is_followed_to_its_outcome() {
 
 #[tokio::test]
 async fn a_build_that_ends_in_time_answers_as_before_with_its_job() {
-    let server = server(SlowKv::default(), Duration::from_secs(30)).await;
+    let server = server(
+        SlowKv::new(Duration::from_millis(20), false),
+        Duration::from_secs(30),
+    )
+    .await;
     let (status, body) = server
         .post(
             "dev.datarepo.addIndex",

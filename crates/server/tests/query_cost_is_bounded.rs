@@ -7,56 +7,13 @@
 mod common;
 
 use std::{
-    sync::{
-        Arc,
-        atomic::{AtomicBool, Ordering},
-    },
+    sync::{Arc, atomic::Ordering},
     time::Duration,
 };
 
-use bytes::Bytes;
-use common::{DID, TestServer};
-use keycodec::KeyRange;
+use common::{DID, SlowKv, TestServer};
 use serde_json::{Value, json};
 use server::Limits;
-use store::{Durability, Kv, MemoryKv, WriteOp};
-
-/// The in-memory store, with every read taking 100 ms once `slow` is set:
-/// a query then runs for longer than a short budget.
-#[derive(Clone, Default)]
-struct SlowKv {
-    inner: MemoryKv,
-    slow: Arc<AtomicBool>,
-}
-
-impl SlowKv {
-    async fn pause(&self) {
-        if self.slow.load(Ordering::Relaxed) {
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-    }
-}
-
-impl Kv for SlowKv {
-    async fn get(&self, key: &[u8]) -> Result<Option<Bytes>, store::Error> {
-        self.pause().await;
-        self.inner.get(key).await
-    }
-
-    async fn apply(&self, ops: Vec<WriteOp>) -> Result<Durability, store::Error> {
-        self.inner.apply(ops).await
-    }
-
-    async fn scan(
-        &self,
-        range: &KeyRange,
-        reverse: bool,
-        limit: usize,
-    ) -> Result<Vec<(Bytes, Bytes)>, store::Error> {
-        self.pause().await;
-        self.inner.scan(range, reverse, limit).await
-    }
-}
 
 const POST: &str = "app.test.post";
 /// The documented limits (`docs/indexes.md`).
@@ -111,7 +68,11 @@ fn ors(n: usize) -> String {
 
 #[tokio::test]
 async fn too_many_values_or_bytes_are_refused_and_the_limit_is_answered() {
-    let server = server(SlowKv::default(), Duration::from_secs(10)).await;
+    let server = server(
+        SlowKv::new(Duration::from_millis(100), true),
+        Duration::from_secs(10),
+    )
+    .await;
     // At the limit: every record with n below 20 matches, once.
     let (status, body) = count(&server, &ors(MAX_TERMS)).await;
     assert_eq!((status, &body["count"]), (200, &json!(20)), "{body}");
@@ -152,7 +113,7 @@ async fn too_many_values_or_bytes_are_refused_and_the_limit_is_answered() {
 #[tokio::test]
 async fn a_query_past_its_budget_is_abandoned() {
     // A 50 ms budget, and reads of 100 ms from now on.
-    let kv = SlowKv::default();
+    let kv = SlowKv::new(Duration::from_millis(100), true);
     let server = server(kv.clone(), Duration::from_millis(50)).await;
     kv.slow.store(true, Ordering::Relaxed);
     let (status, body) = count(&server, "n > 3").await;

@@ -67,8 +67,9 @@ export function preview(value, max = 140) {
     if (typeof v === 'string') s = JSON.stringify(v.length > 60 ? `${v.slice(0, 60)}…` : v);
     else if (Array.isArray(v)) {
       // Scalars shown (as many as fit), objects counted.
+      const text = JSON.stringify(v);
       s = v.every((x) => x === null || typeof x !== 'object')
-        ? truncated(JSON.stringify(v), 60)
+        ? (text.length > 60 ? `${text.slice(0, 60)}…` : text)
         : `[${v.length} items]`;
     }
     else if (v && typeof v === 'object') s = '{…}';

@@ -116,11 +116,12 @@ export async function repository(ctx) {
   fill(recent, api.get('dev.datarepo.listCommits', { repo: did, limit: 10 }), (res) =>
     [table(['Rev', 'Time', 'CID', 'Signature'], res.commits.map((c) => commitRow(did, c))),
       h('p', {}, a(repoPath(did, 'commits'), 'All commits'))]);
-  showJobs(ctx, did);
+  showJobs(ctx, did, recent.parentElement);
 }
 
-/** The repository's index builds (jobs), redrawn while one runs. */
-async function showJobs(ctx, did) {
+/** The repository's index builds (jobs), before `next`, redrawn while one
+ * runs. */
+async function showJobs(ctx, did, next) {
   let res;
   try {
     res = await api.get('dev.datarepo.listJobs', { repo: did });
@@ -138,8 +139,8 @@ async function showJobs(ctx, did) {
   };
   const box = ctx.page.querySelector('section[data-jobs]') || h('section', { dataset: { jobs: '' } });
   box.replaceChildren(h('h2', {}, 'Index jobs'), table(['Job', 'What', 'State', 'Progress', 'Time'], res.jobs.map(describe)));
-  if (!box.isConnected) ctx.page.append(box);
-  if (res.jobs.some((j) => j.state === 'running')) setTimeout(() => showJobs(ctx, did), 1000);
+  if (!box.isConnected) next.before(box);
+  if (res.jobs.some((j) => j.state === 'running')) setTimeout(() => showJobs(ctx, did, next), 1000);
 }
 
 /** `where` with `path = value` added (as a facet link adds it). */

@@ -204,3 +204,53 @@ pub async fn next_frame(socket: &mut Socket) -> Option<repo::Frame> {
         }
     }
 }
+
+/// The in-memory store, with reads that take `delay` once `slow` is set
+/// (gets too when `gets`): work that reads the store then runs for a while,
+/// so that a deadline or a wait can pass during it.
+#[derive(Clone, Default)]
+pub struct SlowKv {
+    pub inner: MemoryKv,
+    pub slow: Arc<std::sync::atomic::AtomicBool>,
+    pub delay: std::time::Duration,
+    pub gets: bool,
+}
+
+impl SlowKv {
+    pub fn new(delay: std::time::Duration, gets: bool) -> Self {
+        Self {
+            delay,
+            gets,
+            ..Self::default()
+        }
+    }
+
+    async fn pause(&self) {
+        if self.slow.load(Ordering::Relaxed) {
+            tokio::time::sleep(self.delay).await;
+        }
+    }
+}
+
+impl Kv for SlowKv {
+    async fn get(&self, key: &[u8]) -> Result<Option<bytes::Bytes>, store::Error> {
+        if self.gets {
+            self.pause().await;
+        }
+        self.inner.get(key).await
+    }
+
+    async fn apply(&self, ops: Vec<store::WriteOp>) -> Result<store::Durability, store::Error> {
+        self.inner.apply(ops).await
+    }
+
+    async fn scan(
+        &self,
+        range: &keycodec::KeyRange,
+        reverse: bool,
+        limit: usize,
+    ) -> Result<Vec<(bytes::Bytes, bytes::Bytes)>, store::Error> {
+        self.pause().await;
+        self.inner.scan(range, reverse, limit).await
+    }
+}
