@@ -25,6 +25,7 @@ fuzz_target!(|data: &[u8]| {
                 let options = VerifyOptions {
                     keys: vec![key],
                     incremental: mode & 0x80 != 0,
+                    unsigned_ok: mode & 0x40 != 0,
                 };
                 let _ = repo::verify_car(rest, &options).await;
                 let _ = repo::verify_record(rest, "did:web:a", "app.x.post", "r", &[key]).await;
