@@ -49,6 +49,22 @@ fn commit_json(e: &LogEntry) -> Value {
     out
 }
 
+/// Adds `prevRev`, the previous commit's rev, when its block is kept (a
+/// link for people; garbage collection may have dropped it).
+async fn add_prev_rev<K: Kv + 'static>(
+    repo: &repo::Repository<K>,
+    entry: &LogEntry,
+    commit: &mut Value,
+) -> Result<()> {
+    if let Some(prev) = entry.commit.prev
+        && let Some(block) = repo.block(prev).await?
+        && let Ok(older) = repo::CommitData::decode(prev, block.bytes())
+    {
+        commit["prevRev"] = json!(older.rev.to_string());
+    }
+    Ok(())
+}
+
 /// What a change did: `create`, `update` or `delete`.
 fn action(d: &RecordDiff) -> &'static str {
     match (d.old, d.new) {
@@ -202,7 +218,9 @@ pub(crate) async fn get_commit<K: Kv + 'static>(
     let repo = app.repo(&p.repo).await?;
     if p.ops == Some(false) {
         let entry = repo.commit_at(rev).await?;
-        return Ok(Json(json!({ "commit": commit_json(&entry) })));
+        let mut commit = commit_json(&entry);
+        add_prev_rev(&repo, &entry, &mut commit).await?;
+        return Ok(Json(json!({ "commit": commit })));
     }
     let (entry, changes) = repo.changes(rev).await?;
     let mut counts = json!({"create": 0, "update": 0, "delete": 0});
@@ -223,13 +241,7 @@ pub(crate) async fn get_commit<K: Kv + 'static>(
         .map(|d| change_json(repo.id(), d))
         .collect();
     let mut out = json!({ "commit": commit_json(&entry), "counts": counts, "ops": ops });
-    // The previous commit's rev, when its block is kept: a link for people.
-    if let Some(prev) = entry.commit.prev
-        && let Some(block) = repo.block(prev).await?
-        && let Ok(older) = repo::CommitData::decode(prev, block.bytes())
-    {
-        out["commit"]["prevRev"] = json!(older.rev.to_string());
-    }
+    add_prev_rev(&repo, &entry, &mut out["commit"]).await?;
     if more && let Some(last) = page.get(limit - 1) {
         out["cursor"] = json!(format!("{}/{}", last.collection, last.rkey));
     }

@@ -231,6 +231,13 @@ async fn inspection_endpoints_agree_with_a_model_of_the_writes() {
         )
         .await;
         assert_eq!(got["commit"]["rev"], json!(rev));
+        // `prevRev`: the commit before it in the log (newest first).
+        let at = revs.iter().position(|r| r == rev).unwrap();
+        assert_eq!(
+            got["commit"]["prevRev"],
+            json!(revs[at + 1]),
+            "commit {rev}"
+        );
         assert_eq!(ops_of(&got["ops"]), *ops, "commit {rev}");
         assert!(got.get("cursor").is_none());
         for action in ["create", "update", "delete"] {
