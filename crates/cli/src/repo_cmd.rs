@@ -1667,19 +1667,7 @@ async fn put_batch(
                 .results
                 .iter()
                 .zip(creates)
-                .map(|(r, create)| match r.cid {
-                    Some(cid) => json!({
-                        "$type": if create {
-                            "com.atproto.repo.applyWrites#createResult"
-                        } else {
-                            "com.atproto.repo.applyWrites#updateResult"
-                        },
-                        "uri": format!("at://{}/{}/{}", repo.id(), r.collection, r.rkey),
-                        "cid": cid.to_string(),
-                        "validationStatus": r.validation.map_or("unknown", repo::ValidationStatus::as_str),
-                    }),
-                    None => json!({"$type": "com.atproto.repo.applyWrites#deleteResult"}),
-                })
+                .map(|(r, create)| r.apply_writes_json(repo.id(), create))
                 .collect();
             outln!(
                 "{}",

@@ -246,6 +246,28 @@ pub struct WriteResult {
     pub validation: Option<crate::ValidationStatus>,
 }
 
+impl WriteResult {
+    /// This result as `com.atproto.repo.applyWrites` answers it, for a
+    /// write to `repo` that was a create (`create`) or an update; a delete's
+    /// is its `$type` alone.
+    #[must_use]
+    pub fn apply_writes_json(&self, repo: &str, create: bool) -> Value {
+        let Some(cid) = self.cid else {
+            return serde_json::json!({"$type": "com.atproto.repo.applyWrites#deleteResult"});
+        };
+        serde_json::json!({
+            "$type": if create {
+                "com.atproto.repo.applyWrites#createResult"
+            } else {
+                "com.atproto.repo.applyWrites#updateResult"
+            },
+            "uri": record_uri(repo, &self.collection, &self.rkey),
+            "cid": cid.to_string(),
+            "validationStatus": self.validation.map_or("unknown", crate::ValidationStatus::as_str),
+        })
+    }
+}
+
 /// The commit made by a write.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CommitResult {

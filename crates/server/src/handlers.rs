@@ -433,15 +433,7 @@ pub(crate) async fn apply_writes<K: Kv + 'static>(
         .results
         .iter()
         .zip(kinds)
-        .map(|(r, create)| match r.cid {
-            Some(cid) => json!({
-                "$type": if create { "com.atproto.repo.applyWrites#createResult" } else { "com.atproto.repo.applyWrites#updateResult" },
-                "uri": record_uri(repo.id(), &r.collection, &r.rkey),
-                "cid": cid.to_string(),
-                "validationStatus": status(r),
-            }),
-            None => json!({ "$type": "com.atproto.repo.applyWrites#deleteResult" }),
-        })
+        .map(|(r, create)| r.apply_writes_json(repo.id(), create))
         .collect();
     Ok(Json(
         json!({ "commit": commit_json(&c), "results": results }),
