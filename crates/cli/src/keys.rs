@@ -150,8 +150,24 @@ fn explain(key: &[u8]) -> Result<Value, String> {
             collection,
             rkey,
         } => json!({"repo": repo, "collection": collection, "rkey": rkey}),
+        DecodedKey::RecordHistory {
+            repo,
+            collection,
+            rkey,
+            rev,
+        } => json!({
+            "repo": repo,
+            "collection": collection,
+            "rkey": rkey,
+            "rev": rev,
+            "revTid": rkey::Tid::from_u64(*rev).to_string(),
+        }),
+        DecodedKey::HistoryStart { repo } => json!({"repo": repo, "historyStart": true}),
         DecodedKey::Collection { repo, collection } => {
             json!({"repo": repo, "collection": collection})
+        }
+        DecodedKey::RecordCount { repo, collection } => {
+            json!({"repo": repo, "collection": collection, "recordCount": true})
         }
         DecodedKey::Bitmap { txkey } => {
             let text = short::Key::parse(txkey)
@@ -188,10 +204,11 @@ fn explain(key: &[u8]) -> Result<Value, String> {
         DecodedKey::Lexicon { repo, nsid } => json!({"repo": repo, "nsid": nsid}),
         _ => json!({}),
     };
-    let tag = decoded.record_type().tag();
+    // The key's own tag: a type's reserved bits may be set (0x41, 0x51).
+    let tag = key.get(1).copied().unwrap_or_default();
     Ok(json!({
         "version": keycodec::CURRENT_VERSION,
-        "recordTag": format!("0x{:02x}", tag.byte()),
+        "recordTag": format!("0x{tag:02x}"),
         "recordType": decoded.record_type().name(),
         "fields": fields,
     }))

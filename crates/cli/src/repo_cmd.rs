@@ -1539,19 +1539,7 @@ fn describe_check(id: &str, report: &repo::CheckReport) -> String {
 }
 
 async fn count_records(repo: &Repository<SlateKv>, collection: &str) -> Result<u64> {
-    let mut count = 0u64;
-    let mut cursor: Option<String> = None;
-    loop {
-        let page = repo
-            .list_keys(collection, cursor.as_deref(), 10_000)
-            .await
-            .map_err(|e| e.to_string())?;
-        count += page.len() as u64;
-        match page.last() {
-            Some(last) if page.len() == 10_000 => cursor = Some(last.clone()),
-            _ => return Ok(count),
-        }
-    }
+    repo.record_count(collection).await.map_err(say)
 }
 
 /// The repository, collection and record key an AT URI given in place of

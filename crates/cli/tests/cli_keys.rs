@@ -140,6 +140,34 @@ fn keys_decode_explains_a_record_index_key() {
 }
 
 #[test]
+fn keys_decode_explains_history_and_count_keys_with_their_own_tags() {
+    // 01 41 "r" 00 "a.b.c" 00 "x" 00 rev 5; 01 51 "r" 00 "a.b.c" 00
+    let (v, code) = datarepo(&[
+        "keys",
+        "decode",
+        "0141720061 2e622e6300 7800 0000000000000005"
+            .replace(' ', "")
+            .as_str(),
+    ]);
+    assert_eq!(code, Some(0), "{v}");
+    assert_eq!(v["recordTag"], "0x41");
+    assert_eq!(v["recordType"], "record-index");
+    assert_eq!(v["fields"]["rkey"], "x");
+    assert_eq!(v["fields"]["rev"], 5);
+    let (v, code) = datarepo(&[
+        "keys",
+        "decode",
+        "015172006 12e622e6300".replace(' ', "").as_str(),
+    ]);
+    assert_eq!(code, Some(0), "{v}");
+    assert_eq!(v["recordTag"], "0x51");
+    assert_eq!(
+        v["fields"],
+        json!({"repo": "r", "collection": "a.b.c", "recordCount": true})
+    );
+}
+
+#[test]
 fn keys_decode_names_packed_column_blocks_and_fence_chunks() {
     for (hex_key, field, at) in [
         ("01a0000000074000000000000001", "packedBlock", 1),

@@ -19,6 +19,11 @@
 //! | `0xD` | signing keys | repo (string) |
 //! | `0xE` | event | seq (u64) |
 //! | `0xF` | lexicon | repo, NSID (strings) |
+//!
+//! Two types use their reserved low nibble (RFC 0001 leaves it to the
+//! type): record index `0x41`, a record's history (repo, collection, rkey,
+//! rev; or repo alone: where the history starts), and collection `0x51`, a
+//! collection's record count (repo, collection).
 
 use std::{borrow::Cow, fmt};
 
@@ -263,6 +268,78 @@ pub fn collection_range(repo: &str) -> KeyRange {
     )
 }
 
+/// The tag of a record's history entries: the record-index type with its
+/// reserved bits set to 1.
+const RECORD_HISTORY_TAG: u8 = (RecordType::RecordIndex as u8) << 4 | 1;
+
+/// The tag of a collection's record count: the collection type with its
+/// reserved bits set to 1.
+const RECORD_COUNT_TAG: u8 = (RecordType::Collection as u8) << 4 | 1;
+
+fn prefix_of(tag: u8) -> KeyPrefix {
+    match RecordTag::from_byte(tag) {
+        Ok(tag) => KeyPrefix::new(tag),
+        // Unreachable: both tags have a record type in 1..=15.
+        Err(_) => unreachable!("record tag {tag:#04x} has no record type"),
+    }
+}
+
+/// The key of a collection's record count: how many records it holds,
+/// kept in the same write as every commit that changes the number.
+#[must_use]
+pub fn record_count_key(repo: &str, collection: &str) -> Vec<u8> {
+    KeyBuilder::new(prefix_of(RECORD_COUNT_TAG))
+        .str(repo)
+        .str(collection)
+        .finish()
+}
+
+/// The key of one entry of a record's history: the commit with this rev
+/// created, updated or deleted the record.
+#[must_use]
+pub fn record_history_key(repo: &str, collection: &str, rkey: &str, rev: u64) -> Vec<u8> {
+    KeyBuilder::new(prefix_of(RECORD_HISTORY_TAG))
+        .str(repo)
+        .str(collection)
+        .str(rkey)
+        .u64(rev)
+        .finish()
+}
+
+/// A record's history entries, in rev order.
+#[must_use]
+pub fn record_history_range(repo: &str, collection: &str, rkey: &str) -> KeyRange {
+    KeyRange::prefix(
+        KeyBuilder::new(prefix_of(RECORD_HISTORY_TAG))
+            .str(repo)
+            .str(collection)
+            .str(rkey)
+            .as_bytes(),
+    )
+}
+
+/// Every history entry of a repository (and its history start first).
+#[must_use]
+pub fn repo_history_range(repo: &str) -> KeyRange {
+    KeyRange::prefix(
+        KeyBuilder::new(prefix_of(RECORD_HISTORY_TAG))
+            .str(repo)
+            .as_bytes(),
+    )
+}
+
+/// The key of where a repository's record histories start: the lowest rev
+/// from which every commit's changes have history entries (commits below
+/// it, written before histories were kept or imported, have none). Under
+/// the history tag, with the repository alone: it sorts before the
+/// repository's entries.
+#[must_use]
+pub fn history_start_key(repo: &str) -> Vec<u8> {
+    KeyBuilder::new(prefix_of(RECORD_HISTORY_TAG))
+        .str(repo)
+        .finish()
+}
+
 /// The key of a Lexicon document that declares no collection.
 #[must_use]
 pub fn lexicon_key(repo: &str, nsid: &str) -> Vec<u8> {
@@ -417,6 +494,29 @@ pub enum DecodedKey<'a> {
         /// The record key.
         rkey: Cow<'a, str>,
     },
+    /// A record-history key ([`record_history_key`]).
+    RecordHistory {
+        /// The repository.
+        repo: Cow<'a, str>,
+        /// The collection.
+        collection: Cow<'a, str>,
+        /// The record key.
+        rkey: Cow<'a, str>,
+        /// The rev of the commit that changed the record.
+        rev: u64,
+    },
+    /// A history-start key ([`history_start_key`]).
+    HistoryStart {
+        /// The repository.
+        repo: Cow<'a, str>,
+    },
+    /// A record-count key ([`record_count_key`]).
+    RecordCount {
+        /// The repository.
+        repo: Cow<'a, str>,
+        /// The collection.
+        collection: Cow<'a, str>,
+    },
     /// A collection key.
     Collection {
         /// The repository.
@@ -507,8 +607,10 @@ impl DecodedKey<'_> {
             Self::Block { .. } => RecordType::Block,
             Self::Head { .. } => RecordType::Head,
             Self::CommitLog { .. } => RecordType::CommitLog,
-            Self::RecordIndex { .. } => RecordType::RecordIndex,
-            Self::Collection { .. } => RecordType::Collection,
+            Self::RecordIndex { .. } | Self::RecordHistory { .. } | Self::HistoryStart { .. } => {
+                RecordType::RecordIndex
+            }
+            Self::Collection { .. } | Self::RecordCount { .. } => RecordType::Collection,
             Self::Bitmap { .. } => RecordType::Bitmap,
             Self::BlockDelta { .. } => RecordType::BlockDelta,
             Self::FieldIndex { .. } | Self::IndexEpoch { .. } => RecordType::FieldIndex,
@@ -531,7 +633,38 @@ impl DecodedKey<'_> {
 /// the byte where decoding failed. Never panics.
 pub fn decode_key(key: &[u8]) -> Result<DecodedKey<'_>, Error> {
     let mut r = KeyReader::new(key)?;
-    let decoded = match RecordType::from_tag(r.prefix().tag())? {
+    let decoded = match r.prefix().tag().byte() {
+        RECORD_HISTORY_TAG => {
+            let repo = r.str()?;
+            if r.position() == key.len() {
+                DecodedKey::HistoryStart { repo }
+            } else {
+                DecodedKey::RecordHistory {
+                    repo,
+                    collection: r.str()?,
+                    rkey: r.str()?,
+                    rev: r.u64()?,
+                }
+            }
+        }
+        RECORD_COUNT_TAG => DecodedKey::RecordCount {
+            repo: r.str()?,
+            collection: r.str()?,
+        },
+        tag => decode_reserved_zero(&mut r, tag, key.len())?,
+    };
+    r.finish()?;
+    Ok(decoded)
+}
+
+/// Decodes the fields of a key whose tag has no reserved bits set.
+fn decode_reserved_zero<'a>(
+    r: &mut KeyReader<'a>,
+    tag: u8,
+    len: usize,
+) -> Result<DecodedKey<'a>, Error> {
+    let tag = RecordTag::from_byte(tag)?;
+    Ok(match RecordType::from_tag(tag)? {
         RecordType::Block => DecodedKey::Block { cid: r.tail() },
         RecordType::Head => DecodedKey::Head { repo: r.str()? },
         RecordType::CommitLog => DecodedKey::CommitLog {
@@ -551,7 +684,7 @@ pub fn decode_key(key: &[u8]) -> Result<DecodedKey<'_>, Error> {
         RecordType::BlockDelta => DecodedKey::BlockDelta { cid: r.tail() },
         RecordType::FieldIndex => {
             let repo = r.str()?;
-            if r.position() == key.len() {
+            if r.position() == len {
                 DecodedKey::IndexEpoch { repo }
             } else {
                 DecodedKey::FieldIndex {
@@ -585,7 +718,5 @@ pub fn decode_key(key: &[u8]) -> Result<DecodedKey<'_>, Error> {
             repo: r.str()?,
             nsid: r.str()?,
         },
-    };
-    r.finish()?;
-    Ok(decoded)
+    })
 }

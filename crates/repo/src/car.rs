@@ -11,6 +11,7 @@
 //! written; then the blocks, head, commit-log entry and record index go in
 //! one atomic commit.
 
+use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
@@ -1399,12 +1400,16 @@ impl<K: Kv> Repos<K> {
             .collect();
         // The file holds the whole repository when nothing is under it.
         let whole = base_tree.is_none();
+        // How each collection's record count changes: from none (a whole
+        // repository) or from the stored count.
+        let mut count_changes: BTreeMap<String, i64> = BTreeMap::new();
         match base_tree {
             None => {
                 // Consumed as it goes: each key's memory serves the next
                 // change's strings.
                 for entry in entries {
                     if let Some((collection, rkey)) = entry.key.split_once('/') {
+                        *count_changes.entry(collection.to_owned()).or_default() += 1;
                         index.push(RecordChange {
                             collection: collection.to_owned(),
                             rkey: rkey.to_owned(),
@@ -1418,6 +1423,12 @@ impl<K: Kv> Repos<K> {
                 let diff = pail::diff(&fetcher, old, commit.data).await?;
                 for change in diff.keys {
                     if let Some((collection, rkey)) = change.key.split_once('/') {
+                        *count_changes.entry(collection.to_owned()).or_default() +=
+                            match (change.old, change.new) {
+                                (None, Some(_)) => 1,
+                                (Some(_), None) => -1,
+                                _ => 0,
+                            };
                         let record = match change.new {
                             Some(cid) => Some(record_block(&blocks, store, cid).await?),
                             None => None,
@@ -1481,11 +1492,34 @@ impl<K: Kv> Repos<K> {
         let indexed = !crate::index::declarations(store.kv(), &commit.repo, None)
             .await?
             .is_empty();
-        let index_ops = if indexed {
+        let mut index_ops = if indexed {
             vec![crate::index::raise_epoch(store.kv(), &commit.repo, Some(true)).await?]
         } else {
             Vec::new()
         };
+        for (collection, change) in count_changes {
+            // A whole repository's collections had no records before.
+            let before = if whole {
+                0
+            } else if change == 0 {
+                continue;
+            } else {
+                store
+                    .written_record_count(&commit.repo, &collection)
+                    .await?
+            };
+            index_ops.push(store::record_count_change(
+                &commit.repo,
+                &collection,
+                before,
+                change,
+            )?);
+        }
+        if replace {
+            // The replaced repository's histories (of records it deleted).
+            index_ops.extend(crate::history::deletions(store, &commit.repo).await?);
+        }
+        index_ops.push(crate::history::start_after(&commit.repo, commit.rev));
         // The keys before the commit: a repository whose history is signed
         // never exists here without knowing it, so never takes an unsigned
         // commit after it.

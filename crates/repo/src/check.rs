@@ -231,7 +231,27 @@ impl<K: Kv> Repos<K> {
             )
             .await?;
             examined.records.extend(tree.values().copied());
+            let mut counts: std::collections::BTreeMap<String, u64> = store
+                .collections(id)
+                .await?
+                .into_iter()
+                .map(|(c, _)| (c, 0))
+                .collect();
+            for path in tree.keys() {
+                if let Some((collection, _)) = path.split_once('/') {
+                    *counts.entry(collection.to_owned()).or_default() += 1;
+                }
+            }
             check_index(store, id, tree, &mut report, &mut progress).await?;
+            for (collection, n) in counts {
+                if let Some(kept) = store.kept_record_count(id, &collection).await?
+                    && kept != n
+                {
+                    report.problem(format!(
+                        "the record count of {collection} says {kept}, and the tree holds {n}                          records (counts and queries without --where answer {kept})"
+                    ));
+                }
+            }
             // Field indexes: each rebuilt in memory and compared.
             for difference in self.open(id).await?.index_differences().await? {
                 report.problem(format!("field index of {difference}"));

@@ -124,8 +124,13 @@ impl<K: Kv> Repository<K> {
     }
 
     /// The versions of `collection/rkey` made by the commits with revs
-    /// below `before` (from the head when `None`), newest first, looking
-    /// at no more than `max_commits` commits (each costs one Pail lookup).
+    /// below `before` (from the head when `None`), newest first: at most
+    /// `max_versions` from the record's history entries (one range read,
+    /// `crate::history`), then, for commits older than the repository's
+    /// history start (written before histories were kept, or imported),
+    /// what reading the record in each of up to `max_versions` commits
+    /// finds. Versions made by commits garbage collection dropped are not
+    /// listed.
     ///
     /// # Errors
     ///
@@ -135,16 +140,93 @@ impl<K: Kv> Repository<K> {
         collection: &str,
         rkey: &str,
         before: Option<Tid>,
-        max_commits: usize,
+        max_versions: usize,
     ) -> Result<RecordHistory, Error> {
         crate::repository::check_path(collection, rkey)?;
+        let max_versions = max_versions.max(1);
         let key = pail_key(collection, rkey);
+        let start = crate::history::start(self.store(), self.id()).await?;
+        let Some(start) = start.filter(|s| before.is_none_or(|b| b.as_u64() > *s)) else {
+            return self.walk_history(&key, before, max_versions).await;
+        };
+        // Newest first; those below the start may be incomplete.
+        let entries: Vec<_> = crate::history::entries(
+            self.store(),
+            self.id(),
+            collection,
+            rkey,
+            before.map(Tid::as_u64),
+            max_versions.saturating_add(1),
+        )
+        .await?
+        .into_iter()
+        .filter(|e| e.rev >= start)
+        .collect();
+        let mut versions = Vec::new();
+        for (i, entry) in entries.iter().take(max_versions).enumerate() {
+            if self.store().commit_at(self.id(), entry.rev).await? != Some(entry.commit) {
+                // Collected, with every older commit.
+                return Ok(RecordHistory {
+                    versions,
+                    cursor: None,
+                });
+            }
+            let commit = load_commit(self.store(), entry.commit).await?;
+            let prev = match entries.get(i + 1) {
+                Some(older) => older.cid,
+                None => match commit.prev {
+                    None => None,
+                    Some(prev) => match load_commit(self.store(), prev).await {
+                        Ok(before) => pail::get(&**self.store(), before.data, &key).await?,
+                        // What it replaced went with the commit before.
+                        Err(Error::MissingBlock(_)) => continue,
+                        Err(e) => return Err(e),
+                    },
+                },
+            };
+            if entry.cid != prev {
+                versions.push(RecordVersion {
+                    commit: LogEntry {
+                        cid: entry.commit,
+                        commit,
+                    },
+                    cid: entry.cid,
+                    prev,
+                });
+            }
+        }
+        if entries.len() > max_versions {
+            let last = entries[max_versions - 1].rev;
+            return Ok(RecordHistory {
+                versions,
+                cursor: Some(Tid::from_u64(last)),
+            });
+        }
+        // The entries are done down to the start; older commits are read.
+        let older = self
+            .walk_history(&key, Some(Tid::from_u64(start)), max_versions)
+            .await?;
+        versions.extend(older.versions);
+        Ok(RecordHistory {
+            versions,
+            cursor: older.cursor,
+        })
+    }
+
+    /// [`Repository::record_history`] by reading the record in each of up
+    /// to `max_commits` commits below `before`.
+    async fn walk_history(
+        &self,
+        key: &str,
+        before: Option<Tid>,
+        max_commits: usize,
+    ) -> Result<RecordHistory, Error> {
         // One more commit than examined: a version is the difference
         // between a commit and the one before it.
         let commits = self.commits(before, max_commits.saturating_add(1)).await?;
         let mut cids = Vec::with_capacity(commits.len());
         for entry in &commits {
-            cids.push(pail::get(&**self.store(), entry.commit.data, &key).await?);
+            cids.push(pail::get(&**self.store(), entry.commit.data, key).await?);
         }
         let examined = commits.len().min(max_commits);
         let mut versions = Vec::new();

@@ -32,6 +32,7 @@ mod commit;
 mod declarations;
 mod error;
 mod event;
+mod history;
 mod index;
 mod inspect;
 mod json_cbor;

@@ -1,7 +1,10 @@
 //! [`Repos`] (every repository in a store) and [`Repository`] (one of them):
 //! writes as commits, reads, history.
 
-use std::{collections::HashMap, sync::Arc};
+use std::{
+    collections::{BTreeMap, HashMap},
+    sync::Arc,
+};
 
 use bytes::Bytes;
 use cid::Cid;
@@ -480,7 +483,8 @@ impl<K: Kv> Repos<K> {
                 blocks: vec![Block::from_shard(&empty), commit_block],
                 records: Vec::new(),
                 collections: Vec::new(),
-                index: Vec::new(),
+                // Every commit of a new repository has its history entries.
+                index: vec![crate::history::start_at(id, 0)],
                 history: store::LogChange::default(),
                 event: Some(event),
             })
@@ -621,6 +625,9 @@ pub(crate) struct State {
     pub(crate) known_rows: index::KnownRows,
     /// The signing keys: which key signs the next commit.
     pub(crate) keys: SigningKeys,
+    /// Where the records' histories start (`None`: not yet, the next
+    /// commit starts them; `crate::history`).
+    pub(crate) history_start: Option<u64>,
 }
 
 impl State {
@@ -644,6 +651,7 @@ impl State {
             counters: HashMap::new(),
             known_rows: HashMap::new(),
             keys: SigningKeys::load(store, id).await?,
+            history_start: crate::history::start(store, id).await?,
         })
     }
 }
@@ -1159,6 +1167,10 @@ impl<K: Kv> Repository<K> {
         // Records written earlier in this commit, for the index changes of
         // later writes to the same path.
         let mut written: HashMap<String, Option<Value>> = HashMap::new();
+        // How each collection's record count changes.
+        let mut count_changes: BTreeMap<String, i64> = BTreeMap::new();
+        // Each write's record and what it left there, for its history.
+        let mut changed: Vec<(String, String, Option<Cid>)> = Vec::with_capacity(checked.len());
         let lexicons = self.lexicons();
         for write in checked {
             let (collection, rkey, new, swap, create, validation) = match write {
@@ -1245,6 +1257,14 @@ impl<K: Kv> Repository<K> {
                     actual: describe(old),
                 });
             }
+            let count_change = match (new_cid, old) {
+                (Some(_), None) => 1,
+                (None, Some(_)) => -1,
+                _ => 0,
+            };
+            *count_changes
+                .entry(collection.as_str().to_owned())
+                .or_default() += count_change;
             ops.push(crate::event::RepoOp {
                 action: match (new_cid, old) {
                     (Some(_), None) => "create",
@@ -1278,6 +1298,11 @@ impl<K: Kv> Repository<K> {
                     .await?;
                 written.insert(path.clone(), after);
             }
+            changed.push((
+                collection.as_str().to_owned(),
+                rkey.as_str().to_owned(),
+                new_cid,
+            ));
             index.push(RecordChange {
                 collection: collection.as_str().to_owned(),
                 rkey: rkey.as_str().to_owned(),
@@ -1314,11 +1339,39 @@ impl<K: Kv> Repository<K> {
         blocks.extend(mutation.additions.iter().map(Block::from_shard));
         blocks.push(commit_block);
         let index::IndexWrite {
-            ops: index_ops,
+            ops: mut index_ops,
             deltas: row_deltas,
             counters,
             rows,
         } = commit_index.into_write()?;
+        let rev = commit.rev.as_u64();
+        for (collection, rkey, cid) in changed {
+            index_ops.push(crate::history::entry_op(
+                &self.id,
+                &collection,
+                &rkey,
+                rev,
+                commit_cid,
+                cid,
+            ));
+        }
+        if state.history_start.is_none() {
+            index_ops.push(crate::history::start_at(&self.id, rev));
+        }
+        for (collection, change) in count_changes {
+            if change != 0 {
+                let before = self
+                    .store
+                    .written_record_count(&self.id, &collection)
+                    .await?;
+                index_ops.push(store::record_count_change(
+                    &self.id,
+                    &collection,
+                    before,
+                    change,
+                )?);
+            }
+        }
         // Queries wait while the commit lands and the cached bitmaps follow.
         let search = self.search.write().await;
         let pending = self
@@ -1351,6 +1404,7 @@ impl<K: Kv> Repository<K> {
         }
         drop(search);
         state.counters.extend(counters);
+        state.history_start.get_or_insert(rev);
         if state.known_rows.len() + rows.len() > index::KNOWN_ROWS_LIMIT {
             state.known_rows.clear();
         }

@@ -87,20 +87,14 @@ impl<K: Kv> Repository<K> {
             .collect())
     }
 
-    async fn count_records(&self, collection: &str) -> Result<u64, Error> {
-        let mut n = 0u64;
-        let mut cursor: Option<String> = None;
-        loop {
-            let page = self
-                .store
-                .list_records(&self.id, collection, cursor.as_deref(), false, 4096)
-                .await?;
-            n += page.len() as u64;
-            match page.last() {
-                Some((last, _)) if page.len() == 4096 => cursor = Some(last.clone()),
-                _ => return Ok(n),
-            }
-        }
+    /// How many records `collection` holds: its record count, kept in
+    /// each commit's batch (one read).
+    ///
+    /// # Errors
+    ///
+    /// A storage error.
+    pub async fn record_count(&self, collection: &str) -> Result<u64, Error> {
+        Ok(self.store.record_count(&self.id, collection).await?)
     }
 
     /// Declares an index on `path` of `collection`'s records and builds it
@@ -175,7 +169,7 @@ impl<K: Kv> Repository<K> {
         // garbage collection drops meanwhile: it holds on to the commit it
         // reads, and to each one it catches up from or to.
         let (commit, tree, mut _at_pin) = self.pinned_latest_head().await?;
-        let total = self.count_records(collection).await?;
+        let total = self.record_count(collection).await?;
         progress(IndexProgress { records: 0, total });
         let (built, mut records) = index::compute_at(
             &self.store,
@@ -663,7 +657,7 @@ impl<K: Kv> Repository<K> {
         let _search = self.search.read().await;
         match self.matching(collection, where_).await? {
             Some((_, bits)) => Ok(bits.len()),
-            None => self.count_records(collection).await,
+            None => self.record_count(collection).await,
         }
     }
 

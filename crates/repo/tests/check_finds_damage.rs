@@ -296,6 +296,13 @@ fn a_missing_index_row_is_found() {
 }
 
 #[test]
+fn a_wrong_record_count_is_found() {
+    // 30 posts and one more are stored; the count is made to say 7.
+    let (report, _) = check_after(|_| vec![store::record_count_op(DID, POST, 7)]);
+    assert_one_problem(&report, &["record count", POST, "says 7", "holds 31"]);
+}
+
+#[test]
 fn an_index_row_for_no_record_is_found() {
     let (report, _) = check_after(|f| {
         vec![WriteOp::Put(

@@ -1,7 +1,9 @@
 //! Model-based test: random batches of writes against a `BTreeMap` model.
 //! After every commit the record index and the Pail agree with the model;
 //! every past state is readable at its rev, and `diff` between any two
-//! commits is the model's difference.
+//! commits is the model's difference; each collection's record count is
+//! the model's, and each record's history lists the states where the
+//! model's value of it changed.
 
 mod common;
 
@@ -87,6 +89,7 @@ proptest! {
                         .map(|((_, k), v)| (k.clone(), json!(v)))
                         .collect();
                     assert_eq!(listed, expected);
+                    assert_eq!(repo.record_count(collection).await.unwrap(), expected.len() as u64);
                 }
                 // The Pail.
                 let head = repo.head().await.unwrap();
@@ -130,6 +133,42 @@ proptest! {
                 }
             }
             assert_eq!(repo.log(usize::MAX).await.unwrap().len(), states.len());
+            // Each record's history: the revs where the model's value of
+            // it changed, newest first; each version's CIDs are those the
+            // record has at that rev and at the one before (read from the
+            // Pail), whose values are the model's.
+            let cid_at = |rev, key: &(String, String)| {
+                let (c, k) = key.clone();
+                let repo = &repo;
+                async move { repo.record_at(rev, &c, &k).await.unwrap().map(|r| (r.cid(), r.to_json()["v"].clone())) }
+            };
+            let touched: std::collections::BTreeSet<(String, String)> =
+                states.iter().flat_map(|(_, m)| m.keys().cloned()).collect();
+            for key in touched {
+                let mut want = Vec::new();
+                for w in states.windows(2).rev() {
+                    let (before, after) = (w[0].1.get(&key), w[1].1.get(&key));
+                    if before != after {
+                        let (now, then) = (cid_at(w[1].0, &key).await, cid_at(w[0].0, &key).await);
+                        assert_eq!(now.as_ref().map(|n| n.1.clone()), after.map(|v| json!(v)));
+                        assert_eq!(then.as_ref().map(|n| n.1.clone()), before.map(|v| json!(v)));
+                        want.push((w[1].0, now.map(|n| n.0), then.map(|n| n.0)));
+                    }
+                }
+                for page in [usize::MAX, 2] {
+                    let mut got = Vec::new();
+                    let mut before = None;
+                    loop {
+                        let h = repo.record_history(&key.0, &key.1, before, page).await.unwrap();
+                        got.extend(h.versions.into_iter().map(|v| (v.commit.commit.rev, v.cid, v.prev)));
+                        match h.cursor {
+                            Some(c) => before = Some(c),
+                            None => break,
+                        }
+                    }
+                    assert_eq!(got, want, "history of {key:?}, {page} versions a page");
+                }
+            }
         });
     }
 }

@@ -258,8 +258,9 @@ pub(crate) struct RecordHistoryParams {
 }
 
 /// `dev.datarepo.getRecordHistory` → `{"versions": [{action, cid?, prev?,
-/// commit}], "cursor"?}`, newest first. `limit` bounds the commits looked at
-/// (not the versions found); `cursor` continues below the last of them.
+/// commit}], "cursor"?}`, newest first. `limit` bounds the versions read
+/// from the record's history (and the commits looked at below the
+/// repository's history start); `cursor` continues below the last of them.
 pub(crate) async fn get_record_history<K: Kv + 'static>(
     State(app): State<Arc<App<K>>>,
     headers: HeaderMap,

@@ -21,6 +21,7 @@ mod delta;
 mod error;
 mod gc;
 mod kv;
+mod record_counts;
 mod shard_cache;
 mod store;
 mod wal_backlog;
@@ -36,6 +37,7 @@ pub use kv::{
     EngineMetricValue, Kv, LOCAL_COMPACTION_POLL, LOCAL_WAL_FENCE_MIN_AGE, Location, MemoryKv,
     S3_PROBE_TIMEOUT, SlateKv, SlateOptions, WAL_REPLAY_LIMIT, WriteOp,
 };
+pub use record_counts::{record_count_change, record_count_op};
 pub use store::{
     AnchorMemo, Commit, DEFAULT_DURABILITY_TIMEOUT, DEFAULT_SHARD_CACHE_BYTES, Head,
     INLINE_RECORD_BYTES, IndexRow, LogChange, PendingCommit, PinWindow, PinnedCommit, RecordChange,

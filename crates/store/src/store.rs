@@ -792,14 +792,14 @@ impl<K: Kv> Store<K> {
         }
     }
 
-    async fn kv_get(&self, key: &[u8], view: View) -> Result<Option<Bytes>, Error> {
+    pub(crate) async fn kv_get(&self, key: &[u8], view: View) -> Result<Option<Bytes>, Error> {
         match view {
             View::Written => self.kv.get(key).await,
             View::Durable => self.kv.get_durable(key).await,
         }
     }
 
-    async fn kv_scan(
+    pub(crate) async fn kv_scan(
         &self,
         range: &KeyRange,
         reverse: bool,
