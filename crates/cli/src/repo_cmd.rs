@@ -266,11 +266,19 @@ pub(crate) enum RepoCommand {
         #[arg(long, value_name = "PATH")]
         stats: Option<String>,
     },
-    /// The commit log, newest first.
+    /// The commit log, newest first; with --record, the versions of one
+    /// record (the commits that created, updated or deleted it).
     Log {
-        /// At most this many commits.
+        /// At most this many commits (versions with --record).
         #[arg(long, default_value_t = 50)]
         limit: usize,
+        /// Only commits older than the one with this rev (the `cursor` of a
+        /// previous page with --record).
+        #[arg(long, value_name = "REV")]
+        before: Option<String>,
+        /// The versions of this record: COLLECTION/RKEY or its AT URI.
+        #[arg(long, value_name = "COLLECTION/RKEY")]
+        record: Option<String>,
     },
     /// Records created, updated and deleted between two commits (by rev).
     Diff {
@@ -1115,9 +1123,93 @@ async fn execute(s: &Session, args: &RepoArgs, cmd: RepoCommand) -> Result<ExitC
                 });
             }
         }
-        RepoCommand::Log { limit } => {
+        RepoCommand::Log {
+            limit,
+            before,
+            record: Some(record),
+        } => {
+            let before = before.as_deref().map(parse_rev).transpose()?;
+            let (collection, rkey) = match record_uri_parts(&record, None)? {
+                Some((did, collection, rkey)) => {
+                    if args.repo.as_deref().is_some_and(|r| r != did) {
+                        return Err(format!(
+                            "the AT URI names repository {did}, but --repo is {}",
+                            args.repo.as_deref().unwrap_or_default()
+                        )
+                        .into());
+                    }
+                    (collection.to_owned(), rkey.to_owned())
+                }
+                None => match record.split_once('/') {
+                    Some((c, r)) => (c.to_owned(), r.to_owned()),
+                    None => {
+                        return Err(format!(
+                            "--record {record:?} names no record: give COLLECTION/RKEY or an AT URI"
+                        )
+                        .into());
+                    }
+                },
+            };
+            let repo = match record_uri_parts(&record, None)? {
+                Some((did, _, _)) => s.repos.open(did).await.map_err(say)?,
+                None => s.repo(args).await?,
+            };
+            known_collection(&repo, &collection).await?;
+            let history = repo
+                .record_history(&collection, &rkey, before, limit.max(1))
+                .await
+                .map_err(e)?;
+            let versions: Vec<Value> = history
+                .versions
+                .iter()
+                .map(|v| v.to_json(repo.id(), &collection, &rkey))
+                .collect();
+            let mut out = json!({ "versions": versions });
+            if let Some(cursor) = history.cursor {
+                out["cursor"] = json!(cursor.to_string());
+            }
+            print(json_mode, &out, || {
+                let mut lines: Vec<String> = history
+                    .versions
+                    .iter()
+                    .map(|v| {
+                        let action = match (v.prev, v.cid) {
+                            (None, _) => "created",
+                            (Some(_), Some(_)) => "updated",
+                            (Some(_), None) => "deleted",
+                        };
+                        let cid = v.cid.map_or_else(|| "-".to_owned(), |c| c.to_string());
+                        format!(
+                            "{}  {}  {action:<7}  {cid}",
+                            v.commit.commit.rev,
+                            format_tid_time(v.commit.commit.rev)
+                        )
+                    })
+                    .collect();
+                if lines.is_empty() {
+                    lines.push(format!(
+                        "no commit {}changed {collection}/{rkey}",
+                        if before.is_some() {
+                            "before that rev "
+                        } else {
+                            ""
+                        }
+                    ));
+                }
+                if let Some(cursor) = history.cursor {
+                    lines.push(format!("(older versions: --before {cursor})"));
+                }
+                lines.join("\n")
+            });
+        }
+        RepoCommand::Log {
+            limit,
+            before,
+            record: None,
+        } => {
             let repo = s.repo(args).await?;
-            let log = repo.log(limit).await.map_err(e)?;
+            let before = before.as_deref().map(parse_rev).transpose()?;
+            let log = repo.commits(before, limit).await.map_err(e)?;
             let commits: Vec<Value> = log
                 .iter()
                 .map(|l| {

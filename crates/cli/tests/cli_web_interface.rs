@@ -396,6 +396,12 @@ async fn repositories_and_repository(c: &Client, base: &str, port: u16) {
     assert_eq!(notes[2], "5");
     assert_eq!(notes[3], "none");
     assert_eq!((posts[4].as_str(), notes[4].as_str()), ("no", "yes"));
+    wait_for(
+        c,
+        "the recent commits",
+        "document.querySelector('section:last-of-type tbody tr td.changes')",
+    )
+    .await;
     let recent = texts(c, "section:last-of-type tbody tr td:first-child").await;
     let log = api(
         port,
@@ -846,6 +852,10 @@ async fn commits(c: &Client, base: &str, port: u16) {
         texts(c, "table.commit-list tbody tr td:first-child").await,
         revs
     );
+    // Each row says what its commit changed: the newest deleted a post,
+    // the one before updated one.
+    let changes = texts(c, "table.commit-list tbody tr td.changes").await;
+    assert_eq!(changes[..2], ["1 deleted", "1 updated"], "{changes:?}");
     screenshot(c, "commits").await;
     click(c, "a[rel=next]").await;
     wait_for(

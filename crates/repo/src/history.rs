@@ -139,3 +139,47 @@ pub(crate) async fn deletions<K: Kv>(store: &Store<K>, repo: &str) -> Result<Vec
         .map(|(key, _)| WriteOp::Delete(key.to_vec()))
         .collect())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    use multihash_codetable::MultihashDigest as _;
+
+    fn cid(data: &[u8]) -> Cid {
+        Cid::new_v1(0x71, multihash_codetable::Code::Sha2_256.digest(data))
+    }
+
+    #[test]
+    fn entry_value_is_pinned() {
+        let (commit, record) = (cid(b"commit"), cid(b"record"));
+        let WriteOp::Put(key, value) = entry_op("r", "a.b.c", "x", 5, commit, Some(record)) else {
+            panic!("an entry is a put");
+        };
+        assert_eq!(key, records::record_history_key("r", "a.b.c", "x", 5));
+        // 36 bytes each: version 01, codec 71, sha2-256 (12 20), 32 bytes.
+        assert_eq!(value.len(), 72);
+        assert_eq!(&value[..4], [0x01, 0x71, 0x12, 0x20]);
+        assert_eq!(value[..36], commit.to_bytes()[..]);
+        assert_eq!(value[36..], record.to_bytes()[..]);
+        assert_eq!(
+            decode_entry(5, &value).ok(),
+            Some(Entry {
+                rev: 5,
+                commit,
+                cid: Some(record)
+            })
+        );
+        let WriteOp::Put(_, deleted) = entry_op("r", "a.b.c", "x", 6, commit, None) else {
+            panic!("an entry is a put");
+        };
+        assert_eq!(deleted[..], commit.to_bytes()[..]);
+        assert_eq!(decode_entry(6, &deleted).ok().and_then(|e| e.cid), None);
+        assert!(decode_entry(6, &deleted[..10]).is_err());
+        assert!(decode_entry(6, &[&deleted[..], &[0x01, 0x71]].concat()).is_err());
+        let WriteOp::Put(_, start) = start_after("r", Tid::from_u64(41)) else {
+            panic!("a start is a put");
+        };
+        assert_eq!(start[..], 42u64.to_be_bytes());
+    }
+}

@@ -43,6 +43,74 @@ pub struct PailStep {
     pub entry: String,
 }
 
+impl LogEntry {
+    /// The commit as the API and `datarepo --json` show it: `{cid, rev,
+    /// time, data, signed, prev?}`.
+    #[must_use]
+    pub fn to_json(&self) -> serde_json::Value {
+        let mut out = serde_json::json!({
+            "cid": self.cid.to_string(),
+            "rev": self.commit.rev.to_string(),
+            "time": self.commit.time(),
+            "data": self.commit.data.to_string(),
+            "signed": self.commit.is_signed(),
+        });
+        if let Some(prev) = self.commit.prev {
+            out["prev"] = serde_json::json!(prev.to_string());
+        }
+        out
+    }
+}
+
+impl RecordDiff {
+    /// `create`, `update` or `delete`.
+    #[must_use]
+    pub fn action(&self) -> &'static str {
+        match (self.old, self.new) {
+            (None, _) => "create",
+            (Some(_), Some(_)) => "update",
+            (Some(_), None) => "delete",
+        }
+    }
+
+    /// The change as the API and `datarepo --json` show it: `{action,
+    /// collection, rkey, uri, cid?, prev?}` (`cid`: after, `prev`: before).
+    #[must_use]
+    pub fn to_json(&self, repo: &str) -> serde_json::Value {
+        let mut out = serde_json::json!({
+            "action": self.action(),
+            "collection": self.collection,
+            "rkey": self.rkey,
+            "uri": crate::record_uri(repo, &self.collection, &self.rkey),
+        });
+        if let Some(cid) = self.new {
+            out["cid"] = serde_json::json!(cid.to_string());
+        }
+        if let Some(prev) = self.old {
+            out["prev"] = serde_json::json!(prev.to_string());
+        }
+        out
+    }
+}
+
+impl RecordVersion {
+    /// The version as `dev.datarepo.getRecordHistory` and `datarepo log
+    /// --record --json` show it: the change (`RecordDiff::to_json`) and
+    /// its `commit` (`LogEntry::to_json`).
+    #[must_use]
+    pub fn to_json(&self, repo: &str, collection: &str, rkey: &str) -> serde_json::Value {
+        let mut out = RecordDiff {
+            collection: collection.to_owned(),
+            rkey: rkey.to_owned(),
+            old: self.prev,
+            new: self.cid,
+        }
+        .to_json(repo);
+        out["commit"] = self.commit.to_json();
+        out
+    }
+}
+
 impl<K: Kv> Repository<K> {
     /// Up to `limit` commits with revs below `before` (from the head when
     /// `None`), newest first.
@@ -85,6 +153,37 @@ impl<K: Kv> Repository<K> {
                 _ => return Ok(n),
             }
         }
+    }
+
+    /// How many records `entry`'s commit created, updated and deleted: the
+    /// difference from its previous commit, or `None` when that commit is
+    /// not stored (garbage collection dropped it, or an import never had
+    /// it) or there is none (a first commit, empty when datarepo made it).
+    ///
+    /// # Errors
+    ///
+    /// A storage error.
+    pub async fn change_counts(&self, entry: &LogEntry) -> Result<Option<[u64; 3]>, Error> {
+        let Some(prev) = entry.commit.prev else {
+            return Ok(None);
+        };
+        let before = match load_commit(self.store(), prev).await {
+            Ok(before) => before,
+            Err(Error::MissingBlock(_)) => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        let mut counts = [0u64; 3];
+        for change in pail::diff(&**self.store(), before.data, entry.commit.data)
+            .await?
+            .keys
+        {
+            counts[match (change.old, change.new) {
+                (None, _) => 0,
+                (Some(_), Some(_)) => 1,
+                (Some(_), None) => 2,
+            }] += 1;
+        }
+        Ok(Some(counts))
     }
 
     /// The records the commit with this rev created, updated or deleted,

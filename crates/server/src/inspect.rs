@@ -35,20 +35,6 @@ fn parse_rev(s: &str, field: &str) -> Result<Tid> {
 
 /// A commit as these endpoints show it; `time` is the instant its rev
 /// encodes.
-fn commit_json(e: &LogEntry) -> Value {
-    let mut out = json!({
-        "cid": e.cid.to_string(),
-        "rev": e.commit.rev.to_string(),
-        "time": e.commit.time(),
-        "data": e.commit.data.to_string(),
-        "signed": e.commit.is_signed(),
-    });
-    if let Some(prev) = e.commit.prev {
-        out["prev"] = json!(prev.to_string());
-    }
-    out
-}
-
 /// Adds `prevRev`, the previous commit's rev, when its block is kept (a
 /// link for people; garbage collection may have dropped it).
 async fn add_prev_rev<K: Kv + 'static>(
@@ -66,30 +52,6 @@ async fn add_prev_rev<K: Kv + 'static>(
 }
 
 /// What a change did: `create`, `update` or `delete`.
-fn action(d: &RecordDiff) -> &'static str {
-    match (d.old, d.new) {
-        (None, _) => "create",
-        (Some(_), Some(_)) => "update",
-        (Some(_), None) => "delete",
-    }
-}
-
-fn change_json(repo: &str, d: &RecordDiff) -> Value {
-    let mut out = json!({
-        "action": action(d),
-        "collection": d.collection,
-        "rkey": d.rkey,
-        "uri": record_uri(repo, &d.collection, &d.rkey),
-    });
-    if let Some(cid) = d.new {
-        out["cid"] = json!(cid.to_string());
-    }
-    if let Some(prev) = d.old {
-        out["prev"] = json!(prev.to_string());
-    }
-    out
-}
-
 #[derive(Deserialize)]
 pub(crate) struct RepoParams {
     repo: String,
@@ -159,10 +121,13 @@ pub(crate) struct ListCommitsParams {
     repo: String,
     limit: Option<i64>,
     cursor: Option<String>,
+    counts: Option<bool>,
 }
 
 /// `dev.datarepo.listCommits` → `{"commits": [{cid, rev, time, data, prev?,
-/// signed}], "cursor"?}`, newest first; `cursor` is the last rev of the page.
+/// signed, counts?}], "cursor"?}`, newest first; `cursor` is the last rev of
+/// the page. With `counts=true`, each commit whose previous commit is
+/// stored has `counts: {create, update, delete}`, what it changed.
 pub(crate) async fn list_commits<K: Kv + 'static>(
     State(app): State<Arc<App<K>>>,
     headers: HeaderMap,
@@ -180,7 +145,17 @@ pub(crate) async fn list_commits<K: Kv + 'static>(
     let mut page = repo.commits(before, limit + 1).await?;
     let more = page.len() > limit;
     page.truncate(limit);
-    let mut out = json!({ "commits": page.iter().map(commit_json).collect::<Vec<_>>() });
+    let mut commits = Vec::with_capacity(page.len());
+    for entry in &page {
+        let mut commit = entry.to_json();
+        if p.counts == Some(true)
+            && let Some([create, update, delete]) = repo.change_counts(entry).await?
+        {
+            commit["counts"] = json!({"create": create, "update": update, "delete": delete});
+        }
+        commits.push(commit);
+    }
+    let mut out = json!({ "commits": commits });
     if more && let Some(last) = page.last() {
         out["cursor"] = json!(last.commit.rev.to_string());
     }
@@ -218,14 +193,14 @@ pub(crate) async fn get_commit<K: Kv + 'static>(
     let repo = app.repo(&p.repo).await?;
     if p.ops == Some(false) {
         let entry = repo.commit_at(rev).await?;
-        let mut commit = commit_json(&entry);
+        let mut commit = entry.to_json();
         add_prev_rev(&repo, &entry, &mut commit).await?;
         return Ok(Json(json!({ "commit": commit })));
     }
     let (entry, changes) = repo.changes(rev).await?;
     let mut counts = json!({"create": 0, "update": 0, "delete": 0});
     for d in &changes {
-        let action = action(d);
+        let action = d.action();
         counts[action] = json!(counts[action].as_u64().unwrap_or(0) + 1);
     }
     let after = |d: &&RecordDiff| {
@@ -238,9 +213,9 @@ pub(crate) async fn get_commit<K: Kv + 'static>(
     let ops: Vec<Value> = page
         .iter()
         .take(limit)
-        .map(|d| change_json(repo.id(), d))
+        .map(|d| d.to_json(repo.id()))
         .collect();
-    let mut out = json!({ "commit": commit_json(&entry), "counts": counts, "ops": ops });
+    let mut out = json!({ "commit": entry.to_json(), "counts": counts, "ops": ops });
     add_prev_rev(&repo, &entry, &mut out["commit"]).await?;
     if more && let Some(last) = page.get(limit - 1) {
         out["cursor"] = json!(format!("{}/{}", last.collection, last.rkey));
@@ -281,19 +256,7 @@ pub(crate) async fn get_record_history<K: Kv + 'static>(
     let versions: Vec<Value> = history
         .versions
         .iter()
-        .map(|v| {
-            let mut out = change_json(
-                repo.id(),
-                &RecordDiff {
-                    collection: p.collection.clone(),
-                    rkey: p.rkey.clone(),
-                    old: v.prev,
-                    new: v.cid,
-                },
-            );
-            out["commit"] = commit_json(&v.commit);
-            out
-        })
+        .map(|v| v.to_json(repo.id(), &p.collection, &p.rkey))
         .collect();
     let mut out = json!({ "versions": versions });
     if let Some(rev) = history.cursor {

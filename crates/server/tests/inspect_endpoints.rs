@@ -189,15 +189,18 @@ async fn inspection_endpoints_agree_with_a_model_of_the_writes() {
     // The log, paged 7 at a time, newest first: the repository's first
     // (empty) commit, then one per write.
     let mut revs = Vec::new();
+    // Each commit's change counts, as listCommits gives them with counts=true.
+    let mut listed_counts = BTreeMap::new();
     let mut cursor: Option<String> = None;
     loop {
-        let mut q = vec![("repo", REPO), ("limit", "7")];
+        let mut q = vec![("repo", REPO), ("limit", "7"), ("counts", "true")];
         if let Some(c) = &cursor {
             q.push(("cursor", c));
         }
         let page = get(&s, "dev.datarepo.listCommits", &q).await;
         for c in page["commits"].as_array().unwrap() {
             revs.push(c["rev"].as_str().unwrap().to_owned());
+            listed_counts.insert(c["rev"].as_str().unwrap().to_owned(), c["counts"].clone());
         }
         match page["cursor"].as_str() {
             Some(c) => cursor = Some(c.to_owned()),
@@ -243,6 +246,7 @@ async fn inspection_endpoints_agree_with_a_model_of_the_writes() {
         for action in ["create", "update", "delete"] {
             let n = ops.iter().filter(|o| o.0 == action).count();
             assert_eq!(got["counts"][action], json!(n), "commit {rev}");
+            assert_eq!(listed_counts[rev][action], json!(n), "listed commit {rev}");
         }
         // The same changes a page of one at a time.
         let mut paged = Vec::new();

@@ -19,10 +19,21 @@ function table(headings, rows, attrs = {}) {
     h('tbody', {}, rows)));
 }
 
+/** "2 created, 1 deleted": what a commit changed (listCommits' counts). */
+function changeSummary(counts) {
+  if (!counts) return h('span', { class: 'muted' }, '—');
+  const done = { create: 'created', update: 'updated', delete: 'deleted' };
+  const parts = Object.keys(done).filter((k) => counts[k]).map((k) => `${num(counts[k])} ${done[k]}`);
+  return parts.length ? parts.join(', ') : h('span', { class: 'muted' }, 'no records');
+}
+
+const COMMIT_COLUMNS = ['Rev', 'Time', 'Changes', 'CID', 'Signature'];
+
 function commitRow(did, c) {
   return h('tr', {},
     h('td', {}, a(repoPath(did, 'commit', c.rev), h('code', {}, c.rev))),
     h('td', {}, timeText(new Date(c.time))),
+    h('td', { class: 'changes' }, changeSummary(c.counts)),
     h('td', {}, cidText(c.cid)),
     h('td', {}, c.signed ? 'signed' : h('span', { class: 'muted' }, 'unsigned')));
 }
@@ -113,8 +124,8 @@ export async function repository(ctx) {
     });
     return table(['Collection', 'Key type', 'Records', 'Indexes', 'Lexicon'], rows);
   });
-  fill(recent, api.get('dev.datarepo.listCommits', { repo: did, limit: 10 }), (res) =>
-    [table(['Rev', 'Time', 'CID', 'Signature'], res.commits.map((c) => commitRow(did, c))),
+  fill(recent, api.get('dev.datarepo.listCommits', { repo: did, limit: 10, counts: true }), (res) =>
+    [table(COMMIT_COLUMNS, res.commits.map((c) => commitRow(did, c))),
       h('p', {}, a(repoPath(did, 'commits'), 'All commits'))]);
   showJobs(ctx, did, recent.parentElement);
 }
@@ -374,11 +385,11 @@ export async function commits(ctx) {
   ctx.crumbs([did, repoPath(did)], ['Commits']);
   const body = h('div', {}, loading());
   ctx.page.append(h('h1', {}, 'Commits'), body);
-  await fill(body, api.get('dev.datarepo.listCommits', { repo: did, limit: 50, cursor }), (res) => {
+  await fill(body, api.get('dev.datarepo.listCommits', { repo: did, limit: 50, cursor, counts: true }), (res) => {
     const nav = h('nav', { class: 'pager', 'aria-label': 'Pages' });
     if (cursor) nav.append(a(repoPath(did, 'commits'), 'Newest'));
     if (res.cursor) nav.append(h('a', { href: withQuery(repoPath(did, 'commits'), { cursor: res.cursor }), rel: 'next' }, 'Older →'));
-    return [table(['Rev', 'Time', 'CID', 'Signature'], res.commits.map((c) => commitRow(did, c)), { class: 'commit-list' }), nav];
+    return [table(COMMIT_COLUMNS, res.commits.map((c) => commitRow(did, c)), { class: 'commit-list' }), nav];
   });
 }
 

@@ -144,3 +144,24 @@ impl<K: Kv> Store<K> {
             .await
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_value_is_pinned() {
+        let WriteOp::Put(key, value) = record_count_op("r", "a.b.c", 0x0102) else {
+            panic!("a count is a put");
+        };
+        assert_eq!(key, records::record_count_key("r", "a.b.c"));
+        assert_eq!(value[..], [0, 0, 0, 0, 0, 0, 0x01, 0x02]);
+        assert_eq!(decode_count(&value).ok(), Some(0x0102));
+        assert!(decode_count(&value[..7]).is_err());
+        assert!(record_count_change("r", "a.b.c", 1, -2).is_err());
+        let WriteOp::Put(_, after) = record_count_change("r", "a.b.c", 1, 2).unwrap() else {
+            panic!("a count is a put");
+        };
+        assert_eq!(decode_count(&after).ok(), Some(3));
+    }
+}
