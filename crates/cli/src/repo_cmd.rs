@@ -1859,11 +1859,17 @@ async fn index_command(s: &Session, args: &RepoArgs, cmd: IndexCommand) -> Resul
             kind,
         } => {
             let kind: repo::IndexKind = kind.parse()?;
-            let bar = bar("indexing [{bar:40}] {pos}/{len} records ({eta})");
+            let bar = bar("indexing [{bar:40}] {pos}/{len} records ({eta}) {msg}");
             let records = repo
                 .add_index(&collection, &path, kind, |p| {
                     bar.set_length(p.total);
                     bar.set_position(p.records);
+                    if p.behind > 0 {
+                        bar.set_message(format!(
+                            "catching up with {} made meanwhile",
+                            count(p.behind, "change")
+                        ));
+                    }
                 })
                 .await
                 .map_err(e)?;

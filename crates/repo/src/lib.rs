@@ -90,7 +90,7 @@ pub use repository::{
     DEFAULT_MAX_SHARD_SIZE, Env, HeadInfo, LogEntry, MAX_REV_AHEAD, RecordDiff, Repos, Repository,
     Write, WriteResult, default_shard_config, record_uri,
 };
-pub use search::{IndexProgress, QueryPage};
+pub use search::{IndexProgress, MAX_HELD_CHANGES, QueryPage};
 pub use signing::{Curve, KeyError, PublicKey, SignatureError, SigningKey};
 pub use verify::{
     VerifiedCommit, VerifiedRecord, VerifyOptions, VerifyReport, verify_car, verify_record,

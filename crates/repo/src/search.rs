@@ -29,13 +29,30 @@ pub struct IndexProgress {
     pub records: u64,
     /// Records in the collection when the build started (an estimate).
     pub total: u64,
+    /// Once the records are read: the changes commits made since that the
+    /// build is applying (0 while reading). The last report before the
+    /// index is declared is the round applied with commits held.
+    pub behind: u64,
 }
 
-/// Catching up a new index with the commits made while it was built: at
-/// most this many rounds beside commits, before the last with commits held.
-const CATCH_UP_ROUNDS: usize = 8;
-/// Changes few enough to apply with commits held.
+/// Changes few enough to apply with commits held: catching up a new index
+/// goes round beside commits until the changes since its last round are
+/// this few, then applies them with commits held.
 const CAUGHT_UP: usize = 256;
+/// After this many rounds beside commits that never come down to
+/// [`CAUGHT_UP`] (writers faster than the catch-up), the changes it takes
+/// with commits held double, every so many rounds, up to
+/// [`MAX_HELD_CHANGES`].
+const ROUNDS_PER_DOUBLING: u32 = 16;
+/// The most changes ever applied with commits held.
+pub const MAX_HELD_CHANGES: usize = 16 * 1024;
+
+/// How many changes the catch-up applies with commits held after `round`
+/// rounds beside them.
+fn held_changes(round: u32) -> usize {
+    let doublings = (round / ROUNDS_PER_DOUBLING).min(6);
+    (CAUGHT_UP << doublings).min(MAX_HELD_CHANGES)
+}
 
 /// Where an index being added finds the records' columns as it catches up.
 enum CatchUp {
@@ -170,7 +187,11 @@ impl<K: Kv> Repository<K> {
         // reads, and to each one it catches up from or to.
         let (commit, tree, mut _at_pin) = self.pinned_latest_head().await?;
         let total = self.record_count(collection).await?;
-        progress(IndexProgress { records: 0, total });
+        progress(IndexProgress {
+            records: 0,
+            total,
+            behind: 0,
+        });
         let (built, mut records) = index::compute_at(
             &self.store,
             &self.id,
@@ -183,6 +204,7 @@ impl<K: Kv> Repository<K> {
                 progress(IndexProgress {
                     records: p.records,
                     total: total.max(p.records),
+                    behind: 0,
                 });
             },
         )
@@ -202,25 +224,43 @@ impl<K: Kv> Repository<K> {
 
         // The commits since `tree`, applied as they would have changed the
         // index: while they are many, beside commits (the index is no one
-        // else's until declared); the last few in the batch that declares
-        // it, with commits held.
+        // else's until declared), round after round; when the changes
+        // since the last round are few, with commits held, in the batch
+        // that declares it. Writers never wait for more than
+        // `held_changes` changes, however fast they write.
         let mut at = tree;
-        for _ in 0..CATCH_UP_ROUNDS {
+        let mut round = 0u32;
+        let (mut state, changes) = loop {
             let (_, head, head_pin) = self.pinned_latest_head().await?;
             let changes = self.tree_changes(collection, at, head).await?;
-            if changes.len() <= CAUGHT_UP {
-                break;
+            if changes.len() <= held_changes(round) {
+                let mut state = self.state.lock().await;
+                self.follow_stored_head(&mut state).await?;
+                let held = self.tree_changes(collection, at, state.head.data).await?;
+                if held.len() <= held_changes(round) {
+                    break (state, held);
+                }
+                // Writers got ahead meanwhile: another round beside them.
+                drop(state);
             }
+            progress(IndexProgress {
+                records: total.max(records),
+                total,
+                behind: changes.len() as u64,
+            });
             let ops = self
                 .index_changes(declared, &changes, &mut catch_up, &mut records)
                 .await?;
             kv.write(ops).await?;
             at = head;
             _at_pin = head_pin;
-        }
-        let mut state = self.state.lock().await;
-        self.follow_stored_head(&mut state).await?;
-        let changes = self.tree_changes(collection, at, state.head.data).await?;
+            round = round.saturating_add(1);
+        };
+        progress(IndexProgress {
+            records: total.max(records),
+            total,
+            behind: changes.len() as u64,
+        });
         let mut ops = self
             .index_changes(declared, &changes, &mut catch_up, &mut records)
             .await?;
@@ -447,6 +487,7 @@ impl<K: Kv> Repository<K> {
                     progress(IndexProgress {
                         records: done,
                         total: 0,
+                        behind: 0,
                     });
                 }
                 _ => {
@@ -461,6 +502,7 @@ impl<K: Kv> Repository<K> {
                             progress(IndexProgress {
                                 records: done + p.records,
                                 total: 0,
+                                behind: 0,
                             });
                         },
                     )

@@ -1000,9 +1000,7 @@ pub(crate) async fn add_index<K: Kv + 'static>(
     tokio::spawn(async move {
         let _finished = jobs::Job::ensure_finished(&running);
         let built = repo
-            .add_index(&collection, &path, kind, |p| {
-                running.progress(p.records, Some(p.total));
-            })
+            .add_index(&collection, &path, kind, |p| running.index_progress(p))
             .await;
         running.finish(built.map_err(XrpcError::from).map(|records| {
             json!({"collection": collection, "path": path, "kind": kind.name(), "records": records})

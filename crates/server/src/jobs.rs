@@ -47,6 +47,8 @@ pub(crate) struct Job {
 struct State {
     done: u64,
     total: Option<u64>,
+    /// An index build's changes left to catch up with (0: none, or reading).
+    behind: u64,
     /// `Some` once finished: the result, or the error.
     outcome: Option<Result<Value, XrpcError>>,
     elapsed_at_end: Option<Duration>,
@@ -118,6 +120,15 @@ impl Job {
         state.total = total;
     }
 
+    /// Records an index build's progress: its records read, then the
+    /// changes it is catching up with.
+    pub(crate) fn index_progress(&self, p: repo::IndexProgress) {
+        let mut state = lock(&self.state);
+        state.done = p.records;
+        state.total = Some(p.total);
+        state.behind = p.behind;
+    }
+
     /// Finishes the job with an error should `running` end without an
     /// outcome (its task panicked or was cancelled): never running for ever.
     pub(crate) fn ensure_finished(running: &Arc<Self>) -> impl Drop + Send + 'static {
@@ -151,8 +162,9 @@ impl Job {
         lock(&self.state).outcome.clone()
     }
 
-    /// `{id, kind, repo, params, state, progress: {done, total?}, elapsedMs,
-    /// result?, error?: {error, message}}`.
+    /// `{id, kind, repo, params, state, progress: {done, total?, behind?},
+    /// elapsedMs, result?, error?: {error, message}}` (`behind`: an index
+    /// build's changes left to catch up with, while there are some).
     pub(crate) fn describe(&self) -> Value {
         let state = lock(&self.state);
         let elapsed = state
@@ -173,6 +185,9 @@ impl Job {
         });
         if let Some(total) = state.total {
             out["progress"]["total"] = json!(total);
+        }
+        if state.behind > 0 && state.outcome.is_none() {
+            out["progress"]["behind"] = json!(state.behind);
         }
         match &state.outcome {
             Some(Ok(result)) => out["result"] = result.clone(),
