@@ -30,9 +30,11 @@ pub struct IndexProgress {
     /// Records in the collection when the build started (an estimate).
     pub total: u64,
     /// Once the records are read: the changes commits made since that the
-    /// build is applying (0 while reading). The last report before the
-    /// index is declared is the round applied with commits held.
+    /// build is applying (0 while reading); in the last report, those it
+    /// applied with commits held.
     pub behind: u64,
+    /// Whether this is the last report: the index is declared.
+    pub declared: bool,
 }
 
 /// Changes few enough to apply with commits held: catching up a new index
@@ -191,6 +193,7 @@ impl<K: Kv> Repository<K> {
             records: 0,
             total,
             behind: 0,
+            declared: false,
         });
         let (built, mut records) = index::compute_at(
             &self.store,
@@ -205,6 +208,7 @@ impl<K: Kv> Repository<K> {
                     records: p.records,
                     total: total.max(p.records),
                     behind: 0,
+                    declared: false,
                 });
             },
         )
@@ -247,6 +251,7 @@ impl<K: Kv> Repository<K> {
                 records: total.max(records),
                 total,
                 behind: changes.len() as u64,
+                declared: false,
             });
             let ops = self
                 .index_changes(declared, &changes, &mut catch_up, &mut records)
@@ -256,11 +261,7 @@ impl<K: Kv> Repository<K> {
             _at_pin = head_pin;
             round = round.saturating_add(1);
         };
-        progress(IndexProgress {
-            records: total.max(records),
-            total,
-            behind: changes.len() as u64,
-        });
+        let held = changes.len() as u64;
         let mut ops = self
             .index_changes(declared, &changes, &mut catch_up, &mut records)
             .await?;
@@ -269,9 +270,10 @@ impl<K: Kv> Repository<K> {
             index::encode_decl(decl.decl.kind, scope),
         ));
         ops.push(index::raise_epoch(kv, &self.id, None).await?);
-        let _search = self.search.write().await;
+        let search = self.search.write().await;
         kv.write(ops).await?;
         self.clear_cache();
+        drop(search);
         state.counters.remove(&scope);
         state.known_rows.retain(|(s, _, _), _| *s != scope);
         state
@@ -279,10 +281,18 @@ impl<K: Kv> Repository<K> {
             .entry(collection.to_owned())
             .or_default()
             .push(decl);
+        drop(state);
+        // Reported once commits go on: a progress callback never runs
+        // with commits held.
+        progress(IndexProgress {
+            records: total.max(records),
+            total,
+            behind: held,
+            declared: true,
+        });
         Ok(records)
     }
 
-    /// The record with this CID as JSON (`None` for none).
     /// The latest head (durable or not, moved on by any handle): its
     /// commit and tree, and the commit pinned ([`store::Store::pin_window`]).
     async fn pinned_latest_head(&self) -> Result<(cid::Cid, cid::Cid, store::PinnedCommit), Error> {
@@ -295,6 +305,7 @@ impl<K: Kv> Repository<K> {
         Ok((head.commit, head.data, window.pin(head.commit)))
     }
 
+    /// The record with this CID as JSON (`None` for none).
     async fn record_json(&self, cid: Option<cid::Cid>) -> Result<Option<serde_json::Value>, Error> {
         Ok(match cid {
             Some(cid) => Some(self.load_record(cid).await?.to_json()),
@@ -488,6 +499,7 @@ impl<K: Kv> Repository<K> {
                         records: done,
                         total: 0,
                         behind: 0,
+                        declared: false,
                     });
                 }
                 _ => {
@@ -503,6 +515,7 @@ impl<K: Kv> Repository<K> {
                                 records: done + p.records,
                                 total: 0,
                                 behind: 0,
+                                declared: false,
                             });
                         },
                     )

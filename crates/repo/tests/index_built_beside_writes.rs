@@ -182,7 +182,8 @@ async fn add_beside_rounds(
         let repo = Arc::clone(repo);
         tokio::spawn(async move {
             repo.add_index(ITEMS, path, kind, move |p: IndexProgress| {
-                if p.records > 0 {
+                // Reading (not catching up, not done): a round of commits.
+                if p.records > 0 && p.behind == 0 && !p.declared {
                     // Block this worker until the round of commits is in,
                     // unless the test stopped waiting.
                     if page_read.send(p.records).is_ok() {
@@ -259,7 +260,8 @@ async fn first_indexes_of_two_repositories_take_turns() {
         let mut started = Some(started);
         tokio::spawn(async move {
             repo.add_index(ITEMS, "lang", IndexKind::Keyword, move |p| {
-                if p.records > 0 {
+                // Reading (not catching up, not done): a round of commits.
+                if p.records > 0 && p.behind == 0 && !p.declared {
                     if let Some(s) = started.take() {
                         s.send(()).unwrap();
                     }

@@ -85,8 +85,10 @@ fn a_nonstop_writer_waits_only_for_the_last_few_changes() {
             .filter(|p| p.behind > 0)
             .map(|p| p.behind)
             .collect();
-        let held = *reports.last().map(|p| &p.behind).unwrap();
-        let rounds_beside = catching_up.len().saturating_sub(1) as u64;
+        let last = *reports.last().unwrap();
+        assert!(last.declared && reports.iter().filter(|p| p.declared).count() == 1);
+        let held = last.behind;
+        let rounds_beside = catching_up.len() as u64;
         assert!(
             held <= held_bound(rounds_beside),
             "{held} changes applied with commits held after {rounds_beside} rounds: {catching_up:?}"
