@@ -97,6 +97,21 @@ impl ServeProcess {
     /// When no port is free or the binary does not start.
     #[must_use]
     pub fn start(bin: &std::path::Path, store: &std::path::Path, token: &str) -> Self {
+        Self::start_with(bin, store, token, &[])
+    }
+
+    /// [`ServeProcess::start`] with more arguments to `serve`.
+    ///
+    /// # Panics
+    ///
+    /// As [`ServeProcess::start`].
+    #[must_use]
+    pub fn start_with(
+        bin: &std::path::Path,
+        store: &std::path::Path,
+        token: &str,
+        serve_args: &[&str],
+    ) -> Self {
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .and_then(|l| l.local_addr())
             .expect("a free loopback port")
@@ -108,6 +123,7 @@ impl ServeProcess {
             .args(["serve", "--addr", &addr])
             // Every client of a benchmark comes from one loopback address.
             .args(["--max-connections-per-ip", "100000"])
+            .args(serve_args)
             .env("DATAREPO_TOKEN", token)
             .env("RUST_LOG", "warn")
             .spawn()

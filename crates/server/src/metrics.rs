@@ -120,6 +120,16 @@ pub(crate) struct GcMetrics {
     pub(crate) commits_dropped: Counter,
     pub(crate) blocks_reachable: Gauge,
     pub(crate) last_duration_seconds: Gauge<f64, AtomicU64>,
+    /// The running collection's phase: 0 none running, 1 listing, 2
+    /// marking, 3 sweeping.
+    pub(crate) phase: Gauge,
+    /// The running collection's count in its phase: blocks listed, reached
+    /// or deleted.
+    pub(crate) phase_done: Gauge,
+    /// Blocks the running collection's sweep deletes (0 before it sweeps).
+    pub(crate) sweep_total: Gauge,
+    /// Seconds since the running collection started (0 when none runs).
+    pub(crate) running_seconds: Gauge<f64, AtomicU64>,
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -128,6 +138,30 @@ struct OutcomeLabels {
 }
 
 impl GcMetrics {
+    /// Records a running collection's progress.
+    pub(crate) fn progress(&self, p: store::GcProgress, running: std::time::Duration) {
+        let as_gauge = |n: usize| i64::try_from(n).unwrap_or(i64::MAX);
+        let (phase, done) = match p {
+            store::GcProgress::Listing { listed } => (1, listed),
+            store::GcProgress::Marking { reached } => (2, reached),
+            store::GcProgress::Sweeping { done, total } => {
+                self.sweep_total.set(as_gauge(total));
+                (3, done)
+            }
+        };
+        self.phase.set(phase);
+        self.phase_done.set(as_gauge(done));
+        self.running_seconds.set(running.as_secs_f64());
+    }
+
+    /// Records that no collection runs.
+    pub(crate) fn idle(&self) {
+        self.phase.set(0);
+        self.phase_done.set(0);
+        self.sweep_total.set(0);
+        self.running_seconds.set(0.0);
+    }
+
     /// Counts one collection that ended with `outcome`.
     pub(crate) fn count_run(&self, outcome: &'static str) {
         self.runs.get_or_create(&OutcomeLabels { outcome }).inc();
@@ -141,6 +175,10 @@ impl GcMetrics {
             commits_dropped: Counter::default(),
             blocks_reachable: Gauge::default(),
             last_duration_seconds: Gauge::default(),
+            phase: Gauge::default(),
+            phase_done: Gauge::default(),
+            sweep_total: Gauge::default(),
+            running_seconds: Gauge::default(),
         };
         // Both outcomes are exported from the start, at zero.
         for outcome in ["ok", "failed", "skipped"] {
@@ -175,6 +213,26 @@ impl GcMetrics {
             "gc_last_duration_seconds",
             "How long the last garbage collection took",
             metrics.last_duration_seconds.clone(),
+        );
+        registry.register(
+            "gc_phase",
+            "The running garbage collection's phase: 0 none, 1 listing the blocks, 2 marking what the retained commits reach, 3 sweeping the rest",
+            metrics.phase.clone(),
+        );
+        registry.register(
+            "gc_phase_done",
+            "The running garbage collection's progress in its phase: blocks listed, reached or deleted",
+            metrics.phase_done.clone(),
+        );
+        registry.register(
+            "gc_sweep_total",
+            "Blocks the running garbage collection's sweep deletes (0 before it sweeps)",
+            metrics.sweep_total.clone(),
+        );
+        registry.register(
+            "gc_running_seconds",
+            "Seconds since the running garbage collection started (0 when none runs)",
+            metrics.running_seconds.clone(),
         );
         metrics
     }

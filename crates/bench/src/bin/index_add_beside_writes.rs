@@ -1,11 +1,13 @@
 //! `datarepo serve` as a process, on a local store holding `--n` records
-//! of one collection: durable `createRecord` latency from one writer while
+//! of one collection written `--commit-every` to a commit: durable
+//! `createRecord` latency from `--writers` writers that never pause while
 //! `dev.datarepo.addIndex` builds the collection's first index, then a
-//! second, against the same writer with no build; every record, those
+//! second, against the same writers with no build; every record, those
 //! written during the builds included, must be counted by the new indexes.
 //!
 //!   cargo build --release --bin datarepo
-//!   cargo run --release -p datarepo-bench --bin index-add-beside-writes -- [--n 300000]
+//!   cargo run --release -p datarepo-bench --bin index-add-beside-writes -- \
+//!     [--n 300000] [--writers 1] [--commit-every 5000]
 //!
 //! `DATAREPO_BIN` names another binary (an older build, to compare).
 
@@ -73,7 +75,7 @@ async fn beside_writer(
     kind: &str,
 ) -> (Duration, Vec<Duration>) {
     let stop = Arc::new(AtomicBool::new(false));
-    let during = tokio::spawn(writer(base.to_owned(), Arc::clone(&stop)));
+    let during = writers(base, &stop);
     tokio::time::sleep(Duration::from_millis(500)).await;
     let start = Instant::now();
     let response = client
@@ -88,14 +90,55 @@ async fn beside_writer(
         .await
         .unwrap();
     assert!(response.status().is_success());
+    // A build longer than the server's answer wait is a job: followed to
+    // its end.
+    let answer: serde_json::Value = response.json().await.unwrap();
+    if answer.get("records").is_none() {
+        let id = answer["job"].as_str().expect("a job id").to_owned();
+        loop {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            let job: serde_json::Value = client
+                .get(format!("{base}/xrpc/dev.datarepo.getJob?id={id}"))
+                .bearer_auth(TOKEN)
+                .send()
+                .await
+                .unwrap()
+                .json()
+                .await
+                .unwrap();
+            match job["state"].as_str() {
+                Some("running") => continue,
+                Some("succeeded") => break,
+                other => panic!("the build ended {other:?}: {job}"),
+            }
+        }
+    }
     let build = start.elapsed();
     tokio::time::sleep(Duration::from_millis(500)).await;
     stop.store(true, Ordering::Relaxed);
-    (build, during.await.unwrap())
+    (build, joined(during).await)
+}
+
+/// `--writers` writers until `stop`.
+fn writers(base: &str, stop: &Arc<AtomicBool>) -> Vec<tokio::task::JoinHandle<Vec<Duration>>> {
+    let n: usize = datarepo_bench::arg("--writers", 1);
+    (0..n.max(1))
+        .map(|_| tokio::spawn(writer(base.to_owned(), Arc::clone(stop))))
+        .collect()
+}
+
+/// Every writer's latencies, together.
+async fn joined(writers: Vec<tokio::task::JoinHandle<Vec<Duration>>>) -> Vec<Duration> {
+    let mut all = Vec::new();
+    for w in writers {
+        all.extend(w.await.unwrap());
+    }
+    all
 }
 
 fn main() {
     let n: usize = datarepo_bench::arg("--n", 300_000);
+    let commit_every: usize = datarepo_bench::arg("--commit-every", 5000);
     let bin = datarepo_bench::datarepo_bin();
     assert!(
         bin.exists(),
@@ -106,7 +149,8 @@ fn main() {
     let mut put = Command::new(&bin)
         .arg("--store")
         .arg(&dir)
-        .args(["--repo", DID, "put", "--batch", "--commit-every", "5000"])
+        .args(["--repo", DID, "put", "--batch", "--commit-every"])
+        .arg(commit_every.to_string())
         .stdin(Stdio::piped())
         .stdout(Stdio::null())
         .spawn()
@@ -137,13 +181,17 @@ fn main() {
         let client = reqwest::Client::new();
         // The writer alone, then beside the build.
         let stop = Arc::new(AtomicBool::new(false));
-        let alone = tokio::spawn(writer(base.clone(), Arc::clone(&stop)));
+        let alone = writers(&base, &stop);
         tokio::time::sleep(Duration::from_secs(3)).await;
         stop.store(true, Ordering::Relaxed);
-        let alone = alone.await.unwrap();
+        let alone = joined(alone).await;
         let before: u64 = alone.len() as u64;
 
-        println!("{n} records; createRecord alone: {}", summary(alone));
+        println!(
+            "{n} records in commits of {commit_every}, {} writers; createRecord alone: {}",
+            datarepo_bench::arg::<usize>("--writers", 1),
+            summary(alone)
+        );
         let mut made = before;
         // The collection's first index (a new scope), then a second (the
         // collection's scope, at the commits' columns).
