@@ -826,6 +826,17 @@ async fn record_and_history(c: &Client, base: &str, port: u16) {
         texts(c, "table.history tbody tr td:nth-child(3)").await,
         ["delete", "create"]
     );
+    // A record that never existed: its history is known to be empty (one
+    // read of its history entries), with nothing older to look at.
+    c.goto(&format!("{base}/repo/{}/{POSTS}/never-written", q(REPO)))
+        .await
+        .unwrap();
+    wait_for(c, "the empty history", "document.querySelector('p.empty')").await;
+    let buttons = texts(c, "button").await;
+    assert!(
+        !buttons.iter().any(|b| b.contains("older commits")),
+        "{buttons:?}"
+    );
 }
 
 async fn commits(c: &Client, base: &str, port: u16) {

@@ -94,7 +94,8 @@ async fn beside_writer(
     // its end.
     let answer: serde_json::Value = response.json().await.unwrap();
     if answer.get("records").is_none() {
-        let id = answer["job"].as_str().expect("a job id").to_owned();
+        // 202: `{"job": {id, state, progress, …}}`.
+        let id = answer["job"]["id"].as_str().expect("a job id").to_owned();
         loop {
             tokio::time::sleep(Duration::from_millis(100)).await;
             let job: serde_json::Value = client
