@@ -223,5 +223,7 @@ fn main() {
             );
         }
     });
+    // The server first: while it runs it writes into the directory.
+    server.stop();
     let _ = std::fs::remove_dir_all(&dir);
 }
