@@ -172,3 +172,59 @@ impl Drop for ServeProcess {
         let _ = self.child.wait();
     }
 }
+
+/// Sends durable `createRecord`s to the server at `base`, one at a time,
+/// until `stop`; each one's latency. `record(i)` is the `i`th record's JSON.
+///
+/// # Panics
+///
+/// When a request fails or is refused.
+#[allow(clippy::disallowed_methods)] // a benchmark measures wall time
+pub async fn create_records_until(
+    base: String,
+    token: &str,
+    repo: &str,
+    collection: &str,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    record: impl Fn(usize) -> serde_json::Value,
+) -> Vec<std::time::Duration> {
+    let client = reqwest::Client::new();
+    let url = format!("{base}/xrpc/com.atproto.repo.createRecord");
+    let mut latencies = Vec::new();
+    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+        let body = serde_json::json!({"repo": repo, "collection": collection, "record": record(latencies.len())});
+        let start = std::time::Instant::now();
+        let response = client
+            .post(&url)
+            .bearer_auth(token)
+            .json(&body)
+            .send()
+            .await
+            .expect("createRecord is answered");
+        assert!(
+            response.status().is_success(),
+            "createRecord: {}",
+            response.status()
+        );
+        response.bytes().await.expect("createRecord's answer");
+        latencies.push(start.elapsed());
+    }
+    latencies
+}
+
+/// `"N writes, p50 …, p99 …, max …"` of request latencies.
+#[must_use]
+pub fn latency_summary(mut latencies: Vec<std::time::Duration>) -> String {
+    let Some(&max) = latencies.iter().max() else {
+        return "no writes".into();
+    };
+    latencies.sort();
+    let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
+    format!(
+        "{} writes, p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms",
+        latencies.len(),
+        ms(latencies[latencies.len() / 2]),
+        ms(latencies[(latencies.len() - 1) * 99 / 100]),
+        ms(max)
+    )
+}

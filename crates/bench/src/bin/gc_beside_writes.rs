@@ -32,28 +32,10 @@ const POSTS: &str = "app.bsky.feed.post";
 
 /// Creates records one at a time until `stop`; each one's latency.
 async fn writer(base: String, stop: Arc<AtomicBool>) -> Vec<Duration> {
-    let client = reqwest::Client::new();
-    let url = format!("{base}/xrpc/com.atproto.repo.createRecord");
-    let mut latencies = Vec::new();
-    while !stop.load(Ordering::Relaxed) {
-        let body = format!(
-            r#"{{"repo":"{DID}","collection":"{POSTS}","record":{{"text":"beside gc {}","createdAt":"2026-11-27T00:00:00Z"}}}}"#,
-            latencies.len()
-        );
-        let start = Instant::now();
-        let response = client
-            .post(&url)
-            .bearer_auth(TOKEN)
-            .header("content-type", "application/json")
-            .body(body)
-            .send()
-            .await
-            .unwrap();
-        assert!(response.status().is_success(), "{}", response.status());
-        response.bytes().await.unwrap();
-        latencies.push(start.elapsed());
-    }
-    latencies
+    datarepo_bench::create_records_until(base, TOKEN, DID, POSTS, stop, |i| {
+        serde_json::json!({"text": format!("beside gc {i}"), "createdAt": "2026-11-27T00:00:00Z"})
+    })
+    .await
 }
 
 /// A sample of the server's metrics (`name{labels}`), if present.
@@ -102,21 +84,6 @@ async fn first_collection(base: &str, timeout: Duration) -> Option<f64> {
         }
         tokio::time::sleep(Duration::from_millis(250)).await;
     }
-}
-
-fn summary(mut l: Vec<Duration>) -> String {
-    if l.is_empty() {
-        return "no writes".into();
-    }
-    l.sort();
-    let ms = |d: Duration| d.as_secs_f64() * 1e3;
-    format!(
-        "{} writes, p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms",
-        l.len(),
-        ms(l[l.len() / 2]),
-        ms(l[(l.len() - 1) * 99 / 100]),
-        ms(*l.last().unwrap())
-    )
 }
 
 fn copy(from: &Path, to: &Path) {
@@ -212,7 +179,10 @@ fn main() {
                 timeout.as_secs()
             ),
         }
-        println!("createRecord while it ran: {}", summary(latencies));
+        println!(
+            "createRecord while it ran: {}",
+            datarepo_bench::latency_summary(latencies)
+        );
     });
     server.stop();
     let _ = std::fs::remove_dir_all(&dir);

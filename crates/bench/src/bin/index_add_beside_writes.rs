@@ -27,43 +27,12 @@ const TOKEN: &str = "bench";
 const DID: &str = "did:web:index-add.example";
 const POSTS: &str = "app.bsky.feed.post";
 
-/// Creates records (`langs: ["during"]`) one at a time until `stop`;
-/// each one's latency.
+/// Creates records one at a time until `stop`; each one's latency.
 async fn writer(base: String, stop: Arc<AtomicBool>) -> Vec<Duration> {
-    let client = reqwest::Client::new();
-    let url = format!("{base}/xrpc/com.atproto.repo.createRecord");
-    let mut latencies = Vec::new();
-    while !stop.load(Ordering::Relaxed) {
-        let body = format!(
-            r#"{{"repo":"{DID}","collection":"{POSTS}","record":{{"text":"during {}","langs":["during"],"createdAt":"2026-11-26T00:00:00Z"}}}}"#,
-            latencies.len()
-        );
-        let start = Instant::now();
-        let response = client
-            .post(&url)
-            .bearer_auth(TOKEN)
-            .header("content-type", "application/json")
-            .body(body)
-            .send()
-            .await
-            .unwrap();
-        assert!(response.status().is_success());
-        response.bytes().await.unwrap();
-        latencies.push(start.elapsed());
-    }
-    latencies
-}
-
-fn summary(mut l: Vec<Duration>) -> String {
-    l.sort();
-    let ms = |d: Duration| d.as_secs_f64() * 1e3;
-    format!(
-        "{} writes, p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms",
-        l.len(),
-        ms(l[l.len() / 2]),
-        ms(l[(l.len() - 1) * 99 / 100]),
-        ms(*l.last().unwrap())
-    )
+    datarepo_bench::create_records_until(base, TOKEN, DID, POSTS, stop, |i| {
+        serde_json::json!({"text": format!("during {i}"), "langs": ["during"], "createdAt": "2026-11-26T00:00:00Z"})
+    })
+    .await
 }
 
 /// The writer running from 0.5 s before an `addIndex` of `path` to 0.5 s
@@ -191,7 +160,7 @@ fn main() {
         println!(
             "{n} records in commits of {commit_every}, {} writers; createRecord alone: {}",
             datarepo_bench::arg::<usize>("--writers", 1),
-            summary(alone)
+            datarepo_bench::latency_summary(alone)
         );
         let mut made = before;
         // The collection's first index (a new scope), then a second (the
@@ -219,7 +188,7 @@ fn main() {
                 "addIndex {path} ({kind}) took {:.2} s; createRecord during it (and 0.5 s either side): {}; \
                  the index counts all {want} records",
                 build.as_secs_f64(),
-                summary(during)
+                datarepo_bench::latency_summary(during)
             );
         }
     });
