@@ -1129,31 +1129,21 @@ async fn execute(s: &Session, args: &RepoArgs, cmd: RepoCommand) -> Result<ExitC
             record: Some(record),
         } => {
             let before = before.as_deref().map(parse_rev).transpose()?;
-            let (collection, rkey) = match record_uri_parts(&record, None)? {
-                Some((did, collection, rkey)) => {
-                    if args.repo.as_deref().is_some_and(|r| r != did) {
-                        return Err(format!(
-                            "the AT URI names repository {did}, but --repo is {}",
-                            args.repo.as_deref().unwrap_or_default()
-                        )
-                        .into());
-                    }
-                    (collection.to_owned(), rkey.to_owned())
-                }
-                None => match record.split_once('/') {
-                    Some((c, r)) => (c.to_owned(), r.to_owned()),
+            // COLLECTION/RKEY, or an AT URI (which names the repository).
+            let (collection, rkey) = if record.starts_with("at://") {
+                (record, None)
+            } else {
+                match record.split_once('/') {
+                    Some((c, r)) => (c.to_owned(), Some(r.to_owned())),
                     None => {
                         return Err(format!(
                             "--record {record:?} names no record: give COLLECTION/RKEY or an AT URI"
                         )
                         .into());
                     }
-                },
+                }
             };
-            let repo = match record_uri_parts(&record, None)? {
-                Some((did, _, _)) => s.repos.open(did).await.map_err(say)?,
-                None => s.repo(args).await?,
-            };
+            let (repo, collection, rkey) = s.record_name(args, collection, rkey).await?;
             known_collection(&repo, &collection).await?;
             let history = repo
                 .record_history(&collection, &rkey, before, limit.max(1))

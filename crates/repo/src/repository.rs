@@ -1169,8 +1169,6 @@ impl<K: Kv> Repository<K> {
         let mut written: HashMap<String, Option<Value>> = HashMap::new();
         // How each collection's record count changes.
         let mut count_changes: BTreeMap<String, i64> = BTreeMap::new();
-        // Each write's record and what it left there, for its history.
-        let mut changed: Vec<(String, String, Option<Cid>)> = Vec::with_capacity(checked.len());
         let lexicons = self.lexicons();
         for write in checked {
             let (collection, rkey, new, swap, create, validation) = match write {
@@ -1298,11 +1296,6 @@ impl<K: Kv> Repository<K> {
                     .await?;
                 written.insert(path.clone(), after);
             }
-            changed.push((
-                collection.as_str().to_owned(),
-                rkey.as_str().to_owned(),
-                new_cid,
-            ));
             index.push(RecordChange {
                 collection: collection.as_str().to_owned(),
                 rkey: rkey.as_str().to_owned(),
@@ -1345,14 +1338,15 @@ impl<K: Kv> Repository<K> {
             rows,
         } = commit_index.into_write()?;
         let rev = commit.rev.as_u64();
-        for (collection, rkey, cid) in changed {
+        // Each write's record and what it left there, for its history.
+        for change in &index {
             index_ops.push(crate::history::entry_op(
                 &self.id,
-                &collection,
-                &rkey,
+                &change.collection,
+                &change.rkey,
                 rev,
                 commit_cid,
-                cid,
+                change.record.as_ref().map(Block::cid),
             ));
         }
         if state.history_start.is_none() {
