@@ -8,8 +8,8 @@
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    let _ = repo::fuzzing::packed_columns(data);
-    let (walked, by_json) = repo::fuzzing::index_values(data, &["a", "a.b", "text", "$type"]);
+    let _ = index::fuzzing::packed_columns(data);
+    let (walked, by_json) = index::fuzzing::index_values(data, &["a", "a.b", "text", "$type"]);
     if let (Some(walked), Some(by_json)) = (walked, by_json) {
         assert_eq!(walked, by_json);
     }

@@ -1489,11 +1489,11 @@ impl<K: Kv> Repos<K> {
         // Until the rebuild below finishes, the indexes describe the old
         // records: the commit says so (queries refuse to answer from them),
         // and a crash before the rebuild's end leaves it said.
-        let indexed = !crate::index::declarations(store.kv(), &commit.repo, None)
+        let indexed = !index::declarations(store.kv(), &commit.repo, None)
             .await?
             .is_empty();
         let mut index_ops = if indexed {
-            vec![crate::index::raise_epoch(store.kv(), &commit.repo, Some(true)).await?]
+            vec![index::raise_epoch(store.kv(), &commit.repo, Some(true)).await?]
         } else {
             Vec::new()
         };
@@ -1569,7 +1569,7 @@ impl<K: Kv> Repos<K> {
         if let Some(d) = &declarations {
             drop_undeclared_indexes(&repo, d).await?;
         }
-        let mut computed = crate::index::ComputedScopes::new();
+        let mut computed = index::ComputedScopes::new();
         if let Some(computing) = computing {
             // A collection that could not be computed (or a thread that
             // failed) is left to the rebuild, which reads its records back.
@@ -1752,8 +1752,8 @@ async fn check_existing_keys<K: Kv>(
 type Computing = tokio::sync::oneshot::Receiver<
     Vec<(
         String,
-        Vec<crate::index::Declared>,
-        Result<crate::index::BuiltRows, Error>,
+        Vec<index::Declared>,
+        Result<index::BuiltRows, Error>,
     )>,
 >;
 
@@ -1765,7 +1765,7 @@ async fn compute_indexes<K: Kv>(
     repo: &str,
     records: &[RecordChange],
 ) -> Result<Option<Computing>, Error> {
-    let by_collection = crate::index::declarations_by_collection(store.kv(), repo).await?;
+    let by_collection = index::declarations_by_collection(store.kv(), repo).await?;
     if by_collection.is_empty() {
         return Ok(None);
     }
@@ -1786,7 +1786,7 @@ async fn compute_indexes<K: Kv>(
             .into_iter()
             .map(|(collection, declared)| {
                 let records = given.remove(&collection).unwrap_or_default();
-                let rows = crate::index::compute_given(&declared, records);
+                let rows = index::compute_given(&declared, records).map_err(Error::from);
                 (collection, declared, rows)
             })
             .collect();

@@ -208,3 +208,16 @@ impl From<pail::Error> for Error {
         }
     }
 }
+
+impl From<index::Error> for Error {
+    fn from(e: index::Error) -> Self {
+        match e {
+            index::Error::InvalidQuery(reason) => Self::InvalidQuery(reason),
+            index::Error::MalformedIndex(reason) => Self::MalformedIndex(reason),
+            index::Error::MissingBlock(cid) => Self::MissingBlock(cid),
+            index::Error::Store(e) => Self::Store(e),
+            index::Error::Pail(e) => Self::from(e),
+            other => Self::MalformedIndex(other.to_string()),
+        }
+    }
+}

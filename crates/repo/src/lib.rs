@@ -22,6 +22,10 @@
 //!   [`verify_car`] and [`verify_record`] check exports and record proofs
 //!   offline against public keys ([`PublicKey`], `did:key`).
 //!
+//! - Field indexes: the `index` crate keeps and queries them; this crate
+//!   declares them and writes each commit's index changes in its batch
+//!   ([`Repository::query`], [`Repository::add_index`]).
+//!
 //! Clocks are injected ([`Env`]); nothing here reads the system time.
 
 #![warn(clippy::unwrap_used)]
@@ -33,9 +37,7 @@ mod declarations;
 mod error;
 mod event;
 mod history;
-mod index;
 mod inspect;
-mod json_cbor;
 mod keys;
 mod lexicons;
 mod parallel;
@@ -44,30 +46,6 @@ mod repository;
 mod search;
 mod signing;
 mod verify;
-
-/// Entry points for the fuzz targets in `fuzz/`: decoders of stored bytes
-/// that are otherwise internal. Not a stable API.
-#[doc(hidden)]
-pub mod fuzzing {
-    /// Per path, its values (`None`: no answer).
-    pub type PathValues = Option<Vec<Vec<serde_json::Value>>>;
-
-    /// Decodes `bytes` as a packed column block and as a fence chunk;
-    /// whether each was accepted.
-    #[must_use]
-    pub fn packed_columns(bytes: &[u8]) -> (bool, bool) {
-        crate::index::fuzz_packed_columns(bytes)
-    }
-
-    /// The values an index build reads at each of `paths` in a record's
-    /// dag-cbor `bytes`, straight from the bytes (`None`: left to the JSON
-    /// walk) and by the JSON walk (`None`: not dag-cbor); they must agree
-    /// when both answer.
-    #[must_use]
-    pub fn index_values(bytes: &[u8], paths: &[&str]) -> (PathValues, PathValues) {
-        crate::index::fuzz_index_values(bytes, paths)
-    }
-}
 
 pub use car::{ExportReport, ImportOptions, ImportProgress, ImportReport};
 pub use check::{CheckOptions, CheckProgress, CheckReport};

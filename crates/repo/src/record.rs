@@ -5,24 +5,15 @@
 //! integers (floats are rejected), and every record is an object whose
 //! `$type` is its collection.
 
-use base64::Engine as _;
 use bytes::Bytes;
 use cid::Cid;
 use ipld_core::ipld::Ipld;
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use crate::Error;
 
 const DAG_CBOR: u64 = 0x71;
 const SHA2_256: u64 = 0x12;
-
-/// Standard base64; padding is accepted on input and never written.
-pub(crate) const BASE64: base64::engine::GeneralPurpose = base64::engine::GeneralPurpose::new(
-    &base64::alphabet::STANDARD,
-    base64::engine::GeneralPurposeConfig::new()
-        .with_encode_padding(false)
-        .with_decode_padding_mode(base64::engine::DecodePaddingMode::Indifferent),
-);
 
 /// A record: its dag-cbor block and that block's CID.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -53,7 +44,7 @@ impl Record {
         let Value::Object(map) = value else {
             return Err(Error::InvalidRecord(format!(
                 "a record must be a JSON object, not {}",
-                kind(value)
+                datamodel::kind(value)
             )));
         };
         let fill_type = match map.get("$type") {
@@ -67,7 +58,8 @@ impl Record {
         };
         let mut out = Vec::with_capacity(128);
         let mut path = String::from("$");
-        crate::json_cbor::map(map, fill_type, &mut out, &mut path)?;
+        datamodel::map_to_dag_cbor(map, fill_type, &mut out, &mut path)
+            .map_err(|e| Error::InvalidRecord(e.0))?;
         Ok(Self {
             block: store::Block::new(DAG_CBOR, Bytes::from(out)),
         })
@@ -145,7 +137,7 @@ impl Record {
             }
         }
         let mut path = String::from("$");
-        data_model(&ipld, &mut path)
+        datamodel::check_data_model(&ipld, &mut path).map_err(|e| Error::InvalidRecord(e.0))
     }
 
     /// A record from a stored block, without re-checking its encoding
@@ -166,106 +158,11 @@ impl Record {
 
     /// The record as AT Protocol JSON.
     pub fn to_json(&self) -> Value {
-        dag_cbor_to_json(self.bytes())
+        datamodel::dag_cbor_to_json(self.bytes())
     }
 }
 
 /// Whether `cid` is a CIDv1 with sha2-256 (the only hash the store verifies).
 pub(crate) fn is_supported(cid: &Cid) -> bool {
     cid.hash().code() == SHA2_256
-}
-
-pub(crate) fn kind(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
-}
-
-/// The data-model rules of [`Record::check_data_model`] for `ipld` at `path`.
-fn data_model(ipld: &Ipld, path: &mut String) -> Result<(), Error> {
-    use std::fmt::Write as _;
-    match ipld {
-        Ipld::Float(f) => Err(Error::InvalidRecord(format!(
-            "{path}: {f} is a float (records allow integers only)"
-        ))),
-        Ipld::Integer(i) if i64::try_from(*i).is_err() => Err(Error::InvalidRecord(format!(
-            "{path}: {i} is out of range (integers are signed 64-bit)"
-        ))),
-        Ipld::List(items) => {
-            let len = path.len();
-            for (i, item) in items.iter().enumerate() {
-                let _ = write!(path, "[{i}]");
-                data_model(item, path)?;
-                path.truncate(len);
-            }
-            Ok(())
-        }
-        Ipld::Map(map) => {
-            if let Some(key) = ["$link", "$bytes"]
-                .into_iter()
-                .find(|k| map.contains_key(*k))
-            {
-                return Err(Error::InvalidRecord(format!(
-                    "{path}: a map with a {key} key, which the JSON form reads back as a {}",
-                    if key == "$link" {
-                        "link"
-                    } else {
-                        "byte string"
-                    }
-                )));
-            }
-            let len = path.len();
-            for (k, v) in map {
-                path.push('.');
-                path.push_str(k);
-                data_model(v, path)?;
-                path.truncate(len);
-            }
-            Ok(())
-        }
-        _ => Ok(()),
-    }
-}
-
-/// A record's dag-cbor bytes as JSON (`null` for bytes that do not decode:
-/// records are checked when built, so an undecodable one is a bug).
-pub(crate) fn dag_cbor_to_json(bytes: &[u8]) -> Value {
-    match serde_ipld_dagcbor::from_slice::<Ipld>(bytes) {
-        Ok(ipld) => ipld_to_json(&ipld),
-        Err(_) => Value::Null,
-    }
-}
-
-pub(crate) fn ipld_to_json(ipld: &Ipld) -> Value {
-    match ipld {
-        Ipld::Null => Value::Null,
-        Ipld::Bool(b) => Value::Bool(*b),
-        Ipld::Integer(i) => i64::try_from(*i)
-            .map(Value::from)
-            .or_else(|_| u64::try_from(*i).map(Value::from))
-            .unwrap_or_else(|_| Value::String(i.to_string())),
-        Ipld::Float(f) => serde_json::Number::from_f64(*f).map_or(Value::Null, Value::Number),
-        Ipld::String(s) => Value::String(s.clone()),
-        Ipld::Bytes(b) => {
-            let mut m = Map::new();
-            m.insert("$bytes".into(), Value::String(BASE64.encode(b)));
-            Value::Object(m)
-        }
-        Ipld::List(items) => Value::Array(items.iter().map(ipld_to_json).collect()),
-        Ipld::Map(map) => Value::Object(
-            map.iter()
-                .map(|(k, v)| (k.clone(), ipld_to_json(v)))
-                .collect(),
-        ),
-        Ipld::Link(cid) => {
-            let mut m = Map::new();
-            m.insert("$link".into(), Value::String(cid.to_string()));
-            Value::Object(m)
-        }
-    }
 }

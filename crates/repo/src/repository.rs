@@ -15,7 +15,7 @@ use serde_json::Value;
 use store::{Block, Commit, Head, Kv, RecordChange, Store};
 
 use crate::{
-    CommitData, Error, Record, SigningKey, Validation, ValidationStatus, index, keys::CurrentKey,
+    CommitData, Error, Record, SigningKey, Validation, ValidationStatus, keys::CurrentKey,
     keys::SigningKeys, lexicons::validate_write,
 };
 use lexicon::Lexicons;

@@ -8,10 +8,9 @@ use keycodec::records;
 use roaring::RoaringBitmap;
 use store::{Kv, WriteOp};
 
-use crate::{
-    Error, Record, Repository,
-    index::{self, Declared, IndexDecl, IndexKind, Reader, Stats, TopValue},
-};
+use index::{Declared, IndexDecl, IndexKind, Reader, Stats, TopValue};
+
+use crate::{Error, Record, Repository};
 
 /// One page of [`Repository::query`].
 #[derive(Debug, Clone)]
@@ -763,7 +762,7 @@ impl<K: Kv> Repository<K> {
         let Some((reader, bits)) = self.matching(collection, where_).await? else {
             return Ok(Vec::new());
         };
-        reader.top(path, &bits, limit).await
+        Ok(reader.top(path, &bits, limit).await?)
     }
 
     /// Count, sum, min and max of the values of the integer index at
@@ -792,7 +791,7 @@ impl<K: Kv> Repository<K> {
         let Some((reader, bits)) = self.matching(collection, where_).await? else {
             return Ok(Stats::default());
         };
-        reader.stats(path, &bits).await
+        Ok(reader.stats(path, &bits).await?)
     }
 }
 
@@ -944,11 +943,11 @@ impl<K: Kv> Repository<K> {
             .await
             {
                 Ok(b) => b,
-                Err(Error::MalformedIndex(why)) => {
+                Err(index::Error::MalformedIndex(why)) => {
                     out.push(format!("{collection}: {why}"));
                     continue;
                 }
-                Err(e) => return Err(e),
+                Err(e) => return Err(e.into()),
             };
             // Columns: one per record, each naming its record back.
             let packed = index::load_packed(kv, scope).await?;

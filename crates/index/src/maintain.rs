@@ -17,11 +17,11 @@ use super::{
     decode_column,
     values::{keywords, numbers},
 };
-use crate::Error;
+use crate::error::Error;
 
 /// A scope's allocation state, as the writer keeps it between commits.
 #[derive(Debug, Clone, Default)]
-pub(crate) struct ScopeCounters {
+pub struct ScopeCounters {
     loaded: bool,
     next_column: u64,
     max_rkey: Option<String>,
@@ -69,13 +69,13 @@ async fn next_row<K: Kv>(
 
 /// The index changes of one commit, built write by write.
 #[derive(Debug, Default)]
-pub(crate) struct CommitIndex {
+pub struct CommitIndex {
     /// Row changes per scope.
-    pub(crate) deltas: BTreeMap<u32, RowDeltas>,
+    pub deltas: BTreeMap<u32, RowDeltas>,
     /// Column and dictionary entries.
     ops: Vec<WriteOp>,
     /// Working copies of the counters of the scopes touched.
-    pub(crate) counters: HashMap<u32, ScopeCounters>,
+    pub counters: HashMap<u32, ScopeCounters>,
     /// Columns as of this commit's earlier writes (`None`: deleted).
     columns: HashMap<(u32, String), Option<u32>>,
     /// Dictionary rows this commit read or allocated.
@@ -84,10 +84,10 @@ pub(crate) struct CommitIndex {
 
 /// Dictionary rows by (scope, path, value), as the writer remembers them
 /// between commits: only rows whose entries are stored.
-pub(crate) type KnownRows = HashMap<(u32, String, Keyword), u64>;
+pub type KnownRows = HashMap<(u32, String, Keyword), u64>;
 
 /// How many dictionary rows the writer remembers before it starts over.
-pub(crate) const KNOWN_ROWS_LIMIT: usize = 1 << 16;
+pub const KNOWN_ROWS_LIMIT: usize = 1 << 16;
 
 fn column_u32(c: u64) -> Result<u32, Error> {
     u32::try_from(c).map_err(|_| {
@@ -97,17 +97,20 @@ fn column_u32(c: u64) -> Result<u32, Error> {
 
 /// A commit's index changes, ready to write: the operations, the row
 /// changes per scope (for the cache) and the counters after them.
-pub(crate) struct IndexWrite {
-    pub(crate) ops: Vec<WriteOp>,
-    pub(crate) deltas: BTreeMap<u32, RowDeltas>,
-    pub(crate) counters: HashMap<u32, ScopeCounters>,
+pub struct IndexWrite {
+    /// The operations to write in the commit's batch.
+    pub ops: Vec<WriteOp>,
+    /// Row changes per scope, for the cache.
+    pub deltas: BTreeMap<u32, RowDeltas>,
+    /// Each scope's counters after the commit.
+    pub counters: HashMap<u32, ScopeCounters>,
     /// Dictionary rows the commit read or wrote, to remember once it lands.
-    pub(crate) rows: KnownRows,
+    pub rows: KnownRows,
 }
 
 impl CommitIndex {
     /// The operations to write with the commit.
-    pub(crate) fn into_write(self) -> Result<IndexWrite, Error> {
+    pub fn into_write(self) -> Result<IndexWrite, Error> {
         let mut ops = self.ops;
         for (scope, d) in &self.deltas {
             d.merge_ops(*scope, &mut ops)?;
@@ -177,7 +180,7 @@ impl CommitIndex {
     /// `declared` (all of one scope) goes from `old` to `new` (`None`:
     /// absent).
     #[allow(clippy::too_many_arguments)]
-    pub(crate) async fn record<K: Kv>(
+    pub async fn record<K: Kv>(
         &mut self,
         kv: &K,
         saved: &HashMap<u32, ScopeCounters>,
@@ -293,7 +296,7 @@ impl CommitIndex {
     /// record's column now). No column is assigned or freed, and the
     /// collection's rows of columns are left as they are.
     #[allow(clippy::too_many_arguments)]
-    pub(crate) async fn record_at_columns<K: Kv>(
+    pub async fn record_at_columns<K: Kv>(
         &mut self,
         kv: &K,
         saved: &HashMap<u32, ScopeCounters>,

@@ -16,11 +16,21 @@
 //!   `existence` view as for keywords.
 //!
 //! A `$` in a path is written `=24` in txkey names (FeatureBase reserves `$`).
+//!
+//! What is here, by module: `values` (index kinds, keyword and number
+//! values of a record), `cbor` (values read straight from dag-cbor bytes),
+//! `query` (the `--where` language), `columns` (rkey ↔ column), `build`
+//! (a whole scope from a tree or a record stream), `maintain` (one
+//! commit's changes), `eval` (plans and bitmap evaluation) and `cache`.
+//! The crate knows stores and trees, not repositories: the `repo` crate
+//! declares indexes, holds the cache and writes each commit's changes in
+//! the commit's batch.
 
 mod build;
 mod cache;
 mod cbor;
 mod columns;
+mod error;
 mod eval;
 mod maintain;
 mod query;
@@ -34,25 +44,41 @@ use roaring::RoaringBitmap;
 use serde::{Deserialize, Serialize};
 use store::{ContainerDelta, ContainerGroup, Kv, WriteOp};
 
-use crate::Error;
+pub use error::Error;
 
-pub(crate) use build::{
+pub use build::{
     BuildColumns, BuildProgress, BuiltRows, build_scope, compute_at, compute_given, compute_scope,
     write_built,
 };
 
-/// See [`crate::fuzzing::packed_columns`].
-pub(crate) fn fuzz_packed_columns(bytes: &[u8]) -> (bool, bool) {
-    columns::fuzz_decode(bytes)
+/// Entry points for the fuzz targets in `fuzz/`: decoders of stored bytes
+/// that are otherwise internal. Not a stable API.
+#[doc(hidden)]
+pub mod fuzzing {
+    /// Per path, its values (`None`: no answer).
+    pub type PathValues = Option<Vec<Vec<serde_json::Value>>>;
+
+    /// Decodes `bytes` as a packed column block and as a fence chunk;
+    /// whether each was accepted.
+    #[must_use]
+    pub fn packed_columns(bytes: &[u8]) -> (bool, bool) {
+        crate::columns::fuzz_decode(bytes)
+    }
+
+    /// The values an index build reads at each of `paths` in a record's
+    /// dag-cbor `bytes`, straight from the bytes (`None`: left to the JSON
+    /// walk) and by the JSON walk (`None`: not dag-cbor); they must agree
+    /// when both answer.
+    #[must_use]
+    pub fn index_values(bytes: &[u8], paths: &[&str]) -> (PathValues, PathValues) {
+        crate::fuzz_index_values(bytes, paths)
+    }
 }
 
-/// See [`crate::fuzzing::index_values`]: the walk's keepable leaves (strings,
+/// See [`fuzzing::index_values`]: the walk's keepable leaves (strings,
 /// booleans, `i64`s; `null` for anything else) and the JSON walk's values
 /// mapped alike (`None` when the bytes are not dag-cbor).
-pub(crate) fn fuzz_index_values(
-    bytes: &[u8],
-    paths: &[&str],
-) -> (crate::fuzzing::PathValues, crate::fuzzing::PathValues) {
+fn fuzz_index_values(bytes: &[u8], paths: &[&str]) -> (fuzzing::PathValues, fuzzing::PathValues) {
     use serde_json::Value;
     let segments: Vec<Vec<&str>> = paths.iter().map(|p| p.split('.').collect()).collect();
     let mut outs = vec![Vec::new(); paths.len()];
@@ -76,7 +102,7 @@ pub(crate) fn fuzz_index_values(
     let Ok(ipld) = serde_ipld_dagcbor::from_slice::<ipld_core::ipld::Ipld>(bytes) else {
         return (walked, None);
     };
-    let json = crate::record::ipld_to_json(&ipld);
+    let json = datamodel::ipld_to_json(&ipld);
     let by_json = paths
         .iter()
         .map(|p| {
@@ -95,11 +121,11 @@ pub(crate) fn fuzz_index_values(
 
 /// Rows computed ahead of a rebuild, by collection, with the declarations
 /// they were computed for.
-pub(crate) type ComputedScopes = std::collections::HashMap<String, (Vec<Declared>, BuiltRows)>;
-pub(crate) use cache::IndexCache;
-pub(crate) use columns::{Packed, Walk, column_of, differences as column_differences, load_packed};
-pub(crate) use eval::{Reader, plan as eval_plan};
-pub(crate) use maintain::{CommitIndex, IndexWrite, KNOWN_ROWS_LIMIT, KnownRows, ScopeCounters};
+pub type ComputedScopes = std::collections::HashMap<String, (Vec<Declared>, BuiltRows)>;
+pub use cache::IndexCache;
+pub use columns::{Packed, Walk, column_of, differences as column_differences, load_packed};
+pub use eval::{Reader, plan as eval_plan};
+pub use maintain::{CommitIndex, IndexWrite, KNOWN_ROWS_LIMIT, KnownRows, ScopeCounters};
 pub use query::{Cmp, Cond, Expr, Literal, Op, parse as parse_where};
 pub use values::{IndexKind, Keyword};
 
@@ -156,12 +182,16 @@ struct DeclValue {
 
 /// A declaration with the collection's scope.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Declared {
-    pub(crate) decl: IndexDecl,
-    pub(crate) scope: u32,
+pub struct Declared {
+    /// The declaration.
+    pub decl: IndexDecl,
+    /// Its collection's scope (the txkey index name).
+    pub scope: u32,
 }
 
-pub(crate) fn encode_decl(kind: IndexKind, scope: u32) -> Bytes {
+/// The stored value of a declaration of `kind` in `scope` (record type
+/// `0x8`).
+pub fn encode_decl(kind: IndexKind, scope: u32) -> Bytes {
     let v = DeclValue {
         kind: kind.name().to_owned(),
         scope,
@@ -179,9 +209,11 @@ fn malformed(what: impl std::fmt::Display) -> Error {
 /// finished. Stored as the number (`u64`, big-endian), then `01` while a
 /// rebuild is pending.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub(crate) struct Epoch {
-    pub(crate) number: u64,
-    pub(crate) rebuild_pending: bool,
+pub struct Epoch {
+    /// The number, raised by every index change other than a commit.
+    pub number: u64,
+    /// Whether an import changed the records and the rebuild is not done.
+    pub rebuild_pending: bool,
 }
 
 impl Epoch {
@@ -201,7 +233,7 @@ impl Epoch {
 
     /// The write that replaces this epoch of `repo` with the next, as
     /// [`raise_epoch`] describes.
-    pub(crate) fn raised(self, repo: &str, rebuild_pending: Option<bool>) -> WriteOp {
+    pub fn raised(self, repo: &str, rebuild_pending: Option<bool>) -> WriteOp {
         let next = Self {
             number: self.number.wrapping_add(1),
             rebuild_pending: rebuild_pending.unwrap_or(self.rebuild_pending),
@@ -220,7 +252,7 @@ impl Epoch {
 
 /// A repository's index epoch (number 0, nothing pending, before the first
 /// change).
-pub(crate) async fn epoch<K: Kv>(kv: &K, repo: &str) -> Result<Epoch, Error> {
+pub async fn epoch<K: Kv>(kv: &K, repo: &str) -> Result<Epoch, Error> {
     match kv.get(&records::index_epoch_key(repo)).await? {
         None => Ok(Epoch::default()),
         Some(v) => Epoch::decode(&v),
@@ -231,7 +263,7 @@ pub(crate) async fn epoch<K: Kv>(kv: &K, repo: &str) -> Result<Epoch, Error> {
 /// changes its indexes; `rebuild_pending` sets or clears the flag (`None`
 /// keeps it). The caller holds the repository's write lock, so no other
 /// change reads the same epoch.
-pub(crate) async fn raise_epoch<K: Kv>(
+pub async fn raise_epoch<K: Kv>(
     kv: &K,
     repo: &str,
     rebuild_pending: Option<bool>,
@@ -240,7 +272,7 @@ pub(crate) async fn raise_epoch<K: Kv>(
 }
 
 /// The declarations of a repository, or of one of its collections.
-pub(crate) async fn declarations<K: Kv>(
+pub async fn declarations<K: Kv>(
     kv: &K,
     repo: &str,
     collection: Option<&str>,
@@ -280,7 +312,7 @@ fn declared(collection: &str, path: &str, v: &[u8]) -> Result<Declared, Error> {
 
 /// A repository's declarations grouped by collection (one scope each), in
 /// collection order.
-pub(crate) async fn declarations_by_collection<K: Kv>(
+pub async fn declarations_by_collection<K: Kv>(
     kv: &K,
     repo: &str,
 ) -> Result<BTreeMap<String, Vec<Declared>>, Error> {
@@ -295,7 +327,7 @@ pub(crate) async fn declarations_by_collection<K: Kv>(
 }
 
 /// The txkey field name of a path.
-pub(crate) fn field_name(path: &str) -> String {
+pub fn field_name(path: &str) -> String {
     path.replace('$', "=24")
 }
 
@@ -305,14 +337,18 @@ fn bsi_view(path: &str) -> String {
 
 /// One bitmap row: (field, view, row).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub(crate) struct RowId {
-    pub(crate) field: String,
-    pub(crate) view: String,
-    pub(crate) row: u64,
+pub struct RowId {
+    /// The txkey field (the path, or `.columns`).
+    pub field: String,
+    /// The txkey view (`standard`, `existence`, `bsig_<path>`).
+    pub view: String,
+    /// The row within the view.
+    pub row: u64,
 }
 
 impl RowId {
-    pub(crate) fn columns() -> Self {
+    /// The row of a collection's live columns.
+    pub fn columns() -> Self {
         Self {
             field: COLUMNS_FIELD.to_owned(),
             view: EXISTENCE_VIEW.to_owned(),
@@ -320,7 +356,8 @@ impl RowId {
         }
     }
 
-    pub(crate) fn existence(path: &str) -> Self {
+    /// The row of records with a value at `path`.
+    pub fn existence(path: &str) -> Self {
         Self {
             field: field_name(path),
             view: EXISTENCE_VIEW.to_owned(),
@@ -328,7 +365,8 @@ impl RowId {
         }
     }
 
-    pub(crate) fn keyword(path: &str, row: u64) -> Self {
+    /// The row of dictionary value `row` of the keyword index at `path`.
+    pub fn keyword(path: &str, row: u64) -> Self {
         Self {
             field: field_name(path),
             view: STANDARD_VIEW.to_owned(),
@@ -336,7 +374,8 @@ impl RowId {
         }
     }
 
-    pub(crate) fn bsi(path: &str, row: u64) -> Self {
+    /// Row `row` of the bit-sliced index at `path`.
+    pub fn bsi(path: &str, row: u64) -> Self {
         Self {
             field: field_name(path),
             view: bsi_view(path),
@@ -358,7 +397,7 @@ fn txkey_bytes(
 }
 
 /// The storage key of the container holding `column`'s bit of `row`.
-pub(crate) fn container_key(scope: u32, row: &RowId, column: u32) -> Result<Vec<u8>, Error> {
+pub fn container_key(scope: u32, row: &RowId, column: u32) -> Result<Vec<u8>, Error> {
     let shard = u64::from(column >> SHARD_BITS);
     let within = u64::from((column >> 16) & 0xF);
     let ckey = row
@@ -407,7 +446,7 @@ fn scope_bitmap_range(scope: u32) -> Result<keycodec::KeyRange, Error> {
 }
 
 /// The containers of `bits`: (`column >> 16`, the columns of that container).
-pub(crate) fn split_containers(bits: &RoaringBitmap) -> Vec<(u32, RoaringBitmap)> {
+pub fn split_containers(bits: &RoaringBitmap) -> Vec<(u32, RoaringBitmap)> {
     let mut out = Vec::new();
     let mut next = bits.min();
     while let Some(first) = next {
@@ -429,16 +468,18 @@ pub(crate) fn split_containers(bits: &RoaringBitmap) -> Vec<(u32, RoaringBitmap)
 
 /// Changes to bitmap rows: per row, the columns set and cleared.
 #[derive(Debug, Default, Clone)]
-pub(crate) struct RowDeltas(pub(crate) BTreeMap<RowId, ContainerDelta>);
+pub struct RowDeltas(pub BTreeMap<RowId, ContainerDelta>);
 
 impl RowDeltas {
-    pub(crate) fn set(&mut self, row: RowId, column: u32) {
+    /// Sets `column` in `row`.
+    pub fn set(&mut self, row: RowId, column: u32) {
         let d = self.0.entry(row).or_default();
         d.clear.remove(column);
         d.set.insert(column);
     }
 
-    pub(crate) fn clear(&mut self, row: RowId, column: u32) {
+    /// Clears `column` in `row`.
+    pub fn clear(&mut self, row: RowId, column: u32) {
         let d = self.0.entry(row).or_default();
         d.set.remove(column);
         d.clear.insert(column);
@@ -446,7 +487,7 @@ impl RowDeltas {
 
     /// Merge operations, one per changed container (one per slot and
     /// container for bit-sliced views, whose slot rows share a key).
-    pub(crate) fn merge_ops(&self, scope: u32, ops: &mut Vec<WriteOp>) -> Result<(), Error> {
+    pub fn merge_ops(&self, scope: u32, ops: &mut Vec<WriteOp>) -> Result<(), Error> {
         let mut groups: BTreeMap<(RowId, u32), ContainerGroup> = BTreeMap::new();
         for (row, delta) in &self.0 {
             let mut per: BTreeMap<u32, ContainerDelta> = BTreeMap::new();
@@ -504,10 +545,7 @@ fn grouped(row: &RowId) -> Option<(RowId, u8)> {
 
 /// The rows a stored container value holds, with the columns each sets,
 /// checked against its key (a group's rows, or the one row).
-pub(crate) fn decode_container(
-    key: &[u8],
-    value: &[u8],
-) -> Result<Vec<(RowId, RoaringBitmap)>, Error> {
+pub fn decode_container(key: &[u8], value: &[u8]) -> Result<Vec<(RowId, RoaringBitmap)>, Error> {
     let tx = txkey::full::Key::parse(key.get(2..).unwrap_or_default())
         .map_err(|e| malformed(format!("bitmap key: {e}")))?;
     let high = tx.shard * CONTAINERS_PER_ROW + tx.ckey % CONTAINERS_PER_ROW;
@@ -548,7 +586,7 @@ fn hex(b: &[u8]) -> String {
 /// Full containers for whole rows (an index build): put, not merged. The
 /// rows of one bit-sliced slot must come together (they share keys); a
 /// slot's containers are made when its last row has come.
-pub(crate) fn put_rows(
+pub fn put_rows(
     scope: u32,
     rows: impl IntoIterator<Item = (RowId, RoaringBitmap)>,
     ops: &mut Vec<WriteOp>,
@@ -603,7 +641,7 @@ pub(crate) fn put_rows(
 }
 
 /// Deletes every key in `range`, in batches.
-pub(crate) async fn delete_range<K: Kv>(kv: &K, range: &keycodec::KeyRange) -> Result<(), Error> {
+pub async fn delete_range<K: Kv>(kv: &K, range: &keycodec::KeyRange) -> Result<(), Error> {
     loop {
         let page = kv.scan(range, false, 4096).await?;
         if page.is_empty() {
@@ -623,7 +661,7 @@ pub(crate) async fn delete_range<K: Kv>(kv: &K, range: &keycodec::KeyRange) -> R
 }
 
 /// Deletes an index's containers and dictionary.
-pub(crate) async fn delete_index_data<K: Kv>(kv: &K, scope: u32, path: &str) -> Result<(), Error> {
+pub async fn delete_index_data<K: Kv>(kv: &K, scope: u32, path: &str) -> Result<(), Error> {
     delete_range(kv, &field_range(scope, &field_name(path))?).await?;
     for t in [
         records::RecordType::KeywordRow,
@@ -635,7 +673,7 @@ pub(crate) async fn delete_index_data<K: Kv>(kv: &K, scope: u32, path: &str) -> 
 }
 
 /// Deletes everything of a scope: containers, columns, dictionaries.
-pub(crate) async fn delete_scope<K: Kv>(kv: &K, scope: u32) -> Result<(), Error> {
+pub async fn delete_scope<K: Kv>(kv: &K, scope: u32) -> Result<(), Error> {
     delete_range(kv, &scope_bitmap_range(scope)?).await?;
     for t in [
         records::RecordType::Column,
@@ -649,7 +687,7 @@ pub(crate) async fn delete_scope<K: Kv>(kv: &K, scope: u32) -> Result<(), Error>
 }
 
 /// A scope number no declaration and no stored column uses.
-pub(crate) async fn free_scope<K: Kv>(kv: &K) -> Result<u32, Error> {
+pub async fn free_scope<K: Kv>(kv: &K) -> Result<u32, Error> {
     let mut max: Option<u32> = None;
     for (k, v) in kv
         .scan(&records::RecordType::FieldIndex.range(), false, usize::MAX)
@@ -680,7 +718,7 @@ pub(crate) async fn free_scope<K: Kv>(kv: &K) -> Result<u32, Error> {
 }
 
 /// Decodes a stored column value (`u64`, big-endian).
-pub(crate) fn decode_column(v: &[u8]) -> Result<u32, Error> {
+pub fn decode_column(v: &[u8]) -> Result<u32, Error> {
     let bytes: [u8; 8] = v
         .try_into()
         .map_err(|_| malformed("a column value is not 8 bytes"))?;
@@ -689,7 +727,7 @@ pub(crate) fn decode_column(v: &[u8]) -> Result<u32, Error> {
 
 /// Calls `visit` with each stored container of a scope, in key order: its
 /// key and the rows it holds, with the columns each sets.
-pub(crate) async fn for_each_stored_container<K: Kv>(
+pub async fn for_each_stored_container<K: Kv>(
     kv: &K,
     scope: u32,
     mut visit: impl FnMut(&[u8], Vec<(RowId, RoaringBitmap)>) -> Result<(), Error>,
@@ -719,7 +757,7 @@ pub(crate) async fn for_each_stored_container<K: Kv>(
 
 /// Whether `row` is one of a bit-sliced view's (stored in groups, a slot's
 /// rows to a key).
-pub(crate) fn is_bsi_row(row: &RowId) -> bool {
+pub fn is_bsi_row(row: &RowId) -> bool {
     is_bsi_view(&row.view)
 }
 

@@ -20,7 +20,7 @@ use super::{
     put_rows,
     values::{MAX_KEYWORD_BYTES, keywords, numbers, numbers_of_leaves},
 };
-use crate::Error;
+use crate::error::Error;
 
 /// One index's rows while a build reads the records.
 #[derive(Default)]
@@ -167,8 +167,9 @@ impl Accumulator {
 
 /// Records read so far by a build.
 #[derive(Debug, Clone, Copy, Default)]
-pub(crate) struct BuildProgress {
-    pub(crate) records: u64,
+pub struct BuildProgress {
+    /// Records read.
+    pub records: u64,
 }
 
 fn add(bits: &mut RoaringBitmap, c: u32) {
@@ -193,24 +194,24 @@ fn slot_rows(value: i64) -> impl Iterator<Item = usize> {
 
 /// The rows of a scope as a build computes them.
 #[derive(Debug, Default, Clone, PartialEq)]
-pub(crate) struct BuiltRows {
+pub struct BuiltRows {
     /// Rows by id; keyword rows are numbered by sorted value.
-    pub(crate) rows: BTreeMap<RowId, RoaringBitmap>,
+    pub rows: BTreeMap<RowId, RoaringBitmap>,
     /// Keyword dictionaries: path → values by row.
-    pub(crate) dictionaries: BTreeMap<String, Vec<Keyword>>,
+    pub dictionaries: BTreeMap<String, Vec<Keyword>>,
     /// (rkey, column) of every record, in rkey order.
-    pub(crate) columns: Vec<(String, u32)>,
+    pub columns: Vec<(String, u32)>,
     /// Bit-sliced values past each record's first, by path: (slot,
     /// column, value), sorted. Their rows are made by
     /// [`BuiltRows::later_slot_rows`], a slot at a time, so that a record
     /// with many values costs memory by its values, not by its rows.
-    pub(crate) later_slots: BTreeMap<String, Vec<(u32, u32, i64)>>,
+    pub later_slots: BTreeMap<String, Vec<(u32, u32, i64)>>,
 }
 
 impl BuiltRows {
     /// Every row: [`BuiltRows::rows`], then the later slots' rows, made a
     /// slot at a time (a slot's rows come together, in row order).
-    pub(crate) fn into_all_rows(self) -> impl Iterator<Item = (RowId, RoaringBitmap)> {
+    pub fn into_all_rows(self) -> impl Iterator<Item = (RowId, RoaringBitmap)> {
         let later = self
             .later_slots
             .into_iter()
@@ -302,7 +303,7 @@ impl<'d> ScopeBuilder<'d> {
                     kept
                 }
                 IndexKind::Keyword => {
-                    let json = json.get_or_insert_with(|| crate::record::dag_cbor_to_json(bytes));
+                    let json = json.get_or_insert_with(|| datamodel::dag_cbor_to_json(bytes));
                     let vals = keywords(json, path);
                     for v in &vals {
                         match v {
@@ -319,8 +320,7 @@ impl<'d> ScopeBuilder<'d> {
                     let vals = if walked {
                         numbers_of_leaves(leaves, kind)
                     } else {
-                        let json =
-                            json.get_or_insert_with(|| crate::record::dag_cbor_to_json(bytes));
+                        let json = json.get_or_insert_with(|| datamodel::dag_cbor_to_json(bytes));
                         numbers(json, path, kind)
                     };
                     for (slot, v) in vals.iter().enumerate() {
@@ -384,7 +384,7 @@ impl<'d> ScopeBuilder<'d> {
 /// A fresh build of the indexes `declared` (one scope) over `records`,
 /// every record of the collection as (rkey, dag-cbor bytes), in any order:
 /// what [`compute_scope`] computes, from memory (an import's records).
-pub(crate) fn compute_given(
+pub fn compute_given(
     declared: &[Declared],
     mut records: Vec<(String, Bytes)>,
 ) -> Result<BuiltRows, Error> {
@@ -401,7 +401,7 @@ pub(crate) fn compute_given(
 /// `declared` (one scope). With `fresh`, records get new columns in rkey
 /// order; otherwise their stored columns are used (a record without one
 /// is an error: the scope is damaged).
-pub(crate) async fn compute_scope<K: Kv>(
+pub async fn compute_scope<K: Kv>(
     store: &Store<K>,
     repo: &str,
     collection: &str,
@@ -459,7 +459,7 @@ pub(crate) async fn compute_scope<K: Kv>(
 }
 
 /// Where a build beside commits finds each record's column.
-pub(crate) enum BuildColumns {
+pub enum BuildColumns {
     /// A new scope: records numbered 0, 1, … in rkey order.
     Fresh,
     /// The scope's stored columns (the commits', in a collection with
@@ -482,7 +482,7 @@ pub(crate) enum BuildColumns {
 /// changes), and the record index's page serves only those of its blocks
 /// that are the tree's versions; the others are read by CID.
 #[allow(clippy::too_many_arguments)]
-pub(crate) async fn compute_at<K: Kv>(
+pub async fn compute_at<K: Kv>(
     store: &Store<K>,
     repo: &str,
     at: Cid,
@@ -616,7 +616,7 @@ async fn tree_page<K: Kv>(
 
 /// Writes a fresh build: columns, dictionaries and full containers, in
 /// batches of about `batch_bytes`.
-pub(crate) async fn write_built<K: Kv>(
+pub async fn write_built<K: Kv>(
     kv: &K,
     scope: u32,
     built: BuiltRows,
@@ -680,7 +680,7 @@ pub(crate) async fn write_built<K: Kv>(
 
 /// Builds the indexes `declared` of a collection (one scope) from its
 /// records and writes them; see [`compute_scope`]. Returns the records read.
-pub(crate) async fn build_scope<K: Kv>(
+pub async fn build_scope<K: Kv>(
     store: &Store<K>,
     repo: &str,
     collection: &str,

@@ -1,8 +1,8 @@
 //! AT Protocol JSON straight to canonical dag-cbor, checked on the way.
 //!
 //! The output is what `serde_ipld_dagcbor` writes for the same data as an
-//! `Ipld` value (pinned by `tests/record_encoding_boundaries.rs`, and by
-//! `tests/records_vs_atproto.rs` against the npm reference): shortest-form
+//! `Ipld` value (pinned by the `repo` crate's `tests/record_encoding_boundaries.rs`, and
+//! by its `tests/records_vs_atproto.rs` against the npm reference): shortest-form
 //! heads, map keys ordered by length and then bytewise, links as tag 42
 //! over the CID bytes behind a zero byte. Writing it directly, rather than
 //! building an `Ipld` tree and serializing that (which buffers every map
@@ -16,10 +16,7 @@ use base64::Engine as _;
 use cid::Cid;
 use serde_json::{Map, Value};
 
-use crate::{
-    Error,
-    record::{BASE64, kind},
-};
+use crate::{BASE64, Invalid, kind};
 
 const UNSIGNED: u8 = 0;
 const NEGATIVE: u8 = 1;
@@ -57,11 +54,11 @@ fn text(out: &mut Vec<u8>, s: &str) {
     out.extend_from_slice(s.as_bytes());
 }
 
-fn invalid(path: &str, what: std::fmt::Arguments<'_>) -> Error {
-    Error::InvalidRecord(format!("{path}{what}"))
+fn invalid(path: &str, what: std::fmt::Arguments<'_>) -> Invalid {
+    Invalid(format!("{path}{what}"))
 }
 
-fn value(v: &Value, out: &mut Vec<u8>, path: &mut String) -> Result<(), Error> {
+fn value(v: &Value, out: &mut Vec<u8>, path: &mut String) -> Result<(), Invalid> {
     match v {
         Value::Null => out.push(NULL),
         Value::Bool(b) => out.push(if *b { TRUE } else { FALSE }),
@@ -104,7 +101,7 @@ fn value(v: &Value, out: &mut Vec<u8>, path: &mut String) -> Result<(), Error> {
         }
         Value::Object(map) => {
             if !special(map, out, path)? {
-                self::map(map, None, out, path)?;
+                map_to_dag_cbor(map, None, out, path)?;
             }
         }
     }
@@ -112,13 +109,19 @@ fn value(v: &Value, out: &mut Vec<u8>, path: &mut String) -> Result<(), Error> {
 }
 
 /// Writes a map in dag-cbor key order, with `extra_type` as its `$type`
-/// when given (the caller has checked the map has none).
-pub(crate) fn map(
+/// when given (the caller has checked the map has none); `path` names the
+/// map in errors (`$` for a record) and is left as it was.
+///
+/// # Errors
+///
+/// [`Invalid`] naming the path of the first value the data model does not
+/// allow (in dag-cbor key order).
+pub fn map_to_dag_cbor(
     map: &Map<String, Value>,
     extra_type: Option<&str>,
     out: &mut Vec<u8>,
     path: &mut String,
-) -> Result<(), Error> {
+) -> Result<(), Invalid> {
     // `None`: the `$type` to fill in.
     let mut entries: Vec<(&str, Option<&Value>)> = Vec::with_capacity(map.len() + 1);
     entries.extend(map.iter().map(|(k, v)| (k.as_str(), Some(v))));
@@ -145,7 +148,7 @@ pub(crate) fn map(
 
 /// Writes `{"$link": cid}` as a link and `{"$bytes": base64}` as bytes;
 /// `false` for any other object.
-fn special(map: &Map<String, Value>, out: &mut Vec<u8>, path: &str) -> Result<bool, Error> {
+fn special(map: &Map<String, Value>, out: &mut Vec<u8>, path: &str) -> Result<bool, Invalid> {
     let (key, v) = match (map.get("$link"), map.get("$bytes")) {
         (Some(v), None) => ("$link", v),
         (None, Some(v)) => ("$bytes", v),

@@ -18,7 +18,7 @@ use super::{RowDeltas, RowId};
 /// A cached bitmap: one row, or every row of a view (bit-sliced indexes
 /// and `--top` read whole views).
 #[derive(Debug, Clone)]
-pub(crate) enum Cached {
+pub enum Cached {
     Row(RoaringBitmap),
     View(BTreeMap<u64, RoaringBitmap>),
     /// A packed column block's rkeys (blocks are never rewritten).
@@ -37,15 +37,15 @@ impl Cached {
 
 /// What a cache entry holds: (scope, field, view, row or the whole view).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub(crate) struct CacheKey {
-    pub(crate) scope: u32,
-    pub(crate) field: String,
-    pub(crate) view: String,
-    pub(crate) row: Option<u64>,
+pub struct CacheKey {
+    pub scope: u32,
+    pub field: String,
+    pub view: String,
+    pub row: Option<u64>,
 }
 
 /// The cache; see the module documentation.
-pub(crate) struct IndexCache {
+pub struct IndexCache {
     head: Option<Cid>,
     /// `None` until a query has read it (after [`IndexCache::clear`]).
     epoch: Option<u64>,
@@ -78,7 +78,7 @@ impl std::fmt::Debug for IndexCache {
 
 impl IndexCache {
     /// A cache of at most `limit` bytes of (serialized) bitmaps.
-    pub(crate) fn new(limit: usize) -> Self {
+    pub fn new(limit: usize) -> Self {
         Self {
             head: None,
             epoch: None,
@@ -94,12 +94,12 @@ impl IndexCache {
 
     /// Whether the cache holds entries of `head` and of an index epoch read
     /// since it was last emptied.
-    pub(crate) fn synced_with(&self, head: Option<Cid>) -> bool {
+    pub fn synced_with(&self, head: Option<Cid>) -> bool {
         self.head == head && self.epoch.is_some()
     }
 
     /// Empties the cache unless it holds entries of `head` and `epoch`.
-    pub(crate) fn sync(&mut self, head: Option<Cid>, epoch: u64) {
+    pub fn sync(&mut self, head: Option<Cid>, epoch: u64) {
         if self.head != head || self.epoch != Some(epoch) {
             self.clear();
             self.head = head;
@@ -107,7 +107,8 @@ impl IndexCache {
         }
     }
 
-    pub(crate) fn clear(&mut self) {
+    /// Empties the cache.
+    pub fn clear(&mut self) {
         self.map.clear();
         self.bytes = 0;
         self.head = None;
@@ -118,46 +119,57 @@ impl IndexCache {
         self.packed.clear();
     }
 
-    pub(crate) fn packed(&self, scope: u32) -> Option<Arc<super::columns::Packed>> {
+    /// The packed column blocks of `scope`, if cached.
+    pub fn packed(&self, scope: u32) -> Option<Arc<super::columns::Packed>> {
         self.packed.get(&scope).cloned()
     }
 
-    pub(crate) fn set_packed(&mut self, scope: u32, packed: Arc<super::columns::Packed>) {
+    /// Caches the packed column blocks of `scope`.
+    pub fn set_packed(&mut self, scope: u32, packed: Arc<super::columns::Packed>) {
         self.packed.insert(scope, packed);
     }
 
-    pub(crate) fn declared(&self, collection: &str) -> Option<Arc<Vec<super::Declared>>> {
+    /// The declarations of `collection`, if cached.
+    pub fn declared(&self, collection: &str) -> Option<Arc<Vec<super::Declared>>> {
         self.declared.get(collection).cloned()
     }
 
-    pub(crate) fn set_declared(&mut self, collection: &str, declared: Arc<Vec<super::Declared>>) {
+    /// Caches the declarations of `collection`.
+    pub fn set_declared(&mut self, collection: &str, declared: Arc<Vec<super::Declared>>) {
         self.declared.insert(collection.to_owned(), declared);
     }
 
-    pub(crate) fn row_of(&self, scope: u32, path: &str, value: &super::Keyword) -> Option<u64> {
+    /// The dictionary row of `value` in the keyword index at `path`, if cached.
+    pub fn row_of(&self, scope: u32, path: &str, value: &super::Keyword) -> Option<u64> {
         // A miss allocates a key; dictionaries are small next to the rows.
         self.rows
             .get(&(scope, path.to_owned(), value.clone()))
             .copied()
     }
 
-    pub(crate) fn set_row_of(&mut self, scope: u32, path: &str, value: super::Keyword, row: u64) {
+    /// Caches the dictionary row of `value`.
+    pub fn set_row_of(&mut self, scope: u32, path: &str, value: super::Keyword, row: u64) {
         self.rows.insert((scope, path.to_owned(), value), row);
     }
 
-    pub(crate) fn shards(&self, scope: u32) -> Option<u64> {
+    /// How many shards `scope` spans, if cached.
+    pub fn shards(&self, scope: u32) -> Option<u64> {
         self.shards.get(&scope).copied()
     }
 
-    pub(crate) fn set_shards(&mut self, scope: u32, shards: u64) {
+    /// Caches how many shards `scope` spans.
+    pub fn set_shards(&mut self, scope: u32, shards: u64) {
         self.shards.insert(scope, shards);
     }
 
-    pub(crate) fn get(&mut self, key: &CacheKey) -> Option<Arc<Cached>> {
+    /// A cached row, marked as recently used.
+    pub fn get(&mut self, key: &CacheKey) -> Option<Arc<Cached>> {
         self.map.get(key).map(|(v, _)| Arc::clone(v))
     }
 
-    pub(crate) fn insert(&mut self, key: CacheKey, value: Cached) -> Arc<Cached> {
+    /// Caches a row (unless it alone exceeds the limit), evicting the least
+    /// recently used; the row either way.
+    pub fn insert(&mut self, key: CacheKey, value: Cached) -> Arc<Cached> {
         let size = value.bytes();
         let value = Arc::new(value);
         if size > self.limit {
@@ -177,7 +189,7 @@ impl IndexCache {
     }
 
     /// Applies a commit's row changes in `scope` to the cached rows.
-    pub(crate) fn apply(&mut self, scope: u32, deltas: &RowDeltas) {
+    pub fn apply(&mut self, scope: u32, deltas: &RowDeltas) {
         if let Some(shards) = self.shards.get_mut(&scope) {
             for delta in deltas.0.values() {
                 if let Some(max) = delta.set.max() {
@@ -208,7 +220,7 @@ impl IndexCache {
 
     /// Marks the cache as holding entries of `head` (after a commit whose
     /// changes were applied to it).
-    pub(crate) fn set_head(&mut self, head: Cid) {
+    pub fn set_head(&mut self, head: Cid) {
         self.head = Some(head);
     }
 }
@@ -235,7 +247,7 @@ pub(crate) fn key(scope: u32, row: &RowId, whole_view: bool) -> CacheKey {
 #[cfg(test)]
 mod tests {
     use super::{IndexCache, RowDeltas, RowId};
-    use crate::index::SHARD_BITS;
+    use crate::SHARD_BITS;
 
     #[test]
     fn a_commit_into_a_new_shard_raises_the_cached_shard_count() {

@@ -19,11 +19,11 @@ use super::{
     values::datetime_micros,
     view_range,
 };
-use crate::Error;
+use crate::error::Error;
 
 /// A query, checked against the collection's indexes.
 #[derive(Debug, Clone)]
-pub(crate) enum Plan {
+pub enum Plan {
     Or(Vec<Plan>),
     And(Vec<Plan>),
     Not(Box<Plan>),
@@ -53,7 +53,7 @@ fn hint(op: &Op) -> &'static str {
 }
 
 /// Checks `expr` against the indexes of `collection` (`declared`).
-pub(crate) fn plan(collection: &str, expr: &Expr, declared: &[Declared]) -> Result<Plan, Error> {
+pub fn plan(collection: &str, expr: &Expr, declared: &[Declared]) -> Result<Plan, Error> {
     let kinds: HashMap<&str, IndexKind> = declared
         .iter()
         .map(|d| (d.decl.path.as_str(), d.decl.kind))
@@ -169,10 +169,13 @@ fn to_plan(e: &Expr, kinds: &HashMap<&str, IndexKind>) -> Result<Plan, Error> {
 }
 
 /// Reads one scope's bitmaps, through the cache.
-pub(crate) struct Reader<'a, K> {
-    pub(crate) kv: &'a K,
-    pub(crate) cache: &'a Mutex<IndexCache>,
-    pub(crate) scope: u32,
+pub struct Reader<'a, K> {
+    /// The store.
+    pub kv: &'a K,
+    /// The repository's index cache.
+    pub cache: &'a Mutex<IndexCache>,
+    /// The scope read.
+    pub scope: u32,
     shards: std::sync::OnceLock<u64>,
     packed: std::sync::OnceLock<Arc<Packed>>,
 }
@@ -184,7 +187,8 @@ fn lock(cache: &Mutex<IndexCache>) -> std::sync::MutexGuard<'_, IndexCache> {
 }
 
 impl<'a, K: Kv> Reader<'a, K> {
-    pub(crate) fn new(kv: &'a K, cache: &'a Mutex<IndexCache>, scope: u32) -> Self {
+    /// A reader of `scope`.
+    pub fn new(kv: &'a K, cache: &'a Mutex<IndexCache>, scope: u32) -> Self {
         Self {
             kv,
             cache,
@@ -195,7 +199,7 @@ impl<'a, K: Kv> Reader<'a, K> {
     }
 
     /// The scope's packed column mapping, read once per head.
-    pub(crate) async fn packed(&self) -> Result<Arc<Packed>, Error> {
+    pub async fn packed(&self) -> Result<Arc<Packed>, Error> {
         if let Some(p) = self.packed.get() {
             return Ok(Arc::clone(p));
         }
@@ -232,7 +236,7 @@ impl<'a, K: Kv> Reader<'a, K> {
     }
 
     /// One row.
-    pub(crate) async fn row(&self, row: &RowId) -> Result<Arc<Cached>, Error> {
+    pub async fn row(&self, row: &RowId) -> Result<Arc<Cached>, Error> {
         let k = key(self.scope, row, false);
         if let Some(hit) = lock(self.cache).get(&k) {
             return Ok(hit);
@@ -253,7 +257,7 @@ impl<'a, K: Kv> Reader<'a, K> {
     }
 
     /// Every row of a view.
-    pub(crate) async fn view(&self, field: &str, view: &str) -> Result<Arc<Cached>, Error> {
+    pub async fn view(&self, field: &str, view: &str) -> Result<Arc<Cached>, Error> {
         let probe = RowId {
             field: field.to_owned(),
             view: view.to_owned(),
@@ -290,13 +294,13 @@ impl<'a, K: Kv> Reader<'a, K> {
     }
 
     /// The collection's live columns.
-    pub(crate) async fn all(&self) -> Result<RoaringBitmap, Error> {
+    pub async fn all(&self) -> Result<RoaringBitmap, Error> {
         self.row_bits(&RowId::columns()).await
     }
 
     /// Columns whose rkey sorts before an older column's (so that column
     /// order is not rkey order); empty when the two orders agree.
-    pub(crate) async fn out_of_order(&self) -> Result<RoaringBitmap, Error> {
+    pub async fn out_of_order(&self) -> Result<RoaringBitmap, Error> {
         let mut row = RowId::columns();
         row.row = 1;
         self.row_bits(&row).await
@@ -322,7 +326,7 @@ impl<'a, K: Kv> Reader<'a, K> {
     }
 
     /// Evaluates a plan to the matching columns.
-    pub(crate) fn eval<'b>(
+    pub fn eval<'b>(
         &'b self,
         plan: &'b Plan,
     ) -> std::pin::Pin<
@@ -389,7 +393,7 @@ impl<'a, K: Kv> Reader<'a, K> {
     }
 
     /// `--stats` over the integer index at `path` for the columns `within`.
-    pub(crate) async fn stats(&self, path: &str, within: &RoaringBitmap) -> Result<Stats, Error> {
+    pub async fn stats(&self, path: &str, within: &RoaringBitmap) -> Result<Stats, Error> {
         let view = self.bsi(path).await?;
         let Cached::View(rows) = &*view else {
             return Err(malformed("a bit-sliced view cached as a row"));
@@ -430,7 +434,7 @@ impl<'a, K: Kv> Reader<'a, K> {
     }
 
     /// `--top`: the `limit` most frequent values at `path` among `within`.
-    pub(crate) async fn top(
+    pub async fn top(
         &self,
         path: &str,
         within: &RoaringBitmap,
@@ -472,7 +476,7 @@ impl<'a, K: Kv> Reader<'a, K> {
 
     /// The rkeys of `columns` (every one must have a record), reading each
     /// packed block once and keeping it in the cache.
-    pub(crate) async fn rkeys(&self, columns: &[u32]) -> Result<Vec<String>, Error> {
+    pub async fn rkeys(&self, columns: &[u32]) -> Result<Vec<String>, Error> {
         let packed = self.packed().await?;
         let places: Vec<columns::Place> = columns
             .iter()
@@ -533,7 +537,7 @@ impl<'a, K: Kv> Reader<'a, K> {
 
     /// The column of `rkey`, or of the first rkey after (`reverse`: before)
     /// it, and whether that is `rkey` itself.
-    pub(crate) async fn column_near(
+    pub async fn column_near(
         &self,
         rkey: &str,
         reverse: bool,

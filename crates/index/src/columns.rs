@@ -22,7 +22,7 @@ use keycodec::{KeyRange, records};
 use store::{Kv, WriteOp};
 
 use super::{decode_column, malformed};
-use crate::Error;
+use crate::error::Error;
 
 /// Columns per packed block.
 const BLOCK: u64 = 256;
@@ -37,9 +37,9 @@ const SINGLE_END: u64 = 1 << 32;
 
 /// The packed part of a scope's mapping.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub(crate) struct Packed {
+pub struct Packed {
     /// Columns `0 .. columns` are packed.
-    pub(crate) columns: u64,
+    pub columns: u64,
     /// The first rkey of each block, in order.
     firsts: Vec<String>,
 }
@@ -226,7 +226,7 @@ fn column_rkey_range(scope: u32, from: u64, to: u64) -> KeyRange {
 
 /// The packed part of a scope's mapping (empty when no build packed one):
 /// one get, and a scan only past 2^20 packed columns (one fence chunk).
-pub(crate) async fn load_packed<K: Kv>(kv: &K, scope: u32) -> Result<Packed, Error> {
+pub async fn load_packed<K: Kv>(kv: &K, scope: u32) -> Result<Packed, Error> {
     let Some(first) = kv.get(&records::column_rkey_key(scope, FENCES)).await? else {
         return Ok(Packed::default());
     };
@@ -326,7 +326,7 @@ fn position_in_block(value: &[u8], rkey: &str) -> Result<Option<usize>, Error> {
 
 /// The column of `rkey` (a deleted record's old column if its packed entry
 /// remains: ask only for records that exist, or to position a cursor).
-pub(crate) async fn column_of<K: Kv>(
+pub async fn column_of<K: Kv>(
     kv: &K,
     scope: u32,
     packed: &Packed,
@@ -401,7 +401,7 @@ pub(crate) async fn max_rkey<K: Kv>(
 /// after (before) an rkey: the single entries and the packed blocks merged.
 /// An rkey in both (a packed record deleted and created again) is given
 /// once, with its single entry's column.
-pub(crate) struct Walk<'a, K: Kv> {
+pub struct Walk<'a, K: Kv> {
     kv: &'a K,
     scope: u32,
     packed: &'a Packed,
@@ -418,7 +418,8 @@ pub(crate) struct Walk<'a, K: Kv> {
 const WALK_PAGE: usize = 1024;
 
 impl<'a, K: Kv> Walk<'a, K> {
-    pub(crate) async fn new(
+    /// A walk of `scope`'s columns in rkey order, after the rkey `after`.
+    pub async fn new(
         kv: &'a K,
         scope: u32,
         packed: &'a Packed,
@@ -518,7 +519,7 @@ impl<'a, K: Kv> Walk<'a, K> {
     }
 
     /// The next mapping, or `None` at the end.
-    pub(crate) async fn next(&mut self) -> Result<Option<(String, u32)>, Error> {
+    pub async fn next(&mut self) -> Result<Option<(String, u32)>, Error> {
         self.fill_block().await?;
         self.fill_singles().await?;
         let order = match (self.singles.front(), self.block.front()) {
@@ -544,7 +545,7 @@ impl<'a, K: Kv> Walk<'a, K> {
 /// How the stored mapping differs from `built` (every record's rkey and
 /// column): each record's column must name it back, and each single entry
 /// must belong to a record. One line per difference.
-pub(crate) async fn differences<K: Kv>(
+pub async fn differences<K: Kv>(
     kv: &K,
     scope: u32,
     packed: &Packed,

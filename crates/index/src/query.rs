@@ -65,7 +65,8 @@ pub enum Cmp {
 }
 
 impl Cmp {
-    pub(crate) const fn symbol(self) -> &'static str {
+    /// The operator as written in a query.
+    pub const fn symbol(self) -> &'static str {
         match self {
             Self::Eq => "=",
             Self::Ne => "!=",
@@ -89,7 +90,8 @@ pub enum Literal {
 }
 
 impl Literal {
-    pub(crate) const fn type_name(&self) -> &'static str {
+    /// The literal's type, for messages.
+    pub const fn type_name(&self) -> &'static str {
         match self {
             Self::Str(_) => "a string",
             Self::Int(_) => "an integer",

@@ -71,7 +71,7 @@ pub enum Keyword {
 
 impl Keyword {
     /// The dictionary's bytes for this value: `01` ‖ UTF-8, or `02` ‖ `00|01`.
-    pub(crate) fn tagged(&self) -> Vec<u8> {
+    pub fn tagged(&self) -> Vec<u8> {
         match self {
             Self::Str(s) => {
                 let mut out = Vec::with_capacity(1 + s.len());
@@ -83,7 +83,8 @@ impl Keyword {
         }
     }
 
-    pub(crate) fn from_tagged(bytes: &[u8]) -> Option<Self> {
+    /// A keyword from its tagged stored form (`None`: not one).
+    pub fn from_tagged(bytes: &[u8]) -> Option<Self> {
         match bytes.split_first()? {
             (1, s) => std::str::from_utf8(s).ok().map(|s| Self::Str(s.to_owned())),
             (2, [0]) => Some(Self::Bool(false)),
