@@ -35,7 +35,7 @@ struct Accumulator {
     /// The values in later slots (a record's second value on), as
     /// (slot, column, value): few records have them, so they are kept as
     /// values, 16 bytes each, and become rows one slot at a time as they
-    /// are written ([`BuiltRows::later_slot_rows`]). As rows they would
+    /// are written ([`BuiltRows::into_all_rows`]). As rows they would
     /// cost a bitmap per set bit, and a dense buffer per row.
     later_slots: Vec<(u32, u32, i64)>,
 }
@@ -203,7 +203,7 @@ pub struct BuiltRows {
     pub columns: Vec<(String, u32)>,
     /// Bit-sliced values past each record's first, by path: (slot,
     /// column, value), sorted. Their rows are made by
-    /// [`BuiltRows::later_slot_rows`], a slot at a time, so that a record
+    /// [`BuiltRows::into_all_rows`], a slot at a time, so that a record
     /// with many values costs memory by its values, not by its rows.
     pub later_slots: BTreeMap<String, Vec<(u32, u32, i64)>>,
 }
