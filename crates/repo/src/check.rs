@@ -279,8 +279,10 @@ impl<K: Kv> Repos<K> {
         let repo = self.open(id).await?;
         let collections = repo.collections().await;
         let others = self.store().lexicons(id).await?;
-        let (lexicons, unusable) =
-            crate::lexicons::compile(collections.iter().map(|(_, i)| i), &others);
+        let (lexicons, unusable) = crate::validation::compile(
+            collections.iter().filter_map(|(_, i)| i.lexicon.as_ref()),
+            &others,
+        );
         for u in unusable {
             report
                 .warnings

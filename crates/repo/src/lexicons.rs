@@ -1,4 +1,5 @@
-//! A repository's Lexicons and record validation on writes.
+//! A repository's Lexicons: adding, replacing and removing them, and
+//! checking a collection's records against its own.
 //!
 //! A record Lexicon (its `main` is a `record`) lives in its collection's
 //! declaration, as before validation existed; any other document (the
@@ -12,72 +13,16 @@ use bytes::Bytes;
 use lexicon::{Document, Lexicons};
 use rkey::KeyType;
 use serde_json::{Value, json};
-use store::{Kv, Store};
+use store::Kv;
 
-use crate::{CollectionInfo, Error, Repository, repository::State};
+use crate::{
+    error::Error,
+    repository::{Repository, State},
+    validation::compile,
+};
 
 /// Examples of failing records a report lists, at most.
 pub const REPORTED_FAILURES: usize = 5;
-
-/// Whether a write is validated against its collection's Lexicon: the
-/// `validate` parameter of `com.atproto.repo.createRecord` & co.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Validation {
-    /// Validate when the collection has a record Lexicon (`validate`
-    /// unset).
-    #[default]
-    Auto,
-    /// Validate, and fail when there is no Lexicon (`validate: true`).
-    Require,
-    /// Do not validate (`validate: false`).
-    Skip,
-}
-
-impl Validation {
-    /// The mode for a `validate` parameter.
-    pub fn from_param(validate: Option<bool>) -> Self {
-        match validate {
-            None => Self::Auto,
-            Some(true) => Self::Require,
-            Some(false) => Self::Skip,
-        }
-    }
-}
-
-/// What validation said of a written record (`validationStatus`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ValidationStatus {
-    /// Validated against its collection's Lexicon.
-    Valid,
-    /// Not validated (no Lexicon, or validation skipped).
-    Unknown,
-}
-
-impl ValidationStatus {
-    /// `"valid"` or `"unknown"`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Valid => "valid",
-            Self::Unknown => "unknown",
-        }
-    }
-}
-
-/// Validates one record about to be written to `collection`.
-pub(crate) fn validate_write(
-    lexicons: &Lexicons,
-    mode: Validation,
-    collection: &str,
-    value: &Value,
-) -> Result<ValidationStatus, Error> {
-    if mode == Validation::Skip || (mode == Validation::Auto && !lexicons.has_record(collection)) {
-        return Ok(ValidationStatus::Unknown);
-    }
-    lexicons
-        .validate_write(collection, value)
-        .map_err(|e| Error::LexiconValidation(e.0))?;
-    Ok(ValidationStatus::Valid)
-}
 
 /// What adding one Lexicon document did.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -105,42 +50,6 @@ pub struct InvalidRecord {
     pub error: String,
 }
 
-/// Compiles a repository's stored Lexicons. A stored document that no
-/// longer parses (kept by an older datarepo, which checked less) is left
-/// out; `check` names it.
-pub(crate) fn compile<'a>(
-    collections: impl Iterator<Item = &'a CollectionInfo>,
-    others: &[(String, Bytes)],
-) -> (Lexicons, Vec<String>) {
-    let mut out = Lexicons::new();
-    let mut unusable = Vec::new();
-    for info in collections {
-        if let Some(doc) = &info.lexicon {
-            match Document::parse(doc.clone()) {
-                Ok(d) => {
-                    out.insert(d);
-                }
-                Err(e) => unusable.push(format!(
-                    "{}: {e}",
-                    doc.get("id").and_then(Value::as_str).unwrap_or("?")
-                )),
-            }
-        }
-    }
-    for (nsid, bytes) in others {
-        match serde_json::from_slice(bytes)
-            .map_err(|e| e.to_string())
-            .and_then(|v| Document::parse(v).map_err(|e| e.to_string()))
-        {
-            Ok(d) => {
-                out.insert(d);
-            }
-            Err(e) => unusable.push(format!("{nsid}: {e}")),
-        }
-    }
-    (out, unusable)
-}
-
 impl<K: Kv> Repository<K> {
     /// The repository's Lexicons as of now.
     pub fn lexicons(&self) -> Arc<Lexicons> {
@@ -151,7 +60,13 @@ impl<K: Kv> Repository<K> {
     /// documents, for the writes after this.
     pub(crate) async fn refresh_lexicons(&self, state: &State) -> Result<(), Error> {
         let others = self.store.lexicons(&self.id).await?;
-        let (compiled, _) = compile(state.collections.values(), &others);
+        let (compiled, _) = compile(
+            state
+                .collections
+                .values()
+                .filter_map(|i| i.lexicon.as_ref()),
+            &others,
+        );
         *self.lexicons.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(compiled);
         Ok(())
     }
@@ -401,14 +316,4 @@ fn record_key(d: &Document) -> Result<KeyType, Error> {
     })?;
     key.parse()
         .map_err(|e| Error::InvalidLexicon(format!("{}: \"defs.main.key\": {e}", d.id())))
-}
-
-/// A repository's compiled Lexicons, as stored.
-pub(crate) async fn load<K: Kv>(
-    store: &Store<K>,
-    id: &str,
-    state: &State,
-) -> Result<Lexicons, Error> {
-    let others = store.lexicons(id).await?;
-    Ok(compile(state.collections.values(), &others).0)
 }

@@ -33,7 +33,6 @@
 mod car;
 mod check;
 mod commit;
-mod declarations;
 mod error;
 mod event;
 mod history;
@@ -45,9 +44,13 @@ mod record;
 mod repository;
 mod search;
 mod signing;
-mod verify;
+mod validation;
 
-pub use car::{ExportReport, ImportOptions, ImportProgress, ImportReport};
+pub use car::export::ExportReport;
+pub use car::import::{ImportOptions, ImportProgress, ImportReport};
+pub use car::verify::{
+    VerifiedCommit, VerifiedRecord, VerifyOptions, VerifyReport, verify_car, verify_record,
+};
 pub use check::{CheckOptions, CheckProgress, CheckReport};
 pub use commit::{CommitData, SIGNED_COMMIT_VERSION};
 pub use error::Error;
@@ -61,7 +64,7 @@ pub use index::{
 pub use inspect::{PailStep, RecordHistory, RecordVersion};
 pub use keys::{CurrentKey, SigningKeys};
 pub use lexicon::{Document as LexiconDocument, Lexicons};
-pub use lexicons::{InvalidRecord, LexiconAdded, REPORTED_FAILURES, Validation, ValidationStatus};
+pub use lexicons::{InvalidRecord, LexiconAdded, REPORTED_FAILURES};
 pub use record::Record;
 pub use repository::{
     CollectionInfo, CommitResult, DEFAULT_INDEX_CACHE_BYTES, DEFAULT_MAX_KEY_LENGTH,
@@ -70,6 +73,4 @@ pub use repository::{
 };
 pub use search::{IndexProgress, MAX_HELD_CHANGES, QueryPage};
 pub use signing::{Curve, KeyError, PublicKey, SignatureError, SigningKey};
-pub use verify::{
-    VerifiedCommit, VerifiedRecord, VerifyOptions, VerifyReport, verify_car, verify_record,
-};
+pub use validation::{Validation, ValidationStatus};

@@ -16,7 +16,7 @@ use store::{Block, Commit, Head, Kv, RecordChange, Store};
 
 use crate::{
     CommitData, Error, Record, SigningKey, Validation, ValidationStatus, keys::CurrentKey,
-    keys::SigningKeys, lexicons::validate_write,
+    keys::SigningKeys, validation::validate_write,
 };
 use lexicon::Lexicons;
 
@@ -504,7 +504,7 @@ impl<K: Kv> Repos<K> {
             id: id.to_owned(),
             tids,
             lexicons: std::sync::RwLock::new(Arc::new(
-                crate::lexicons::load(&self.store, id, &state).await?,
+                load_lexicons(&self.store, id, &state).await?,
             )),
             state: tokio::sync::Mutex::new(state),
             search: tokio::sync::RwLock::new(()),
@@ -538,7 +538,7 @@ impl<K: Kv> Repos<K> {
             id: id.to_owned(),
             tids,
             lexicons: std::sync::RwLock::new(Arc::new(
-                crate::lexicons::load(&self.store, id, &state).await?,
+                load_lexicons(&self.store, id, &state).await?,
             )),
             state: tokio::sync::Mutex::new(state),
             search: tokio::sync::RwLock::new(()),
@@ -1736,4 +1736,21 @@ fn parse_lexicon(doc: &Value) -> Result<(String, KeyType), Error> {
         .parse()
         .map_err(|e| Error::InvalidLexicon(format!("\"defs.main.key\": {e}")))?;
     Ok((id.to_owned(), key))
+}
+
+/// A repository's compiled Lexicons, as stored.
+async fn load_lexicons<K: Kv>(
+    store: &Store<K>,
+    id: &str,
+    state: &State,
+) -> Result<Lexicons, Error> {
+    let others = store.lexicons(id).await?;
+    Ok(crate::validation::compile(
+        state
+            .collections
+            .values()
+            .filter_map(|i| i.lexicon.as_ref()),
+        &others,
+    )
+    .0)
 }

@@ -12,7 +12,7 @@ use tokio::io::AsyncRead;
 
 use crate::{
     CommitData, Error, PublicKey, SignatureError,
-    car::{FileBlocks, FileHistory, car_err, file_history, read_car, root_commit},
+    car::read::{FileBlocks, FileHistory, car_err, file_history, read_car, root_commit},
 };
 
 /// What [`verify_car`] checks beyond blocks and signatures.

@@ -31,7 +31,7 @@ use bytes::Bytes;
 use foldhash::HashMap;
 use serde::{Deserialize, Serialize};
 
-use crate::{CollectionInfo, Error, IndexKind, PublicKey, SigningKeys, car::car_err};
+use crate::{CollectionInfo, Error, IndexKind, PublicKey, SigningKeys, car::read::car_err};
 
 /// The `$type` that marks the block.
 pub(crate) const DECLARATIONS_TYPE: &str = "dev.datarepo.declarations";
