@@ -19,7 +19,7 @@
 
 use std::borrow::Cow;
 
-use crate::{Error, KeyPrefix};
+use crate::{error::Error, prefix::KeyPrefix};
 
 const TERMINATOR: u8 = 0x00;
 const ESCAPE: u8 = 0x01;

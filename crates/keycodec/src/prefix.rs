@@ -4,7 +4,7 @@
 //! byte 0: version (0x01)   byte 1: record tag = record type << 4 | reserved
 //! ```
 
-use crate::Error;
+use crate::error::Error;
 
 /// The key format version this build writes and reads.
 pub const CURRENT_VERSION: u8 = 0x01;

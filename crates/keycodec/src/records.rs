@@ -27,7 +27,10 @@
 
 use std::{borrow::Cow, fmt};
 
-use crate::{Error, KeyBuilder, KeyPrefix, KeyRange, KeyReader, RecordTag};
+use crate::{
+    error::Error, fields::KeyBuilder, fields::KeyReader, prefix::KeyPrefix, prefix::KeyRange,
+    prefix::RecordTag,
+};
 
 /// The kinds of record datarepo stores, one per record type nibble.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]

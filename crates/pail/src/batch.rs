@@ -18,7 +18,11 @@ use std::sync::Arc;
 use cid::Cid;
 
 use crate::{
-    Error, Mutation, Shard, ShardConfig, ShardFetcher, cbor,
+    Mutation, cbor,
+    error::Error,
+    fetcher::ShardFetcher,
+    shard::Shard,
+    shard::ShardConfig,
     shard::{Span, key_head, span},
 };
 

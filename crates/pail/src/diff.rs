@@ -4,7 +4,7 @@ use std::{collections::HashSet, sync::Arc};
 
 use cid::Cid;
 
-use crate::{Batch, Error, Mutation, Shard, ShardFetcher};
+use crate::{Mutation, batch::Batch, error::Error, fetcher::ShardFetcher, shard::Shard};
 
 /// One key whose value differs between two trees.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -8,7 +8,7 @@ use std::{
 
 use cid::Cid;
 
-use crate::{Error, Mutation, Shard};
+use crate::{Mutation, error::Error, shard::Shard};
 
 /// A source of decoded shards by CID.
 ///

@@ -4,7 +4,7 @@ use std::{ops::ControlFlow, sync::Arc};
 
 use cid::Cid;
 
-use crate::{Error, Shard, ShardFetcher};
+use crate::{error::Error, fetcher::ShardFetcher, shard::Shard};
 
 /// The value stored under `key`, if any.
 ///

@@ -9,7 +9,8 @@ use ipld_core::ipld::Ipld;
 use multihash_codetable::{Code, MultihashDigest};
 
 use crate::{
-    Error, cbor,
+    cbor,
+    error::Error,
     hash::{self, Marks},
 };
 
@@ -328,7 +329,7 @@ impl Shard {
         self.cid
     }
 
-    /// The shard this one is a new version of, if a [`crate::Batch`] made
+    /// The shard this one is a new version of, if a [`crate::batch::Batch`] made
     /// it by changing that one; `None` for a shard decoded or built from
     /// entries. The two usually share most of their bytes, which a store may
     /// use to keep this one as a change to that one.

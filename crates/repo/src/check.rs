@@ -8,7 +8,7 @@ use cid::Cid;
 use futures::StreamExt;
 use store::{Block, Kv, Store};
 
-use crate::{CommitData, Error, Repos};
+use crate::{commit::CommitData, error::Error, repository::Repos};
 
 /// Problems listed in full; past this many, only counted.
 const LISTED_PROBLEMS: usize = 100;
@@ -262,7 +262,7 @@ impl<K: Kv> Repos<K> {
         }
         report.head_moved = store.durable_head(id).await?.map(|h| h.commit) != Some(head.commit);
         self.check_lexicons(id, &mut report).await?;
-        let keys = crate::SigningKeys::load(store, id).await?;
+        let keys = crate::keys::SigningKeys::load(store, id).await?;
         if keys.current.is_none()
             && let Some(key) = keys.known.last()
         {
@@ -321,7 +321,7 @@ impl<K: Kv> Repos<K> {
     ) -> Result<Vec<(rkey::Tid, Cid)>, Error> {
         let store = &**self.store();
         let log = store.commit_log(id, true, usize::MAX).await?;
-        let keys = crate::SigningKeys::load(store, id).await?.known;
+        let keys = crate::keys::SigningKeys::load(store, id).await?.known;
         match log.first() {
             Some((_, newest)) if *newest != head => report.problem(format!(
                 "the commit log's newest entry is {newest}, the head is {head}"

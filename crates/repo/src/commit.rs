@@ -6,7 +6,7 @@ use cid::Cid;
 use rkey::Tid;
 use serde::{Deserialize, Serialize};
 
-use crate::{Error, PublicKey, SignatureError, SigningKey};
+use crate::{error::Error, signing::PublicKey, signing::SignatureError, signing::SigningKey};
 
 /// The `version` of a signed commit. Unsigned commits (all commits before
 /// signing existed, and those of repositories without a key) have neither

@@ -13,7 +13,7 @@ use bytes::Bytes;
 use cid::Cid;
 use serde::{Deserialize, Serialize};
 
-use crate::Error;
+use crate::error::Error;
 
 /// One record operation of a commit, as the `#repoOp` Lexicon defines it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -11,7 +11,7 @@
 //! before histories were kept starts at its first commit after, and an
 //! import moves the start past its head (the file's commits have no
 //! entries). Below the start, a record's history is found by reading the
-//! record in each commit ([`crate::Repository::record_history`]).
+//! record in each commit ([`crate::repository::Repository::record_history`]).
 
 use bytes::Bytes;
 use cid::Cid;
@@ -19,7 +19,7 @@ use keycodec::records;
 use rkey::Tid;
 use store::{Kv, Store, WriteOp};
 
-use crate::Error;
+use crate::error::Error;
 
 /// One history entry: the commit with `rev` left the record at `cid`
 /// (`None`: deleted).

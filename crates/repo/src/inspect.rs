@@ -10,7 +10,7 @@ use rkey::Tid;
 use store::Kv;
 
 use crate::repository::{LogEntry, RecordDiff, load_commit, pail_key};
-use crate::{Error, Repository};
+use crate::{error::Error, repository::Repository};
 
 /// One version of a record: the commit that made it and what it did.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -81,7 +81,7 @@ impl RecordDiff {
             "action": self.action(),
             "collection": self.collection,
             "rkey": self.rkey,
-            "uri": crate::record_uri(repo, &self.collection, &self.rkey),
+            "uri": crate::repository::record_uri(repo, &self.collection, &self.rkey),
         });
         if let Some(cid) = self.new {
             out["cid"] = serde_json::json!(cid.to_string());

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 use store::{Kv, Store};
 
-use crate::{Error, PublicKey};
+use crate::{error::Error, signing::PublicKey};
 
 /// The key that signs a repository's next commit.
 #[derive(Debug, Clone, PartialEq, Eq)]

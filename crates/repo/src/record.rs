@@ -10,7 +10,7 @@ use cid::Cid;
 use ipld_core::ipld::Ipld;
 use serde_json::Value;
 
-use crate::Error;
+use crate::error::Error;
 
 const DAG_CBOR: u64 = 0x71;
 const SHA2_256: u64 = 0x12;

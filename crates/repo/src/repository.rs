@@ -15,8 +15,9 @@ use serde_json::Value;
 use store::{Block, Commit, Head, Kv, RecordChange, Store};
 
 use crate::{
-    CommitData, Error, Record, SigningKey, Validation, ValidationStatus, keys::CurrentKey,
-    keys::SigningKeys, validation::validate_write,
+    commit::CommitData, error::Error, keys::CurrentKey, keys::SigningKeys, record::Record,
+    signing::SigningKey, validation::Validation, validation::ValidationStatus,
+    validation::validate_write,
 };
 use lexicon::Lexicons;
 
@@ -246,7 +247,7 @@ pub struct WriteResult {
     pub cid: Option<Cid>,
     /// Whether the record was validated against a Lexicon (`None` for a
     /// delete).
-    pub validation: Option<crate::ValidationStatus>,
+    pub validation: Option<crate::validation::ValidationStatus>,
 }
 
 impl WriteResult {
@@ -266,7 +267,7 @@ impl WriteResult {
             },
             "uri": record_uri(repo, &self.collection, &self.rkey),
             "cid": cid.to_string(),
-            "validationStatus": self.validation.map_or("unknown", crate::ValidationStatus::as_str),
+            "validationStatus": self.validation.map_or("unknown", crate::validation::ValidationStatus::as_str),
         })
     }
 }
@@ -1109,7 +1110,10 @@ impl<K: Kv> Repository<K> {
     /// # Errors
     ///
     /// A storage error.
-    pub async fn trust_keys(&self, trusted: &[crate::PublicKey]) -> Result<SigningKeys, Error> {
+    pub async fn trust_keys(
+        &self,
+        trusted: &[crate::signing::PublicKey],
+    ) -> Result<SigningKeys, Error> {
         let mut state = self.state.lock().await;
         let mut keys = SigningKeys::load(&self.store, &self.id).await?;
         for key in trusted {

@@ -10,7 +10,7 @@ use store::{Kv, WriteOp};
 
 use index::{Declared, IndexDecl, IndexKind, Reader, Stats, TopValue};
 
-use crate::{Error, Record, Repository};
+use crate::{error::Error, record::Record, repository::Repository};
 
 /// One page of [`Repository::query`].
 #[derive(Debug, Clone)]

@@ -2,7 +2,7 @@
 
 use std::{fmt, str::FromStr};
 
-use crate::{RecordKey, error::Error, nsid::validate_nsid, tid::Tid};
+use crate::{error::Error, nsid::validate_nsid, record_key::RecordKey, tid::Tid};
 
 /// The record key type of a collection, as written in a Lexicon schema.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]

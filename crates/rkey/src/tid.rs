@@ -89,7 +89,7 @@ impl Tid {
 
     /// Whether the top bit is set. The TID specification says it is always
     /// zero; such a TID parses (first character `c`–`j`) but is never made
-    /// by [`crate::TidGenerator`].
+    /// by [`crate::tid_generator::TidGenerator`].
     #[must_use]
     pub const fn top_bit_set(self) -> bool {
         self.0 >> 63 == 1

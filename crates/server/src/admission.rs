@@ -19,7 +19,7 @@ use axum::{
 use store::Kv;
 use tokio::sync::Semaphore;
 
-use crate::{App, XrpcError};
+use crate::{App, error::XrpcError};
 
 /// Bytes of request bodies that may be in flight together.
 #[derive(Debug)]

@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 use store::Kv;
 use subtle::ConstantTimeEq;
 
-use crate::{App, XrpcError, content_type, jobs};
+use crate::{App, content_type, error::XrpcError, jobs};
 
 type Result<T> = std::result::Result<T, XrpcError>;
 

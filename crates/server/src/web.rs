@@ -9,7 +9,7 @@ use axum::{
     response::{IntoResponse, Response},
 };
 
-use crate::XrpcError;
+use crate::error::XrpcError;
 
 /// One embedded file.
 struct Asset {

@@ -7,7 +7,7 @@ use cid::Cid;
 use multihash_codetable::{Code, MultihashDigest};
 use pail::Shard;
 
-use crate::Error;
+use crate::error::Error;
 
 const SHA2_256: u64 = 0x12;
 

@@ -32,7 +32,7 @@ use cid::Cid;
 use ipld_core::ipld::Ipld;
 use keycodec::{KeyRange, RecordType, records};
 
-use crate::{Error, Kv, Store, WriteOp, store::View};
+use crate::{error::Error, kv::Kv, kv::WriteOp, store::Store, store::View};
 
 /// Which commits keep their blocks alive.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -611,7 +611,7 @@ mod tests {
                     records: Vec::new(),
                     collections: Vec::new(),
                     index: Vec::new(),
-                    history: crate::LogChange::default(),
+                    history: crate::store::LogChange::default(),
                     event: None,
                 })
                 .await

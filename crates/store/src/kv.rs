@@ -22,7 +22,7 @@ use slatedb::{
 
 use slatedb_common::metrics::DefaultMetricsRecorder;
 
-use crate::Error;
+use crate::error::Error;
 
 /// One change in an atomic write.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -33,7 +33,7 @@ pub enum WriteOp {
     Delete(Vec<u8>),
     /// Fold a change into the bitmap container at `key` (record type
     /// `0x6`) without reading it: the value is a
-    /// [`ContainerDelta`](crate::ContainerDelta) that later reads and
+    /// [`ContainerDelta`](crate::bitmap::ContainerDelta) that later reads and
     /// compactions compose with what is stored.
     Merge(Vec<u8>, Bytes),
 }
@@ -114,7 +114,7 @@ pub trait Kv: Send + Sync {
 
     /// The size, in key and value bytes, above which this store would
     /// rather take a large write as several batches; `None` when one batch
-    /// of any size is best. [`Store::bulk_commit`](crate::Store::bulk_commit)
+    /// of any size is best. [`Store::bulk_commit`](crate::store::Store::bulk_commit)
     /// writes a large commit's blocks ahead in batches of about this size.
     fn bulk_batch_bytes(&self) -> Option<usize> {
         None

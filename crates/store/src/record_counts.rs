@@ -8,7 +8,7 @@ use bytes::Bytes;
 use keycodec::records;
 
 use crate::store::View;
-use crate::{Error, Kv, Store, WriteOp};
+use crate::{error::Error, kv::Kv, kv::WriteOp, store::Store};
 
 /// Record-index rows read per page when counting them.
 const COUNT_PAGE: usize = 4096;

@@ -10,7 +10,11 @@ use pail::{Shard, ShardFetcher};
 use sha2::Digest;
 
 use crate::{
-    Block, Error, Kv, WriteOp, delta,
+    block::Block,
+    delta,
+    error::Error,
+    kv::Kv,
+    kv::WriteOp,
     shard_cache::{Anchor, ShardCache},
 };
 
@@ -183,7 +187,7 @@ pub struct LogChange {
 pub struct PendingCommit {
     /// The sequence number of the commit's event, if it had one.
     seq: Option<u64>,
-    durability: crate::Durability,
+    durability: crate::kv::Durability,
     timeout: std::time::Duration,
     /// The store's local directory, checked for writability when the
     /// commit is not durable in time (to name the likely cause).
@@ -624,7 +628,10 @@ impl<K: Kv> Store<K> {
     }
 
     /// Waits for an applied write to be durable, within the store's bound.
-    pub(crate) async fn wait_durable(&self, durability: crate::Durability) -> Result<(), Error> {
+    pub(crate) async fn wait_durable(
+        &self,
+        durability: crate::kv::Durability,
+    ) -> Result<(), Error> {
         PendingCommit {
             seq: None,
             local_dir: self.kv.local_dir(),
@@ -1658,7 +1665,7 @@ mod tests {
     #[tokio::test]
     async fn a_commit_stays_pinned_until_its_last_pin_goes() {
         use multihash_codetable::{Code, MultihashDigest};
-        let store = Store::new(crate::MemoryKv::new());
+        let store = Store::new(crate::kv::MemoryKv::new());
         let (one, two) = (
             Cid::new_v1(0x71, Code::Sha2_256.digest(b"one")),
             Cid::new_v1(0x71, Code::Sha2_256.digest(b"two")),
@@ -1666,7 +1673,7 @@ mod tests {
         let window = store.pin_window().await;
         let (a, b, c) = (window.pin(one), window.pin(one), window.pin(two));
         drop(window);
-        let pinned = |store: &Store<crate::MemoryKv>| {
+        let pinned = |store: &Store<crate::kv::MemoryKv>| {
             let mut p = store.pinned();
             p.sort();
             p

@@ -3,7 +3,7 @@
 use std::fmt;
 
 use super::{FieldView, NamePart, be64, check_name, decode_name, expect, expect_start};
-use crate::{Error, KeyRange};
+use crate::{error::Error, prefix::KeyRange};
 
 /// Shortest full key: `~i%f;v:` + 8 bytes + `<` + 8 bytes + `#`.
 pub const MIN_KEY_LEN: usize = 25;

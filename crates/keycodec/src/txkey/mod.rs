@@ -21,7 +21,7 @@ pub mod short;
 
 use std::fmt;
 
-use crate::{Error, KeyRange, prefix_successor};
+use crate::{error::Error, prefix::KeyRange, prefix::prefix_successor};
 
 /// Bytes that may not appear in a name.
 pub const RESERVED: &[u8] = b"~>;:<#$%^()*!";

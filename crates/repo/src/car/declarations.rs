@@ -31,7 +31,11 @@ use bytes::Bytes;
 use foldhash::HashMap;
 use serde::{Deserialize, Serialize};
 
-use crate::{CollectionInfo, Error, IndexKind, PublicKey, SigningKeys, car::read::car_err};
+use crate::{
+    car::read::car_err, error::Error, keys::SigningKeys, repository::CollectionInfo,
+    signing::PublicKey,
+};
+use index::IndexKind;
 
 /// The `$type` that marks the block.
 pub(crate) const DECLARATIONS_TYPE: &str = "dev.datarepo.declarations";

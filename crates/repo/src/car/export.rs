@@ -16,11 +16,12 @@ use store::{Block, Kv, Store};
 use tokio::io::AsyncWrite;
 
 use crate::{
-    Error, Repository,
     car::declarations::{
         DECLARATIONS_TYPE, Declarations, DeclaredCollection, DeclaredIndex, DeclaredKeys,
     },
+    error::Error,
     record::is_supported,
+    repository::Repository,
     repository::load_commit,
 };
 
@@ -288,7 +289,7 @@ impl<W: AsyncWrite + Unpin + Send> Writer<W> {
     }
 
     /// Ends the file; what was written, under the root `head`.
-    async fn finish(self, head: &crate::HeadInfo) -> Result<(W, ExportReport), Error> {
+    async fn finish(self, head: &crate::repository::HeadInfo) -> Result<(W, ExportReport), Error> {
         let out = self.car.finish().await.map_err(io_err)?;
         Ok((
             out,
@@ -511,7 +512,11 @@ impl<K: Kv> Repository<K> {
             lexicons,
             keys: Some(DeclaredKeys {
                 current: keys.current.map(|c| c.key.did_key()),
-                known: keys.known.iter().map(crate::PublicKey::did_key).collect(),
+                known: keys
+                    .known
+                    .iter()
+                    .map(crate::signing::PublicKey::did_key)
+                    .collect(),
             }),
         })
     }

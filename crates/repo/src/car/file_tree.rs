@@ -10,7 +10,7 @@ use rkey::{Nsid, RecordKey};
 use store::{Block, Kv, Store};
 
 use super::read::{FileBlocks, car_err};
-use crate::{Error, Record};
+use crate::{error::Error, record::Record};
 
 /// A tree entry: its key and where its record is.
 pub(super) fn located(blocks: &FileBlocks, key: String, cid: Cid) -> TreeEntry {

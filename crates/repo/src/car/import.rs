@@ -21,8 +21,11 @@ use super::{
     read::{FileBlocks, FileHistory, car_err, file_history, read_car, root_commit},
 };
 use crate::{
-    CommitData, Error, Repos, Repository,
     car::declarations::Declarations,
+    commit::CommitData,
+    error::Error,
+    repository::Repos,
+    repository::Repository,
     repository::{CollectionInfo, load_commit},
 };
 
@@ -68,7 +71,7 @@ pub struct ImportOptions {
     /// Public keys the file's commits may be signed with, besides those
     /// the store knows for the repository; recorded as known once the
     /// import succeeds.
-    pub keys: Vec<crate::PublicKey>,
+    pub keys: Vec<crate::signing::PublicKey>,
     /// Imports commits that are unsigned or signed by a key nobody gave
     /// (the repository's key changed elsewhere) instead of refusing them,
     /// and trusts the keys the file declares.
@@ -76,7 +79,7 @@ pub struct ImportOptions {
     /// The private key (and its file) that signs the repository's next
     /// commits once the import succeeds; its public key is trusted for
     /// the file's commits too.
-    pub signing_key: Option<(Arc<crate::SigningKey>, std::path::PathBuf)>,
+    pub signing_key: Option<(Arc<crate::signing::SigningKey>, std::path::PathBuf)>,
 }
 
 /// How far an import is, after the file has been read.
@@ -234,7 +237,7 @@ impl<K: Kv> Repos<K> {
         // is read: read again under the lock below.
         let current = store.head(&commit.repo).await?;
         self.continues(&blocks, root, &commit, current).await?;
-        let stored_keys = crate::SigningKeys::load(store, &commit.repo).await?;
+        let stored_keys = crate::keys::SigningKeys::load(store, &commit.repo).await?;
         let mut given = options.keys.clone();
         given.extend(options.signing_key.as_ref().map(|(k, _)| *k.public_key()));
         let mut keys = stored_keys.known.clone();

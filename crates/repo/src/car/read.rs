@@ -7,7 +7,7 @@ use cid::Cid;
 use store::Block;
 use tokio::io::AsyncRead;
 
-use crate::{CommitData, Error, record::is_supported};
+use crate::{commit::CommitData, error::Error, record::is_supported};
 
 pub(crate) fn car_err(e: impl std::fmt::Display) -> Error {
     Error::InvalidCar(e.to_string())

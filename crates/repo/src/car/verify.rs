@@ -11,8 +11,11 @@ use rkey::Tid;
 use tokio::io::AsyncRead;
 
 use crate::{
-    CommitData, Error, PublicKey, SignatureError,
     car::read::{FileBlocks, FileHistory, car_err, file_history, read_car, root_commit},
+    commit::CommitData,
+    error::Error,
+    signing::PublicKey,
+    signing::SignatureError,
 };
 
 /// What [`verify_car`] checks beyond blocks and signatures.
@@ -238,7 +241,7 @@ pub struct VerifiedRecord {
     /// no such record.
     pub cid: Option<Cid>,
     /// The record.
-    pub record: Option<crate::Record>,
+    pub record: Option<crate::record::Record>,
 }
 
 /// Shards from a file's blocks only.
@@ -290,9 +293,11 @@ pub async fn verify_record<R: AsyncRead + Unpin + Send>(
             let block = blocks
                 .get(&cid)
                 .ok_or_else(|| car_err(format!("record {cid} ({path}) is not in the file")))?;
-            Some(crate::Record::from_block(block.clone()).map_err(|e| {
-                car_err(format!("record {cid} ({path}) is not a valid record: {e}"))
-            })?)
+            Some(
+                crate::record::Record::from_block(block.clone()).map_err(|e| {
+                    car_err(format!("record {cid} ({path}) is not a valid record: {e}"))
+                })?,
+            )
         }
         None => None,
     };
