@@ -1,6 +1,6 @@
 //! The one error type of this crate.
 
-use crate::txkey::NamePart;
+use std::fmt;
 
 /// Everything that can be wrong with a key being built or decoded.
 ///
@@ -135,4 +135,25 @@ pub enum Error {
     /// A bit position does not fit in 64 bits.
     #[error("bit position out of range: {0}")]
     PositionRange(&'static str),
+}
+
+/// Which name of a txkey.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NamePart {
+    /// The index name (full form only).
+    Index,
+    /// The field name.
+    Field,
+    /// The view name.
+    View,
+}
+
+impl fmt::Display for NamePart {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Index => "index",
+            Self::Field => "field",
+            Self::View => "view",
+        })
+    }
 }

@@ -24,7 +24,7 @@
 
 use cid::{Cid, multihash::Multihash};
 
-use crate::shard::ShardValue;
+use crate::value::ShardValue;
 
 pub(crate) const MAJOR_BYTES: u8 = 2;
 pub(crate) const MAJOR_TEXT: u8 = 3;

@@ -45,6 +45,7 @@ mod fetcher;
 mod hash;
 mod read;
 mod shard;
+mod value;
 
 use std::sync::Arc;
 
@@ -55,8 +56,9 @@ pub use error::Error;
 pub use fetcher::{LiveBlocks, MemoryBlocks, ShardFetcher};
 pub use read::{EntriesOptions, entries, for_each_entry, get};
 pub use shard::{
-    DAG_CBOR, DEFAULT_MAX_KEY_LENGTH, DEFAULT_MAX_SIZE, Shard, ShardConfig, ShardValue, shard_cid,
+    DAG_CBOR, DEFAULT_MAX_KEY_LENGTH, DEFAULT_MAX_SIZE, Shard, ShardConfig, shard_cid,
 };
+pub use value::ShardValue;
 
 /// The result of a write: the new root, the shards it added, and the CIDs
 /// of the shards it replaced.

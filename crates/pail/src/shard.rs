@@ -12,6 +12,7 @@ use crate::{
     cbor,
     error::Error,
     hash::{self, Marks},
+    value::ShardValue,
 };
 
 /// Multicodec of dag-cbor, the codec of every shard.
@@ -37,42 +38,6 @@ impl Default for ShardConfig {
         Self {
             max_size: DEFAULT_MAX_SIZE,
             max_key_length: DEFAULT_MAX_KEY_LENGTH,
-        }
-    }
-}
-
-/// The value of a shard entry.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum ShardValue {
-    /// User data: a CID put by a user.
-    Data(Cid),
-    /// A link to a child shard holding keys that extend this entry's key.
-    Link(Cid),
-    /// A link to a child shard, and user data for this entry's key itself.
-    LinkData {
-        /// The child shard.
-        link: Cid,
-        /// The user data.
-        data: Cid,
-    },
-}
-
-impl ShardValue {
-    /// The user data, if any.
-    #[must_use]
-    pub fn data(&self) -> Option<Cid> {
-        match self {
-            Self::Data(data) | Self::LinkData { data, .. } => Some(*data),
-            Self::Link(_) => None,
-        }
-    }
-
-    /// The child shard link, if any.
-    #[must_use]
-    pub fn link(&self) -> Option<Cid> {
-        match self {
-            Self::Link(link) | Self::LinkData { link, .. } => Some(*link),
-            Self::Data(_) => None,
         }
     }
 }

@@ -6,6 +6,7 @@ use bytes::Bytes;
 use cid::Cid;
 use multihash_codetable::{Code, MultihashDigest};
 use pail::Shard;
+use sha2::Digest as _;
 
 use crate::error::Error;
 
@@ -53,7 +54,7 @@ impl Block {
     /// [`Error::HashMismatch`] when they do not, [`Error::UnsupportedHash`]
     /// for a hash other than SHA-256.
     pub fn verify(cid: Cid, bytes: Bytes) -> Result<Self, Error> {
-        if crate::store::verify(&cid, &bytes)? {
+        if verify(&cid, &bytes)? {
             Ok(Self {
                 cid,
                 bytes,
@@ -92,4 +93,12 @@ impl Block {
     pub fn bytes(&self) -> &Bytes {
         &self.bytes
     }
+}
+
+/// Checks that `bytes` hash to `cid`.
+pub(crate) fn verify(cid: &Cid, bytes: &[u8]) -> Result<bool, Error> {
+    if cid.hash().code() != u64::from(Code::Sha2_256) {
+        return Err(Error::UnsupportedHash { cid: *cid });
+    }
+    Ok(sha2::Sha256::digest(bytes).as_slice() == cid.hash().digest())
 }

@@ -161,7 +161,7 @@ impl Content {
         if cid.codec() != DAG_CBOR {
             return Self::Leaf;
         }
-        if !matches!(crate::store::verify(cid, bytes), Ok(true)) {
+        if !matches!(crate::block::verify(cid, bytes), Ok(true)) {
             return Self::Corrupt;
         }
         let links = links_of(bytes, false);
@@ -452,7 +452,7 @@ impl<K: Kv> Store<K> {
                 // a delta's anchor is kept.
                 Some(Content::Unread) | None => match self.stored_block(&cid, true).await? {
                     Some((bytes, anchor)) => {
-                        if !crate::store::verify(&cid, &bytes)? {
+                        if !crate::block::verify(&cid, &bytes)? {
                             return Err(Error::Corrupt { cid });
                         }
                         if let Some(anchor) = anchor {

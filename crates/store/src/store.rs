@@ -7,7 +7,6 @@ use bytes::Bytes;
 use cid::Cid;
 use keycodec::{KeyRange, RecordType, records};
 use pail::{Shard, ShardFetcher};
-use sha2::Digest;
 
 use crate::{
     block::Block,
@@ -259,14 +258,6 @@ impl PendingCommit {
 /// How long a commit waits for durability before its local directory is
 /// probed, and how often after.
 const PROBE_AFTER: std::time::Duration = std::time::Duration::from_secs(1);
-
-/// Checks that `bytes` hash to `cid`.
-pub(crate) fn verify(cid: &Cid, bytes: &[u8]) -> Result<bool, Error> {
-    if cid.hash().code() != SHA2_256 {
-        return Err(Error::UnsupportedHash { cid: *cid });
-    }
-    Ok(sha2::Sha256::digest(bytes).as_slice() == cid.hash().digest())
-}
 
 /// The blocks of the records a commit sets.
 fn record_blocks(records: &[RecordChange]) -> impl Iterator<Item = &Block> {
@@ -596,7 +587,7 @@ impl<K: Kv> Store<K> {
     pub async fn put_blocks(&self, blocks: &[(Cid, Bytes)]) -> Result<(), Error> {
         let mut ops = Vec::with_capacity(blocks.len());
         for (cid, bytes) in blocks {
-            if !verify(cid, bytes)? {
+            if !crate::block::verify(cid, bytes)? {
                 return Err(Error::HashMismatch { cid: *cid });
             }
             ops.push(WriteOp::Put(block_key(cid), bytes.clone()));
@@ -1626,7 +1617,7 @@ impl<K: Kv> Store<K> {
             Ok(_) => Err(corrupt()),
             // Undecodable bytes are corrupt unless they are a valid block
             // that is simply not a shard.
-            Err(e) => Err(if verify(cid, &bytes).map_err(store_err)? {
+            Err(e) => Err(if crate::block::verify(cid, &bytes).map_err(store_err)? {
                 e
             } else {
                 corrupt()

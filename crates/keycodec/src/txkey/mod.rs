@@ -19,8 +19,7 @@
 pub mod full;
 pub mod short;
 
-use std::fmt;
-
+pub use crate::error::NamePart;
 use crate::{error::Error, prefix::KeyRange, prefix::prefix_successor};
 
 /// Bytes that may not appear in a name.
@@ -39,27 +38,6 @@ static IS_RESERVED: [bool; 256] = {
 
 /// FeatureBase's shard width: 2^20 columns per shard.
 pub const SHARD_WIDTH_EXP: u32 = 20;
-
-/// Which name of a txkey.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum NamePart {
-    /// The index name (full form only).
-    Index,
-    /// The field name.
-    Field,
-    /// The view name.
-    View,
-}
-
-impl fmt::Display for NamePart {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Self::Index => "index",
-            Self::Field => "field",
-            Self::View => "view",
-        })
-    }
-}
 
 /// A field and view, as FeatureBase's `FieldView`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]

@@ -4,8 +4,11 @@
 
 use std::fmt;
 
-use super::{FieldView, NamePart, be64, check_name, decode_name, expect, expect_start};
-use crate::{error::Error, prefix::KeyRange};
+use super::{FieldView, be64, check_name, decode_name, expect, expect_start};
+use crate::{
+    error::{Error, NamePart},
+    prefix::KeyRange,
+};
 
 /// Shortest short key: `~f;v<` + 8 bytes + `#`.
 pub const MIN_KEY_LEN: usize = 14;
