@@ -11,8 +11,14 @@ use repo::{LexiconDocument, Lexicons};
 use serde_json::{Value, json};
 
 use crate::{
+    commands::LexiconCommand,
+    commands::RepoArgs,
+    output::Result,
+    output::print,
     output::{Stdout, outln},
-    repo_cmd::{LexiconCommand, RepoArgs, Result, Session, print, read_json, say},
+    session::Session,
+    session::read_json,
+    session::say,
 };
 
 /// Runs a `lexicon` subcommand against the store.
@@ -27,7 +33,7 @@ pub(crate) async fn run(s: &Session, args: &RepoArgs, cmd: LexiconCommand) -> Re
             let repo = s.repo(args).await?;
             // On a terminal: how far the check of existing records is.
             let bar = indicatif::ProgressBar::new_spinner();
-            bar.set_style(crate::repo_cmd::progress_style(
+            bar.set_style(crate::output::progress_style(
                 "{spinner} {msg}: {pos} existing records checked ({per_sec})",
             ));
             let added = repo

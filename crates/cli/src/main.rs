@@ -16,6 +16,7 @@ use clap::{Parser, Subcommand};
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+mod commands;
 mod follow;
 mod keys;
 mod lexicon_cmd;
@@ -24,6 +25,7 @@ mod pail_cmd;
 mod remote;
 mod repo_cmd;
 mod serve;
+mod session;
 mod signing_cmd;
 mod storage;
 mod syntax;
@@ -35,7 +37,7 @@ struct Cli {
     #[command(flatten)]
     store: storage::StoreArgs,
     #[command(flatten)]
-    repo: repo_cmd::RepoArgs,
+    repo: crate::commands::RepoArgs,
     #[command(subcommand)]
     command: Command,
 }
@@ -45,7 +47,7 @@ enum Command {
     /// Serve the repositories over HTTP (AT Protocol's XRPC API).
     Serve(serve::ServeArgs),
     #[command(flatten)]
-    Repo(repo_cmd::RepoCommand),
+    Repo(crate::commands::RepoCommand),
     /// Record keys: validate them.
     #[command(subcommand)]
     Rkey(syntax::RkeyCommand),

@@ -8,6 +8,9 @@
 
 use std::io::{self, Write};
 
+use indicatif::{ProgressBar, ProgressStyle};
+use serde_json::Value;
+
 /// Ends the process for a failed write to stdout; never returns.
 pub(crate) fn stdout_failed(e: &io::Error) -> ! {
     if e.kind() == io::ErrorKind::BrokenPipe {
@@ -135,3 +138,52 @@ macro_rules! out {
 }
 
 pub(crate) use {out, outln};
+
+pub(crate) type Result<T> = std::result::Result<T, CliError>;
+
+pub(crate) fn bar(template: &str) -> ProgressBar {
+    let bar = ProgressBar::new(0);
+    bar.set_style(progress_style(template));
+    bar
+}
+
+/// A progress style from `template`, with two keys of its own: `per_sec`
+/// as a whole number (`1234/s`), and `eta` as `3m left`, or `estimating`
+/// for the first seconds (an estimate from a moment's progress can say
+/// hours for a job of seconds).
+pub(crate) fn progress_style(template: &str) -> ProgressStyle {
+    ProgressStyle::with_template(template)
+        .unwrap_or_else(|_| ProgressStyle::default_bar())
+        .progress_chars("=> ")
+        .with_key(
+            "per_sec",
+            |state: &indicatif::ProgressState, w: &mut dyn std::fmt::Write| {
+                let _ = write!(w, "{:.0}/s", state.per_sec());
+            },
+        )
+        .with_key(
+            "eta",
+            |state: &indicatif::ProgressState, w: &mut dyn std::fmt::Write| {
+                let settled = state.elapsed() >= std::time::Duration::from_secs(3)
+                    && state.fraction() >= 0.01;
+                let _ = if settled {
+                    write!(w, "{} left", indicatif::HumanDuration(state.eta()))
+                } else {
+                    write!(w, "estimating")
+                };
+            },
+        )
+}
+
+/// `n` and `what`, plural when `n` is not 1: `1 record`, `2 records`.
+pub(crate) fn count(n: u64, what: &str) -> String {
+    format!("{n} {what}{}", if n == 1 { "" } else { "s" })
+}
+
+pub(crate) fn print(json_mode: bool, value: &Value, human: impl FnOnce() -> String) {
+    if json_mode {
+        outln!("{value}");
+    } else {
+        outln!("{}", human());
+    }
+}

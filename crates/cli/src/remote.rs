@@ -7,11 +7,9 @@
 use serde_json::{Value, json};
 
 use crate::{
-    output::outln,
-    repo_cmd::{
-        CollectionCommand, IndexCommand, JsonLineBatches, LexiconCommand, RepoArgs, RepoCommand,
-        batch_stopped, read_json, record_uri_parts,
-    },
+    commands::CollectionCommand, commands::IndexCommand, commands::LexiconCommand,
+    commands::RepoArgs, commands::RepoCommand, output::outln, session::JsonLineBatches,
+    session::batch_stopped, session::read_json, session::record_uri_parts,
 };
 
 type Result<T> = std::result::Result<T, crate::output::CliError>;
@@ -118,7 +116,7 @@ impl Client {
             return Ok(answer);
         };
         let bar = indicatif::ProgressBar::new(0);
-        bar.set_style(crate::repo_cmd::progress_style(&format!(
+        bar.set_style(crate::output::progress_style(&format!(
             "{doing} (job {id}) [{{bar:40}}] {{pos}}/{{len}} records ({{eta}})"
         )));
         let mut job = answer["job"].clone();
@@ -318,7 +316,7 @@ pub(crate) async fn run(server: &str, args: &RepoArgs, cmd: RepoCommand) -> Resu
             let out = client.finished(out, "indexing").await?;
             let human = format!(
                 "indexed {path} of {collection} ({kind}): {}",
-                crate::repo_cmd::count(out["records"].as_u64().unwrap_or(0), "record")
+                crate::output::count(out["records"].as_u64().unwrap_or(0), "record")
             );
             print(&out, human);
         }
@@ -338,7 +336,7 @@ pub(crate) async fn run(server: &str, args: &RepoArgs, cmd: RepoCommand) -> Resu
             let out = client.finished(out, "rebuilding the indexes").await?;
             let human = format!(
                 "rebuilt the field indexes: {}",
-                crate::repo_cmd::count(out["records"].as_u64().unwrap_or(0), "record")
+                crate::output::count(out["records"].as_u64().unwrap_or(0), "record")
             );
             print(&out, human);
         }

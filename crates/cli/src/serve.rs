@@ -6,10 +6,7 @@ use clap::Args;
 use repo::Repos;
 use store::Store;
 
-use crate::{
-    repo_cmd,
-    storage::{self, StoreArgs},
-};
+use crate::storage::{self, StoreArgs};
 
 /// `datarepo serve`.
 #[derive(Debug, Args)]
@@ -31,7 +28,7 @@ pub(crate) struct ServeArgs {
     signing_key_dir: Option<std::path::PathBuf>,
     /// The curve of keys made in --signing-key-dir.
     #[arg(long, value_enum, default_value = "k256", requires = "signing_key_dir")]
-    signing_key_type: crate::signing_cmd::CurveArg,
+    signing_key_type: crate::commands::CurveArg,
     /// Serve reads only, from a store another `datarepo serve` writes
     /// (for example the same s3:// location).
     #[arg(long)]
@@ -224,7 +221,7 @@ pub(crate) fn run(store: &StoreArgs, args: &ServeArgs) -> Result<ExitCode, Strin
             .map_err(|e| format!("cannot listen on {}: {e}", args.addr))?;
         let repos = Arc::new(Repos::new(
             Arc::new(Store::new(kv.clone())),
-            repo_cmd::env().map_err(|e| e.message)?,
+            crate::session::env().map_err(|e| e.message)?,
         ));
         let signing_keys = match &args.signing_key_dir {
             Some(dir) => {

@@ -6,65 +6,15 @@ use std::{
     sync::Arc,
 };
 
-use clap::{Subcommand, ValueEnum};
 use repo::{Curve, PublicKey, SigningKey, VerifyOptions};
 use serde_json::{Value, json};
 
-use crate::repo_cmd::count;
-use crate::repo_cmd::{RepoArgs, Result, Session, print, record_uri_parts, say};
-
-/// A key's curve on the command line.
-#[derive(Debug, Clone, Copy, ValueEnum)]
-pub(crate) enum CurveArg {
-    /// NIST P-256 (secp256r1).
-    P256,
-    /// secp256k1 (AT Protocol's usual repository key).
-    K256,
-}
-
-impl From<CurveArg> for Curve {
-    fn from(c: CurveArg) -> Self {
-        match c {
-            CurveArg::P256 => Curve::P256,
-            CurveArg::K256 => Curve::K256,
-        }
-    }
-}
-
-#[derive(Debug, Subcommand)]
-pub(crate) enum KeyCommand {
-    /// Make a signing key: its private key goes to a new file (PKCS #8 PEM,
-    /// mode 0600, never overwritten); prints its public key as a did:key.
-    Generate {
-        /// The curve.
-        #[arg(long = "type", value_enum, default_value = "k256")]
-        curve: CurveArg,
-        /// The private key file to create.
-        #[arg(long)]
-        out: PathBuf,
-    },
-    /// Print the repository's public signing key (did:key), its key file,
-    /// and every key its history was signed with.
-    Show,
-    /// Sign the repository's next commits with another key (or start
-    /// signing a repository that had none); earlier keys stay known, so the
-    /// history they signed still verifies.
-    Rotate {
-        /// The new private key file (from `datarepo key generate`).
-        #[arg(long)]
-        signing_key: PathBuf,
-    },
-}
-
-impl KeyCommand {
-    pub(crate) fn writes(&self) -> bool {
-        matches!(self, Self::Rotate { .. })
-    }
-
-    pub(crate) fn needs_store(&self) -> bool {
-        !matches!(self, Self::Generate { .. })
-    }
-}
+use crate::commands::{CurveArg, KeyCommand};
+use crate::output::count;
+use crate::{
+    commands::RepoArgs, output::Result, output::print, session::Session, session::record_uri_parts,
+    session::say,
+};
 
 /// The random bytes of a new key: the operating system's generator. The
 /// binary is where randomness is chosen and injected into the libraries.

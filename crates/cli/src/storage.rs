@@ -164,8 +164,7 @@ pub(crate) fn gc(
         let bar = ProgressBar::new_spinner();
         let counting = ProgressStyle::with_template("{spinner} {msg} {pos} blocks")
             .unwrap_or_else(|_| ProgressStyle::default_spinner());
-        let sweeping =
-            crate::repo_cmd::progress_style("{msg} [{bar:40}] {pos}/{len} blocks ({eta})");
+        let sweeping = crate::output::progress_style("{msg} [{bar:40}] {pos}/{len} blocks ({eta})");
         bar.set_style(counting);
         let mut options = store::GcOptions::new(retention).dry_run(args.dry_run);
         if let Some(repo) = repo {

@@ -1,0 +1,498 @@
+//! The repository commands and their arguments, as clap parses them.
+
+use std::path::PathBuf;
+
+use cid::Cid;
+use clap::{Args, Subcommand, ValueEnum};
+use repo::Curve;
+
+use crate::output::Result;
+
+/// Which repository; global to every repository command.
+#[derive(Debug, Args)]
+pub(crate) struct RepoArgs {
+    /// The repository: a DID (did:web:example.com) or a handle (alice.example.com).
+    #[arg(long, global = true, env = "DATAREPO_REPO")]
+    pub(crate) repo: Option<String>,
+    /// Print JSON for scripts (put/get/ls print AT Protocol's response shapes).
+    #[arg(long, global = true)]
+    pub(crate) json: bool,
+    /// Send writing commands (put, rm, put --batch, index add|drop) to the
+    /// datarepo server at this URL, with the token in DATAREPO_TOKEN, so
+    /// they work beside it (reading commands read the store directly).
+    #[arg(long, global = true, env = "DATAREPO_SERVER")]
+    pub(crate) server: Option<String>,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum CollectionCommand {
+    /// Declare a collection's record key type.
+    Define {
+        /// The collection (an NSID such as app.bsky.feed.post).
+        nsid: String,
+        /// The record key type: tid, literal:<value>, any or nsid.
+        #[arg(long)]
+        key: String,
+    },
+    /// List the repository's collections, their key types and record counts.
+    List,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum LexiconCommand {
+    /// Add (or replace) Lexicon documents, all or none. A document whose
+    /// main definition is a record declares the collection named by its id,
+    /// with its key type, and its records are validated from then on; other
+    /// documents hold the definitions records refer to (refs and unions may
+    /// point into them). The collection's existing records are checked and
+    /// the ones that fail reported, not removed.
+    Add {
+        /// Lexicon JSON files.
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+    },
+    /// List the repository's Lexicons.
+    List,
+    /// Print a Lexicon document.
+    Show {
+        /// Its NSID.
+        nsid: String,
+    },
+    /// Remove a Lexicon document; a collection it declared keeps its key
+    /// type and is no longer validated.
+    Rm {
+        /// Its NSID.
+        nsid: String,
+    },
+    /// Validate records read from standard input against the repository's
+    /// Lexicons (or the files given): one JSON record (whose `$type` names
+    /// its collection), or with --json-lines one `{"collection", "record"}`
+    /// per line, answered by one `{"valid": true}` or `{"valid": false,
+    /// "error"}` line. Exit status 0 when every input could be read,
+    /// whatever the verdicts (without --json-lines: 1 when invalid).
+    Validate {
+        /// Lexicon files, or directories of them (searched recursively for
+        /// `*.json`), instead of the repository's.
+        #[arg(long, num_args = 1..)]
+        lexicons: Vec<PathBuf>,
+        /// Read JSON Lines of `{"collection": NSID, "record": {…}}`.
+        #[arg(long)]
+        json_lines: bool,
+    },
+}
+
+/// `--validate` / `--no-validate`: the `validate` parameter of
+/// `com.atproto.repo.createRecord`.
+#[derive(Debug, Clone, Copy, Args)]
+pub(crate) struct ValidateArgs {
+    /// Validate records against their collection's Lexicon, and fail when
+    /// there is none (default: validate when there is one).
+    #[arg(long, conflicts_with = "no_validate")]
+    validate: bool,
+    /// Write records without validating them.
+    #[arg(long)]
+    no_validate: bool,
+}
+
+impl ValidateArgs {
+    /// The `validate` parameter these flags give.
+    pub(crate) fn param(self) -> Option<bool> {
+        match (self.validate, self.no_validate) {
+            (true, _) => Some(true),
+            (_, true) => Some(false),
+            _ => None,
+        }
+    }
+
+    pub(crate) fn mode(self) -> repo::Validation {
+        repo::Validation::from_param(self.param())
+    }
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum IndexCommand {
+    /// Declare a field index and build it over the records already there;
+    /// every later commit maintains it.
+    Add {
+        /// The collection (an NSID).
+        collection: String,
+        /// The path into its records: keys joined by dots (arrays are entered).
+        path: String,
+        /// What to index: keyword (strings, booleans), integer, or datetime
+        /// (AT Protocol datetimes).
+        #[arg(long, value_parser = ["keyword", "integer", "datetime"])]
+        kind: String,
+    },
+    /// List the declared field indexes.
+    List {
+        /// Only this collection's.
+        collection: Option<String>,
+    },
+    /// Drop a field index and delete its bitmaps.
+    Drop {
+        /// The collection.
+        collection: String,
+        /// The indexed path.
+        path: String,
+    },
+    /// Rebuild every field index of the repository from its records (what
+    /// an import does after it lands; needed when one was interrupted, which
+    /// queries and `check` then say). Writes wait until it finishes.
+    Rebuild,
+}
+
+/// A repository command.
+#[derive(Debug, Subcommand)]
+pub(crate) enum RepoCommand {
+    /// Create the repository (--repo).
+    Init {
+        /// Sign every commit with this private key (from `datarepo key
+        /// generate`); its path is kept in the store, the key stays in the file.
+        #[arg(long)]
+        signing_key: Option<PathBuf>,
+    },
+    /// Declare or list collections.
+    #[command(subcommand)]
+    Collection(CollectionCommand),
+    /// Register Lexicon documents.
+    #[command(subcommand)]
+    Lexicon(LexiconCommand),
+    /// Create or replace a record, from a JSON file or standard input.
+    Put {
+        /// The collection (an NSID).
+        #[arg(required_unless_present = "batch")]
+        collection: Option<String>,
+        /// The record key (default: a fresh TID).
+        rkey: Option<String>,
+        /// Read JSON Lines of applyWrites-shaped writes from standard input
+        /// (`{"$type": "com.atproto.repo.applyWrites#create", "collection":
+        /// …, "rkey"?: …, "value": {…}}`, `#update`, `#delete`) and apply
+        /// them in commits of --commit-every writes.
+        #[arg(long, conflicts_with_all = ["collection", "file", "create", "swap_commit", "swap_record"])]
+        batch: bool,
+        /// With --batch: writes per commit.
+        #[arg(long, default_value_t = 200, requires = "batch",
+              value_parser = clap::value_parser!(u64).range(1..=100_000))]
+        commit_every: u64,
+        /// Read the record from this file instead of standard input.
+        #[arg(long, short)]
+        file: Option<PathBuf>,
+        /// Fail unless the record does not exist yet.
+        #[arg(long)]
+        create: bool,
+        #[command(flatten)]
+        swap: SwapArgs,
+        #[command(flatten)]
+        validate: ValidateArgs,
+    },
+    /// Print a record.
+    Get {
+        /// The collection, or the record's AT URI (at://DID/COLLECTION/RKEY).
+        collection: String,
+        /// The record key (none with an AT URI).
+        rkey: Option<String>,
+        /// The record as of the commit with this rev.
+        #[arg(long)]
+        at: Option<String>,
+    },
+    /// Delete a record.
+    Rm {
+        /// The collection, or the record's AT URI (at://DID/COLLECTION/RKEY).
+        collection: String,
+        /// The record key (none with an AT URI).
+        rkey: Option<String>,
+        #[command(flatten)]
+        swap: SwapArgs,
+    },
+    /// List a collection's records in record key order.
+    Ls {
+        /// The collection.
+        collection: String,
+        /// At most this many records (1 to 10000).
+        #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u64).range(1..=10_000))]
+        limit: u64,
+        /// Continue after this cursor (from the previous page).
+        #[arg(long)]
+        cursor: Option<String>,
+        /// Descending order.
+        #[arg(long)]
+        reverse: bool,
+    },
+    /// Field indexes: declare, list, drop (see docs/indexes.md).
+    #[command(subcommand)]
+    Index(IndexCommand),
+    /// Records of a collection matching a --where query, in record key
+    /// order (listRecords' shape with --json); or their count, the most
+    /// frequent values of a keyword path, or stats of an integer path.
+    Query {
+        /// The collection.
+        collection: String,
+        /// The condition, e.g. 'langs = "en" and createdAt >= "2024-01-01T00:00:00Z"'
+        /// (docs/indexes.md); every record without it.
+        #[arg(long = "where", value_name = "EXPR")]
+        where_: Option<String>,
+        /// At most this many records (default 50, 1 to 10000), or values with --top (default 10).
+        #[arg(long, value_parser = clap::value_parser!(u64).range(1..=10_000))]
+        limit: Option<u64>,
+        /// Continue after this cursor (from the previous page).
+        #[arg(long, conflicts_with_all = ["count", "top", "stats"])]
+        cursor: Option<String>,
+        /// Descending record key order.
+        #[arg(long, conflicts_with_all = ["count", "top", "stats"])]
+        reverse: bool,
+        /// Print only how many records match: {"count": N}.
+        #[arg(long, conflicts_with_all = ["top", "stats"])]
+        count: bool,
+        /// The most frequent values of this keyword-indexed path among the
+        /// matching records: {"top": [{"value", "count"}]}.
+        #[arg(long, value_name = "PATH", conflicts_with = "stats")]
+        top: Option<String>,
+        /// Count, sum, min and max of this integer-indexed path over the
+        /// matching records.
+        #[arg(long, value_name = "PATH")]
+        stats: Option<String>,
+    },
+    /// The commit log, newest first; with --record, the versions of one
+    /// record (the commits that created, updated or deleted it).
+    Log {
+        /// At most this many commits (versions with --record).
+        #[arg(long, default_value_t = 50)]
+        limit: usize,
+        /// Only commits older than the one with this rev (the `cursor` of a
+        /// previous page with --record).
+        #[arg(long, value_name = "REV")]
+        before: Option<String>,
+        /// The versions of this record: COLLECTION/RKEY or its AT URI.
+        #[arg(long, value_name = "COLLECTION/RKEY")]
+        record: Option<String>,
+    },
+    /// Records created, updated and deleted between two commits (by rev).
+    Diff {
+        /// The older rev.
+        rev_a: String,
+        /// The newer rev.
+        rev_b: String,
+    },
+    /// Write the repository as a CAR v1 file (root: the head commit).
+    Export {
+        /// The file to write ("-" for standard output).
+        file: PathBuf,
+        /// Only what changed after the commit with this rev: every commit
+        /// since, with what each added, and the repository's declarations
+        /// as of the head (an incremental backup).
+        #[arg(long, conflicts_with = "history")]
+        since: Option<String>,
+        /// A full backup: every retained commit and what each reaches, and
+        /// the repository's declarations (collections, key types, Lexicons,
+        /// field indexes, public signing keys). Without it, the AT
+        /// Protocol-style head CAR.
+        #[arg(long)]
+        history: bool,
+        /// Replace FILE if it exists.
+        #[arg(long)]
+        force: bool,
+    },
+    /// Import a CAR file: creates the repository or moves it forward. When
+    /// the store knows the repository's signing keys, every commit the file
+    /// adds must be signed by one of them.
+    Import {
+        /// The CAR file.
+        file: PathBuf,
+        /// A public key (did:key) the file's commits may be signed with,
+        /// trusted from now on (repeatable).
+        #[arg(long = "key", value_name = "DID_KEY")]
+        keys: Vec<String>,
+        /// Import commits signed by a key nobody gave (or unsigned) instead
+        /// of refusing them, and trust the keys the file declares.
+        #[arg(long)]
+        trust_new_key: bool,
+        /// The private key file (PKCS #8 PEM) that signs the repository's
+        /// next commits; its public key is trusted for the file's commits
+        /// too. A restored signed repository refuses writes until it has
+        /// one (this, or `key rotate --signing-key` later).
+        #[arg(long, value_name = "FILE")]
+        signing_key: Option<PathBuf>,
+    },
+    /// Signing keys: generate one, show or rotate a repository's.
+    #[command(subcommand)]
+    Key(crate::commands::KeyCommand),
+    /// Verify a CAR file offline: every block against its CID, every
+    /// commit's signature, every commit's tree and records. Exits with 1
+    /// naming the first failure.
+    Verify {
+        /// The CAR file (from `export`, `export --since`, `export --history`
+        /// or getRepo).
+        file: PathBuf,
+        /// A public key the commits may be signed with (repeatable: every key
+        /// the history was signed with). Default: the keys this store knows
+        /// for the repository.
+        #[arg(long = "key", value_name = "DID_KEY")]
+        keys: Vec<String>,
+        /// The file is an incremental export: blocks its trees name may be
+        /// in the exports before it.
+        #[arg(long)]
+        incremental: bool,
+    },
+    /// Verify a record proof offline (the CAR of com.atproto.sync.getRecord):
+    /// the signed commit, the shards on the path to the record, the record.
+    VerifyRecord {
+        /// The CAR file.
+        file: PathBuf,
+        /// The record's AT URI (at://DID/COLLECTION/RKEY).
+        #[arg(long)]
+        uri: String,
+        /// A public key the commit may be signed with (repeatable). Default:
+        /// the keys this store knows for the repository.
+        #[arg(long = "key", value_name = "DID_KEY")]
+        keys: Vec<String>,
+    },
+    /// Counts: records per collection, commits.
+    Stats,
+    /// The store's repositories.
+    #[command(subcommand)]
+    Repo(RepoListCommand),
+    /// Check a repository (all of them without --repo): every commit in
+    /// its log and every shard and record of its head read back and hashed,
+    /// and the record index compared with the tree. Changes nothing; exits
+    /// with 1 when something is damaged.
+    Check {
+        /// Also read back every shard and record that only older retained
+        /// commits reach (what `get --at`, `diff` and `export --since`
+        /// read); subtrees that commits share are read once.
+        #[arg(long)]
+        history: bool,
+    },
+}
+
+impl RepoCommand {
+    /// Whether the command changes the store; the others open it read-only.
+    pub(crate) fn writes(&self) -> bool {
+        match self {
+            Self::Key(k) => k.writes(),
+            Self::Init { .. }
+            | Self::Collection(CollectionCommand::Define { .. })
+            | Self::Lexicon(LexiconCommand::Add { .. } | LexiconCommand::Rm { .. })
+            | Self::Put { .. }
+            | Self::Rm { .. }
+            | Self::Index(
+                IndexCommand::Add { .. } | IndexCommand::Drop { .. } | IndexCommand::Rebuild,
+            )
+            | Self::Import { .. } => true,
+            Self::Collection(CollectionCommand::List)
+            | Self::Lexicon(
+                LexiconCommand::List
+                | LexiconCommand::Show { .. }
+                | LexiconCommand::Validate { .. },
+            )
+            | Self::Index(IndexCommand::List { .. })
+            | Self::Query { .. }
+            | Self::Get { .. }
+            | Self::Ls { .. }
+            | Self::Log { .. }
+            | Self::Diff { .. }
+            | Self::Export { .. }
+            | Self::Stats
+            | Self::Repo(RepoListCommand::List)
+            | Self::Verify { .. }
+            | Self::VerifyRecord { .. }
+            | Self::Check { .. } => false,
+        }
+    }
+
+    /// Whether the command reads or writes the store at all.
+    pub(crate) fn needs_store(&self) -> bool {
+        match self {
+            Self::Key(k) => k.needs_store(),
+            Self::Verify { keys, .. } | Self::VerifyRecord { keys, .. } => keys.is_empty(),
+            Self::Lexicon(LexiconCommand::Validate { lexicons, .. }) => lexicons.is_empty(),
+            _ => true,
+        }
+    }
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum RepoListCommand {
+    /// Every repository in the store, with its head (listRepos' shape with
+    /// --json).
+    List,
+}
+
+/// Compare-and-swap preconditions of a write.
+#[derive(Debug, Args)]
+pub(crate) struct SwapArgs {
+    /// Fail (changing nothing) unless the head commit is this CID.
+    #[arg(long)]
+    swap_commit: Option<String>,
+    /// Fail (changing nothing) unless the record's current CID is this.
+    #[arg(long)]
+    swap_record: Option<String>,
+}
+
+impl SwapArgs {
+    pub(crate) fn parse(&self) -> Result<(Option<Cid>, Option<Cid>)> {
+        let cid = |s: &Option<String>, flag: &str| {
+            s.as_deref()
+                .map(|s| {
+                    Cid::try_from(s).map_err(|e| format!("--{flag}: {s:?} is not a CID ({e})"))
+                })
+                .transpose()
+        };
+        Ok((
+            cid(&self.swap_commit, "swap-commit")?,
+            cid(&self.swap_record, "swap-record")?,
+        ))
+    }
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum KeyCommand {
+    /// Make a signing key: its private key goes to a new file (PKCS #8 PEM,
+    /// mode 0600, never overwritten); prints its public key as a did:key.
+    Generate {
+        /// The curve.
+        #[arg(long = "type", value_enum, default_value = "k256")]
+        curve: CurveArg,
+        /// The private key file to create.
+        #[arg(long)]
+        out: PathBuf,
+    },
+    /// Print the repository's public signing key (did:key), its key file,
+    /// and every key its history was signed with.
+    Show,
+    /// Sign the repository's next commits with another key (or start
+    /// signing a repository that had none); earlier keys stay known, so the
+    /// history they signed still verifies.
+    Rotate {
+        /// The new private key file (from `datarepo key generate`).
+        #[arg(long)]
+        signing_key: PathBuf,
+    },
+}
+
+/// A key's curve on the command line.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub(crate) enum CurveArg {
+    /// NIST P-256 (secp256r1).
+    P256,
+    /// secp256k1 (AT Protocol's usual repository key).
+    K256,
+}
+
+impl From<CurveArg> for Curve {
+    fn from(c: CurveArg) -> Self {
+        match c {
+            CurveArg::P256 => Curve::P256,
+            CurveArg::K256 => Curve::K256,
+        }
+    }
+}
+
+impl KeyCommand {
+    pub(crate) fn writes(&self) -> bool {
+        matches!(self, Self::Rotate { .. })
+    }
+
+    pub(crate) fn needs_store(&self) -> bool {
+        !matches!(self, Self::Generate { .. })
+    }
+}

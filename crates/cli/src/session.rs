@@ -1,0 +1,266 @@
+//! What the repository commands share: an open store, its repository,
+//! error wording, and reading records and batches from input.
+
+use std::{io::Read, path::Path, sync::Arc};
+
+use repo::{Env, Repos, Repository};
+use rkey::{Clock, SystemClock, Tid, TidGenerator};
+use serde_json::Value;
+use store::{SlateKv, Store};
+
+use crate::{commands::RepoArgs, output::Result};
+use crate::{output::CliError, storage::StoreArgs};
+
+pub(crate) fn parse_rev(s: &str) -> Result<Tid> {
+    Tid::parse(s).map_err(|e| {
+        CliError::from(format!(
+            "{s:?} is not a rev: {e} (revs are TIDs; see `datarepo log`)"
+        ))
+    })
+}
+
+pub(crate) fn env() -> Result<Env> {
+    // A random clock id per process, as TidGenerator picks it.
+    let clock_id = TidGenerator::builder()
+        .build()
+        .map_err(|e| e.to_string())?
+        .clock_id();
+    Ok(Env::new(|| SystemClock.now_micros(), clock_id))
+}
+
+pub(crate) struct Session {
+    pub(crate) kv: SlateKv,
+    pub(crate) repos: Repos<SlateKv>,
+}
+
+impl Session {
+    /// Opens the store as its writer for commands that write, read-only
+    /// otherwise (so that reading never fences a running server).
+    pub(crate) async fn open(store: &StoreArgs, writes: bool) -> Result<Self> {
+        let kv = if writes {
+            store.open().await?
+        } else {
+            store.open_reader().await?
+        };
+        let repos = Repos::new(Arc::new(Store::new(kv.clone())), env()?);
+        Ok(Self { kv, repos })
+    }
+
+    pub(crate) async fn repo(&self, args: &RepoArgs) -> Result<Arc<Repository<SlateKv>>> {
+        let id = self.repo_id(args).await?;
+        self.repos.open(&id).await.map_err(say)
+    }
+
+    /// A record named `COLLECTION RKEY` (in `--repo`'s repository) or by
+    /// its AT URI: the repository, the collection and the record key.
+    pub(crate) async fn record_name(
+        &self,
+        args: &RepoArgs,
+        collection: String,
+        rkey: Option<String>,
+    ) -> Result<(Arc<Repository<SlateKv>>, String, String)> {
+        let Some((did, coll, rk)) = record_uri_parts(&collection, rkey.as_deref())? else {
+            let rkey =
+                rkey.ok_or("give the record key after the collection, or the record's AT URI")?;
+            return Ok((self.repo(args).await?, collection, rkey));
+        };
+        if let Some(given) = &args.repo
+            && given != did
+        {
+            return Err(format!("the AT URI names repository {did}, but --repo is {given}").into());
+        }
+        let repo = self.repos.open(did).await.map_err(say)?;
+        Ok((repo, coll.to_owned(), rk.to_owned()))
+    }
+
+    /// `--repo`, or else the store's only repository.
+    async fn repo_id(&self, args: &RepoArgs) -> Result<String> {
+        if let Some(id) = &args.repo {
+            return Ok(id.clone());
+        }
+        let all = self.repos.list().await.map_err(say)?;
+        match all.as_slice() {
+            [(id, _)] => Ok(id.clone()),
+            [] => Err("no repository given and the store has none: pass --repo ID (or set DATAREPO_REPO) to create one".to_owned().into()),
+            many => Err(format!(
+                "no repository given and the store has {}: pass --repo ID or set DATAREPO_REPO (`datarepo repo list` lists them)",
+                many.len()
+            ).into()),
+        }
+    }
+
+    /// The repository, created by the first write to it, as the server's
+    /// first write creates it (`init` creates one explicitly).
+    pub(crate) async fn repo_for_write(&self, args: &RepoArgs) -> Result<Arc<Repository<SlateKv>>> {
+        let id = self.repo_id(args).await?;
+        match self.repos.open(&id).await {
+            Err(repo::Error::RepoNotFound(_)) => {
+                let repo = self.repos.create(&id).await.map_err(say)?;
+                if !args.json {
+                    eprintln!("created repository {id}");
+                }
+                Ok(repo)
+            }
+            other => other.map_err(say),
+        }
+    }
+}
+
+/// A library error as the CLI says it: with the command that helps, where
+/// one does (the library's messages name no commands; the server's neither).
+pub(crate) fn say(e: repo::Error) -> CliError {
+    let hint = match &e {
+        repo::Error::RepoNotFound(_) => " (create it with `datarepo init`)",
+        repo::Error::SigningKey { .. } => {
+            " (nothing was written; give it a key file with `datarepo key rotate --signing-key FILE`, or `import --signing-key FILE`)"
+        }
+        repo::Error::Untrusted { .. } => {
+            " (if the repository's key changed, give the new one with --key did:key:…, or import anyway with --trust-new-key)"
+        }
+        repo::Error::RevNotFound { .. } => " (see `datarepo log`)",
+        repo::Error::RecordExists(_) => " (`datarepo put` replaces it)",
+        _ => "",
+    };
+    CliError::repo(&e, hint)
+}
+
+/// A line's worth of a record for people: its first few fields, scalar
+/// values as JSON and truncated, arrays and objects summarised.
+pub(crate) fn preview(value: &Value) -> String {
+    const FIELDS: usize = 4;
+    const VALUE_CHARS: usize = 40;
+    let Some(fields) = value.as_object() else {
+        return truncate(&value.to_string(), VALUE_CHARS);
+    };
+    let shown: Vec<String> = fields
+        .iter()
+        .filter(|(k, _)| *k != "$type")
+        .take(FIELDS)
+        .map(|(k, v)| {
+            let v = match v {
+                Value::Array(items) if items.iter().all(|i| !i.is_object() && !i.is_array()) => {
+                    truncate(&v.to_string(), VALUE_CHARS)
+                }
+                Value::Array(items) => format!("[{} items]", items.len()),
+                Value::Object(o) => format!("{{{} fields}}", o.len()),
+                other => truncate(&other.to_string(), VALUE_CHARS),
+            };
+            format!("{k}={v}")
+        })
+        .collect();
+    let more = fields
+        .iter()
+        .filter(|(k, _)| *k != "$type")
+        .count()
+        .saturating_sub(FIELDS);
+    let mut line = shown.join("  ");
+    if more > 0 {
+        line.push_str(&format!("  (+{more} more)"));
+    }
+    line
+}
+
+/// `s` cut to `max` characters, with `…` when cut.
+fn truncate(s: &str, max: usize) -> String {
+    match s.char_indices().nth(max) {
+        Some((at, _)) => format!("{}…", &s[..at]),
+        None => s.to_owned(),
+    }
+}
+
+/// The repository, collection and record key an AT URI given in place of
+/// `COLLECTION RKEY` names; `None` when `collection` is not an AT URI.
+pub(crate) fn record_uri_parts<'a>(
+    collection: &'a str,
+    rkey: Option<&str>,
+) -> Result<Option<(&'a str, &'a str, &'a str)>> {
+    let Some(path) = collection.strip_prefix("at://") else {
+        return Ok(None);
+    };
+    if rkey.is_some() {
+        return Err("an AT URI names the record by itself: give no record key after it".into());
+    }
+    let mut parts = path.splitn(3, '/');
+    match (parts.next(), parts.next(), parts.next()) {
+        (Some(did), Some(coll), Some(rk)) => Ok(Some((did, coll, rk))),
+        _ => Err(
+            format!("{collection:?} is not a record's AT URI (at://DID/COLLECTION/RKEY)").into(),
+        ),
+    }
+}
+
+/// Standard input's JSON Lines in batches of at most `per` values, each
+/// with its line number (blank lines skipped). A line that cannot be read
+/// or parsed ends the batches with an error naming it.
+pub(crate) struct JsonLineBatches {
+    lines: std::iter::Enumerate<std::io::Lines<std::io::StdinLock<'static>>>,
+    per: usize,
+}
+
+impl JsonLineBatches {
+    pub(crate) fn stdin(per: usize) -> Self {
+        use std::io::BufRead as _;
+        Self {
+            lines: std::io::stdin().lock().lines().enumerate(),
+            per: per.max(1),
+        }
+    }
+}
+
+impl Iterator for JsonLineBatches {
+    /// A batch, or (line number, why) for the line that stopped them.
+    type Item = std::result::Result<Vec<(usize, Value)>, (usize, String)>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let mut batch = Vec::with_capacity(self.per);
+        while batch.len() < self.per {
+            let Some((i, line)) = self.lines.next() else {
+                break;
+            };
+            let n = i + 1;
+            let line = match line {
+                Ok(line) => line,
+                Err(e) => return Some(Err((n, format!("cannot read standard input: {e}")))),
+            };
+            if line.trim().is_empty() {
+                continue;
+            }
+            match serde_json::from_str(&line) {
+                Ok(value) => batch.push((n, value)),
+                Err(e) => return Some(Err((n, format!("not JSON: {e}")))),
+            }
+        }
+        (!batch.is_empty()).then_some(Ok(batch))
+    }
+}
+
+/// The error that stops a batch at `line`, after `committed` writes.
+pub(crate) fn batch_stopped(line: usize, committed: u64, why: &str) -> String {
+    format!("line {line}: {why} ({committed} writes before it were committed)")
+}
+
+pub(crate) fn read_json(file: Option<&Path>) -> Result<Value> {
+    let (text, source) = match file {
+        Some(path) => (
+            std::fs::read_to_string(path)
+                .map_err(|e| format!("cannot read {}: {e}", path.display()))?,
+            path.display().to_string(),
+        ),
+        None => {
+            let mut text = String::new();
+            std::io::stdin()
+                .read_to_string(&mut text)
+                .map_err(|e| format!("cannot read standard input: {e}"))?;
+            (text, "standard input".to_owned())
+        }
+    };
+    serde_json::from_str(&text)
+        .map_err(|e| CliError::from(format!("{source} is not valid JSON: {e}")))
+}
+
+pub(crate) fn format_tid_time(tid: Tid) -> String {
+    let micros = i64::try_from(tid.timestamp_micros()).unwrap_or(i64::MAX);
+    jiff::Timestamp::from_microsecond(micros)
+        .map(|t| t.to_string())
+        .unwrap_or_default()
+}
