@@ -158,33 +158,7 @@ pub(crate) enum RepoCommand {
     #[command(subcommand)]
     Lexicon(LexiconCommand),
     /// Create or replace a record, from a JSON file or standard input.
-    Put {
-        /// The collection (an NSID).
-        #[arg(required_unless_present = "batch")]
-        collection: Option<String>,
-        /// The record key (default: a fresh TID).
-        rkey: Option<String>,
-        /// Read JSON Lines of applyWrites-shaped writes from standard input
-        /// (`{"$type": "com.atproto.repo.applyWrites#create", "collection":
-        /// …, "rkey"?: …, "value": {…}}`, `#update`, `#delete`) and apply
-        /// them in commits of --commit-every writes.
-        #[arg(long, conflicts_with_all = ["collection", "file", "create", "swap_commit", "swap_record"])]
-        batch: bool,
-        /// With --batch: writes per commit.
-        #[arg(long, default_value_t = 200, requires = "batch",
-              value_parser = clap::value_parser!(u64).range(1..=100_000))]
-        commit_every: u64,
-        /// Read the record from this file instead of standard input.
-        #[arg(long, short)]
-        file: Option<PathBuf>,
-        /// Fail unless the record does not exist yet.
-        #[arg(long)]
-        create: bool,
-        #[command(flatten)]
-        swap: SwapArgs,
-        #[command(flatten)]
-        validate: ValidateArgs,
-    },
+    Put(PutArgs),
     /// Print a record.
     Get {
         /// The collection, or the record's AT URI (at://DID/COLLECTION/RKEY).
@@ -224,34 +198,7 @@ pub(crate) enum RepoCommand {
     /// Records of a collection matching a --where query, in record key
     /// order (listRecords' shape with --json); or their count, the most
     /// frequent values of a keyword path, or stats of an integer path.
-    Query {
-        /// The collection.
-        collection: String,
-        /// The condition, e.g. 'langs = "en" and createdAt >= "2024-01-01T00:00:00Z"'
-        /// (docs/indexes.md); every record without it.
-        #[arg(long = "where", value_name = "EXPR")]
-        where_: Option<String>,
-        /// At most this many records (default 50, 1 to 10000), or values with --top (default 10).
-        #[arg(long, value_parser = clap::value_parser!(u64).range(1..=10_000))]
-        limit: Option<u64>,
-        /// Continue after this cursor (from the previous page).
-        #[arg(long, conflicts_with_all = ["count", "top", "stats"])]
-        cursor: Option<String>,
-        /// Descending record key order.
-        #[arg(long, conflicts_with_all = ["count", "top", "stats"])]
-        reverse: bool,
-        /// Print only how many records match: {"count": N}.
-        #[arg(long, conflicts_with_all = ["top", "stats"])]
-        count: bool,
-        /// The most frequent values of this keyword-indexed path among the
-        /// matching records: {"top": [{"value", "count"}]}.
-        #[arg(long, value_name = "PATH", conflicts_with = "stats")]
-        top: Option<String>,
-        /// Count, sum, min and max of this integer-indexed path over the
-        /// matching records.
-        #[arg(long, value_name = "PATH")]
-        stats: Option<String>,
-    },
+    Query(QueryArgs),
     /// The commit log, newest first; with --record, the versions of one
     /// record (the commits that created, updated or deleted it).
     Log {
@@ -364,6 +311,67 @@ pub(crate) enum RepoCommand {
     },
 }
 
+// The arguments of `put` (no doc comment: clap would take it for the command's).
+#[derive(Debug, Args)]
+pub(crate) struct PutArgs {
+    /// The collection (an NSID).
+    #[arg(required_unless_present = "batch")]
+    pub(crate) collection: Option<String>,
+    /// The record key (default: a fresh TID).
+    pub(crate) rkey: Option<String>,
+    /// Read JSON Lines of applyWrites-shaped writes from standard input
+    /// (`{"$type": "com.atproto.repo.applyWrites#create", "collection":
+    /// …, "rkey"?: …, "value": {…}}`, `#update`, `#delete`) and apply
+    /// them in commits of --commit-every writes.
+    #[arg(long, conflicts_with_all = ["collection", "file", "create", "swap_commit", "swap_record"])]
+    pub(crate) batch: bool,
+    /// With --batch: writes per commit.
+    #[arg(long, default_value_t = 200, requires = "batch",
+          value_parser = clap::value_parser!(u64).range(1..=100_000))]
+    pub(crate) commit_every: u64,
+    /// Read the record from this file instead of standard input.
+    #[arg(long, short)]
+    pub(crate) file: Option<PathBuf>,
+    /// Fail unless the record does not exist yet.
+    #[arg(long)]
+    pub(crate) create: bool,
+    #[command(flatten)]
+    pub(crate) swap: SwapArgs,
+    #[command(flatten)]
+    pub(crate) validate: ValidateArgs,
+}
+
+// The arguments of `query` (no doc comment, as `PutArgs`).
+#[derive(Debug, Args)]
+pub(crate) struct QueryArgs {
+    /// The collection.
+    pub(crate) collection: String,
+    /// The condition, e.g. 'langs = "en" and createdAt >= "2024-01-01T00:00:00Z"'
+    /// (docs/indexes.md); every record without it.
+    #[arg(long = "where", value_name = "EXPR")]
+    pub(crate) where_: Option<String>,
+    /// At most this many records (default 50, 1 to 10000), or values with --top (default 10).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=10_000))]
+    pub(crate) limit: Option<u64>,
+    /// Continue after this cursor (from the previous page).
+    #[arg(long, conflicts_with_all = ["count", "top", "stats"])]
+    pub(crate) cursor: Option<String>,
+    /// Descending record key order.
+    #[arg(long, conflicts_with_all = ["count", "top", "stats"])]
+    pub(crate) reverse: bool,
+    /// Print only how many records match: {"count": N}.
+    #[arg(long, conflicts_with_all = ["top", "stats"])]
+    pub(crate) count: bool,
+    /// The most frequent values of this keyword-indexed path among the
+    /// matching records: {"top": [{"value", "count"}]}.
+    #[arg(long, value_name = "PATH", conflicts_with = "stats")]
+    pub(crate) top: Option<String>,
+    /// Count, sum, min and max of this integer-indexed path over the
+    /// matching records.
+    #[arg(long, value_name = "PATH")]
+    pub(crate) stats: Option<String>,
+}
+
 impl RepoCommand {
     /// Whether the command changes the store; the others open it read-only.
     pub(crate) fn writes(&self) -> bool {
@@ -372,7 +380,7 @@ impl RepoCommand {
             Self::Init { .. }
             | Self::Collection(CollectionCommand::Define { .. })
             | Self::Lexicon(LexiconCommand::Add { .. } | LexiconCommand::Rm { .. })
-            | Self::Put { .. }
+            | Self::Put(_)
             | Self::Rm { .. }
             | Self::Index(
                 IndexCommand::Add { .. } | IndexCommand::Drop { .. } | IndexCommand::Rebuild,
@@ -385,7 +393,7 @@ impl RepoCommand {
                 | LexiconCommand::Validate { .. },
             )
             | Self::Index(IndexCommand::List { .. })
-            | Self::Query { .. }
+            | Self::Query(_)
             | Self::Get { .. }
             | Self::Ls { .. }
             | Self::Log { .. }

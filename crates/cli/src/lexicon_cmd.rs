@@ -11,18 +11,58 @@ use repo::{LexiconDocument, Lexicons};
 use serde_json::{Value, json};
 
 use crate::{
+    client::server_repo,
     commands::LexiconCommand,
     commands::RepoArgs,
     output::Result,
     output::print,
     output::{Stdout, outln},
     session::Session,
+    session::Target,
     session::read_json,
     session::say,
 };
 
-/// Runs a `lexicon` subcommand against the store.
-pub(crate) async fn run(s: &Session, args: &RepoArgs, cmd: LexiconCommand) -> Result<ExitCode> {
+/// Runs a `lexicon` subcommand.
+pub(crate) async fn run(t: Target<'_>, args: &RepoArgs, cmd: LexiconCommand) -> Result<ExitCode> {
+    let client = match t {
+        Target::Store(s) => return run_on_store(s, args, cmd).await,
+        Target::Server(client) => client,
+    };
+    let json_mode = args.json;
+    match cmd {
+        LexiconCommand::Add { files } => {
+            let docs = files
+                .iter()
+                .map(|f| read_json(Some(f)))
+                .collect::<Result<Vec<Value>>>()?;
+            let out = client
+                .post(
+                    "dev.datarepo.putLexicons",
+                    &json!({"repo": server_repo(args)?, "lexicons": docs}),
+                )
+                .await?;
+            let human = describe_added(&out);
+            print(json_mode, &out, || human);
+        }
+        LexiconCommand::Rm { nsid } => {
+            let out = client
+                .post(
+                    "dev.datarepo.deleteLexicon",
+                    &json!({"repo": server_repo(args)?, "nsid": nsid}),
+                )
+                .await?;
+            print(json_mode, &out, || format!("removed Lexicon {nsid}"));
+        }
+        _ => {
+            t.session()?;
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// A `lexicon` subcommand on the store itself.
+async fn run_on_store(s: &Session, args: &RepoArgs, cmd: LexiconCommand) -> Result<ExitCode> {
     let json_mode = args.json;
     match cmd {
         LexiconCommand::Add { files } => {

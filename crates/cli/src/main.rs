@@ -16,14 +16,22 @@ use clap::{Parser, Subcommand};
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+mod archive_cmd;
+mod client;
+mod collection_cmd;
 mod commands;
 mod follow;
+mod history_cmd;
+mod index_cmd;
+mod key_files;
 mod keys;
 mod lexicon_cmd;
+mod logs;
 mod output;
 mod pail_cmd;
-mod remote;
+mod records_cmd;
 mod repo_cmd;
+mod repos_cmd;
 mod serve;
 mod session;
 mod signing_cmd;
@@ -76,47 +84,6 @@ enum Command {
     },
 }
 
-/// Logs go to stderr, filtered by `RUST_LOG` (else `default_filter`), in
-/// colour only when stderr is a terminal and `NO_COLOR` is unset or empty
-/// (<https://no-color.org>): a file or a pipe gets plain text.
-///
-/// With `background`, a thread writes them, buffered, and flushes whenever
-/// no line is waiting (the server: one unbuffered write per access line
-/// cost 12–16% of its read throughput); lines are never dropped (a full
-/// queue makes loggers wait). The returned guard flushes what is left when
-/// it is dropped.
-fn init_logs(
-    default_filter: &str,
-    format: &str,
-    background: bool,
-) -> Option<tracing_appender::non_blocking::WorkerGuard> {
-    use std::io::IsTerminal;
-    use tracing_subscriber::fmt::writer::BoxMakeWriter;
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_filter));
-    let colour = std::io::stderr().is_terminal()
-        && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
-    let (writer, guard) = if background {
-        let (writer, guard) = tracing_appender::non_blocking::NonBlockingBuilder::default()
-            .lossy(false)
-            .finish(std::io::BufWriter::new(std::io::stderr()));
-        (BoxMakeWriter::new(writer), Some(guard))
-    } else {
-        (BoxMakeWriter::new(std::io::stderr), None)
-    };
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_ansi(colour)
-        .with_writer(writer);
-    // A second initialization (none is made) would be refused, not fatal.
-    let _ = if format == "json" {
-        builder.json().try_init()
-    } else {
-        builder.try_init()
-    };
-    guard
-}
-
 fn io_error(error: impl Into<output::CliError>) -> std::io::Error {
     std::io::Error::other(error.into())
 }
@@ -133,7 +100,7 @@ fn main() -> ExitCode {
     }
     if !matches!(cli.command, Command::Serve(_)) {
         // Warnings (a slow store, a retried request) for one-shot commands.
-        let _ = init_logs("warn", "text", false);
+        let _ = logs::init_logs("warn", "text", false);
     }
     let result = match cli.command {
         Command::Rkey(cmd) => syntax::run_rkey(cmd),

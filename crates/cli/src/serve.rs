@@ -185,7 +185,7 @@ fn parse_retention(s: &str) -> Result<server::Retention, String> {
 
 pub(crate) fn run(store: &StoreArgs, args: &ServeArgs) -> Result<ExitCode, String> {
     // Held until the server returns: it flushes the last lines.
-    let _logs = crate::init_logs("info,slatedb=warn", &args.log_format, true);
+    let _logs = crate::logs::init_logs("info,slatedb=warn", &args.log_format, true);
     let connections = server::ConnectionLimits {
         max_connections: connection_limit(
             usize::try_from(args.max_connections).unwrap_or(usize::MAX),
@@ -235,7 +235,7 @@ pub(crate) fn run(store: &StoreArgs, args: &ServeArgs) -> Result<ExitCode, Strin
                 Some(server::SigningKeyDir {
                     dir: dir.clone(),
                     curve: args.signing_key_type.into(),
-                    random: Arc::new(crate::signing_cmd::os_random),
+                    random: Arc::new(crate::key_files::os_random),
                 })
             }
             None => None,

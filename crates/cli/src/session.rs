@@ -8,7 +8,7 @@ use rkey::{Clock, SystemClock, Tid, TidGenerator};
 use serde_json::Value;
 use store::{SlateKv, Store};
 
-use crate::{commands::RepoArgs, output::Result};
+use crate::{client::Client, commands::RepoArgs, output::Result};
 use crate::{output::CliError, storage::StoreArgs};
 
 pub(crate) fn parse_rev(s: &str) -> Result<Tid> {
@@ -26,6 +26,31 @@ pub(crate) fn env() -> Result<Env> {
         .map_err(|e| e.to_string())?
         .clock_id();
     Ok(Env::new(|| SystemClock.now_micros(), clock_id))
+}
+
+/// Where a writing command's writes go: the store itself, or, with
+/// `--server`, the server that holds it. Each writing command handles both
+/// side by side, so it is written once.
+pub(crate) enum Target<'a> {
+    /// The store, opened by this process.
+    Store(&'a Session),
+    /// A running server's XRPC API.
+    Server(&'a Client),
+}
+
+impl<'a> Target<'a> {
+    /// The store, for a command that has no way through the server.
+    pub(crate) fn session(&self) -> Result<&'a Session> {
+        match self {
+            Self::Store(s) => Ok(s),
+            Self::Server(_) => Err(
+                "this command needs the store itself, which the server holds: \
+                 stop the server to run it, or leave out --server (reading commands work beside it)"
+                    .to_owned()
+                    .into(),
+            ),
+        }
+    }
 }
 
 pub(crate) struct Session {
@@ -263,4 +288,42 @@ pub(crate) fn format_tid_time(tid: Tid) -> String {
     jiff::Timestamp::from_microsecond(micros)
         .map(|t| t.to_string())
         .unwrap_or_default()
+}
+
+/// Refuses a collection the repository has never had (a misspelling,
+/// most likely): nothing could match, and an empty answer would hide it.
+pub(crate) async fn known_collection(repo: &Repository<SlateKv>, collection: &str) -> Result<()> {
+    let known: Vec<String> = repo
+        .collections()
+        .await
+        .into_iter()
+        .map(|(c, _)| c)
+        .collect();
+    if known.iter().any(|c| c == collection) {
+        return Ok(());
+    }
+    const SHOWN: usize = 20;
+    let listed = if known.is_empty() {
+        "it has none".to_owned()
+    } else if known.len() > SHOWN {
+        format!(
+            "it has: {} … and {} more (`datarepo collection list`)",
+            known[..SHOWN].join(", "),
+            known.len() - SHOWN
+        )
+    } else {
+        format!("it has: {}", known.join(", "))
+    };
+    Err(CliError {
+        name: "CollectionNotFound".to_owned(),
+        message: format!(
+            "the repository {} has no collection {collection}; {listed}",
+            repo.id()
+        ),
+    })
+}
+
+/// How many records `collection` holds.
+pub(crate) async fn count_records(repo: &Repository<SlateKv>, collection: &str) -> Result<u64> {
+    repo.record_count(collection).await.map_err(say)
 }

@@ -1,40 +1,18 @@
 //! Signing keys and verification: `key generate|show|rotate`, `verify`,
 //! `verify-record` (see `docs/repo.md`, "Signed commits").
 
-use std::{
-    path::{Path, PathBuf},
-    sync::Arc,
-};
+use std::path::Path;
 
 use repo::{Curve, PublicKey, SigningKey, VerifyOptions};
 use serde_json::{Value, json};
 
 use crate::commands::{CurveArg, KeyCommand};
+use crate::key_files::{load_key_file, os_random, parse_keys};
 use crate::output::count;
 use crate::{
     commands::RepoArgs, output::Result, output::print, session::Session, session::record_uri_parts,
     session::say,
 };
-
-/// The random bytes of a new key: the operating system's generator. The
-/// binary is where randomness is chosen and injected into the libraries.
-#[allow(clippy::disallowed_methods)]
-pub(crate) fn os_random(bytes: &mut [u8; 32]) {
-    // getrandom fails only where the OS has no generator at all; a key
-    // from anything else would be worse than no key.
-    if let Err(e) = getrandom::fill(bytes) {
-        panic!("the operating system's random number generator failed: {e}");
-    }
-}
-
-/// Reads a key file, for a repository to store its path: absolute, so
-/// that a server started elsewhere finds it.
-pub(crate) fn load_key_file(path: &Path) -> Result<(Arc<SigningKey>, PathBuf)> {
-    let key = SigningKey::read_file(path).map_err(|e| e.to_string())?;
-    let absolute = std::path::absolute(path)
-        .map_err(|e| format!("{}: cannot make the path absolute: {e}", path.display()))?;
-    Ok((Arc::new(key), absolute))
-}
 
 pub(crate) fn generate(curve: CurveArg, out: &Path, json_mode: bool) -> Result<()> {
     let key = SigningKey::generate(curve.into(), os_random);
@@ -109,15 +87,6 @@ pub(crate) async fn run_key(s: &Session, args: &RepoArgs, cmd: KeyCommand) -> Re
         }
     }
     Ok(())
-}
-
-/// The keys to verify with: those given, else those the store knows for
-/// the repository.
-pub(crate) fn parse_keys(given: &[String]) -> Result<Vec<PublicKey>> {
-    given
-        .iter()
-        .map(|k| PublicKey::from_did_key(k).map_err(|e| format!("--key: {e}").into()))
-        .collect()
 }
 
 async fn stored_keys(s: Option<&Session>, repo: &str) -> Result<Vec<PublicKey>> {

@@ -8,7 +8,7 @@ use cid::Cid;
 use futures::StreamExt;
 use store::{Block, Kv, Store};
 
-use crate::{commit::CommitData, error::Error, repository::Repos};
+use crate::{commit::CommitData, error::Error, repository::repos::Repos};
 
 /// Problems listed in full; past this many, only counted.
 const LISTED_PROBLEMS: usize = 100;
@@ -196,7 +196,8 @@ impl<K: Kv> Repos<K> {
             Err(e) => return Err(e),
         };
         if let Some(commit) = &head_commit {
-            if let Some(why) = crate::repository::unusable_rev(commit.rev, self.env().now_micros())
+            if let Some(why) =
+                crate::repository::head::unusable_rev(commit.rev, self.env().now_micros())
             {
                 report.problem(format!(
                     "head commit {}: {why}; this repository cannot take new commits \

@@ -11,7 +11,7 @@
 //! before histories were kept starts at its first commit after, and an
 //! import moves the start past its head (the file's commits have no
 //! entries). Below the start, a record's history is found by reading the
-//! record in each commit ([`crate::repository::Repository::record_history`]).
+//! record in each commit ([`crate::repository::state::Repository::record_history`]).
 
 use bytes::Bytes;
 use cid::Cid;

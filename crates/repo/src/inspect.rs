@@ -9,8 +9,12 @@ use pail::{Shard, ShardFetcher};
 use rkey::Tid;
 use store::Kv;
 
-use crate::repository::{LogEntry, RecordDiff, load_commit, pail_key};
-use crate::{error::Error, repository::Repository};
+use crate::repository::{
+    head::load_commit,
+    log::{LogEntry, RecordDiff},
+    paths::pail_key,
+};
+use crate::{error::Error, repository::state::Repository};
 
 /// One version of a record: the commit that made it and what it did.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -81,7 +85,7 @@ impl RecordDiff {
             "action": self.action(),
             "collection": self.collection,
             "rkey": self.rkey,
-            "uri": crate::repository::record_uri(repo, &self.collection, &self.rkey),
+            "uri": crate::repository::paths::record_uri(repo, &self.collection, &self.rkey),
         });
         if let Some(cid) = self.new {
             out["cid"] = serde_json::json!(cid.to_string());
@@ -241,7 +245,7 @@ impl<K: Kv> Repository<K> {
         before: Option<Tid>,
         max_versions: usize,
     ) -> Result<RecordHistory, Error> {
-        crate::repository::check_path(collection, rkey)?;
+        crate::repository::paths::check_path(collection, rkey)?;
         let max_versions = max_versions.max(1);
         let key = pail_key(collection, rkey);
         let start = crate::history::start(self.store(), self.id()).await?;
@@ -382,7 +386,7 @@ impl<K: Kv> Repository<K> {
         collection: &str,
         rkey: &str,
     ) -> Result<(Vec<PailStep>, Option<Cid>), Error> {
-        crate::repository::check_path(collection, rkey)?;
+        crate::repository::paths::check_path(collection, rkey)?;
         let key = pail_key(collection, rkey);
         let mut steps = Vec::new();
         let mut shard = self.shard(root).await?;

@@ -17,7 +17,7 @@ use store::Kv;
 
 use crate::{
     error::Error,
-    repository::{Repository, State},
+    repository::state::{Repository, State},
     validation::compile,
 };
 

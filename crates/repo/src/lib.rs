@@ -66,11 +66,17 @@ pub use keys::{CurrentKey, SigningKeys};
 pub use lexicon::{Document as LexiconDocument, Lexicons};
 pub use lexicons::{InvalidRecord, LexiconAdded, REPORTED_FAILURES};
 pub use record::Record;
-pub use repository::{
-    CollectionInfo, CommitResult, DEFAULT_INDEX_CACHE_BYTES, DEFAULT_MAX_KEY_LENGTH,
-    DEFAULT_MAX_SHARD_SIZE, Env, HeadInfo, LogEntry, MAX_REV_AHEAD, RecordDiff, Repos, Repository,
-    Write, WriteResult, default_shard_config, record_uri,
+pub use repository::collection::CollectionInfo;
+pub use repository::env::{
+    DEFAULT_MAX_KEY_LENGTH, DEFAULT_MAX_SHARD_SIZE, Env, default_shard_config,
 };
-pub use search::{IndexProgress, MAX_HELD_CHANGES, QueryPage};
+pub use repository::head::{HeadInfo, MAX_REV_AHEAD};
+pub use repository::log::{LogEntry, RecordDiff};
+pub use repository::paths::record_uri;
+pub use repository::repos::Repos;
+pub use repository::state::{DEFAULT_INDEX_CACHE_BYTES, Repository};
+pub use repository::write::{CommitResult, Write, WriteResult};
+pub use search::build::{IndexProgress, MAX_HELD_CHANGES};
+pub use search::query::QueryPage;
 pub use signing::{Curve, KeyError, PublicKey, SignatureError, SigningKey};
 pub use validation::{Validation, ValidationStatus};

@@ -353,7 +353,7 @@ pub(crate) async fn subscribe_repos<K: Kv + 'static>(
     ws: std::result::Result<WebSocketUpgrade, WebSocketUpgradeRejection>,
 ) -> std::result::Result<Response, XrpcError> {
     app.authorize_read(&headers)?;
-    let params = crate::handlers::query(params)?;
+    let params = crate::handlers::request::query(params)?;
     // Answered as every XRPC error is (JSON), not as axum's plain text.
     let ws = ws.map_err(|rejection| {
         XrpcError::new(

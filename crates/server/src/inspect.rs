@@ -17,7 +17,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use store::Kv;
 
-use crate::handlers::{page_limit, parse_cid, query};
+use crate::handlers::request::{page_limit, parse_cid, query};
 use crate::{App, error::XrpcError};
 
 type Result<T> = std::result::Result<T, XrpcError>;

@@ -298,43 +298,43 @@ fn router_for<K: Kv + 'static>(app: Arc<App<K>>) -> Router {
     let writes = Router::new()
         .route(
             "/xrpc/com.atproto.repo.createRecord",
-            post(handlers::create_record::<K>),
+            post(handlers::atproto_repo::create_record::<K>),
         )
         .route(
             "/xrpc/com.atproto.repo.putRecord",
-            post(handlers::put_record::<K>),
+            post(handlers::atproto_repo::put_record::<K>),
         )
         .route(
             "/xrpc/com.atproto.repo.deleteRecord",
-            post(handlers::delete_record::<K>),
+            post(handlers::atproto_repo::delete_record::<K>),
         )
         .route(
             "/xrpc/com.atproto.repo.applyWrites",
-            post(handlers::apply_writes::<K>),
+            post(handlers::atproto_repo::apply_writes::<K>),
         )
         .route(
             "/xrpc/dev.datarepo.addIndex",
-            post(handlers::add_index::<K>),
+            post(handlers::datarepo_index::add_index::<K>),
         )
         .route(
             "/xrpc/dev.datarepo.dropIndex",
-            post(handlers::drop_index::<K>),
+            post(handlers::datarepo_index::drop_index::<K>),
         )
         .route(
             "/xrpc/dev.datarepo.rebuildIndexes",
-            post(handlers::rebuild_indexes::<K>),
+            post(handlers::datarepo_index::rebuild_indexes::<K>),
         )
         .route(
             "/xrpc/dev.datarepo.putLexicons",
-            post(handlers::put_lexicons::<K>),
+            post(handlers::datarepo_schema::put_lexicons::<K>),
         )
         .route(
             "/xrpc/dev.datarepo.deleteLexicon",
-            post(handlers::delete_lexicon::<K>),
+            post(handlers::datarepo_schema::delete_lexicon::<K>),
         )
         .route(
             "/xrpc/dev.datarepo.defineCollection",
-            post(handlers::define_collection::<K>),
+            post(handlers::datarepo_schema::define_collection::<K>),
         )
         .route_layer(middleware::from_fn_with_state(
             Arc::clone(&app),
@@ -344,7 +344,7 @@ fn router_for<K: Kv + 'static>(app: Arc<App<K>>) -> Router {
         .merge(writes)
         .route(
             "/xrpc/com.atproto.repo.getRecord",
-            get(handlers::get_record::<K>),
+            get(handlers::atproto_repo::get_record::<K>),
         )
         .route(
             "/xrpc/com.atproto.sync.subscribeRepos",
@@ -352,49 +352,55 @@ fn router_for<K: Kv + 'static>(app: Arc<App<K>>) -> Router {
         )
         .route(
             "/xrpc/com.atproto.repo.listRecords",
-            get(handlers::list_records::<K>),
+            get(handlers::atproto_repo::list_records::<K>),
         )
         .route(
             "/xrpc/dev.datarepo.queryRecords",
-            get(handlers::query_records::<K>),
+            get(handlers::datarepo_query::query_records::<K>),
         )
         .route(
             "/xrpc/dev.datarepo.countRecords",
-            get(handlers::count_records::<K>),
+            get(handlers::datarepo_query::count_records::<K>),
         )
         .route(
             "/xrpc/dev.datarepo.topValues",
-            get(handlers::top_values::<K>),
+            get(handlers::datarepo_query::top_values::<K>),
         )
         .route(
             "/xrpc/dev.datarepo.listIndexes",
-            get(handlers::list_indexes::<K>),
+            get(handlers::datarepo_index::list_indexes::<K>),
         )
-        .route("/xrpc/dev.datarepo.getJob", get(handlers::get_job::<K>))
+        .route(
+            "/xrpc/dev.datarepo.getJob",
+            get(handlers::datarepo_index::get_job::<K>),
+        )
         .route(
             "/xrpc/dev.datarepo.checkToken",
-            get(handlers::check_token::<K>),
+            get(handlers::datarepo_index::check_token::<K>),
         )
-        .route("/xrpc/dev.datarepo.listJobs", get(handlers::list_jobs::<K>))
+        .route(
+            "/xrpc/dev.datarepo.listJobs",
+            get(handlers::datarepo_index::list_jobs::<K>),
+        )
         .route(
             "/xrpc/com.atproto.repo.describeRepo",
-            get(handlers::describe_repo::<K>),
+            get(handlers::atproto_repo::describe_repo::<K>),
         )
         .route(
             "/xrpc/com.atproto.sync.getRepo",
-            get(handlers::get_repo::<K>),
+            get(handlers::atproto_sync::get_repo::<K>),
         )
         .route(
             "/xrpc/com.atproto.sync.getLatestCommit",
-            get(handlers::get_latest_commit::<K>),
+            get(handlers::atproto_sync::get_latest_commit::<K>),
         )
         .route(
             "/xrpc/com.atproto.sync.getRecord",
-            get(handlers::sync_get_record::<K>),
+            get(handlers::atproto_sync::sync_get_record::<K>),
         )
         .route(
             "/xrpc/com.atproto.sync.listRepos",
-            get(handlers::list_repos::<K>),
+            get(handlers::atproto_sync::list_repos::<K>),
         )
         .route(
             "/xrpc/dev.datarepo.describeCollections",
@@ -430,17 +436,17 @@ fn router_for<K: Kv + 'static>(app: Arc<App<K>>) -> Router {
             "/xrpc/dev.datarepo.getPailPath",
             get(inspect::get_pail_path::<K>),
         )
-        .route("/xrpc/_health", get(handlers::health))
+        .route("/xrpc/_health", get(handlers::service::health))
         .route("/", get(web::page))
         .route("/repo/{*view}", get(web::page))
         .route("/ui/{name}", get(web::asset))
-        .route("/metrics", get(handlers::metrics::<K>))
+        .route("/metrics", get(handlers::service::metrics::<K>))
         .route(
             "/xrpc/{method}",
-            axum::routing::any(handlers::not_implemented),
+            axum::routing::any(handlers::service::not_implemented),
         )
-        .fallback(handlers::not_found)
-        .method_not_allowed_fallback(handlers::wrong_http_method)
+        .fallback(handlers::service::not_found)
+        .method_not_allowed_fallback(handlers::service::wrong_http_method)
         .layer(middleware::from_fn_with_state(
             Arc::clone(&app),
             observe::<K>,

@@ -32,7 +32,12 @@ use cid::Cid;
 use ipld_core::ipld::Ipld;
 use keycodec::{KeyRange, RecordType, records};
 
-use crate::{error::Error, kv::Kv, kv::WriteOp, store::Store, store::View};
+use crate::{
+    error::Error,
+    kv::interface::Kv,
+    kv::interface::WriteOp,
+    store::state::{Store, View},
+};
 
 /// Which commits keep their blocks alive.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -179,7 +184,7 @@ fn block_cid(key: &[u8]) -> Option<Cid> {
         return None;
     };
     let cid = Cid::try_from(cid).ok()?;
-    (*crate::store::BlockKey::new(&cid) == *key).then_some(cid)
+    (*crate::store::keys::BlockKey::new(&cid) == *key).then_some(cid)
 }
 
 /// The CID a block-delta key names, if it is one as datarepo writes them.
@@ -188,7 +193,7 @@ fn delta_cid(key: &[u8]) -> Option<Cid> {
         return None;
     };
     let cid = Cid::try_from(cid).ok()?;
-    (*crate::store::BlockKey::delta(&cid) == *key).then_some(cid)
+    (*crate::store::keys::BlockKey::delta(&cid) == *key).then_some(cid)
 }
 
 /// The links of a dag-cbor block (none if it does not decode); for a
@@ -497,13 +502,17 @@ impl<K: Kv> Store<K> {
         let unreachable: Vec<(Option<Cid>, Vec<u8>, u64)> = listed
             .into_iter()
             .filter(|(cid, _)| !reachable.contains(cid) && !anchors.contains(cid))
-            .map(|(cid, l)| (Some(cid), crate::store::block_key(&cid), l.len))
+            .map(|(cid, l)| (Some(cid), crate::store::keys::block_key(&cid), l.len))
             .chain(
                 deltas
                     .into_iter()
                     .filter(|(cid, _)| !reachable.contains(cid))
                     .map(|(cid, len)| {
-                        (Some(cid), crate::store::BlockKey::delta(&cid).to_vec(), len)
+                        (
+                            Some(cid),
+                            crate::store::keys::BlockKey::delta(&cid).to_vec(),
+                            len,
+                        )
                     }),
             )
             .chain(stray.into_iter().map(|(key, len)| (None, key, len)))
@@ -562,7 +571,11 @@ mod tests {
     use multihash_codetable::{Code, MultihashDigest};
 
     use super::*;
-    use crate::{Block, Commit, Head, MemoryKv};
+    use crate::{
+        block::Block,
+        kv::memory::MemoryKv,
+        store::commit::{Commit, Head},
+    };
 
     const REPO: &str = "did:web:budget";
 
@@ -611,7 +624,7 @@ mod tests {
                     records: Vec::new(),
                     collections: Vec::new(),
                     index: Vec::new(),
-                    history: crate::store::LogChange::default(),
+                    history: crate::store::commit::LogChange::default(),
                     event: None,
                 })
                 .await
@@ -668,7 +681,7 @@ mod tests {
         store
             .kv()
             .write(vec![WriteOp::Put(
-                crate::store::block_key(&tree.cid()),
+                crate::store::keys::block_key(&tree.cid()),
                 Bytes::from_static(b"not the tree"),
             )])
             .await

@@ -25,21 +25,26 @@ mod record_counts;
 mod shard_cache;
 mod store;
 mod wal_backlog;
-pub use wal_backlog::{MAX_BACKLOG_AGE, MIN_FLUSH_GAP};
+pub use wal_backlog::{MAX_BACKLOG_AGE, MIN_FLUSH_GAP, WAL_REPLAY_LIMIT};
 
 pub use bitmap::{CONTAINER_BITS, ContainerDelta, ContainerError, ContainerGroup, SHORT_LIMIT};
 pub use block::Block;
 pub use error::{Conflict, Error};
 pub use gc::{GcOptions, GcProgress, GcReport, Retention};
-pub use kv::{
+pub use kv::interface::{Durability, EngineMetric, EngineMetricValue, Kv, WriteOp};
+pub use kv::location::{Location, S3_PROBE_TIMEOUT};
+pub use kv::memory::MemoryKv;
+pub use kv::options::{
     DEFAULT_BULK_BATCH_BYTES, DEFAULT_FLUSH_INTERVAL, DEFAULT_L0_SST_SIZE_BYTES,
-    DEFAULT_S3_FLUSH_INTERVAL, DEFAULT_SCAN_READ_AHEAD, Durability, EngineMetric,
-    EngineMetricValue, Kv, LOCAL_COMPACTION_POLL, LOCAL_WAL_FENCE_MIN_AGE, Location, MemoryKv,
-    S3_PROBE_TIMEOUT, SlateKv, SlateOptions, WAL_REPLAY_LIMIT, WriteOp,
+    DEFAULT_S3_FLUSH_INTERVAL, DEFAULT_SCAN_READ_AHEAD, LOCAL_COMPACTION_POLL,
+    LOCAL_WAL_FENCE_MIN_AGE, SlateOptions,
 };
+pub use kv::slate::SlateKv;
 pub use record_counts::{record_count_change, record_count_op};
-pub use store::{
-    AnchorMemo, Commit, DEFAULT_DURABILITY_TIMEOUT, DEFAULT_SHARD_CACHE_BYTES, Head,
-    INLINE_RECORD_BYTES, IndexRow, LogChange, PendingCommit, PinWindow, PinnedCommit, RecordChange,
+pub use store::commit::{Commit, Head, IndexRow, LogChange, RecordChange};
+pub use store::index_value::INLINE_RECORD_BYTES;
+pub use store::state::{
+    AnchorMemo, DEFAULT_DURABILITY_TIMEOUT, DEFAULT_SHARD_CACHE_BYTES, PinWindow, PinnedCommit,
     Store,
 };
+pub use store::write::PendingCommit;

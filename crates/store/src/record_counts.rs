@@ -7,8 +7,8 @@
 use bytes::Bytes;
 use keycodec::records;
 
-use crate::store::View;
-use crate::{error::Error, kv::Kv, kv::WriteOp, store::Store};
+use crate::store::state::View;
+use crate::{error::Error, kv::interface::Kv, kv::interface::WriteOp, store::state::Store};
 
 /// Record-index rows read per page when counting them.
 const COUNT_PAGE: usize = 4096;

@@ -32,7 +32,7 @@ use foldhash::HashMap;
 use serde::{Deserialize, Serialize};
 
 use crate::{
-    car::read::car_err, error::Error, keys::SigningKeys, repository::CollectionInfo,
+    car::read::car_err, error::Error, keys::SigningKeys, repository::collection::CollectionInfo,
     signing::PublicKey,
 };
 use index::IndexKind;

@@ -21,8 +21,8 @@ use crate::{
     },
     error::Error,
     record::is_supported,
-    repository::Repository,
-    repository::load_commit,
+    repository::head::load_commit,
+    repository::state::Repository,
 };
 
 /// What an export wrote.
@@ -289,7 +289,10 @@ impl<W: AsyncWrite + Unpin + Send> Writer<W> {
     }
 
     /// Ends the file; what was written, under the root `head`.
-    async fn finish(self, head: &crate::repository::HeadInfo) -> Result<(W, ExportReport), Error> {
+    async fn finish(
+        self,
+        head: &crate::repository::head::HeadInfo,
+    ) -> Result<(W, ExportReport), Error> {
         let out = self.car.finish().await.map_err(io_err)?;
         Ok((
             out,
@@ -560,7 +563,7 @@ impl<K: Kv> Repository<K> {
             inner: &**store,
             seen: Mutex::new(Vec::new()),
         };
-        let key = crate::repository::pail_key(collection, rkey);
+        let key = crate::repository::paths::pail_key(collection, rkey);
         let found = pail::get(&recording, head.data, &key).await?;
         let mut w = Writer::start(out, store, head.commit).await?;
         let path = std::mem::take(

@@ -21,12 +21,9 @@ use super::{
     read::{FileBlocks, FileHistory, car_err, file_history, read_car, root_commit},
 };
 use crate::{
-    car::declarations::Declarations,
-    commit::CommitData,
-    error::Error,
-    repository::Repos,
-    repository::Repository,
-    repository::{CollectionInfo, load_commit},
+    car::declarations::Declarations, commit::CommitData, error::Error,
+    repository::collection::CollectionInfo, repository::head::load_commit,
+    repository::repos::Repos, repository::state::Repository,
 };
 
 /// What an import did.
@@ -217,7 +214,9 @@ impl<K: Kv> Repos<K> {
         progress(ImportProgress::Checking);
         let (commit_block, commit) = root_commit(&blocks, root)?;
         let commit_block = commit_block.clone();
-        if let Some(why) = crate::repository::unusable_rev(commit.rev, self.env().now_micros()) {
+        if let Some(why) =
+            crate::repository::head::unusable_rev(commit.rev, self.env().now_micros())
+        {
             return Err(car_err(format!("the root commit {root}: {why}")));
         }
         rkey::validate_repo_id(&commit.repo).map_err(|e| Error::InvalidRepoId {

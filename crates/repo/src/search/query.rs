@@ -1,0 +1,341 @@
+//! Queries over the field indexes: matching records, counts, top values
+//! and stats, through the repository's row cache.
+
+use std::sync::Arc;
+
+use roaring::RoaringBitmap;
+use store::Kv;
+
+use index::{Declared, IndexDecl, IndexKind, Reader, Stats, TopValue};
+
+use crate::{error::Error, record::Record, repository::state::Repository};
+
+/// One page of [`Repository::query`].
+#[derive(Debug, Clone)]
+pub struct QueryPage {
+    /// (rkey, record), in rkey order (descending with `reverse`).
+    pub records: Vec<(String, Record)>,
+    /// Where the next page starts, present when more may follow.
+    pub cursor: Option<String>,
+}
+
+/// A page when column order is rkey order: walk the matching bitmap.
+async fn page_by_column<K: Kv>(
+    reader: &Reader<'_, K>,
+    bits: &RoaringBitmap,
+    cursor: Option<&str>,
+    reverse: bool,
+    limit: usize,
+) -> Result<Vec<u32>, Error> {
+    let mut columns = Vec::with_capacity(limit);
+    let mut it = bits.iter();
+    if let Some(c) = cursor {
+        let Some((from, exact)) = reader.column_near(c, reverse).await? else {
+            return Ok(Vec::new());
+        };
+        if reverse {
+            it.advance_back_to(from);
+        } else {
+            it.advance_to(from);
+        }
+        if exact {
+            // The cursor's own record is not repeated.
+            let next = if reverse { it.next_back() } else { it.next() };
+            if let Some(n) = next
+                && n != from
+            {
+                columns.push(n);
+            }
+        }
+    }
+    while columns.len() < limit {
+        let next = if reverse { it.next_back() } else { it.next() };
+        match next {
+            Some(c) => columns.push(c),
+            None => break,
+        }
+    }
+    Ok(columns)
+}
+
+/// A page when column order is not rkey order: walk the columns by rkey.
+async fn page_by_rkey<K: Kv>(
+    reader: &Reader<'_, K>,
+    bits: &RoaringBitmap,
+    cursor: Option<&str>,
+    reverse: bool,
+    limit: usize,
+) -> Result<Vec<String>, Error> {
+    let mut out = Vec::with_capacity(limit);
+    let packed = reader.packed().await?;
+    let mut walk = index::Walk::new(reader.kv, reader.scope, &packed, cursor, reverse).await?;
+    while out.len() < limit {
+        let Some((rkey, column)) = walk.next().await? else {
+            break;
+        };
+        if bits.contains(column) {
+            out.push(rkey);
+        }
+    }
+    Ok(out)
+}
+
+impl<K: Kv> Repository<K> {
+    pub(super) fn clear_cache(&self) {
+        self.cache
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clear();
+    }
+
+    /// The declarations of `collection`, through the cache.
+    pub(super) async fn declared(&self, collection: &str) -> Result<Arc<Vec<Declared>>, Error> {
+        if let Some(d) = self.lock_cache().declared(collection) {
+            return Ok(d);
+        }
+        let d = Arc::new(index::declarations(self.store.kv(), &self.id, Some(collection)).await?);
+        self.lock_cache().set_declared(collection, Arc::clone(&d));
+        Ok(d)
+    }
+
+    pub(super) fn lock_cache(&self) -> std::sync::MutexGuard<'_, index::IndexCache> {
+        self.cache
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Empties the cache unless it is of the current head and index epoch.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::IndexRebuildPending`] while the indexes do not describe
+    /// the records (an import's rebuild not finished).
+    pub(super) async fn sync_cache(&self) -> Result<(), Error> {
+        let kv = self.store.kv();
+        let head = self.store.head(&self.id).await?.map(|h| h.commit);
+        // The store's one writer changes the epoch only here, emptying the
+        // cache each time: while the cache follows the head, its epoch is
+        // current (one point read per query saved).
+        if kv.sole_writer() && self.lock_cache().synced_with(head) {
+            return Ok(());
+        }
+        let epoch = index::epoch(kv, &self.id).await?;
+        if epoch.rebuild_pending {
+            return Err(Error::IndexRebuildPending(self.id.clone()));
+        }
+        self.lock_cache().sync(head, epoch.number);
+        Ok(())
+    }
+
+    /// The matching columns of `collection` and the reader that found them;
+    /// `None` when no `where` was given and the collection has no index (or
+    /// its indexes await a rebuild: the record index answers then).
+    pub(super) async fn matching<'a>(
+        &'a self,
+        collection: &str,
+        where_: Option<&str>,
+    ) -> Result<Option<(Reader<'a, K>, RoaringBitmap)>, Error> {
+        rkey::validate_nsid(collection)?;
+        let expr = where_
+            .map(index::parse_where)
+            .transpose()
+            .map_err(Error::InvalidQuery)?;
+        match self.sync_cache().await {
+            Err(Error::IndexRebuildPending(_)) if expr.is_none() => return Ok(None),
+            synced => synced?,
+        }
+        let declared = self.declared(collection).await?;
+        let plan = expr
+            .as_ref()
+            .map(|e| index::eval_plan(collection, e, &declared))
+            .transpose()?;
+        let Some(scope) = declared.first().map(|d| d.scope) else {
+            return Ok(None);
+        };
+        let reader = Reader::new(self.store.kv(), &self.cache, scope);
+        let bits = match &plan {
+            Some(p) => reader.eval(p).await?,
+            None => reader.all().await?,
+        };
+        Ok(Some((reader, bits)))
+    }
+
+    /// The records of `collection` matching `where_` (every record without
+    /// it), in rkey order (descending with `reverse`), up to `limit` after
+    /// `cursor`, as `listRecords` pages them.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidQuery`] naming the position or path at fault, or a
+    /// storage error.
+    pub async fn query(
+        &self,
+        collection: &str,
+        where_: Option<&str>,
+        cursor: Option<&str>,
+        reverse: bool,
+        limit: usize,
+    ) -> Result<QueryPage, Error>
+    where
+        K: 'static,
+    {
+        let limit = limit.max(1);
+        // One more than asked tells whether another page follows.
+        let want = limit.saturating_add(1);
+        let _search = self.search.read().await;
+        let Some((reader, bits)) = self.matching(collection, where_).await? else {
+            let mut records = self.list_records(collection, cursor, reverse, want).await?;
+            let more = records.len() > limit;
+            records.truncate(limit);
+            let cursor = records.last().filter(|_| more).map(|(k, _)| k.clone());
+            return Ok(QueryPage { records, cursor });
+        };
+        let mut items: Vec<String> = if reader.out_of_order().await?.is_empty() {
+            let columns = page_by_column(&reader, &bits, cursor, reverse, want).await?;
+            reader.rkeys(&columns).await?
+        } else {
+            page_by_rkey(&reader, &bits, cursor, reverse, want).await?
+        };
+        let more = items.len() > limit;
+        items.truncate(limit);
+        let records = self.read_records(collection, items).await?;
+        let cursor = records.last().filter(|_| more).map(|(k, _)| k.clone());
+        Ok(QueryPage { records, cursor })
+    }
+
+    /// The records of a page, read in two tasks (the reads are lookups
+    /// that mostly wait on memory, and a page's are independent).
+    pub(super) async fn read_records(
+        &self,
+        collection: &str,
+        items: Vec<String>,
+    ) -> Result<Vec<(String, Record)>, Error>
+    where
+        K: 'static,
+    {
+        let half = items.len().div_ceil(2).max(1);
+        let mut tasks = Vec::new();
+        for chunk in items.chunks(half) {
+            let (store, id, collection, chunk) = (
+                Arc::clone(&self.store),
+                self.id.clone(),
+                collection.to_owned(),
+                chunk.to_vec(),
+            );
+            tasks.push(tokio::spawn(async move {
+                let mut out = Vec::with_capacity(chunk.len());
+                for rkey in chunk {
+                    let block = store
+                        .written_record_block(&id, &collection, &rkey)
+                        .await?
+                        .ok_or_else(|| {
+                            Error::MalformedIndex(format!(
+                                "{collection}/{rkey} is indexed but not stored"
+                            ))
+                        })?;
+                    out.push((rkey, Record::stored(block)));
+                }
+                Ok::<_, Error>(out)
+            }));
+        }
+        let mut records = Vec::with_capacity(items.len());
+        for t in tasks {
+            records.extend(t.await.map_err(|e| {
+                Error::Io(std::io::Error::other(format!("a read task failed: {e}")))
+            })??);
+        }
+        Ok(records)
+    }
+
+    /// How many records of `collection` match `where_` (all without it).
+    ///
+    /// # Errors
+    ///
+    /// As [`Repository::query`].
+    pub async fn count(&self, collection: &str, where_: Option<&str>) -> Result<u64, Error> {
+        let _search = self.search.read().await;
+        match self.matching(collection, where_).await? {
+            Some((_, bits)) => Ok(bits.len()),
+            None => self.record_count(collection).await,
+        }
+    }
+
+    pub(super) fn index_of(
+        declared: &[IndexDecl],
+        collection: &str,
+        path: &str,
+        want: IndexKind,
+        what: &str,
+    ) -> Result<(), Error> {
+        match declared.iter().find(|d| d.path == path) {
+            Some(d) if d.kind == want => Ok(()),
+            Some(d) => Err(Error::InvalidQuery(format!(
+                "{what} needs {} index; {path} of {collection} has {} index",
+                want.with_article(),
+                d.kind.with_article()
+            ))),
+            None => Err(Error::InvalidQuery(format!(
+                "{path} has no index in {collection}; add one with `datarepo index add {collection} {path} --kind {want}`"
+            ))),
+        }
+    }
+
+    /// The `limit` most frequent values of the keyword index at `path`
+    /// among the records matching `where_`, by count descending then value.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidQuery`] when `path` has no keyword index, or as
+    /// [`Repository::query`].
+    pub async fn top_values(
+        &self,
+        collection: &str,
+        path: &str,
+        where_: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<TopValue>, Error> {
+        let _search = self.search.read().await;
+        rkey::validate_nsid(collection)?;
+        self.sync_cache().await?;
+        let declared: Vec<IndexDecl> = self
+            .declared(collection)
+            .await?
+            .iter()
+            .map(|d| d.decl.clone())
+            .collect();
+        Self::index_of(&declared, collection, path, IndexKind::Keyword, "--top")?;
+        let Some((reader, bits)) = self.matching(collection, where_).await? else {
+            return Ok(Vec::new());
+        };
+        Ok(reader.top(path, &bits, limit).await?)
+    }
+
+    /// Count, sum, min and max of the values of the integer index at
+    /// `path` among the records matching `where_`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidQuery`] when `path` has no integer index, or as
+    /// [`Repository::query`].
+    pub async fn stats(
+        &self,
+        collection: &str,
+        path: &str,
+        where_: Option<&str>,
+    ) -> Result<Stats, Error> {
+        let _search = self.search.read().await;
+        rkey::validate_nsid(collection)?;
+        self.sync_cache().await?;
+        let declared: Vec<IndexDecl> = self
+            .declared(collection)
+            .await?
+            .iter()
+            .map(|d| d.decl.clone())
+            .collect();
+        Self::index_of(&declared, collection, path, IndexKind::Integer, "--stats")?;
+        let Some((reader, bits)) = self.matching(collection, where_).await? else {
+            return Ok(Stats::default());
+        };
+        Ok(reader.stats(path, &bits).await?)
+    }
+}

@@ -1,0 +1,158 @@
+//! `dev.datarepo.queryRecords`, `countRecords` and `topValues`: queries
+//! over the field indexes.
+
+use std::sync::Arc;
+
+use axum::{
+    Json,
+    extract::{Query, State, rejection::QueryRejection},
+    http::{HeaderMap, StatusCode},
+};
+use repo::record_uri;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use store::Kv;
+
+use super::request::{Result, page_limit, query};
+use crate::{App, error::XrpcError};
+
+/// Runs a query in its turn (at most `max_concurrent_queries` at once) and
+/// within its budget (`query_timeout`).
+async fn bounded_query<K: Kv, T>(
+    app: &App<K>,
+    query: impl Future<Output = std::result::Result<T, repo::Error>>,
+) -> Result<T> {
+    let _turn = app
+        .queries
+        .acquire()
+        .await
+        .map_err(|_| XrpcError::internal("the query pool is closed"))?;
+    let budget = app.config.limits.query_timeout;
+    match tokio::time::timeout(budget, query).await {
+        Ok(result) => Ok(result?),
+        Err(_) => Err(XrpcError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "QueryTimeout",
+            format!(
+                "the query ran longer than its {budget:?} budget (serve --query-timeout-secs) \
+                 and was abandoned; narrow it (fewer values, a smaller range, a where on a \
+                 rarer value)"
+            ),
+        )),
+    }
+}
+
+#[derive(Deserialize)]
+pub(crate) struct QueryRecordsParams {
+    repo: String,
+    collection: String,
+    #[serde(rename = "where")]
+    where_: Option<String>,
+    limit: Option<i64>,
+    cursor: Option<String>,
+    reverse: Option<bool>,
+}
+
+/// `dev.datarepo.queryRecords`: listRecords' shape, filtered by `where`.
+pub(crate) async fn query_records<K: Kv + 'static>(
+    State(app): State<Arc<App<K>>>,
+    headers: HeaderMap,
+    params: std::result::Result<Query<QueryRecordsParams>, QueryRejection>,
+) -> Result<Json<Value>> {
+    app.authorize_read(&headers)?;
+    let p = query(params)?;
+    let limit = page_limit(p.limit, 50, app.config.limits.max_page)?;
+    let repo = app.repo(&p.repo).await?;
+    let page = bounded_query(
+        &app,
+        repo.query(
+            &p.collection,
+            p.where_.as_deref().filter(|w| !w.trim().is_empty()),
+            p.cursor.as_deref(),
+            p.reverse.unwrap_or(false),
+            limit,
+        ),
+    )
+    .await?;
+    let records: Vec<Value> = page
+        .records
+        .iter()
+        .map(|(rkey, r)| {
+            json!({
+                "uri": record_uri(repo.id(), &p.collection, rkey),
+                "cid": r.cid().to_string(),
+                "value": r.to_json(),
+            })
+        })
+        .collect();
+    let mut out = json!({ "records": records });
+    if let Some(cursor) = page.cursor {
+        out["cursor"] = json!(cursor);
+    }
+    Ok(Json(out))
+}
+
+#[derive(Deserialize)]
+pub(crate) struct CountRecordsParams {
+    repo: String,
+    collection: String,
+    #[serde(rename = "where")]
+    where_: Option<String>,
+}
+
+/// `dev.datarepo.countRecords` → `{"count"}`.
+pub(crate) async fn count_records<K: Kv + 'static>(
+    State(app): State<Arc<App<K>>>,
+    headers: HeaderMap,
+    params: std::result::Result<Query<CountRecordsParams>, QueryRejection>,
+) -> Result<Json<Value>> {
+    app.authorize_read(&headers)?;
+    let p = query(params)?;
+    let repo = app.repo(&p.repo).await?;
+    let n = bounded_query(
+        &app,
+        repo.count(
+            &p.collection,
+            p.where_.as_deref().filter(|w| !w.trim().is_empty()),
+        ),
+    )
+    .await?;
+    Ok(Json(json!({ "count": n })))
+}
+
+#[derive(Deserialize)]
+pub(crate) struct TopValuesParams {
+    repo: String,
+    collection: String,
+    path: String,
+    #[serde(rename = "where")]
+    where_: Option<String>,
+    limit: Option<i64>,
+}
+
+/// `dev.datarepo.topValues` → `{"top": [{"value", "count"}]}`.
+pub(crate) async fn top_values<K: Kv + 'static>(
+    State(app): State<Arc<App<K>>>,
+    headers: HeaderMap,
+    params: std::result::Result<Query<TopValuesParams>, QueryRejection>,
+) -> Result<Json<Value>> {
+    app.authorize_read(&headers)?;
+    let p = query(params)?;
+    let limit = page_limit(p.limit, 10, app.config.limits.max_page)?;
+    let repo = app.repo(&p.repo).await?;
+    let top = bounded_query(
+        &app,
+        repo.top_values(
+            &p.collection,
+            &p.path,
+            p.where_.as_deref().filter(|w| !w.trim().is_empty()),
+            limit,
+        ),
+    )
+    .await?;
+    let top: Vec<Value> = top
+        .iter()
+        .map(|t| json!({"value": t.value.to_json(), "count": t.count}))
+        .collect();
+    Ok(Json(json!({ "top": top })))
+}

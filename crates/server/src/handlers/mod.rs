@@ -1,0 +1,18 @@
+//! The XRPC endpoints, one module per API family.
+//!
+//! [`request`] reads requests and [`access`] decides who may do what and
+//! runs commits; the families build on both and never on each other:
+//! [`atproto_repo`] (`com.atproto.repo.*`), [`atproto_sync`]
+//! (`com.atproto.sync.*`), [`datarepo_query`], [`datarepo_index`] and
+//! [`datarepo_schema`] (`dev.datarepo.*`), and [`service`] (health,
+//! metrics, fallbacks). The firehose and inspection endpoints live in
+//! `crate::firehose` and `crate::inspect`.
+
+pub(crate) mod access;
+pub(crate) mod atproto_repo;
+pub(crate) mod atproto_sync;
+pub(crate) mod datarepo_index;
+pub(crate) mod datarepo_query;
+pub(crate) mod datarepo_schema;
+pub(crate) mod request;
+pub(crate) mod service;

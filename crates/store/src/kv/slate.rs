@@ -1,0 +1,453 @@
+//! [`SlateKv`]: the [`Kv`](super::interface::Kv) over SlateDB.
+
+use std::{
+    path::{Path, PathBuf},
+    sync::Arc,
+};
+
+use bytes::Bytes;
+use keycodec::KeyRange;
+use slatedb::{
+    Db, DbReader, DbReaderMode, IterationOrder, WriteBatch,
+    config::{DbReaderOptions, DurabilityLevel, ReadOptions, ScanOptions},
+    object_store::ObjectStore,
+};
+use slatedb_common::metrics::DefaultMetricsRecorder;
+
+use super::{
+    interface::{Durability, EngineMetric, Kv, WriteOp},
+    location::{DB_PATH, Location, object_store, probe_writable},
+    options::{DEFAULT_BULK_BATCH_BYTES, DEFAULT_SCAN_READ_AHEAD, Medium, SlateOptions},
+};
+use crate::error::Error;
+use crate::wal_backlog::{WAL_REPLAY_LIMIT, WalBacklog};
+
+/// SlateDB on an object store: today a local directory.
+///
+/// Writes return once SlateDB reports them durable (written to its WAL in
+/// object storage), so concurrent writers share WAL flushes: commits that
+/// arrive together are made durable by one write (group commit).
+///
+/// One writer per database: opening a second writer on the same location
+/// fences the first, whose writes then fail with [`Error::Fenced`]. Any
+/// number of read-only openers ([`SlateKv::open_reader`]) may follow it.
+#[derive(Clone)]
+pub struct SlateKv {
+    db: Handle,
+    /// A writer's path and object store, for the garbage collection pass
+    /// after a close that flushed the memtable.
+    collect: Option<Collect>,
+    /// The directory of a local store.
+    local_dir: Option<Arc<PathBuf>>,
+    read_ahead: usize,
+    bulk_batch_bytes: usize,
+    /// SlateDB's metrics (a writer's; a reader records none).
+    metrics: Option<Arc<DefaultMetricsRecorder>>,
+    /// A writer's WAL SSTs not yet in an L0 SST.
+    backlog: Option<Arc<WalBacklog>>,
+}
+
+#[derive(Clone)]
+struct Collect {
+    path: String,
+    store: Arc<dyn ObjectStore>,
+    options: slatedb::config::GarbageCollectorOptions,
+}
+
+#[derive(Clone)]
+enum Handle {
+    Writer(Arc<Db>),
+    Reader(Arc<DbReader>),
+}
+
+impl std::fmt::Debug for SlateKv {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SlateKv").finish_non_exhaustive()
+    }
+}
+
+impl SlateKv {
+    /// Opens (creating if needed) the database at `location` with default options.
+    ///
+    /// # Errors
+    ///
+    /// As [`SlateKv::open_with`].
+    pub async fn open(location: &Location) -> Result<Self, Error> {
+        Self::open_with(location, &SlateOptions::default()).await
+    }
+
+    /// Opens (creating if needed) the database at `location`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Location`] when the location cannot be used (a directory
+    /// that cannot be created, missing S3 settings), [`Error::Settings`]
+    /// for an unreadable settings file, [`Error::Unavailable`] when SlateDB
+    /// cannot open the database.
+    pub async fn open_with(location: &Location, options: &SlateOptions) -> Result<Self, Error> {
+        let (path, store) = object_store(location).await?;
+        let medium = match location {
+            Location::Local(_) => Medium::Local,
+            Location::S3 { .. } => Medium::ObjectStore,
+        };
+        // SlateDB retries a failing write for ever; a directory that cannot
+        // be written is said so at once instead.
+        let local_dir = match location {
+            Location::Local(dir) => {
+                probe_writable(dir).map_err(|source| Error::NotWritable {
+                    location: location.to_string(),
+                    source,
+                })?;
+                Some(Arc::new(dir.clone()))
+            }
+            Location::S3 { .. } => None,
+        };
+        let mut kv = Self::build(&path, store, options, options.settings(medium)?).await?;
+        kv.local_dir = local_dir;
+        Ok(kv)
+    }
+
+    /// Opens (creating if needed) the database at `path` in any object
+    /// store, e.g. one wrapped for instrumentation or fault injection.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Unavailable`] when SlateDB cannot open the database.
+    pub async fn open_object_store(path: &str, store: Arc<dyn ObjectStore>) -> Result<Self, Error> {
+        Self::open_object_store_with(path, store, &SlateOptions::default()).await
+    }
+
+    /// [`SlateKv::open_object_store`] with options. The store may be
+    /// anything, so SlateDB's own compactor and garbage-collector settings
+    /// apply (not the local directory's), with the local WAL flush interval.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Settings`] for an unreadable settings file,
+    /// [`Error::Unavailable`] when SlateDB cannot open the database.
+    pub async fn open_object_store_with(
+        path: &str,
+        store: Arc<dyn ObjectStore>,
+        options: &SlateOptions,
+    ) -> Result<Self, Error> {
+        Self::build(path, store, options, options.settings(Medium::Given)?).await
+    }
+
+    async fn build(
+        path: &str,
+        store: Arc<dyn ObjectStore>,
+        options: &SlateOptions,
+        settings: slatedb::Settings,
+    ) -> Result<Self, Error> {
+        let metrics = Arc::new(DefaultMetricsRecorder::new());
+        let collect = settings
+            .garbage_collector_options
+            .clone()
+            .map(|options| Collect {
+                path: path.to_owned(),
+                store: Arc::clone(&store),
+                options,
+            });
+        let db = Db::builder(path.to_owned(), store)
+            .with_settings(settings)
+            .with_metrics_recorder(metrics.clone())
+            .with_merge_operator(Arc::new(crate::bitmap::ContainerMerge))
+            .build()
+            .await?;
+        let db = Arc::new(db);
+        let backlog = Arc::new(WalBacklog::new(&db, Arc::clone(&metrics)));
+        Arc::clone(&backlog).spawn_flusher(Arc::downgrade(&db));
+        Ok(Self {
+            db: Handle::Writer(db),
+            collect,
+            local_dir: None,
+            metrics: Some(metrics),
+            backlog: Some(backlog),
+            read_ahead: options
+                .scan_read_ahead_bytes
+                .unwrap_or(DEFAULT_SCAN_READ_AHEAD),
+            bulk_batch_bytes: options.bulk_batch_bytes.unwrap_or(DEFAULT_BULK_BATCH_BYTES),
+        })
+    }
+
+    /// Opens the database at `location` read-only; it sees new commits
+    /// within `refresh` of their becoming durable.
+    ///
+    /// # Errors
+    ///
+    /// As [`SlateKv::open`]; the database must already exist.
+    pub async fn open_reader(
+        location: &Location,
+        refresh: std::time::Duration,
+    ) -> Result<Self, Error> {
+        Self::open_reader_with(location, refresh, &SlateOptions::default()).await
+    }
+
+    /// [`SlateKv::open_reader`] with `options`. A reader writes nothing, so
+    /// of a settings file it uses only the local object-store cache
+    /// (`object_store_cache_options`); the file is still read and checked,
+    /// so a mistake in it is an error here as it is for the writer.
+    ///
+    /// # Errors
+    ///
+    /// As [`SlateKv::open_reader`], and [`Error::Settings`] for a settings
+    /// file that cannot be read.
+    pub async fn open_reader_with(
+        location: &Location,
+        refresh: std::time::Duration,
+        options: &SlateOptions,
+    ) -> Result<Self, Error> {
+        let settings = options.settings(Medium::Local)?;
+        // A reader never creates a database; say so plainly rather than
+        // with SlateDB's missing-manifest error.
+        if let Location::Local(dir) = location
+            && !dir.join(DB_PATH).is_dir()
+        {
+            return Err(Error::Location {
+                location: location.to_string(),
+                reason: "no store here: nothing has been written to it".to_owned(),
+            });
+        }
+        let (path, store) = object_store(location).await?;
+        let reader_options = DbReaderOptions {
+            manifest_poll_interval: refresh,
+            object_store_cache_options: settings.object_store_cache_options,
+            ..DbReaderOptions::default()
+        };
+        // A reader keeps a checkpoint in the manifest, so that a writer's
+        // garbage collection leaves the files it reads alone. Where the
+        // directory cannot be written (a read-only mount, a full disk) it
+        // follows the manifest without one, writing nothing (SlateDB would
+        // otherwise retry the checkpoint's write for ever).
+        let mode = match location {
+            Location::Local(dir) => match probe_writable(dir) {
+                Ok(()) => DbReaderMode::ManagedCheckpoint,
+                Err(e) => {
+                    tracing::info!(
+                        store = %location,
+                        error = %e,
+                        "the store cannot be written; reading it without a checkpoint"
+                    );
+                    DbReaderMode::FollowLatest
+                }
+            },
+            Location::S3 { .. } => DbReaderMode::ManagedCheckpoint,
+        };
+        let reader = DbReader::builder(path, store)
+            .with_options(reader_options)
+            .with_reader_mode(mode)
+            .with_merge_operator(Arc::new(crate::bitmap::ContainerMerge))
+            .build()
+            .await?;
+        Ok(Self {
+            db: Handle::Reader(Arc::new(reader)),
+            collect: None,
+            local_dir: match location {
+                Location::Local(dir) => Some(Arc::new(dir.clone())),
+                Location::S3 { .. } => None,
+            },
+            read_ahead: options
+                .scan_read_ahead_bytes
+                .unwrap_or(DEFAULT_SCAN_READ_AHEAD),
+            bulk_batch_bytes: DEFAULT_BULK_BATCH_BYTES,
+            metrics: None,
+            backlog: None,
+        })
+    }
+
+    /// Opens (creating if needed) a database in the local directory `dir`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Location`] when the directory cannot be created or used,
+    /// [`Error::Unavailable`] when SlateDB cannot open the database (for
+    /// example because another writer holds it).
+    pub async fn open_local(dir: &Path) -> Result<Self, Error> {
+        Self::open(&Location::Local(dir.to_path_buf())).await
+    }
+
+    /// Makes every write applied so far durable now, rather than at the
+    /// next WAL flush interval; a read-only opener has nothing to flush.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Unavailable`] when the flush fails.
+    pub async fn flush(&self) -> Result<(), Error> {
+        match &self.db {
+            Handle::Writer(db) => db.flush().await.map_err(Error::from),
+            Handle::Reader(_) => Ok(()),
+        }
+    }
+
+    /// Flushes and closes the database; later calls fail.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Unavailable`] when the final flush fails.
+    ///
+    /// A writer flushes its memtable to L0 only when a reopen would
+    /// otherwise replay more than [`WAL_REPLAY_LIMIT`] WAL SSTs, and then
+    /// runs one pass of SlateDB's garbage collection (which otherwise runs
+    /// on a timer, and not at all in a process that lives a few
+    /// milliseconds): short-lived processes leave no files behind that
+    /// nothing collects, and files younger than the collector's minimum
+    /// age wait for a later pass.
+    pub async fn close(&self) -> Result<(), Error> {
+        self.close_inner(false).await
+    }
+
+    /// [`SlateKv::close`], always flushing a writer's memtable, so that the
+    /// next open replays no WAL: a long-running writer's (a server's) clean
+    /// shutdown.
+    ///
+    /// # Errors
+    ///
+    /// As [`SlateKv::close`].
+    pub async fn close_flushed(&self) -> Result<(), Error> {
+        self.close_inner(true).await
+    }
+
+    async fn close_inner(&self, always_flush: bool) -> Result<(), Error> {
+        match &self.db {
+            Handle::Writer(db) => {
+                let backlog = self.backlog.as_ref().map_or(0, |b| b.now().0);
+                let flush = always_flush || backlog > WAL_REPLAY_LIMIT;
+                db.close_with_options(slatedb::config::CloseOptions {
+                    flush_type: Some(if flush {
+                        slatedb::config::FlushType::MemTable
+                    } else {
+                        slatedb::config::FlushType::Wal
+                    }),
+                })
+                .await?;
+                if flush && let Some(c) = &self.collect {
+                    slatedb::admin::AdminBuilder::new(c.path.clone(), Arc::clone(&c.store))
+                        .build()
+                        .run_gc_once(c.options.clone())
+                        .await?;
+                }
+                Ok(())
+            }
+            Handle::Reader(r) => r.close().await.map_err(Error::from),
+        }
+    }
+}
+
+impl SlateKv {
+    /// A get that sees writes down to `level` (`Remote`: durable only). A
+    /// reader sees only durable data whatever the level.
+    async fn get_at(&self, key: &[u8], level: DurabilityLevel) -> Result<Option<Bytes>, Error> {
+        let options = ReadOptions::new().with_durability_filter(level);
+        Ok(match &self.db {
+            Handle::Writer(db) => db.get_with_options(key, &options).await?,
+            Handle::Reader(r) => r.get_with_options(key, &options).await?,
+        })
+    }
+
+    async fn scan_at(
+        &self,
+        range: &KeyRange,
+        reverse: bool,
+        limit: usize,
+        level: DurabilityLevel,
+    ) -> Result<Vec<(Bytes, Bytes)>, Error> {
+        let options = ScanOptions {
+            order: if reverse {
+                IterationOrder::Descending
+            } else {
+                IterationOrder::Ascending
+            },
+            read_ahead_bytes: self.read_ahead,
+            durability_filter: level,
+            ..ScanOptions::default()
+        };
+        let start = range.start.clone();
+        let mut iter = match (&self.db, &range.end) {
+            (Handle::Writer(db), Some(end)) => {
+                db.scan_with_options(start..end.clone(), &options).await?
+            }
+            (Handle::Writer(db), None) => db.scan_with_options(start.., &options).await?,
+            (Handle::Reader(r), Some(end)) => {
+                r.scan_with_options(start..end.clone(), &options).await?
+            }
+            (Handle::Reader(r), None) => r.scan_with_options(start.., &options).await?,
+        };
+        let mut out = Vec::new();
+        while out.len() < limit {
+            match iter.next().await? {
+                Some(kv) => out.push((kv.key, kv.value)),
+                None => break,
+            }
+        }
+        Ok(out)
+    }
+}
+
+impl Kv for SlateKv {
+    fn sole_writer(&self) -> bool {
+        matches!(self.db, Handle::Writer(_))
+    }
+
+    fn bulk_batch_bytes(&self) -> Option<usize> {
+        Some(self.bulk_batch_bytes)
+    }
+
+    fn local_dir(&self) -> Option<Arc<PathBuf>> {
+        self.local_dir.clone()
+    }
+
+    fn engine_metrics(&self) -> Vec<EngineMetric> {
+        self.metrics.as_ref().map_or_else(Vec::new, |recorder| {
+            recorder
+                .snapshot()
+                .all()
+                .iter()
+                .cloned()
+                .map(EngineMetric::from)
+                .collect()
+        })
+    }
+
+    async fn get(&self, key: &[u8]) -> Result<Option<Bytes>, Error> {
+        self.get_at(key, DurabilityLevel::Memory).await
+    }
+
+    async fn get_durable(&self, key: &[u8]) -> Result<Option<Bytes>, Error> {
+        self.get_at(key, DurabilityLevel::Remote).await
+    }
+
+    async fn scan_durable(
+        &self,
+        range: &KeyRange,
+        reverse: bool,
+        limit: usize,
+    ) -> Result<Vec<(Bytes, Bytes)>, Error> {
+        self.scan_at(range, reverse, limit, DurabilityLevel::Remote)
+            .await
+    }
+
+    async fn apply(&self, ops: Vec<WriteOp>) -> Result<Durability, Error> {
+        let mut batch = WriteBatch::new();
+        for op in ops {
+            match op {
+                WriteOp::Put(k, v) => batch.put_bytes(Bytes::from(k), v),
+                WriteOp::Delete(k) => batch.delete(k),
+                WriteOp::Merge(k, v) => batch.merge(k, v),
+            }
+        }
+        match &self.db {
+            Handle::Writer(db) => Ok(Durability(Some(db.write(batch).await?))),
+            Handle::Reader(_) => Err(Error::ReadOnly),
+        }
+    }
+
+    async fn scan(
+        &self,
+        range: &KeyRange,
+        reverse: bool,
+        limit: usize,
+    ) -> Result<Vec<(Bytes, Bytes)>, Error> {
+        self.scan_at(range, reverse, limit, DurabilityLevel::Memory)
+            .await
+    }
+}

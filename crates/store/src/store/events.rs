@@ -1,0 +1,87 @@
+//! The firehose event log.
+
+use bytes::Bytes;
+use keycodec::{KeyRange, RecordType, records};
+
+use super::state::{Store, View};
+use crate::{error::Error, kv::interface::Kv, kv::interface::WriteOp};
+
+impl<K: Kv> Store<K> {
+    pub(super) async fn last_event_seq(&self, view: View) -> Result<Option<u64>, Error> {
+        let last = self
+            .kv_scan(&RecordType::Event.range(), true, 1, view)
+            .await?;
+        last.first()
+            .map(|(key, _)| match records::decode_key(key) {
+                Ok(records::DecodedKey::Event { seq }) => Ok(seq),
+                _ => Err(Error::Malformed {
+                    what: "event key",
+                    reason: "not an event key".into(),
+                }),
+            })
+            .transpose()
+    }
+
+    /// The sequence number of the newest durable event, if any.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Malformed`] or a storage error.
+    pub async fn newest_event(&self) -> Result<Option<u64>, Error> {
+        self.last_event_seq(View::Durable).await
+    }
+
+    /// Up to `limit` durable events with sequence numbers above `after`, in
+    /// order, as (seq, bytes).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Malformed`] or a storage error.
+    pub async fn events(&self, after: u64, limit: usize) -> Result<Vec<(u64, Bytes)>, Error> {
+        let Some(first) = after.checked_add(1) else {
+            return Ok(Vec::new());
+        };
+        let range = KeyRange {
+            start: records::event_key(first),
+            end: RecordType::Event.range().end,
+        };
+        self.kv_scan(&range, false, limit, View::Durable)
+            .await?
+            .into_iter()
+            .map(|(key, value)| match records::decode_key(&key) {
+                Ok(records::DecodedKey::Event { seq }) => Ok((seq, value)),
+                _ => Err(Error::Malformed {
+                    what: "event key",
+                    reason: "not an event key".into(),
+                }),
+            })
+            .collect()
+    }
+
+    /// Deletes the events with sequence numbers up to `through`, durably
+    /// (the firehose's retention).
+    ///
+    /// # Errors
+    ///
+    /// A storage error.
+    pub async fn delete_events_through(&self, through: u64) -> Result<u64, Error> {
+        let mut deleted = 0;
+        loop {
+            let range = KeyRange {
+                start: RecordType::Event.range().start,
+                end: Some(records::event_key(through.saturating_add(1))),
+            };
+            let keys = self.kv_scan(&range, false, 10_000, View::Written).await?;
+            if keys.is_empty() {
+                return Ok(deleted);
+            }
+            deleted += keys.len() as u64;
+            self.write_durably(
+                keys.into_iter()
+                    .map(|(k, _)| WriteOp::Delete(k.to_vec()))
+                    .collect(),
+            )
+            .await?;
+        }
+    }
+}
