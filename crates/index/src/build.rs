@@ -14,13 +14,14 @@ use pail::EntriesOptions;
 use roaring::RoaringBitmap;
 use store::{Kv, Store, WriteOp};
 
-use super::{
-    BSI_ROWS_PER_SLOT, Declared, IndexKind, Keyword, RowId, cbor,
-    columns::{self, Packed},
-    put_rows,
-    values::{MAX_KEYWORD_BYTES, keywords, numbers, numbers_of_leaves},
-};
 use crate::error::Error;
+use crate::{
+    cbor,
+    columns::{self, Packed},
+    decl::Declared,
+    rows::{BSI_ROWS_PER_SLOT, COLUMNS_FIELD, RowId, put_rows},
+    values::{IndexKind, Keyword, MAX_KEYWORD_BYTES, keywords, numbers, numbers_of_leaves},
+};
 
 /// One index's rows while a build reads the records.
 #[derive(Default)]
@@ -663,7 +664,7 @@ pub async fn write_built<K: Kv>(
     // All rows at once: a bit-sliced slot's rows share keys.
     let rows = built
         .into_all_rows()
-        .filter(|(row, _)| write_columns || row.field != super::COLUMNS_FIELD);
+        .filter(|(row, _)| write_columns || row.field != COLUMNS_FIELD);
     let mut containers = Vec::new();
     put_rows(scope, rows, &mut containers)?;
     for op in containers {
@@ -695,3 +696,7 @@ pub async fn build_scope<K: Kv>(
     write_built(store.kv(), scope, built, fresh, batch).await?;
     Ok(records)
 }
+
+/// Rows computed ahead of a rebuild, by collection, with the declarations
+/// they were computed for.
+pub type ComputedScopes = std::collections::HashMap<String, (Vec<Declared>, BuiltRows)>;

@@ -13,7 +13,12 @@ use std::{collections::BTreeMap, sync::Arc};
 use cid::Cid;
 use roaring::RoaringBitmap;
 
-use super::{RowDeltas, RowId};
+use crate::{
+    columns::Packed,
+    decl::Declared,
+    rows::{RowDeltas, RowId, SHARD_BITS},
+    values::Keyword,
+};
 
 /// A cached bitmap: one row, or every row of a view (bit-sliced indexes
 /// and `--top` read whole views).
@@ -53,17 +58,17 @@ pub struct IndexCache {
     bytes: usize,
     limit: usize,
     /// Declarations by collection, as last read.
-    declared: std::collections::HashMap<String, Arc<Vec<super::Declared>>>,
+    declared: std::collections::HashMap<String, Arc<Vec<Declared>>>,
     /// Dictionary rows found (entries are never rewritten, only deleted
     /// with their index, which clears this cache).
-    rows: std::collections::HashMap<(u32, String, super::Keyword), u64>,
+    rows: std::collections::HashMap<(u32, String, Keyword), u64>,
     /// Shards in use by scope: at least one past the highest live
     /// column's (commits only raise it; a count higher than needed costs
     /// an empty scan, never a wrong answer).
     shards: std::collections::HashMap<u32, u64>,
     /// Packed column mappings by scope (written by builds only, which
     /// clear this cache).
-    packed: std::collections::HashMap<u32, Arc<super::columns::Packed>>,
+    packed: std::collections::HashMap<u32, Arc<Packed>>,
 }
 
 impl std::fmt::Debug for IndexCache {
@@ -120,27 +125,27 @@ impl IndexCache {
     }
 
     /// The packed column blocks of `scope`, if cached.
-    pub fn packed(&self, scope: u32) -> Option<Arc<super::columns::Packed>> {
+    pub fn packed(&self, scope: u32) -> Option<Arc<Packed>> {
         self.packed.get(&scope).cloned()
     }
 
     /// Caches the packed column blocks of `scope`.
-    pub fn set_packed(&mut self, scope: u32, packed: Arc<super::columns::Packed>) {
+    pub fn set_packed(&mut self, scope: u32, packed: Arc<Packed>) {
         self.packed.insert(scope, packed);
     }
 
     /// The declarations of `collection`, if cached.
-    pub fn declared(&self, collection: &str) -> Option<Arc<Vec<super::Declared>>> {
+    pub fn declared(&self, collection: &str) -> Option<Arc<Vec<Declared>>> {
         self.declared.get(collection).cloned()
     }
 
     /// Caches the declarations of `collection`.
-    pub fn set_declared(&mut self, collection: &str, declared: Arc<Vec<super::Declared>>) {
+    pub fn set_declared(&mut self, collection: &str, declared: Arc<Vec<Declared>>) {
         self.declared.insert(collection.to_owned(), declared);
     }
 
     /// The dictionary row of `value` in the keyword index at `path`, if cached.
-    pub fn row_of(&self, scope: u32, path: &str, value: &super::Keyword) -> Option<u64> {
+    pub fn row_of(&self, scope: u32, path: &str, value: &Keyword) -> Option<u64> {
         // A miss allocates a key; dictionaries are small next to the rows.
         self.rows
             .get(&(scope, path.to_owned(), value.clone()))
@@ -148,7 +153,7 @@ impl IndexCache {
     }
 
     /// Caches the dictionary row of `value`.
-    pub fn set_row_of(&mut self, scope: u32, path: &str, value: super::Keyword, row: u64) {
+    pub fn set_row_of(&mut self, scope: u32, path: &str, value: Keyword, row: u64) {
         self.rows.insert((scope, path.to_owned(), value), row);
     }
 
@@ -193,7 +198,7 @@ impl IndexCache {
         if let Some(shards) = self.shards.get_mut(&scope) {
             for delta in deltas.0.values() {
                 if let Some(max) = delta.set.max() {
-                    *shards = (*shards).max((u64::from(max) >> super::SHARD_BITS) + 1);
+                    *shards = (*shards).max((u64::from(max) >> SHARD_BITS) + 1);
                 }
             }
         }
@@ -247,7 +252,7 @@ pub(crate) fn key(scope: u32, row: &RowId, whole_view: bool) -> CacheKey {
 #[cfg(test)]
 mod tests {
     use super::{IndexCache, RowDeltas, RowId};
-    use crate::SHARD_BITS;
+    use crate::rows::SHARD_BITS;
 
     #[test]
     fn a_commit_into_a_new_shard_raises_the_cached_shard_count() {

@@ -387,7 +387,7 @@ mod tests {
             let bytes = serde_ipld_dagcbor::to_vec(&record).unwrap();
             // Both walks' keepable values (strings, booleans, i64s; null for
             // anything else), the JSON one over the decoded record.
-            let (walked, by_json) = crate::fuzz_index_values(&bytes, &[path.as_str()]);
+            let (walked, by_json) = crate::fuzzing::index_values(&bytes, &[path.as_str()]);
             let by_json = by_json.expect("an encoded record decodes");
             match walked {
                 Some(walked) => prop_assert_eq!(walked, by_json, "{:?}", path),
@@ -417,7 +417,7 @@ mod tests {
             let mut bytes = serde_ipld_dagcbor::to_vec(&record).unwrap();
             let i = at.index(bytes.len());
             bytes[i] = byte;
-            let (walked, by_json) = crate::fuzz_index_values(&bytes, &[path.as_str()]);
+            let (walked, by_json) = crate::fuzzing::index_values(&bytes, &[path.as_str()]);
             if let (Some(walked), Some(by_json)) = (walked, by_json) {
                 prop_assert_eq!(walked, by_json, "{:?} at {}", bytes, path);
             }

@@ -21,8 +21,10 @@ use bytes::Bytes;
 use keycodec::{KeyRange, records};
 use store::{Kv, WriteOp};
 
-use super::{decode_column, malformed};
-use crate::error::Error;
+use crate::{
+    error::{Error, malformed},
+    rows::decode_column,
+};
 
 /// Columns per packed block.
 const BLOCK: u64 = 256;

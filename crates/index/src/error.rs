@@ -26,3 +26,8 @@ pub enum Error {
     #[error(transparent)]
     Pail(#[from] pail::Error),
 }
+
+/// A stored index entry that cannot be read.
+pub(crate) fn malformed(what: impl std::fmt::Display) -> Error {
+    Error::MalformedIndex(what.to_string())
+}

@@ -9,17 +9,19 @@ use keycodec::records;
 use roaring::RoaringBitmap;
 use store::Kv;
 
-use super::{
-    BSI_ROWS_PER_SLOT, Declared, IndexKind, Keyword, RowId, SHARD_BITS, Stats, TopValue,
+use crate::{
     cache::{Cached, IndexCache, key, rkeys_key},
     columns::{self, Packed},
-    decode_column, decode_container, malformed,
+    decl::Declared,
+    error::{Error, malformed},
     query::{Cmp, Cond, Expr, Literal, Op, conditions},
-    row_range,
-    values::datetime_micros,
-    view_range,
+    results::{Stats, TopValue},
+    rows::{
+        BSI_ROWS_PER_SLOT, RowId, SHARD_BITS, decode_column, decode_container, row_range,
+        view_range,
+    },
+    values::{IndexKind, Keyword, datetime_micros},
 };
-use crate::error::Error;
 
 /// A query, checked against the collection's indexes.
 #[derive(Debug, Clone)]

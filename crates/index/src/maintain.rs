@@ -11,13 +11,13 @@ use keycodec::records;
 use serde_json::Value;
 use store::{Kv, WriteOp};
 
-use super::{
-    BSI_ROWS_PER_SLOT, Declared, IndexKind, Keyword, RowDeltas, RowId,
+use crate::{
     columns::{self, Packed},
-    decode_column,
-    values::{keywords, numbers},
+    decl::Declared,
+    error::{Error, malformed},
+    rows::{BSI_ROWS_PER_SLOT, RowDeltas, RowId, decode_column},
+    values::{IndexKind, Keyword, keywords, numbers},
 };
-use crate::error::Error;
 
 /// A scope's allocation state, as the writer keeps it between commits.
 #[derive(Debug, Clone, Default)]
@@ -59,7 +59,7 @@ async fn next_row<K: Kv>(
     let row = match kv.scan(&range, true, 1).await?.into_iter().next() {
         Some((k, _)) => match records::decode_key(&k) {
             Ok(records::DecodedKey::KeywordValue { row, .. }) => row + 1,
-            _ => return Err(super::malformed("a keyword-value key does not decode")),
+            _ => return Err(malformed("a keyword-value key does not decode")),
         },
         None => 0,
     };

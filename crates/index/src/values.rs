@@ -2,7 +2,7 @@
 
 use serde_json::Value;
 
-use super::cbor::Leaf;
+use crate::cbor::Leaf;
 
 /// The kind of a field index.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]

@@ -17,29 +17,8 @@ use axum::{
     response::{IntoResponse, Response},
 };
 use store::Kv;
-use tokio::sync::Semaphore;
 
-use crate::{App, error::XrpcError};
-
-/// Bytes of request bodies that may be in flight together.
-#[derive(Debug)]
-pub(crate) struct BodyBudget {
-    bytes: Arc<Semaphore>,
-    /// The budget, in the semaphore's units (bytes, at most `u32::MAX`).
-    total: u32,
-}
-
-impl BodyBudget {
-    /// A budget of `bytes`, at least one largest body (so that every
-    /// admissible body can be admitted when nothing else is in flight).
-    pub(crate) fn new(bytes: usize, max_body_bytes: usize) -> Self {
-        let total = u32::try_from(bytes.max(max_body_bytes).max(1)).unwrap_or(u32::MAX);
-        Self {
-            bytes: Arc::new(Semaphore::new(total as usize)),
-            total,
-        }
-    }
-}
+use crate::{app::App, error::XrpcError};
 
 /// Seconds a client refused for the budget is told to wait.
 const RETRY_AFTER_SECS: u32 = 1;

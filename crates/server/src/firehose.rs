@@ -11,6 +11,8 @@
 //! `ConsumerTooSlow` and is closed (it can resume from its cursor):
 //! writers never wait for consumers, and a consumer that stops reading
 //! holds at most one batch of frames (about 1 MiB) of its own.
+//!
+//! The frames in memory and the subscriber limit live in `crate::frames`.
 
 use std::{sync::Arc, time::Duration};
 
@@ -26,186 +28,26 @@ use axum::{
 use futures_util::{SinkExt, StreamExt};
 use serde::Deserialize;
 use store::Kv;
-use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, watch};
+use tokio::sync::OwnedSemaphorePermit;
 
-use crate::{App, error::XrpcError};
+use crate::frames::{Framed, Retention, TooSlow};
+use crate::{app::App, error::XrpcError};
 
-/// Most frames kept in memory for connections following the present.
-const LIVE_FRAMES: usize = 4096;
 /// A connection's frames written before it flushes them: at most this
 /// many bytes (and at least one frame).
 const CONSUMER_BATCH_BYTES: usize = 1 << 20;
+
 /// Events read from the store per batch (replay and publishing).
 const BATCH: usize = 1024;
+
 /// Events framed at once (each reads its blocks from the store).
 const FRAMING_AT_ONCE: usize = 16;
+
 /// Frames written to a connection before it is flushed.
 const FLUSH_EVERY: usize = 64;
+
 /// How often the publisher looks for events nobody told it about.
 const POLL: Duration = Duration::from_millis(100);
-
-/// How long events are kept.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Retention {
-    /// The newest this many events.
-    Count(u64),
-    /// Events younger than this.
-    Age(Duration),
-}
-
-impl std::str::FromStr for Retention {
-    type Err = String;
-
-    /// `100000` (events) or an age: `30m`, `72h`, `7d`.
-    fn from_str(s: &str) -> std::result::Result<Self, String> {
-        let bad =
-            || format!("{s:?} is neither a number of events (100000) nor an age (30m, 72h, 7d)");
-        if let Ok(n) = s.parse::<u64>() {
-            return Ok(Self::Count(n));
-        }
-        let (number, unit) = s.split_at(s.len().saturating_sub(1));
-        let n: u64 = number.parse().map_err(|_| bad())?;
-        let secs = match unit {
-            "s" => n,
-            "m" => n * 60,
-            "h" => n * 3600,
-            "d" => n * 86_400,
-            _ => return Err(bad()),
-        };
-        Ok(Self::Age(Duration::from_secs(secs)))
-    }
-}
-
-/// A framed event.
-#[derive(Debug)]
-pub(crate) struct Framed {
-    seq: u64,
-    /// Shared by every connection that sends it.
-    frame: bytes::Bytes,
-}
-
-/// The newest framed events, in order, for the connections following the
-/// present: at most `max_bytes` of frames (and [`LIVE_FRAMES`] frames),
-/// the oldest dropped first; the newest is always kept.
-pub(crate) struct Live {
-    recent: std::sync::Mutex<Recent>,
-    /// The newest frame's seq, for connections waiting for one.
-    newest: watch::Sender<u64>,
-    max_bytes: usize,
-}
-
-#[derive(Default)]
-struct Recent {
-    frames: std::collections::VecDeque<Arc<Framed>>,
-    bytes: usize,
-    /// Frames up to this seq have left memory.
-    dropped_through: u64,
-}
-
-/// A connection needs frames that have left memory.
-#[derive(Debug)]
-pub(crate) struct TooSlow;
-
-impl Live {
-    fn new(max_bytes: usize) -> Self {
-        Self {
-            recent: std::sync::Mutex::new(Recent::default()),
-            newest: watch::channel(0).0,
-            max_bytes,
-        }
-    }
-
-    fn recent(&self) -> std::sync::MutexGuard<'_, Recent> {
-        // The lock guards plain data, whole after every operation.
-        self.recent
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-
-    fn publish(&self, framed: Framed) {
-        let seq = framed.seq;
-        {
-            let mut recent = self.recent();
-            recent.bytes += framed.frame.len();
-            recent.frames.push_back(Arc::new(framed));
-            while recent.frames.len() > 1
-                && (recent.bytes > self.max_bytes || recent.frames.len() > LIVE_FRAMES)
-            {
-                if let Some(old) = recent.frames.pop_front() {
-                    recent.bytes -= old.frame.len();
-                    recent.dropped_through = old.seq;
-                }
-            }
-        }
-        self.newest.send_replace(seq);
-    }
-
-    /// The frames after `last`, oldest first, at most `max_bytes` of them
-    /// (at least one when there is one); [`TooSlow`] when some have left
-    /// memory.
-    pub(crate) fn after(&self, last: u64, max_bytes: usize) -> Result<Vec<Arc<Framed>>, TooSlow> {
-        let recent = self.recent();
-        if recent.dropped_through > last {
-            return Err(TooSlow);
-        }
-        let from = recent.frames.partition_point(|f| f.seq <= last);
-        let mut bytes = 0;
-        Ok(recent
-            .frames
-            .range(from..)
-            .take_while(|f| {
-                let first = bytes == 0;
-                bytes += f.frame.len();
-                first || bytes <= max_bytes
-            })
-            .cloned()
-            .collect())
-    }
-
-    /// Frames up to this seq have left memory.
-    fn dropped_through(&self) -> u64 {
-        self.recent().dropped_through
-    }
-
-    /// Bytes of frames held (a metric).
-    pub(crate) fn held_bytes(&self) -> usize {
-        self.recent().bytes
-    }
-}
-
-/// The firehose's shared state.
-pub(crate) struct Firehose {
-    pub(crate) live: Live,
-    /// Woken when a commit is acknowledged.
-    commits: Arc<Notify>,
-    /// Whether the publisher runs (started by the first subscriber).
-    publishing: std::sync::atomic::AtomicBool,
-    /// One permit per connection that may subscribe at once.
-    subscribers: Arc<Semaphore>,
-    max_subscribers: usize,
-}
-
-impl Firehose {
-    pub(crate) fn new(max_subscribers: usize, buffer_bytes: usize) -> Self {
-        Self {
-            live: Live::new(buffer_bytes),
-            commits: Arc::new(Notify::new()),
-            publishing: std::sync::atomic::AtomicBool::new(false),
-            subscribers: Arc::new(Semaphore::new(max_subscribers)),
-            max_subscribers,
-        }
-    }
-
-    /// What tells the publisher that a commit is durable.
-    pub(crate) fn notifier(&self) -> Arc<Notify> {
-        Arc::clone(&self.commits)
-    }
-
-    /// Connections subscribed now (a metric).
-    pub(crate) fn subscribers(&self) -> usize {
-        self.max_subscribers - self.subscribers.available_permits()
-    }
-}
 
 /// Publishes durable events in order, from the first subscription until
 /// the server is dropped.
@@ -349,7 +191,7 @@ pub(crate) async fn subscribe_repos<K: Kv + 'static>(
     State(app): State<Arc<App<K>>>,
     headers: HeaderMap,
     params: std::result::Result<Query<SubscribeParams>, QueryRejection>,
-    connection: Option<axum::Extension<crate::ConnectionSlot>>,
+    connection: Option<axum::Extension<crate::connections::ConnectionSlot>>,
     ws: std::result::Result<WebSocketUpgrade, WebSocketUpgradeRejection>,
 ) -> std::result::Result<Response, XrpcError> {
     app.authorize_read(&headers)?;
@@ -393,7 +235,10 @@ pub(crate) async fn subscribe_repos<K: Kv + 'static>(
     Ok(ws.on_upgrade(move |socket| async move {
         // Held until the socket closes: the connection counts against
         // --max-connections, the subscriber against --max-subscribers.
-        let _held: (OwnedSemaphorePermit, Option<crate::ConnectionSlot>) = (subscriber, connection);
+        let _held: (
+            OwnedSemaphorePermit,
+            Option<crate::connections::ConnectionSlot>,
+        ) = (subscriber, connection);
         if let Err(e) = stream(app, socket, cursor).await {
             tracing::debug!(error = %e, "firehose connection ended");
         }

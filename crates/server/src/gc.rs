@@ -15,7 +15,7 @@ use std::{sync::Arc, time::Duration};
 use store::{GcProgress, GcReport, Kv, Retention};
 use tokio::{sync::oneshot, task::JoinHandle, time::Instant};
 
-use crate::App;
+use crate::app::App;
 
 /// When a running server collects garbage, and what it keeps.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -27,7 +27,7 @@ pub struct GcSchedule {
     pub retention: Retention,
 }
 
-/// A server's garbage-collection loop, from [`crate::Server::spawn_gc`].
+/// A server's garbage-collection loop, from `Server::spawn_gc`.
 #[derive(Debug)]
 pub struct GcTask {
     handle: JoinHandle<()>,

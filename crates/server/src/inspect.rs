@@ -18,7 +18,7 @@ use serde_json::{Value, json};
 use store::Kv;
 
 use crate::handlers::request::{page_limit, parse_cid, query};
-use crate::{App, error::XrpcError};
+use crate::{app::App, error::XrpcError};
 
 type Result<T> = std::result::Result<T, XrpcError>;
 

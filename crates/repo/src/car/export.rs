@@ -434,7 +434,7 @@ impl<K: Kv> Repository<K> {
     /// the repository's declarations (collections, key types, Lexicons,
     /// field indexes; see `docs/repo.md`), then the oldest retained
     /// commit's whole tree, then every later commit with the shards and
-    /// records it added. [`Repos::import_car`] restores all of it: the
+    /// records it added. [`Repos::import_car`](crate::repository::repos::Repos::import_car) restores all of it: the
     /// history (`log`, `get --at`, `diff`) and the declarations.
     ///
     /// # Errors

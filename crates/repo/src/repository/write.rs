@@ -16,7 +16,7 @@ use crate::{
     validation::{Validation, ValidationStatus, validate_write},
 };
 
-/// One change in [`Repository::apply_writes`].
+/// One change in [`Repository::apply_writes`](super::state::Repository::apply_writes).
 #[derive(Debug, Clone, PartialEq)]
 pub enum Write {
     /// Creates a record; fails with [`Error::RecordExists`] if it exists.

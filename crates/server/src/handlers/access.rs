@@ -10,7 +10,7 @@ use store::Kv;
 use subtle::ConstantTimeEq;
 
 use super::request::{Result, bearer};
-use crate::{App, error::XrpcError};
+use crate::{app::App, error::XrpcError};
 
 impl<K: Kv + 'static> App<K> {
     pub(super) fn check_token(&self, headers: &HeaderMap, what: &str) -> Result<()> {

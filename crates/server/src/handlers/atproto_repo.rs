@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 use store::Kv;
 
 use super::request::{Result, body, nullable, opt_cid, parse_cid, query};
-use crate::{App, error::XrpcError};
+use crate::{app::App, error::XrpcError};
 
 /// Records are limited by the length of their JSON text (which bounds
 /// their dag-cbor size from above). A body within the limit holds no record

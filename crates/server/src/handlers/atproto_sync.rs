@@ -16,7 +16,10 @@ use serde_json::{Value, json};
 use store::Kv;
 
 use super::request::{Result, query};
-use crate::{App, content_type, error::XrpcError};
+use crate::{
+    app::{App, content_type},
+    error::XrpcError,
+};
 
 const CAR: &str = "application/vnd.ipld.car";
 

@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 use store::Kv;
 
 use super::request::{Result, body, query};
-use crate::{App, error::XrpcError, jobs};
+use crate::{app::App, error::XrpcError, jobs};
 
 #[derive(Deserialize)]
 pub(crate) struct ListIndexesParams {

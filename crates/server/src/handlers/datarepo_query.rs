@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 use store::Kv;
 
 use super::request::{Result, page_limit, query};
-use crate::{App, error::XrpcError};
+use crate::{app::App, error::XrpcError};
 
 /// Runs a query in its turn (at most `max_concurrent_queries` at once) and
 /// within its budget (`query_timeout`).

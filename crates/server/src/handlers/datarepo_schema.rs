@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 use store::Kv;
 
 use super::request::{Result, body};
-use crate::{App, error::XrpcError};
+use crate::{app::App, error::XrpcError};
 
 #[derive(Deserialize)]
 pub(crate) struct PutLexiconsInput {

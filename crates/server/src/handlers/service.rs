@@ -11,7 +11,10 @@ use axum::{
 use serde_json::{Value, json};
 use store::Kv;
 
-use crate::{App, content_type, error::XrpcError};
+use crate::{
+    app::{App, content_type},
+    error::XrpcError,
+};
 
 pub(crate) async fn health() -> Json<Value> {
     Json(json!({ "version": env!("CARGO_PKG_VERSION") }))

@@ -66,7 +66,7 @@ pub const LOCAL_COMPACTION_POLL: std::time::Duration = std::time::Duration::from
 /// collection deletes it.
 pub const LOCAL_WAL_FENCE_MIN_AGE: std::time::Duration = std::time::Duration::from_secs(3600);
 
-/// [`SlateKv`]'s bulk write batches: SlateDB holds a whole batch (its
+/// [`SlateKv`](crate::kv::slate::SlateKv)'s bulk write batches: SlateDB holds a whole batch (its
 /// operations, the WAL buffer and the memtable) in memory at once, so a
 /// 1,000,000-record import written as one batch peaked at several times the
 /// data's size; 8 MiB batches measured the same as 32 MiB

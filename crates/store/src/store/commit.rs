@@ -49,12 +49,12 @@ pub struct RecordChange {
     /// stores the block too.
     ///
     /// The index entry holds its CID and, for records up to
-    /// [`INLINE_RECORD_BYTES`], a copy of its bytes: reading or listing
+    /// [`INLINE_RECORD_BYTES`](super::index_value::INLINE_RECORD_BYTES), a copy of its bytes: reading or listing
     /// records is then one lookup, not one per record.
     pub record: Option<Block>,
 }
 
-/// One row of the record index, as [`Store::record_index_rows`] reads it.
+/// One row of the record index, as [`Store::record_index_rows`](super::state::Store::record_index_rows) reads it.
 /// Its key and its value are decoded separately, so that a damaged row is
 /// reported as such and the rows after it can still be read.
 #[derive(Debug)]
@@ -93,7 +93,7 @@ pub struct Commit {
     pub history: LogChange,
     /// A firehose event for the commit (opaque bytes): stored under the
     /// next server-wide sequence number in the same atomic batch
-    /// ([`PendingCommit::seq`], [`Store::events`]).
+    /// ([`PendingCommit::seq`](super::write::PendingCommit::seq), [`Store::events`](super::state::Store::events)).
     pub event: Option<Bytes>,
 }
 

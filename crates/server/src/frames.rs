@@ -1,0 +1,172 @@
+//! The firehose's shared state: the newest frames in memory, shared by
+//! every subscriber, and how many subscribers there may be.
+
+use std::{sync::Arc, time::Duration};
+
+use tokio::sync::{Notify, Semaphore, watch};
+
+/// Most frames kept in memory for connections following the present.
+const LIVE_FRAMES: usize = 4096;
+
+/// How long events are kept.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Retention {
+    /// The newest this many events.
+    Count(u64),
+    /// Events younger than this.
+    Age(Duration),
+}
+
+impl std::str::FromStr for Retention {
+    type Err = String;
+
+    /// `100000` (events) or an age: `30m`, `72h`, `7d`.
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        let bad =
+            || format!("{s:?} is neither a number of events (100000) nor an age (30m, 72h, 7d)");
+        if let Ok(n) = s.parse::<u64>() {
+            return Ok(Self::Count(n));
+        }
+        let (number, unit) = s.split_at(s.len().saturating_sub(1));
+        let n: u64 = number.parse().map_err(|_| bad())?;
+        let secs = match unit {
+            "s" => n,
+            "m" => n * 60,
+            "h" => n * 3600,
+            "d" => n * 86_400,
+            _ => return Err(bad()),
+        };
+        Ok(Self::Age(Duration::from_secs(secs)))
+    }
+}
+
+/// A framed event.
+#[derive(Debug)]
+pub(crate) struct Framed {
+    pub(crate) seq: u64,
+    /// Shared by every connection that sends it.
+    pub(crate) frame: bytes::Bytes,
+}
+
+/// The newest framed events, in order, for the connections following the
+/// present: at most `max_bytes` of frames (and [`LIVE_FRAMES`] frames),
+/// the oldest dropped first; the newest is always kept.
+pub(crate) struct Live {
+    recent: std::sync::Mutex<Recent>,
+    /// The newest frame's seq, for connections waiting for one.
+    pub(crate) newest: watch::Sender<u64>,
+    max_bytes: usize,
+}
+
+#[derive(Default)]
+struct Recent {
+    frames: std::collections::VecDeque<Arc<Framed>>,
+    bytes: usize,
+    /// Frames up to this seq have left memory.
+    dropped_through: u64,
+}
+
+/// A connection needs frames that have left memory.
+#[derive(Debug)]
+pub(crate) struct TooSlow;
+
+impl Live {
+    fn new(max_bytes: usize) -> Self {
+        Self {
+            recent: std::sync::Mutex::new(Recent::default()),
+            newest: watch::channel(0).0,
+            max_bytes,
+        }
+    }
+
+    fn recent(&self) -> std::sync::MutexGuard<'_, Recent> {
+        // The lock guards plain data, whole after every operation.
+        self.recent
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    pub(crate) fn publish(&self, framed: Framed) {
+        let seq = framed.seq;
+        {
+            let mut recent = self.recent();
+            recent.bytes += framed.frame.len();
+            recent.frames.push_back(Arc::new(framed));
+            while recent.frames.len() > 1
+                && (recent.bytes > self.max_bytes || recent.frames.len() > LIVE_FRAMES)
+            {
+                if let Some(old) = recent.frames.pop_front() {
+                    recent.bytes -= old.frame.len();
+                    recent.dropped_through = old.seq;
+                }
+            }
+        }
+        self.newest.send_replace(seq);
+    }
+
+    /// The frames after `last`, oldest first, at most `max_bytes` of them
+    /// (at least one when there is one); [`TooSlow`] when some have left
+    /// memory.
+    pub(crate) fn after(&self, last: u64, max_bytes: usize) -> Result<Vec<Arc<Framed>>, TooSlow> {
+        let recent = self.recent();
+        if recent.dropped_through > last {
+            return Err(TooSlow);
+        }
+        let from = recent.frames.partition_point(|f| f.seq <= last);
+        let mut bytes = 0;
+        Ok(recent
+            .frames
+            .range(from..)
+            .take_while(|f| {
+                let first = bytes == 0;
+                bytes += f.frame.len();
+                first || bytes <= max_bytes
+            })
+            .cloned()
+            .collect())
+    }
+
+    /// Frames up to this seq have left memory.
+    pub(crate) fn dropped_through(&self) -> u64 {
+        self.recent().dropped_through
+    }
+
+    /// Bytes of frames held (a metric).
+    pub(crate) fn held_bytes(&self) -> usize {
+        self.recent().bytes
+    }
+}
+
+/// The firehose's shared state.
+pub(crate) struct Firehose {
+    pub(crate) live: Live,
+    /// Woken when a commit is acknowledged.
+    pub(crate) commits: Arc<Notify>,
+    /// Whether the publisher runs (started by the first subscriber).
+    pub(crate) publishing: std::sync::atomic::AtomicBool,
+    /// One permit per connection that may subscribe at once.
+    pub(crate) subscribers: Arc<Semaphore>,
+    pub(crate) max_subscribers: usize,
+}
+
+impl Firehose {
+    pub(crate) fn new(max_subscribers: usize, buffer_bytes: usize) -> Self {
+        Self {
+            live: Live::new(buffer_bytes),
+            commits: Arc::new(Notify::new()),
+            publishing: std::sync::atomic::AtomicBool::new(false),
+            subscribers: Arc::new(Semaphore::new(max_subscribers)),
+            max_subscribers,
+        }
+    }
+
+    /// What tells the publisher that a commit is durable.
+    pub(crate) fn notifier(&self) -> Arc<Notify> {
+        Arc::clone(&self.commits)
+    }
+
+    /// Connections subscribed now (a metric).
+    pub(crate) fn subscribers(&self) -> usize {
+        self.max_subscribers - self.subscribers.available_permits()
+    }
+}
