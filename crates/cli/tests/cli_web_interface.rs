@@ -7,277 +7,19 @@
 //! as PNG files (`scripts/screenshots` does that for `docs/`).
 
 mod common;
+mod web;
 
-use std::{
-    os::unix::process::CommandExt,
-    process::{Child, Command, Stdio},
-    time::Duration,
-};
-
-use common::{ServerProcess, free_port, http, serve, start_server, wait_until_up};
-use fantoccini::{Client, ClientBuilder, Locator};
+use common::{http, start_server};
+use fantoccini::{Client, Locator};
 use serde_json::{Value, json};
-
-const TOKEN: &str = "web-test-token";
-const REPO: &str = "did:web:web.example";
-const POSTS: &str = "app.bsky.feed.post";
-const NOTES: &str = "dev.example.note";
-/// Enough posts for the Pail's root shard (512 KiB) to split into children.
-const POST_COUNT: usize = 9000;
-const PAGE: usize = 25;
-
-fn langs(i: usize) -> Value {
-    match i % 3 {
-        0 => json!(["en"]),
-        1 => json!(["ja"]),
-        _ => json!(["de", "en"]),
-    }
-}
-
-fn post(i: usize) -> Value {
-    let mut p = json!({
-        "$type": POSTS,
-        "text": format!("post number {i}"),
-        "langs": langs(i),
-        "createdAt": format!("2026-11-{:02}T{:02}:00:00Z", 1 + i % 28, i % 24),
-    });
-    if i == 3 {
-        p["reply"] = json!({"parent": {"uri": format!("at://{REPO}/{POSTS}/p00001"), "cid": "bafyreie5737gdxlw5i64vzichcalba3z2v5n6icifvx5xytvske7mr3hpm"}});
-    }
-    p
-}
-
-fn note_lexicon() -> Value {
-    json!({"lexicon": 1, "id": NOTES, "defs": {"main": {
-        "type": "record", "key": "any", "description": "A short note.",
-        "record": {"type": "object", "required": ["body"], "properties": {
-            "body": {"type": "string", "maxLength": 3000}}}}}})
-}
-
-fn rkey(i: usize) -> String {
-    format!("p{i:05}")
-}
-
-/// The API's answer to GET `path` (a 200, parsed).
-fn api(port: u16, path: &str) -> Value {
-    let (status, body) = http(port, "GET", path, TOKEN, "").expect("the server answers");
-    assert_eq!(status, 200, "GET {path}: {body}");
-    serde_json::from_str(&body).unwrap()
-}
-
-fn api_post(port: u16, method: &str, body: &Value) -> (u16, Value) {
-    let (status, text) = http(
-        port,
-        "POST",
-        &format!("/xrpc/{method}"),
-        TOKEN,
-        &body.to_string(),
-    )
-    .expect("the server answers");
-    (status, serde_json::from_str(&text).unwrap_or(Value::Null))
-}
-
-fn q(s: &str) -> String {
-    let mut out = String::new();
-    for b in s.bytes() {
-        match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
-                out.push(b as char)
-            }
-            _ => out.push_str(&format!("%{b:02X}")),
-        }
-    }
-    out
-}
-
-/// The repository the tests browse: posts with two indexes, a few notes,
-/// one post updated twice and one deleted (for history and commit views).
-fn load(port: u16) {
-    for batch in (0..POST_COUNT).collect::<Vec<_>>().chunks(200) {
-        let writes: Vec<Value> = batch
-            .iter()
-            .map(|&i| json!({"$type": "com.atproto.repo.applyWrites#create", "collection": POSTS, "rkey": rkey(i), "value": post(i)}))
-            .collect();
-        let (s, b) = api_post(
-            port,
-            "com.atproto.repo.applyWrites",
-            &json!({"repo": REPO, "writes": writes}),
-        );
-        assert_eq!(s, 200, "{b}");
-    }
-    for (path, kind) in [("langs", "keyword"), ("createdAt", "datetime")] {
-        let (s, b) = api_post(
-            port,
-            "dev.datarepo.addIndex",
-            &json!({"repo": REPO, "collection": POSTS, "path": path, "kind": kind}),
-        );
-        assert_eq!(s, 200, "{b}");
-    }
-    for i in 0..3 {
-        let (s, b) = api_post(
-            port,
-            "com.atproto.repo.createRecord",
-            &json!({"repo": REPO, "collection": NOTES, "rkey": format!("n{i}"), "record": {"body": format!("note {i}")}}),
-        );
-        assert_eq!(s, 200, "{b}");
-    }
-    let long = "a long note ".repeat(200);
-    let (s, b) = api_post(
-        port,
-        "com.atproto.repo.createRecord",
-        &json!({"repo": REPO, "collection": NOTES, "rkey": "long", "record": {"body": long}}),
-    );
-    assert_eq!(s, 200, "{b}");
-    // A note that links to the long one's block.
-    let (s, b) = api_post(
-        port,
-        "com.atproto.repo.createRecord",
-        &json!({"repo": REPO, "collection": NOTES, "rkey": "linked",
-                "record": {"body": "see the long note", "about": {"$link": b["cid"]}}}),
-    );
-    assert_eq!(s, 200, "{b}");
-    for text in ["post five, edited", "post five, edited again"] {
-        let mut v = post(5);
-        v["text"] = json!(text);
-        let (s, b) = api_post(
-            port,
-            "com.atproto.repo.putRecord",
-            &json!({"repo": REPO, "collection": POSTS, "rkey": rkey(5), "record": v}),
-        );
-        assert_eq!(s, 200, "{b}");
-    }
-    let (s, b) = api_post(
-        port,
-        "com.atproto.repo.deleteRecord",
-        &json!({"repo": REPO, "collection": POSTS, "rkey": rkey(7)}),
-    );
-    assert_eq!(s, 200, "{b}");
-}
-
-/// chromedriver on a free port in a process group of its own, which the
-/// browsers it starts join: dropping it kills the group, so no browser
-/// outlives a test that failed before closing its session.
-struct Driver {
-    child: Child,
-    port: u16,
-}
-
-impl Drop for Driver {
-    fn drop(&mut self) {
-        let _ = Command::new("sh")
-            .args(["-c", &format!("kill -9 -{}", self.child.id())])
-            .status();
-        // Should the group not be killed, the leader at least.
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn start_driver() -> Driver {
-    let port = free_port();
-    let child = Command::new("chromedriver")
-        .arg(format!("--port={port}"))
-        .process_group(0)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect(
-            "chromedriver is not installed: the README's test command installs Debian's \
-             chromium and chromium-driver (apt-get install chromium chromium-driver)",
-        );
-    let driver = Driver { child, port };
-    let up = (0..200).any(|_| {
-        std::thread::sleep(Duration::from_millis(50));
-        std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
-    });
-    assert!(up, "chromedriver did not start within 10 s");
-    driver
-}
-
-async fn browser(driver: &Driver, dark: bool, width: u32, height: u32) -> Client {
-    let mut args = vec![
-        "--headless=new".to_owned(),
-        "--no-sandbox".to_owned(),
-        "--disable-gpu".to_owned(),
-        "--disable-dev-shm-usage".to_owned(),
-        "--no-first-run".to_owned(),
-        format!("--window-size={width},{height}"),
-    ];
-    if dark {
-        args.push("--force-dark-mode".to_owned());
-    }
-    let mut caps = serde_json::Map::new();
-    caps.insert("goog:chromeOptions".into(), json!({ "args": args }));
-    ClientBuilder::new(hyper_util::client::legacy::connect::HttpConnector::new())
-        .capabilities(caps)
-        .connect(&format!("http://127.0.0.1:{}", driver.port))
-        .await
-        .expect("a Chromium session")
-}
-
-/// Evaluates `expr` in the page until it is truthy (15 s at most).
-async fn wait_for(c: &Client, what: &str, expr: &str) -> Value {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
-    loop {
-        let v = c
-            .execute(
-                &format!("try {{ return ({expr}); }} catch (e) {{ return null; }}"),
-                vec![],
-            )
-            .await
-            .unwrap();
-        let truthy = match &v {
-            Value::Null => false,
-            Value::Bool(b) => *b,
-            Value::String(s) => !s.is_empty(),
-            Value::Array(a) => !a.is_empty(),
-            Value::Number(n) => n.as_f64() != Some(0.0),
-            Value::Object(_) => true,
-        };
-        if truthy {
-            return v;
-        }
-        if tokio::time::Instant::now() > deadline {
-            let text = c
-                .execute("return document.body.innerText", vec![])
-                .await
-                .unwrap();
-            panic!(
-                "waited 15 s for {what} ({expr}); the page shows:\n{}",
-                text.as_str().unwrap_or("")
-            );
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
-
-async fn texts(c: &Client, css: &str) -> Vec<String> {
-    let v = c
-        .execute(
-            "return [...document.querySelectorAll(arguments[0])].map(e => e.textContent.trim())",
-            vec![json!(css)],
-        )
-        .await
-        .unwrap();
-    serde_json::from_value(v).unwrap()
-}
-
-async fn click(c: &Client, css: &str) {
-    c.find(Locator::Css(css))
-        .await
-        .unwrap_or_else(|e| panic!("no {css} on the page: {e}"))
-        .click()
-        .await
-        .unwrap();
-}
-
-async fn path(c: &Client) -> String {
-    let url = c.current_url().await.unwrap();
-    match url.query() {
-        Some(q) => format!("{}?{q}", url.path()),
-        None => url.path().to_owned(),
-    }
-}
+use web::{
+    browser::{
+        Driver, browser, click, path, q, screenshot, set_token, start_driver, texts, wait_for,
+    },
+    data::{
+        NOTES, PAGE, POST_COUNT, POSTS, REPO, TOKEN, api, api_post, load, note_lexicon, post, rkey,
+    },
+};
 
 fn rkeys_of(records: &Value) -> Vec<String> {
     records["records"]
@@ -305,14 +47,6 @@ async fn shown_rkeys(c: &Client) -> Vec<String> {
     )
     .await;
     texts(c, "table.record-list tbody tr td:first-child").await
-}
-
-async fn screenshot(c: &Client, name: &str) {
-    if let Ok(dir) = std::env::var("DATAREPO_SCREENSHOTS") {
-        let png = c.screenshot().await.unwrap();
-        std::fs::create_dir_all(&dir).unwrap();
-        std::fs::write(format!("{dir}/{name}.png"), png).unwrap();
-    }
 }
 
 #[test]
@@ -1161,12 +895,6 @@ fn fmt_thousands(n: u64) -> String {
     out
 }
 
-async fn set_token(c: &Client, token: &str) {
-    let input = c.find(Locator::Css("#token-input")).await.unwrap();
-    input.send_keys(token).await.unwrap();
-    click(c, "#token-save").await;
-}
-
 async fn writes(c: &Client, base: &str, port: u16) {
     let coll_url = format!("{base}/repo/{}/{NOTES}", q(REPO));
     c.goto(&coll_url).await.unwrap();
@@ -1455,71 +1183,4 @@ async fn more_screenshots(driver: &Driver, base: &str) {
     wait_for(&c, "the history", "document.querySelector('table.history')").await;
     screenshot(&c, "record-phone").await;
     c.close().await.unwrap();
-}
-
-#[test]
-fn private_reads_cover_the_interface() {
-    let dir = testkit::tempdir("web-private-reads");
-    let port = free_port();
-    let _server = ServerProcess(
-        serve(dir.path().join("data").to_str().unwrap(), port, TOKEN)
-            .arg("--private-reads")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
-    assert!(wait_until_up(port), "the server did not start within 30 s");
-    let (s, b) = api_post(
-        port,
-        "com.atproto.repo.createRecord",
-        &json!({"repo": REPO, "collection": NOTES, "rkey": "secret", "record": {"body": "hush-hush"}}),
-    );
-    assert_eq!(s, 200, "{b}");
-    let driver = start_driver();
-    common::rt().block_on(async {
-        let c = browser(&driver, false, 1280, 900).await;
-        let base = format!("http://127.0.0.1:{port}");
-        c.goto(&format!("{base}/repo/{}/{NOTES}/secret", q(REPO)))
-            .await
-            .unwrap();
-        let err = wait_for(
-            &c,
-            "the refusal",
-            "document.querySelector('.error') && document.querySelector('.error').textContent",
-        )
-        .await;
-        let (status, body) = http(
-            port,
-            "GET",
-            &format!(
-                "/xrpc/com.atproto.repo.getRecord?repo={}&collection={NOTES}&rkey=secret",
-                q(REPO)
-            ),
-            "",
-            "",
-        )
-        .unwrap();
-        assert_eq!(status, 401, "{body}");
-        let message = serde_json::from_str::<Value>(&body).unwrap()["message"]
-            .as_str()
-            .unwrap()
-            .to_owned();
-        assert!(
-            err.as_str().unwrap().contains(&message),
-            "{err} lacks {message}"
-        );
-        let page = c
-            .execute("return document.body.innerText", vec![])
-            .await
-            .unwrap();
-        assert!(
-            !page.as_str().unwrap().contains("hush-hush"),
-            "no record content without the token"
-        );
-        set_token(&c, TOKEN).await;
-        wait_for(&c, "the record", "document.querySelector('pre.json')").await;
-        assert!(texts(&c, "pre.json").await[0].contains("\"hush-hush\""));
-        c.close().await.unwrap();
-    });
 }
