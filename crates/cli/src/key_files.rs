@@ -37,3 +37,35 @@ pub(crate) fn parse_keys(given: &[String]) -> Result<Vec<PublicKey>> {
         .map(|k| PublicKey::from_did_key(k).map_err(|e| format!("--key: {e}").into()))
         .collect()
 }
+
+/// The secret in `file`, or a new one (32 random bytes, hex) written there
+/// with mode 0600 when the file does not exist.
+pub(crate) fn read_or_create_secret(file: &Path) -> std::io::Result<Vec<u8>> {
+    match std::fs::read(file) {
+        Ok(bytes) => {
+            let secret: Vec<u8> = bytes.trim_ascii().to_vec();
+            if secret.len() < 32 {
+                return Err(std::io::Error::other(
+                    "the secret is shorter than 32 bytes; give a longer one or remove the file",
+                ));
+            }
+            return Ok(secret);
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(e),
+    }
+    let mut random = [0u8; 32];
+    os_random(&mut random);
+    let hex: String = random.iter().map(|b| format!("{b:02x}")).collect();
+    if let Some(dir) = file.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir)?;
+    }
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    let mut f = options.open(file)?;
+    std::io::Write::write_all(&mut f, hex.as_bytes())?;
+    f.sync_all()?;
+    Ok(hex.into_bytes())
+}

@@ -1,6 +1,6 @@
 //! `datarepo serve`: the HTTP API over the store.
 
-use std::{net::SocketAddr, process::ExitCode, sync::Arc, time::Duration};
+use std::{net::SocketAddr, path::PathBuf, process::ExitCode, sync::Arc, time::Duration};
 
 use clap::Args;
 use repo::Repos;
@@ -29,6 +29,20 @@ pub(crate) struct ServeArgs {
     /// The curve of keys made in --signing-key-dir.
     #[arg(long, value_enum, default_value = "k256", requires = "signing_key_dir")]
     signing_key_type: crate::commands::CurveArg,
+    /// The secret that signs session tokens (accounts log in with
+    /// `com.atproto.server.createSession`): created (32 random bytes, mode
+    /// 0600) when absent. Default: `jwt-secret` in a local store's
+    /// directory; a store on S3 has accounts only with this option.
+    #[arg(long, value_name = "FILE")]
+    jwt_secret_file: Option<PathBuf>,
+    /// The URL clients reach this server at; its host names the server's
+    /// DID (`did:web:HOST`), every session token's audience. Default:
+    /// `http://` and the listen address.
+    #[arg(long, value_name = "URL")]
+    public_url: Option<String>,
+    /// How long an access token lives, in seconds (refresh tokens: 90 days).
+    #[arg(long, default_value_t = accounts::tokens::DEFAULT_ACCESS_TTL.as_secs(), value_parser = clap::value_parser!(u64).range(1..))]
+    access_token_ttl_secs: u64,
     /// Serve reads only, from a store another `datarepo serve` writes
     /// (for example the same s3:// location).
     #[arg(long)]
@@ -240,7 +254,9 @@ pub(crate) fn run(store: &StoreArgs, args: &ServeArgs) -> Result<ExitCode, Strin
             }
             None => None,
         };
+        let sessions = sessions(args, store)?;
         let config = server::Config {
+            sessions,
             signing_keys,
             token: args.token.clone().filter(|t| !t.is_empty()),
             private_reads: args.private_reads,
@@ -367,3 +383,54 @@ async fn with_progress<T>(
 
 /// How long a stopping server waits for the store to close.
 const CLOSE_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The server's DID for `public_url`: `did:web:` and its host, a port
+/// written `%3A` as the did:web method requires.
+fn server_did(public_url: &str) -> Result<String, String> {
+    let rest = public_url
+        .split_once("://")
+        .map_or(public_url, |(_, rest)| rest);
+    let host = rest.split('/').next().unwrap_or_default();
+    if host.is_empty() {
+        return Err(format!("--public-url {public_url:?} names no host"));
+    }
+    Ok(format!("did:web:{}", host.replace(':', "%3A")))
+}
+
+/// Accounts and sessions: the token secret (made on first start), the
+/// server's DID, a clock and randomness. `None` for a replica, and for a
+/// store on S3 given no `--jwt-secret-file`.
+fn sessions(args: &ServeArgs, store: &StoreArgs) -> Result<Option<server::Sessions>, String> {
+    if args.replica {
+        return Ok(None);
+    }
+    let Some(file) = args
+        .jwt_secret_file
+        .clone()
+        .or_else(|| store.local_dir().map(|d| d.join("jwt-secret")))
+    else {
+        tracing::info!("no --jwt-secret-file for a store on S3: accounts and sessions are off");
+        return Ok(None);
+    };
+    let secret = crate::key_files::read_or_create_secret(&file)
+        .map_err(|e| format!("--jwt-secret-file {}: {e}", file.display()))?;
+    let public_url = args
+        .public_url
+        .clone()
+        .unwrap_or_else(|| format!("http://{}", args.addr));
+    let tokens = accounts::tokens::Tokens::new(&secret, server_did(&public_url)?)
+        .with_access_ttl(Duration::from_secs(args.access_token_ttl_secs));
+    Ok(Some(server::Sessions {
+        tokens,
+        clock: Arc::new(unix_seconds),
+        random: Arc::new(crate::key_files::os_random),
+    }))
+}
+
+/// Seconds since the Unix epoch: the binary is where the clock is read.
+#[allow(clippy::disallowed_methods)]
+fn unix_seconds() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}

@@ -32,6 +32,14 @@ impl StoreArgs {
         &self.store
     }
 
+    /// The store's directory, when it is a local one.
+    pub(crate) fn local_dir(&self) -> Option<PathBuf> {
+        match self.parse() {
+            Ok(Location::Local(dir)) => Some(dir),
+            _ => None,
+        }
+    }
+
     fn parse(&self) -> Result<Location, String> {
         self.store.parse().map_err(|e: store::Error| e.to_string())
     }

@@ -279,12 +279,49 @@ const RECORD_HISTORY_TAG: u8 = (RecordType::RecordIndex as u8) << 4 | 1;
 /// reserved bits set to 1.
 const RECORD_COUNT_TAG: u8 = (RecordType::Collection as u8) << 4 | 1;
 
+/// The tag of an account (DID → the account): the signing-keys type, the
+/// identity of a repository, with its reserved bits set to 1.
+const ACCOUNT_TAG: u8 = (RecordType::SigningKeys as u8) << 4 | 1;
+
+/// The tag of a handle (lowercase handle → DID): reserved bits 2.
+const HANDLE_TAG: u8 = (RecordType::SigningKeys as u8) << 4 | 2;
+
+/// The tag of an open session (refresh-token id → DID, expiry): reserved
+/// bits 3.
+const REFRESH_TOKEN_TAG: u8 = (RecordType::SigningKeys as u8) << 4 | 3;
+
 fn prefix_of(tag: u8) -> KeyPrefix {
     match RecordTag::from_byte(tag) {
         Ok(tag) => KeyPrefix::new(tag),
         // Unreachable: both tags have a record type in 1..=15.
         Err(_) => unreachable!("record tag {tag:#04x} has no record type"),
     }
+}
+
+/// The key of an account: its DID.
+#[must_use]
+pub fn account_key(did: &str) -> Vec<u8> {
+    KeyBuilder::new(prefix_of(ACCOUNT_TAG)).str(did).finish()
+}
+
+/// Every account, in DID order.
+#[must_use]
+pub fn accounts_range() -> KeyRange {
+    KeyRange::prefix(&KeyBuilder::new(prefix_of(ACCOUNT_TAG)).finish())
+}
+
+/// The key of a handle (lowercase), whose value is its account's DID.
+#[must_use]
+pub fn handle_key(handle: &str) -> Vec<u8> {
+    KeyBuilder::new(prefix_of(HANDLE_TAG)).str(handle).finish()
+}
+
+/// The key of an open session: its refresh token's id.
+#[must_use]
+pub fn refresh_token_key(jti: &str) -> Vec<u8> {
+    KeyBuilder::new(prefix_of(REFRESH_TOKEN_TAG))
+        .str(jti)
+        .finish()
 }
 
 /// The key of a collection's record count: how many records it holds,
@@ -588,6 +625,21 @@ pub enum DecodedKey<'a> {
         /// The repository.
         repo: Cow<'a, str>,
     },
+    /// An account key.
+    Account {
+        /// The account's DID.
+        did: Cow<'a, str>,
+    },
+    /// A handle key.
+    Handle {
+        /// The handle, lowercase.
+        handle: Cow<'a, str>,
+    },
+    /// An open session's key.
+    RefreshToken {
+        /// The refresh token's id.
+        jti: Cow<'a, str>,
+    },
     /// A firehose event key.
     Event {
         /// The event's sequence number.
@@ -621,7 +673,10 @@ impl DecodedKey<'_> {
             Self::ColumnRkey { .. } => RecordType::ColumnRkey,
             Self::KeywordRow { .. } => RecordType::KeywordRow,
             Self::KeywordValue { .. } => RecordType::KeywordValue,
-            Self::SigningKeys { .. } => RecordType::SigningKeys,
+            Self::SigningKeys { .. }
+            | Self::Account { .. }
+            | Self::Handle { .. }
+            | Self::RefreshToken { .. } => RecordType::SigningKeys,
             Self::Event { .. } => RecordType::Event,
             Self::Lexicon { .. } => RecordType::Lexicon,
         }
@@ -654,6 +709,9 @@ pub fn decode_key(key: &[u8]) -> Result<DecodedKey<'_>, Error> {
             repo: r.str()?,
             collection: r.str()?,
         },
+        ACCOUNT_TAG => DecodedKey::Account { did: r.str()? },
+        HANDLE_TAG => DecodedKey::Handle { handle: r.str()? },
+        REFRESH_TOKEN_TAG => DecodedKey::RefreshToken { jti: r.str()? },
         tag => decode_reserved_zero(&mut r, tag, key.len())?,
     };
     r.finish()?;

@@ -30,7 +30,7 @@ pub(crate) async fn admit_write<K: Kv + 'static>(
     request: Request,
     next: Next,
 ) -> Response {
-    if let Err(e) = app.authorize_write(request.headers()) {
+    if let Err(e) = app.authorize_write(request.headers()).await {
         return e.into_response();
     }
     let max = app.config.limits.max_body_bytes;

@@ -137,6 +137,29 @@ pub struct Config {
     pub read_only: bool,
     /// Request limits.
     pub limits: Limits,
+    /// Accounts and sessions (`None`: none; `com.atproto.server.*` answers
+    /// `MethodNotImplemented` and only the admin token writes).
+    pub sessions: Option<Sessions>,
+}
+
+/// What accounts and sessions need: the token signer, a clock and
+/// randomness (injected: the library reads neither).
+#[derive(Clone)]
+pub struct Sessions {
+    /// Issues and verifies the session JWTs.
+    pub tokens: accounts::tokens::Tokens,
+    /// Seconds since the Unix epoch.
+    pub clock: Arc<dyn Fn() -> u64 + Send + Sync>,
+    /// Random bytes (salts, token ids).
+    pub random: KeyRandomness,
+}
+
+impl std::fmt::Debug for Sessions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Sessions")
+            .field("tokens", &self.tokens)
+            .finish_non_exhaustive()
+    }
 }
 
 /// What every request handler shares.
@@ -149,6 +172,11 @@ pub(crate) struct App<K> {
     /// One permit per query that may be evaluated at once.
     pub(crate) queries: tokio::sync::Semaphore,
     pub(crate) jobs: crate::jobs::Jobs,
+    /// The store's accounts and open sessions.
+    pub(crate) accounts: Arc<accounts::Accounts<K>>,
+    /// One permit per password hashed at once (Argon2id is slow by
+    /// design; logins must not take every thread).
+    pub(crate) hashing: Arc<tokio::sync::Semaphore>,
 }
 
 pub(crate) fn content_type(value: &'static str) -> (header::HeaderName, HeaderValue) {

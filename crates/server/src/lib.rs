@@ -29,7 +29,7 @@ mod web;
 use std::{sync::Arc, time::Duration};
 
 use app::App;
-pub use app::{Config, KeyRandomness, Limits, SigningKeyDir};
+pub use app::{Config, KeyRandomness, Limits, Sessions, SigningKeyDir};
 use axum::{
     Router,
     extract::{DefaultBodyLimit, MatchedPath, Request, State},
@@ -51,6 +51,10 @@ pub fn router<K: Kv + 'static>(repos: Arc<Repos<K>>, config: Config) -> Router {
     Server::new(repos, config).router()
 }
 
+/// Passwords hashed at once (Argon2id, ~19 MiB and tens of milliseconds
+/// each): a burst of logins waits for these instead of taking every core.
+const HASHES_AT_ONCE: usize = 2;
+
 /// A server over some repositories: its router and, when asked for,
 /// garbage collection alongside the requests.
 pub struct Server<K> {
@@ -69,6 +73,7 @@ impl<K: Kv + 'static> Server<K> {
     /// A server serving `repos` under `config`.
     pub fn new(repos: Arc<Repos<K>>, config: Config) -> Self {
         let engine = Arc::clone(&repos);
+        let accounts = Arc::new(accounts::Accounts::new(Arc::clone(repos.store())));
         let body_budget = body_budget::BodyBudget::new(
             config.limits.max_inflight_body_bytes,
             config.limits.max_body_bytes,
@@ -85,6 +90,8 @@ impl<K: Kv + 'static> Server<K> {
                 jobs: jobs::Jobs::default(),
                 config,
                 metrics: metrics::Metrics::new(move || engine.store().kv().engine_metrics()),
+                accounts,
+                hashing: Arc::new(tokio::sync::Semaphore::new(HASHES_AT_ONCE)),
             }),
         }
     }
@@ -201,8 +208,35 @@ fn router_for<K: Kv + 'static>(app: Arc<App<K>>) -> Router {
             Arc::clone(&app),
             admission::admit_write::<K>,
         ));
+    // Accounts and sessions: their own credentials, small bodies.
+    let sessions = Router::new()
+        .route(
+            "/xrpc/com.atproto.server.createAccount",
+            post(handlers::atproto_server::create_account::<K>),
+        )
+        .route(
+            "/xrpc/com.atproto.server.createSession",
+            post(handlers::atproto_server::create_session::<K>),
+        )
+        .route(
+            "/xrpc/com.atproto.server.getSession",
+            get(handlers::atproto_server::get_session::<K>),
+        )
+        .route(
+            "/xrpc/com.atproto.server.refreshSession",
+            post(handlers::atproto_server::refresh_session::<K>),
+        )
+        .route(
+            "/xrpc/com.atproto.server.deleteSession",
+            post(handlers::atproto_server::delete_session::<K>),
+        )
+        .route(
+            "/xrpc/com.atproto.server.describeServer",
+            get(handlers::atproto_server::describe_server::<K>),
+        );
     Router::new()
         .merge(writes)
+        .merge(sessions)
         .route(
             "/xrpc/com.atproto.repo.getRecord",
             get(handlers::atproto_repo::get_record::<K>),

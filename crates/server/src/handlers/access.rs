@@ -12,6 +12,28 @@ use subtle::ConstantTimeEq;
 use super::request::{Result, bearer};
 use crate::{app::App, error::XrpcError};
 
+/// Who a write comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Writer {
+    /// The admin token: any repository.
+    Admin,
+    /// An account's session: the repository of its DID only.
+    Account(String),
+}
+
+impl Writer {
+    /// Refuses a write to `repo` by anyone but its owner or the admin.
+    pub(crate) fn may_write(&self, repo: &str) -> Result<()> {
+        match self {
+            Self::Admin => Ok(()),
+            Self::Account(did) if did == repo => Ok(()),
+            Self::Account(did) => Err(XrpcError::auth(format!(
+                "this session is {did}'s, which may write only its own repository, not {repo}"
+            ))),
+        }
+    }
+}
+
 impl<K: Kv + 'static> App<K> {
     pub(super) fn check_token(&self, headers: &HeaderMap, what: &str) -> Result<()> {
         let Some(token) = &self.config.token else {
@@ -28,13 +50,73 @@ impl<K: Kv + 'static> App<K> {
         }
     }
 
-    pub(crate) fn authorize_write(&self, headers: &HeaderMap) -> Result<()> {
+    /// Who may make this write: the admin token, or an active account's
+    /// access token (whose repository the caller then checks with
+    /// [`Writer::may_write`]). Reads no store: a token's signature and
+    /// expiry are checked in memory, an account's status is remembered.
+    pub(crate) async fn authorize_write(&self, headers: &HeaderMap) -> Result<Writer> {
         if self.config.read_only {
             return Err(XrpcError::invalid(
                 "this server is a read-only replica; send writes to the writer",
             ));
         }
-        self.check_token(headers, "writes")
+        if let Some(did) = self.session_did(headers).await? {
+            return Ok(Writer::Account(did));
+        }
+        self.check_token(headers, "writes").map(|()| Writer::Admin)
+    }
+
+    /// The DID of the active account whose access token `headers` carry;
+    /// `None` when they carry no such token (the admin token, or nothing).
+    async fn session_did(&self, headers: &HeaderMap) -> Result<Option<String>> {
+        let Some(sessions) = &self.config.sessions else {
+            return Ok(None);
+        };
+        let Some(token) = bearer(headers).and_then(|t| std::str::from_utf8(t).ok()) else {
+            return Ok(None);
+        };
+        // A JWT has two dots; the admin token is checked as before.
+        if token.bytes().filter(|b| *b == b'.').count() != 2 {
+            return Ok(None);
+        }
+        let claims = sessions
+            .tokens
+            .verify_access(token, (sessions.clock)())
+            .map_err(super::atproto_server::token_error)?;
+        let status = self
+            .accounts
+            .status(&claims.sub)
+            .await
+            .map_err(|e| XrpcError::internal(e.to_string()))?;
+        match status {
+            Some(accounts::account::Status::Active) => Ok(Some(claims.sub)),
+            Some(accounts::account::Status::Deactivated) => Err(XrpcError::new(
+                axum::http::StatusCode::UNAUTHORIZED,
+                "AccountDeactivated",
+                "this account is deactivated: it cannot write",
+            )),
+            Some(accounts::account::Status::Takendown) => Err(XrpcError::new(
+                axum::http::StatusCode::UNAUTHORIZED,
+                "AccountTakedown",
+                "this account has been taken down",
+            )),
+            None => Err(XrpcError::auth("the token's account no longer exists")),
+        }
+    }
+
+    /// Runs `work` (Argon2id hashing) on the blocking pool, at most
+    /// [`crate::HASHES_AT_ONCE`] at a time.
+    pub(crate) async fn hashing<T: Send + 'static>(
+        &self,
+        work: impl FnOnce() -> T + Send + 'static,
+    ) -> Result<T> {
+        let _permit = Arc::clone(&self.hashing)
+            .acquire_owned()
+            .await
+            .map_err(|e| XrpcError::internal(e.to_string()))?;
+        tokio::task::spawn_blocking(work)
+            .await
+            .map_err(|e| XrpcError::internal(format!("hashing failed: {e}")))
     }
 
     pub(crate) fn authorize_read(&self, headers: &HeaderMap) -> Result<()> {

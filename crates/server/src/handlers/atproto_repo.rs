@@ -71,8 +71,9 @@ pub(crate) async fn create_record<K: Kv + 'static>(
     headers: HeaderMap,
     raw: std::result::Result<Bytes, BytesRejection>,
 ) -> Result<Json<Value>> {
-    app.authorize_write(&headers)?;
+    let writer = app.authorize_write(&headers).await?;
     let (input, len): (CreateRecordInput, _) = body(raw)?;
+    writer.may_write(&input.repo)?;
     check_record_size(app.config.limits.max_record_bytes, len, &input.record)?;
     let swap = opt_cid(input.swap_commit.as_deref(), "swapCommit")?;
     let repo = app.repo_for_write(&input.repo).await?;
@@ -108,8 +109,9 @@ pub(crate) async fn put_record<K: Kv + 'static>(
     headers: HeaderMap,
     raw: std::result::Result<Bytes, BytesRejection>,
 ) -> Result<Json<Value>> {
-    app.authorize_write(&headers)?;
+    let writer = app.authorize_write(&headers).await?;
     let (input, len): (PutRecordInput, _) = body(raw)?;
+    writer.may_write(&input.repo)?;
     check_record_size(app.config.limits.max_record_bytes, len, &input.record)?;
     let swap_commit = opt_cid(input.swap_commit.as_deref(), "swapCommit")?;
     let repo = app.repo_for_write(&input.repo).await?;
@@ -162,8 +164,9 @@ pub(crate) async fn delete_record<K: Kv + 'static>(
     headers: HeaderMap,
     raw: std::result::Result<Bytes, BytesRejection>,
 ) -> Result<Json<Value>> {
-    app.authorize_write(&headers)?;
+    let writer = app.authorize_write(&headers).await?;
     let (input, _): (DeleteRecordInput, _) = body(raw)?;
+    writer.may_write(&input.repo)?;
     let swap_record = opt_cid(input.swap_record.as_deref(), "swapRecord")?;
     let swap_commit = opt_cid(input.swap_commit.as_deref(), "swapCommit")?;
     let repo = app.repo(&input.repo).await?;
@@ -221,8 +224,9 @@ pub(crate) async fn apply_writes<K: Kv + 'static>(
     headers: HeaderMap,
     raw: std::result::Result<Bytes, BytesRejection>,
 ) -> Result<Json<Value>> {
-    app.authorize_write(&headers)?;
+    let writer = app.authorize_write(&headers).await?;
     let (input, len): (ApplyWritesInput, _) = body(raw)?;
+    writer.may_write(&input.repo)?;
     let max = app.config.limits.max_writes;
     if input.writes.len() > max {
         return Err(XrpcError::too_large(format!(

@@ -54,8 +54,9 @@ pub(crate) async fn add_index<K: Kv + 'static>(
     headers: HeaderMap,
     raw: std::result::Result<Bytes, BytesRejection>,
 ) -> Result<Response> {
-    app.authorize_write(&headers)?;
+    let writer = app.authorize_write(&headers).await?;
     let (input, _): (AddIndexInput, _) = body(raw)?;
+    writer.may_write(&input.repo)?;
     let kind: repo::IndexKind = input.kind.parse().map_err(XrpcError::invalid)?;
     let repo = app.repo(&input.repo).await?;
     let (collection, path) = (input.collection, input.path);
@@ -96,7 +97,7 @@ pub(crate) async fn check_token<K: Kv + 'static>(
     State(app): State<Arc<App<K>>>,
     headers: HeaderMap,
 ) -> Result<Json<Value>> {
-    app.authorize_write(&headers)?;
+    app.authorize_write(&headers).await?;
     Ok(Json(json!({ "writes": true })))
 }
 
@@ -162,8 +163,9 @@ pub(crate) async fn drop_index<K: Kv + 'static>(
     headers: HeaderMap,
     raw: std::result::Result<Bytes, BytesRejection>,
 ) -> Result<Json<Value>> {
-    app.authorize_write(&headers)?;
+    let writer = app.authorize_write(&headers).await?;
     let (input, _): (DropIndexInput, _) = body(raw)?;
+    writer.may_write(&input.repo)?;
     let repo = app.repo(&input.repo).await?;
     tokio::spawn(async move { repo.drop_index(&input.collection, &input.path).await })
         .await
@@ -184,8 +186,9 @@ pub(crate) async fn rebuild_indexes<K: Kv + 'static>(
     headers: HeaderMap,
     raw: std::result::Result<Bytes, BytesRejection>,
 ) -> Result<Response> {
-    app.authorize_write(&headers)?;
+    let writer = app.authorize_write(&headers).await?;
     let (input, _): (RebuildIndexesInput, _) = body(raw)?;
+    writer.may_write(&input.repo)?;
     let repo = app.repo(&input.repo).await?;
     let job = app.jobs.start("rebuildIndexes", repo.id(), json!({}));
     let running = Arc::clone(&job);

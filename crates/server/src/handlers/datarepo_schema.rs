@@ -30,8 +30,9 @@ pub(crate) async fn put_lexicons<K: Kv + 'static>(
     headers: HeaderMap,
     raw: std::result::Result<Bytes, BytesRejection>,
 ) -> Result<Json<Value>> {
-    app.authorize_write(&headers)?;
+    let writer = app.authorize_write(&headers).await?;
     let (input, _): (PutLexiconsInput, _) = body(raw)?;
+    writer.may_write(&input.repo)?;
     if input.lexicons.is_empty() {
         return Err(XrpcError::invalid("lexicons: give at least one document"));
     }
@@ -62,8 +63,9 @@ pub(crate) async fn delete_lexicon<K: Kv + 'static>(
     headers: HeaderMap,
     raw: std::result::Result<Bytes, BytesRejection>,
 ) -> Result<Json<Value>> {
-    app.authorize_write(&headers)?;
+    let writer = app.authorize_write(&headers).await?;
     let (input, _): (DeleteLexiconInput, _) = body(raw)?;
+    writer.may_write(&input.repo)?;
     let repo = app.repo(&input.repo).await?;
     repo.remove_lexicon(&input.nsid).await?;
     Ok(Json(json!({ "removed": input.nsid })))
@@ -85,8 +87,9 @@ pub(crate) async fn define_collection<K: Kv + 'static>(
     headers: HeaderMap,
     raw: std::result::Result<Bytes, BytesRejection>,
 ) -> Result<Json<Value>> {
-    app.authorize_write(&headers)?;
+    let writer = app.authorize_write(&headers).await?;
     let (input, _): (DefineCollectionInput, _) = body(raw)?;
+    writer.may_write(&input.repo)?;
     let key: rkey::KeyType = input
         .key
         .parse()

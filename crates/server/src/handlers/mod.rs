@@ -2,7 +2,8 @@
 //!
 //! [`request`] reads requests and [`access`] decides who may do what and
 //! runs commits; the families build on both and never on each other:
-//! [`atproto_repo`] (`com.atproto.repo.*`), [`atproto_sync`]
+//! [`atproto_repo`] (`com.atproto.repo.*`), [`atproto_server`]
+//! (`com.atproto.server.*`: accounts and sessions), [`atproto_sync`]
 //! (`com.atproto.sync.*`), [`datarepo_query`], [`datarepo_index`] and
 //! [`datarepo_schema`] (`dev.datarepo.*`), and [`service`] (health,
 //! metrics, fallbacks). The firehose and inspection endpoints live in
@@ -10,6 +11,7 @@
 
 pub(crate) mod access;
 pub(crate) mod atproto_repo;
+pub(crate) mod atproto_server;
 pub(crate) mod atproto_sync;
 pub(crate) mod datarepo_index;
 pub(crate) mod datarepo_query;

@@ -1,0 +1,372 @@
+//! [`Accounts`]: accounts and open sessions in a store.
+//!
+//! Keys (`docs/storage-keys.md`): an account's JSON under its DID
+//! (`keycodec::records::account_key`), its lowercase handle → DID
+//! (`handle_key`), and each open session's refresh-token id → `{did,
+//! exp}` (`refresh_token_key`). An account and its handle are written in
+//! one atomic write.
+
+use std::{collections::HashMap, sync::Arc};
+
+use bytes::Bytes;
+use keycodec::records;
+use serde::{Deserialize, Serialize};
+use store::{Kv, Store, WriteOp};
+
+use crate::{
+    account::{Account, Status, check_did, normalize_handle},
+    error::Error,
+};
+
+#[cfg(doc)]
+use crate::password;
+
+/// How long a refresh token still works after it was exchanged for a new
+/// pair (a client that lost the answer may try again).
+pub const REFRESH_GRACE_SECS: u64 = 2 * 60;
+
+/// An open session, stored under its refresh token's id.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+struct Session {
+    did: String,
+    /// When the refresh token stops working (seconds since the Unix epoch).
+    exp: u64,
+}
+
+/// Every account of a store, and their sessions.
+///
+/// Writes are serialized in this handle (one per process: the store has
+/// one writer), so that a handle is never given to two accounts. Account
+/// statuses are remembered, so that authorizing a request reads no store.
+pub struct Accounts<K> {
+    store: Arc<Store<K>>,
+    writes: tokio::sync::Mutex<()>,
+    /// Every account's status, read from the store on first use.
+    statuses: tokio::sync::OnceCell<std::sync::RwLock<HashMap<String, Status>>>,
+}
+
+impl<K> std::fmt::Debug for Accounts<K> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Accounts").finish_non_exhaustive()
+    }
+}
+
+/// What creating an account needs.
+#[derive(Debug, Clone)]
+pub struct NewAccount<'a> {
+    /// The DID (and so the repository) the account owns.
+    pub did: &'a str,
+    /// Its handle.
+    pub handle: &'a str,
+    /// Its email address, if any.
+    pub email: Option<&'a str>,
+    /// Its password's hash ([`password::hash`], run by the caller where
+    /// tens of milliseconds of CPU do no harm).
+    pub password_hash: String,
+    /// When it is created (RFC 3339).
+    pub created_at: &'a str,
+}
+
+impl<K: Kv> Accounts<K> {
+    /// The accounts in `store`.
+    #[must_use]
+    pub fn new(store: Arc<Store<K>>) -> Self {
+        Self {
+            store,
+            writes: tokio::sync::Mutex::new(()),
+            statuses: tokio::sync::OnceCell::new(),
+        }
+    }
+
+    async fn statuses(&self) -> Result<&std::sync::RwLock<HashMap<String, Status>>, Error> {
+        self.statuses
+            .get_or_try_init(|| async {
+                let all = self.list().await?;
+                Ok::<_, Error>(std::sync::RwLock::new(
+                    all.into_iter().map(|a| (a.did, a.status)).collect(),
+                ))
+            })
+            .await
+    }
+
+    async fn note_status(&self, did: &str, status: Option<Status>) -> Result<(), Error> {
+        let mut statuses = self
+            .statuses()
+            .await?
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        match status {
+            Some(s) => statuses.insert(did.to_owned(), s),
+            None => statuses.remove(did),
+        };
+        Ok(())
+    }
+
+    /// The status of the account `did`, if one exists: read from the store
+    /// once, then remembered (authorizing a request reads no store).
+    ///
+    /// # Errors
+    ///
+    /// A storage error, or [`Error::Malformed`], on the first call.
+    pub async fn status(&self, did: &str) -> Result<Option<Status>, Error> {
+        Ok(self
+            .statuses()
+            .await?
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(did)
+            .copied())
+    }
+
+    /// Creates an account.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidHandle`], [`Error::InvalidDid`], [`Error::HandleTaken`],
+    /// [`Error::DidTaken`], or a storage error. Nothing is written then.
+    pub async fn create(&self, new: NewAccount<'_>) -> Result<Account, Error> {
+        let handle = normalize_handle(new.handle)?;
+        check_did(new.did)?;
+        let _writing = self.writes.lock().await;
+        if self
+            .store
+            .kv()
+            .get(&records::handle_key(&handle))
+            .await?
+            .is_some()
+        {
+            return Err(Error::HandleTaken(handle));
+        }
+        if self
+            .store
+            .kv()
+            .get(&records::account_key(new.did))
+            .await?
+            .is_some()
+        {
+            return Err(Error::DidTaken(new.did.to_owned()));
+        }
+        let account = Account {
+            did: new.did.to_owned(),
+            handle: handle.clone(),
+            email: new.email.map(str::to_owned),
+            status: Status::Active,
+            created_at: new.created_at.to_owned(),
+            password_hash: new.password_hash,
+        };
+        self.store
+            .kv()
+            .write(vec![
+                WriteOp::Put(records::account_key(&account.did), account.encode()),
+                WriteOp::Put(
+                    records::handle_key(&handle),
+                    Bytes::from(account.did.clone().into_bytes()),
+                ),
+            ])
+            .await?;
+        self.note_status(&account.did, Some(account.status)).await?;
+        Ok(account)
+    }
+
+    /// The account `did`.
+    ///
+    /// # Errors
+    ///
+    /// A storage error, or [`Error::Malformed`].
+    pub async fn by_did(&self, did: &str) -> Result<Option<Account>, Error> {
+        self.store
+            .kv()
+            .get(&records::account_key(did))
+            .await?
+            .map(|b| Account::decode(&b))
+            .transpose()
+    }
+
+    /// The account named by `identifier`: a DID, or a handle in any case.
+    ///
+    /// # Errors
+    ///
+    /// A storage error, or [`Error::Malformed`].
+    pub async fn find(&self, identifier: &str) -> Result<Option<Account>, Error> {
+        if identifier.starts_with("did:") {
+            return self.by_did(identifier).await;
+        }
+        let Some(did) = self
+            .store
+            .kv()
+            .get(&records::handle_key(&identifier.to_ascii_lowercase()))
+            .await?
+        else {
+            return Ok(None);
+        };
+        let did = String::from_utf8(did.to_vec()).map_err(|e| Error::Malformed {
+            what: "handle",
+            reason: e.to_string(),
+        })?;
+        self.by_did(&did).await
+    }
+
+    /// Every account, in DID order.
+    ///
+    /// # Errors
+    ///
+    /// A storage error, or [`Error::Malformed`].
+    pub async fn list(&self) -> Result<Vec<Account>, Error> {
+        let rows = self
+            .store
+            .kv()
+            .scan(&records::accounts_range(), false, usize::MAX)
+            .await?;
+        rows.iter().map(|(_, v)| Account::decode(v)).collect()
+    }
+
+    /// Replaces the password hash of the account `did` ([`password::hash`]).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::AccountNotFound`], or a storage error.
+    pub async fn set_password_hash(&self, did: &str, hash: String) -> Result<(), Error> {
+        self.update(did, |a| a.password_hash = hash).await
+    }
+
+    /// Sets the status of the account `did`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::AccountNotFound`], or a storage error.
+    pub async fn set_status(&self, did: &str, status: Status) -> Result<(), Error> {
+        self.update(did, |a| a.status = status).await?;
+        self.note_status(did, Some(status)).await
+    }
+
+    async fn update(&self, did: &str, change: impl FnOnce(&mut Account)) -> Result<(), Error> {
+        let _writing = self.writes.lock().await;
+        let mut account = self
+            .by_did(did)
+            .await?
+            .ok_or_else(|| Error::AccountNotFound(did.to_owned()))?;
+        change(&mut account);
+        self.store
+            .kv()
+            .write(vec![WriteOp::Put(
+                records::account_key(did),
+                account.encode(),
+            )])
+            .await?;
+        Ok(())
+    }
+
+    /// Deletes the account `did` and its handle (its repository is the
+    /// caller's to keep or delete).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::AccountNotFound`], or a storage error.
+    pub async fn delete(&self, did: &str) -> Result<Account, Error> {
+        let _writing = self.writes.lock().await;
+        let account = self
+            .by_did(did)
+            .await?
+            .ok_or_else(|| Error::AccountNotFound(did.to_owned()))?;
+        self.store
+            .kv()
+            .write(vec![
+                WriteOp::Delete(records::account_key(did)),
+                WriteOp::Delete(records::handle_key(&account.handle)),
+            ])
+            .await?;
+        self.note_status(did, None).await?;
+        Ok(account)
+    }
+
+    /// Opens a session: its refresh token's id `jti`, valid until `exp`.
+    ///
+    /// # Errors
+    ///
+    /// A storage error.
+    pub async fn open_session(&self, jti: &str, did: &str, exp: u64) -> Result<(), Error> {
+        let session = Session {
+            did: did.to_owned(),
+            exp,
+        };
+        self.store
+            .kv()
+            .write(vec![WriteOp::Put(
+                records::refresh_token_key(jti),
+                Bytes::from(serde_json::to_vec(&session).unwrap_or_default()),
+            )])
+            .await?;
+        Ok(())
+    }
+
+    /// Whether the session of refresh token `jti` is open for `did` at
+    /// `now`.
+    ///
+    /// # Errors
+    ///
+    /// A storage error, or [`Error::Malformed`].
+    pub async fn session_open(&self, jti: &str, did: &str, now: u64) -> Result<bool, Error> {
+        let Some(bytes) = self
+            .store
+            .kv()
+            .get(&records::refresh_token_key(jti))
+            .await?
+        else {
+            return Ok(false);
+        };
+        let session: Session = serde_json::from_slice(&bytes).map_err(|e| Error::Malformed {
+            what: "session",
+            reason: e.to_string(),
+        })?;
+        Ok(session.did == did && session.exp > now)
+    }
+
+    /// Replaces the session `old` by `new` (a refresh): the old refresh
+    /// token keeps working for [`REFRESH_GRACE_SECS`] more.
+    ///
+    /// # Errors
+    ///
+    /// A storage error.
+    pub async fn rotate_session(
+        &self,
+        old: &str,
+        new: &str,
+        did: &str,
+        new_exp: u64,
+        now: u64,
+    ) -> Result<(), Error> {
+        let encode = |exp: u64| {
+            Bytes::from(
+                serde_json::to_vec(&Session {
+                    did: did.to_owned(),
+                    exp,
+                })
+                .unwrap_or_default(),
+            )
+        };
+        self.store
+            .kv()
+            .write(vec![
+                WriteOp::Put(
+                    records::refresh_token_key(old),
+                    encode(now + REFRESH_GRACE_SECS),
+                ),
+                WriteOp::Put(records::refresh_token_key(new), encode(new_exp)),
+            ])
+            .await?;
+        Ok(())
+    }
+
+    /// Closes the session of refresh token `jti` (logging out).
+    ///
+    /// # Errors
+    ///
+    /// A storage error.
+    pub async fn close_session(&self, jti: &str) -> Result<(), Error> {
+        self.store
+            .kv()
+            .write(vec![WriteOp::Delete(records::refresh_token_key(jti))])
+            .await?;
+        Ok(())
+    }
+}
