@@ -157,6 +157,9 @@ pub(crate) enum RepoCommand {
     /// Register Lexicon documents.
     #[command(subcommand)]
     Lexicon(LexiconCommand),
+    /// Accounts: who may log in and write which repository.
+    #[command(subcommand)]
+    Account(AccountCommand),
     /// Create or replace a record, from a JSON file or standard input.
     Put(PutArgs),
     /// Print a record.
@@ -377,6 +380,7 @@ impl RepoCommand {
     pub(crate) fn writes(&self) -> bool {
         match self {
             Self::Key(k) => k.writes(),
+            Self::Account(a) => a.writes(),
             Self::Init { .. }
             | Self::Collection(CollectionCommand::Define { .. })
             | Self::Lexicon(LexiconCommand::Add { .. } | LexiconCommand::Rm { .. })
@@ -449,6 +453,78 @@ impl SwapArgs {
             cid(&self.swap_commit, "swap-commit")?,
             cid(&self.swap_record, "swap-record")?,
         ))
+    }
+}
+
+/// Where an account command reads a password.
+#[derive(Debug, Args)]
+#[group(required = true, multiple = false)]
+pub(crate) struct PasswordArgs {
+    /// Read the password from this file (its first line).
+    #[arg(long, value_name = "FILE")]
+    pub(crate) password_file: Option<PathBuf>,
+    /// Read the password from standard input (its first line).
+    #[arg(long)]
+    pub(crate) password_stdin: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum AccountCommand {
+    /// Make an account: a handle, a password and the repository of its DID
+    /// (an existing repository is attached). With --server, through the
+    /// server's createAccount (DATAREPO_TOKEN is the admin token).
+    Create {
+        /// The handle (AT Protocol handle syntax; unique whatever its case).
+        #[arg(long)]
+        handle: String,
+        /// The DID (default: did:web:<handle>).
+        #[arg(long)]
+        did: Option<String>,
+        /// An email address.
+        #[arg(long)]
+        email: Option<String>,
+        #[command(flatten)]
+        password: PasswordArgs,
+    },
+    /// List the accounts.
+    List,
+    /// Show one account (by handle or DID).
+    Show {
+        /// The handle or DID.
+        account: String,
+    },
+    /// Replace an account's password.
+    SetPassword {
+        /// The handle or DID.
+        account: String,
+        #[command(flatten)]
+        password: PasswordArgs,
+    },
+    /// Stop an account from writing (it can still log in).
+    Deactivate {
+        /// The handle or DID.
+        account: String,
+    },
+    /// Let a deactivated account write again.
+    Activate {
+        /// The handle or DID.
+        account: String,
+    },
+    /// Delete an account (its handle becomes free). Its repository stays:
+    /// pass --keep-repository to say so.
+    Delete {
+        /// The handle or DID.
+        account: String,
+        /// Keep the account's repository and its records (required: datarepo
+        /// does not delete repositories yet).
+        #[arg(long, required = true)]
+        keep_repository: bool,
+    },
+}
+
+impl AccountCommand {
+    fn writes(&self) -> bool {
+        !matches!(self, Self::List | Self::Show { .. })
     }
 }
 

@@ -16,6 +16,7 @@ use clap::{Parser, Subcommand};
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+mod account_cmd;
 mod archive_cmd;
 mod client;
 mod collection_cmd;

@@ -1,0 +1,219 @@
+//! `datarepo account …`: accounts in the store (or, with `--server`, made
+//! through the server's createAccount).
+
+use std::{io::BufRead as _, process::ExitCode, sync::Arc};
+
+use accounts::{Accounts, account::Account, account::Status, storage::NewAccount};
+use serde_json::{Value, json};
+use store::SlateKv;
+
+use crate::{
+    commands::{AccountCommand, PasswordArgs, RepoArgs},
+    output::{Result, print},
+    session::{Session, Target},
+};
+
+/// Runs an `account` command: on the store, or `create` through a server.
+pub(crate) async fn run(t: Target<'_>, args: &RepoArgs, cmd: AccountCommand) -> Result<ExitCode> {
+    let json_mode = args.json;
+    let client = match t {
+        Target::Store(s) => return run_on_store(s, json_mode, cmd).await,
+        Target::Server(client) => client,
+    };
+    let AccountCommand::Create {
+        handle,
+        did,
+        email,
+        password,
+    } = cmd
+    else {
+        t.session()?;
+        return Ok(ExitCode::SUCCESS);
+    };
+    let mut body = json!({"handle": handle, "password": read_password(&password)?});
+    if let Some(did) = did {
+        body["did"] = did.into();
+    }
+    if let Some(email) = email {
+        body["email"] = email.into();
+    }
+    let out = client
+        .post("com.atproto.server.createAccount", &body)
+        .await?;
+    let shown = json!({"did": out["did"], "handle": out["handle"]});
+    print(json_mode, &shown, || {
+        format!(
+            "created {} ({})",
+            out["handle"].as_str().unwrap_or_default(),
+            out["did"].as_str().unwrap_or_default()
+        )
+    });
+    Ok(ExitCode::SUCCESS)
+}
+
+fn accounts(s: &Session) -> Accounts<SlateKv> {
+    Accounts::new(Arc::clone(s.repos.store()))
+}
+
+fn say(e: accounts::Error) -> crate::output::CliError {
+    let name = match &e {
+        accounts::Error::HandleTaken(_) => "HandleNotAvailable",
+        accounts::Error::AccountNotFound(_) => "AccountNotFound",
+        accounts::Error::InvalidHandle { .. } => "InvalidHandle",
+        _ => "InvalidRequest",
+    };
+    crate::output::CliError {
+        name: name.to_owned(),
+        message: e.to_string(),
+    }
+}
+
+/// The first line of the password's file or of standard input.
+fn read_password(from: &PasswordArgs) -> Result<String> {
+    let line = match &from.password_file {
+        Some(file) => std::fs::read_to_string(file)
+            .map_err(|e| format!("--password-file {}: {e}", file.display()))?
+            .lines()
+            .next()
+            .unwrap_or_default()
+            .to_owned(),
+        None => {
+            let mut line = String::new();
+            std::io::stdin()
+                .lock()
+                .read_line(&mut line)
+                .map_err(|e| format!("reading the password from standard input: {e}"))?;
+            line.trim_end_matches(['\r', '\n']).to_owned()
+        }
+    };
+    if line.is_empty() {
+        return Err("the password is empty".into());
+    }
+    Ok(line)
+}
+
+/// 16 random bytes for a password's salt.
+fn salt() -> [u8; 16] {
+    let mut bytes = [0u8; 32];
+    crate::key_files::os_random(&mut bytes);
+    let mut salt = [0u8; 16];
+    salt.copy_from_slice(&bytes[..16]);
+    salt
+}
+
+async fn find(a: &Accounts<SlateKv>, name: &str) -> Result<Account> {
+    a.find(name)
+        .await
+        .map_err(say)?
+        .ok_or_else(|| say(accounts::Error::AccountNotFound(name.to_owned())))
+}
+
+/// Now, as RFC 3339 (the binary is where the clock is read).
+#[allow(clippy::disallowed_methods)]
+fn now() -> String {
+    jiff::Timestamp::now().to_string()
+}
+
+async fn run_on_store(s: &Session, json_mode: bool, cmd: AccountCommand) -> Result<ExitCode> {
+    let a = accounts(s);
+    match cmd {
+        AccountCommand::Create {
+            handle,
+            did,
+            email,
+            password,
+        } => {
+            let handle = accounts::account::normalize_handle(&handle).map_err(say)?;
+            let did = did.unwrap_or_else(|| format!("did:web:{handle}"));
+            let hash = accounts::password::hash(&read_password(&password)?, salt()).map_err(say)?;
+            let account = a
+                .create(NewAccount {
+                    did: &did,
+                    handle: &handle,
+                    email: email.as_deref(),
+                    password_hash: hash,
+                    created_at: &now(),
+                })
+                .await
+                .map_err(say)?;
+            // Its repository: made now, or an existing one attached.
+            match s.repos.create(&account.did).await {
+                Ok(_) | Err(repo::Error::RepoExists(_)) => {}
+                Err(e) => return Err(crate::session::say(e)),
+            }
+            print(json_mode, &account.to_json(), || {
+                format!("created {} ({})", account.handle, account.did)
+            });
+        }
+        AccountCommand::List => {
+            let all = a.list().await.map_err(say)?;
+            let rows: Vec<Value> = all.iter().map(Account::to_json).collect();
+            print(json_mode, &json!({ "accounts": rows }), || {
+                if all.is_empty() {
+                    return "no accounts".to_owned();
+                }
+                all.iter()
+                    .map(|x| format!("{}  {}  {}", x.did, x.handle, x.status.as_str()))
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            });
+        }
+        AccountCommand::Show { account } => {
+            let x = find(&a, &account).await?;
+            print(json_mode, &x.to_json(), || {
+                format!(
+                    "{}\n  handle   {}\n  status   {}\n  created  {}{}",
+                    x.did,
+                    x.handle,
+                    x.status.as_str(),
+                    x.created_at,
+                    x.email
+                        .as_deref()
+                        .map(|e| format!("\n  email    {e}"))
+                        .unwrap_or_default()
+                )
+            });
+        }
+        AccountCommand::SetPassword { account, password } => {
+            let x = find(&a, &account).await?;
+            let hash = accounts::password::hash(&read_password(&password)?, salt()).map_err(say)?;
+            a.set_password_hash(&x.did, hash).await.map_err(say)?;
+            print(json_mode, &json!({"did": x.did}), || {
+                format!("set the password of {}", x.handle)
+            });
+        }
+        AccountCommand::Deactivate { account } => {
+            set_status(&a, &account, Status::Deactivated, json_mode).await?;
+        }
+        AccountCommand::Activate { account } => {
+            set_status(&a, &account, Status::Active, json_mode).await?;
+        }
+        AccountCommand::Delete { account, .. } => {
+            let x = find(&a, &account).await?;
+            a.delete(&x.did).await.map_err(say)?;
+            print(json_mode, &json!({"did": x.did, "deleted": true}), || {
+                format!(
+                    "deleted the account {} ({}); its repository stays",
+                    x.handle, x.did
+                )
+            });
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn set_status(
+    a: &Accounts<SlateKv>,
+    name: &str,
+    status: Status,
+    json_mode: bool,
+) -> Result<()> {
+    let x = find(a, name).await?;
+    a.set_status(&x.did, status).await.map_err(say)?;
+    print(
+        json_mode,
+        &json!({"did": x.did, "status": status.as_str()}),
+        || format!("{} is {}", x.handle, status.as_str()),
+    );
+    Ok(())
+}
