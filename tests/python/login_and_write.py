@@ -16,11 +16,11 @@ from atproto_client.exceptions import AtProtocolError
 base, handle, password, other = sys.argv[1:5]
 client = Client(base_url=base)
 with warnings.catch_warnings():
-    # datarepo serves no app.bsky profile yet: the SDK warns and goes on.
-    warnings.simplefilter("ignore")
-    client.login(handle, password)
+    # Any warning (a profile the SDK could not fetch, say) fails the test.
+    warnings.simplefilter("error")
+    profile = client.login(handle, password)
 session = client.com.atproto.server.get_session()
-post = client.send_post("hello from the Python SDK", profile_identify=session.did)
+post = client.send_post("hello from the Python SDK")
 refused = None
 try:
     client.com.atproto.repo.create_record(
@@ -32,4 +32,5 @@ try:
     )
 except AtProtocolError as e:
     refused = type(e).__name__
-print(json.dumps({"did": session.did, "handle": session.handle, "uri": post.uri, "refused": refused}))
+print(json.dumps({"did": session.did, "handle": session.handle, "profile": profile.did,
+                  "uri": post.uri, "refused": refused}))

@@ -64,6 +64,7 @@ fn the_python_sdk_logs_in_and_writes_only_its_repository() {
     let seen: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(seen["did"], alice["did"]);
     assert_eq!(seen["handle"], "alice.test");
+    assert_eq!(seen["profile"], alice["did"], "login fetched the profile");
     assert!(
         seen["refused"].is_string(),
         "the write into bob's repository was refused: {seen}"

@@ -194,7 +194,7 @@ pub(crate) async fn subscribe_repos<K: Kv + 'static>(
     connection: Option<axum::Extension<crate::connections::ConnectionSlot>>,
     ws: std::result::Result<WebSocketUpgrade, WebSocketUpgradeRejection>,
 ) -> std::result::Result<Response, XrpcError> {
-    app.authorize_read(&headers)?;
+    app.authorize_read(&headers).await?;
     let params = crate::handlers::request::query(params)?;
     // Answered as every XRPC error is (JSON), not as axum's plain text.
     let ws = ws.map_err(|rejection| {

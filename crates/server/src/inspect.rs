@@ -64,7 +64,7 @@ pub(crate) async fn describe_collections<K: Kv + 'static>(
     headers: HeaderMap,
     params: std::result::Result<Query<RepoParams>, QueryRejection>,
 ) -> Result<Json<Value>> {
-    app.authorize_read(&headers)?;
+    app.authorize_read(&headers).await?;
     let p = query(params)?;
     let repo = app.repo(&p.repo).await?;
     let indexes = repo.indexes(None).await?;
@@ -98,7 +98,7 @@ pub(crate) async fn get_repo_stats<K: Kv + 'static>(
     headers: HeaderMap,
     params: std::result::Result<Query<RepoParams>, QueryRejection>,
 ) -> Result<Json<Value>> {
-    app.authorize_read(&headers)?;
+    app.authorize_read(&headers).await?;
     let p = query(params)?;
     let repo = app.repo(&p.repo).await?;
     let mut total = 0u64;
@@ -133,7 +133,7 @@ pub(crate) async fn list_commits<K: Kv + 'static>(
     headers: HeaderMap,
     params: std::result::Result<Query<ListCommitsParams>, QueryRejection>,
 ) -> Result<Json<Value>> {
-    app.authorize_read(&headers)?;
+    app.authorize_read(&headers).await?;
     let p = query(params)?;
     let limit = page_limit(p.limit, 50, app.config.limits.max_page)?;
     let before = p
@@ -186,7 +186,7 @@ pub(crate) async fn get_commit<K: Kv + 'static>(
     headers: HeaderMap,
     params: std::result::Result<Query<GetCommitParams>, QueryRejection>,
 ) -> Result<Json<Value>> {
-    app.authorize_read(&headers)?;
+    app.authorize_read(&headers).await?;
     let p = query(params)?;
     let rev = parse_rev(&p.rev, "rev")?;
     let limit = page_limit(p.limit, COMMIT_OPS, MAX_COMMIT_OPS)?;
@@ -241,7 +241,7 @@ pub(crate) async fn get_record_history<K: Kv + 'static>(
     headers: HeaderMap,
     params: std::result::Result<Query<RecordHistoryParams>, QueryRejection>,
 ) -> Result<Json<Value>> {
-    app.authorize_read(&headers)?;
+    app.authorize_read(&headers).await?;
     let p = query(params)?;
     let commits = page_limit(p.limit, HISTORY_COMMITS, MAX_HISTORY_COMMITS)?;
     let before = p
@@ -281,7 +281,7 @@ pub(crate) async fn get_record<K: Kv + 'static>(
     headers: HeaderMap,
     params: std::result::Result<Query<GetRecordParams>, QueryRejection>,
 ) -> Result<Json<Value>> {
-    app.authorize_read(&headers)?;
+    app.authorize_read(&headers).await?;
     let p = query(params)?;
     let rev = p.rev.as_deref().map(|r| parse_rev(r, "rev")).transpose()?;
     let repo = app.repo(&p.repo).await?;
@@ -319,7 +319,7 @@ pub(crate) async fn get_lexicon<K: Kv + 'static>(
     headers: HeaderMap,
     params: std::result::Result<Query<GetLexiconParams>, QueryRejection>,
 ) -> Result<Json<Value>> {
-    app.authorize_read(&headers)?;
+    app.authorize_read(&headers).await?;
     let p = query(params)?;
     let repo = app.repo(&p.repo).await?;
     let lexicons = repo.lexicons();
@@ -347,7 +347,7 @@ pub(crate) async fn get_block<K: Kv + 'static>(
     headers: HeaderMap,
     params: std::result::Result<Query<GetBlockParams>, QueryRejection>,
 ) -> Result<Json<Value>> {
-    app.authorize_read(&headers)?;
+    app.authorize_read(&headers).await?;
     let p = query(params)?;
     let cid = parse_cid(&p.cid, "cid")?;
     let repo = app.repo(&p.repo).await?;
@@ -393,7 +393,7 @@ pub(crate) async fn get_shard<K: Kv + 'static>(
     headers: HeaderMap,
     params: std::result::Result<Query<GetShardParams>, QueryRejection>,
 ) -> Result<Json<Value>> {
-    app.authorize_read(&headers)?;
+    app.authorize_read(&headers).await?;
     let p = query(params)?;
     let cid = parse_cid(&p.cid, "cid")?;
     let limit = page_limit(p.limit, 500, MAX_SHARD_ENTRIES)?;
@@ -466,7 +466,7 @@ pub(crate) async fn get_pail_path<K: Kv + 'static>(
     headers: HeaderMap,
     params: std::result::Result<Query<PailPathParams>, QueryRejection>,
 ) -> Result<Json<Value>> {
-    app.authorize_read(&headers)?;
+    app.authorize_read(&headers).await?;
     let p = query(params)?;
     let repo = app.repo(&p.repo).await?;
     let (rev, root) = match p.rev.as_deref() {

@@ -231,6 +231,10 @@ fn router_for<K: Kv + 'static>(app: Arc<App<K>>) -> Router {
             post(handlers::atproto_server::delete_session::<K>),
         )
         .route(
+            "/xrpc/app.bsky.actor.getProfile",
+            get(handlers::app_bsky::get_profile::<K>),
+        )
+        .route(
             "/xrpc/com.atproto.server.describeServer",
             get(handlers::atproto_server::describe_server::<K>),
         );

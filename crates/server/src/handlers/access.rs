@@ -119,11 +119,13 @@ impl<K: Kv + 'static> App<K> {
             .map_err(|e| XrpcError::internal(format!("hashing failed: {e}")))
     }
 
-    pub(crate) fn authorize_read(&self, headers: &HeaderMap) -> Result<()> {
-        if self.config.private_reads {
-            self.check_token(headers, "reads")?;
+    /// Whether these headers may read: anyone, or with `--private-reads`
+    /// the admin token or any account's valid session.
+    pub(crate) async fn authorize_read(&self, headers: &HeaderMap) -> Result<()> {
+        if !self.config.private_reads || self.session_did(headers).await?.is_some() {
+            return Ok(());
         }
-        Ok(())
+        self.check_token(headers, "reads")
     }
 
     pub(crate) async fn repo(&self, id: &str) -> Result<Arc<Repository<K>>> {

@@ -294,7 +294,7 @@ pub(crate) async fn get_record<K: Kv + 'static>(
     headers: HeaderMap,
     params: std::result::Result<Query<GetRecordParams>, QueryRejection>,
 ) -> Result<Json<Value>> {
-    app.authorize_read(&headers)?;
+    app.authorize_read(&headers).await?;
     let p = query(params)?;
     let want = opt_cid(p.cid.as_deref(), "cid")?;
     let repo = app.repo(&p.repo).await?;
@@ -331,7 +331,7 @@ pub(crate) async fn list_records<K: Kv + 'static>(
     headers: HeaderMap,
     params: std::result::Result<Query<ListRecordsParams>, QueryRejection>,
 ) -> Result<Json<Value>> {
-    app.authorize_read(&headers)?;
+    app.authorize_read(&headers).await?;
     let p = query(params)?;
     let max = app.config.limits.max_page;
     let limit = match p.limit {
@@ -380,7 +380,7 @@ pub(crate) async fn describe_repo<K: Kv + 'static>(
     headers: HeaderMap,
     params: std::result::Result<Query<RepoParams>, QueryRejection>,
 ) -> Result<Json<Value>> {
-    app.authorize_read(&headers)?;
+    app.authorize_read(&headers).await?;
     let p = query(params)?;
     let repo = app.repo(&p.repo).await?;
     // As the reference lists them: the collections that hold records (one

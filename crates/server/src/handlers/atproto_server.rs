@@ -64,9 +64,14 @@ fn new_jti(sessions: &Sessions) -> String {
     bytes[..16].iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// A new session for `account`: its tokens issued, its refresh token
-/// stored; the body `createSession` and `createAccount` answer.
-async fn open_session<K: Kv + 'static>(app: &App<K>, account: &Account) -> Result<Value> {
+/// A new pair of tokens for `account`, its refresh token stored (in place
+/// of `replacing`'s, on a refresh); the body `createSession`,
+/// `createAccount` and `refreshSession` answer.
+async fn open_session<K: Kv + 'static>(
+    app: &App<K>,
+    account: &Account,
+    replacing: Option<&str>,
+) -> Result<Value> {
     let sessions = sessions(app)?;
     let now = (sessions.clock)();
     let jti = new_jti(sessions);
@@ -74,10 +79,16 @@ async fn open_session<K: Kv + 'static>(app: &App<K>, account: &Account) -> Resul
         .tokens
         .issue(&account.did, ACCESS_SCOPE, &jti, now)
         .map_err(|e| XrpcError::internal(e.to_string()))?;
-    app.accounts
-        .open_session(&jti, &account.did, pair.refresh_claims.exp)
-        .await
-        .map_err(accounts_error)?;
+    let exp = pair.refresh_claims.exp;
+    match replacing {
+        None => app.accounts.open_session(&jti, &account.did, exp).await,
+        Some(old) => {
+            app.accounts
+                .rotate_session(old, &jti, &account.did, exp, now)
+                .await
+        }
+    }
+    .map_err(accounts_error)?;
     let mut out = session_json(account);
     out["accessJwt"] = pair.access.into();
     out["refreshJwt"] = pair.refresh.into();
@@ -148,7 +159,7 @@ pub(crate) async fn create_account<K: Kv + 'static>(
     // The account's repository: created now (signed, with a key of its
     // own, when the server has a key directory), or an existing one.
     app.repo_for_write(&account.did).await?;
-    Ok(Json(open_session(&app, &account).await?))
+    Ok(Json(open_session(&app, &account, None).await?))
 }
 
 #[derive(Deserialize)]
@@ -196,7 +207,7 @@ pub(crate) async fn create_session<K: Kv + 'static>(
             "this account has been taken down",
         ));
     }
-    Ok(Json(open_session(&app, &account).await?))
+    Ok(Json(open_session(&app, &account, None).await?))
 }
 
 /// The account of the access token in `headers`.
@@ -283,21 +294,7 @@ pub(crate) async fn refresh_session<K: Kv + 'static>(
     headers: HeaderMap,
 ) -> Result<Json<Value>> {
     let (account, old) = refresh_claims(&app, &headers).await?;
-    let sessions = sessions(&app)?;
-    let now = (sessions.clock)();
-    let jti = new_jti(sessions);
-    let pair = sessions
-        .tokens
-        .issue(&account.did, ACCESS_SCOPE, &jti, now)
-        .map_err(|e| XrpcError::internal(e.to_string()))?;
-    app.accounts
-        .rotate_session(&old, &jti, &account.did, pair.refresh_claims.exp, now)
-        .await
-        .map_err(accounts_error)?;
-    let mut out = session_json(&account);
-    out["accessJwt"] = pair.access.into();
-    out["refreshJwt"] = pair.refresh.into();
-    Ok(Json(out))
+    Ok(Json(open_session(&app, &account, Some(&old)).await?))
 }
 
 /// `com.atproto.server.deleteSession`: logs out (the refresh token stops

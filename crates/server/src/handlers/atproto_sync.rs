@@ -52,7 +52,7 @@ pub(crate) async fn get_repo<K: Kv + 'static>(
     headers: HeaderMap,
     params: std::result::Result<Query<DidParams>, QueryRejection>,
 ) -> Result<Response> {
-    app.authorize_read(&headers)?;
+    app.authorize_read(&headers).await?;
     let p = query(params)?;
     let since = p
         .since
@@ -84,7 +84,7 @@ pub(crate) async fn sync_get_record<K: Kv + 'static>(
     headers: HeaderMap,
     params: std::result::Result<Query<SyncRecordParams>, QueryRejection>,
 ) -> Result<Response> {
-    app.authorize_read(&headers)?;
+    app.authorize_read(&headers).await?;
     let p = query(params)?;
     rkey::validate_nsid(&p.collection).map_err(|e| XrpcError::invalid(e.to_string()))?;
     rkey::validate_record_key(&p.rkey).map_err(|e| XrpcError::invalid(e.to_string()))?;
@@ -115,7 +115,7 @@ pub(crate) async fn get_latest_commit<K: Kv + 'static>(
     headers: HeaderMap,
     params: std::result::Result<Query<LatestCommitParams>, QueryRejection>,
 ) -> Result<Json<Value>> {
-    app.authorize_read(&headers)?;
+    app.authorize_read(&headers).await?;
     let p = query(params)?;
     let repo = app.repo(&p.did).await?;
     let head = repo.head().await?;
@@ -135,7 +135,7 @@ pub(crate) async fn list_repos<K: Kv + 'static>(
     headers: HeaderMap,
     params: std::result::Result<Query<ListReposParams>, QueryRejection>,
 ) -> Result<Json<Value>> {
-    app.authorize_read(&headers)?;
+    app.authorize_read(&headers).await?;
     let p = query(params)?;
     let limit = match p.limit {
         None => 500,

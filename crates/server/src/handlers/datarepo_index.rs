@@ -29,7 +29,7 @@ pub(crate) async fn list_indexes<K: Kv + 'static>(
     headers: HeaderMap,
     params: std::result::Result<Query<ListIndexesParams>, QueryRejection>,
 ) -> Result<Json<Value>> {
-    app.authorize_read(&headers)?;
+    app.authorize_read(&headers).await?;
     let p = query(params)?;
     let repo = app.repo(&p.repo).await?;
     let list = repo.indexes(p.collection.as_deref()).await?;
@@ -112,7 +112,7 @@ pub(crate) async fn get_job<K: Kv + 'static>(
     headers: HeaderMap,
     params: std::result::Result<Query<GetJobParams>, QueryRejection>,
 ) -> Result<Json<Value>> {
-    app.authorize_read(&headers)?;
+    app.authorize_read(&headers).await?;
     let p = query(params)?;
     let job = app.jobs.get(&p.id).ok_or_else(|| {
         XrpcError::new(
@@ -139,7 +139,7 @@ pub(crate) async fn list_jobs<K: Kv + 'static>(
     headers: HeaderMap,
     params: std::result::Result<Query<ListJobsParams>, QueryRejection>,
 ) -> Result<Json<Value>> {
-    app.authorize_read(&headers)?;
+    app.authorize_read(&headers).await?;
     let p = query(params)?;
     let jobs: Vec<Value> = app
         .jobs

@@ -59,7 +59,7 @@ pub(crate) async fn query_records<K: Kv + 'static>(
     headers: HeaderMap,
     params: std::result::Result<Query<QueryRecordsParams>, QueryRejection>,
 ) -> Result<Json<Value>> {
-    app.authorize_read(&headers)?;
+    app.authorize_read(&headers).await?;
     let p = query(params)?;
     let limit = page_limit(p.limit, 50, app.config.limits.max_page)?;
     let repo = app.repo(&p.repo).await?;
@@ -106,7 +106,7 @@ pub(crate) async fn count_records<K: Kv + 'static>(
     headers: HeaderMap,
     params: std::result::Result<Query<CountRecordsParams>, QueryRejection>,
 ) -> Result<Json<Value>> {
-    app.authorize_read(&headers)?;
+    app.authorize_read(&headers).await?;
     let p = query(params)?;
     let repo = app.repo(&p.repo).await?;
     let n = bounded_query(
@@ -136,7 +136,7 @@ pub(crate) async fn top_values<K: Kv + 'static>(
     headers: HeaderMap,
     params: std::result::Result<Query<TopValuesParams>, QueryRejection>,
 ) -> Result<Json<Value>> {
-    app.authorize_read(&headers)?;
+    app.authorize_read(&headers).await?;
     let p = query(params)?;
     let limit = page_limit(p.limit, 10, app.config.limits.max_page)?;
     let repo = app.repo(&p.repo).await?;

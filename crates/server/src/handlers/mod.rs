@@ -4,12 +4,13 @@
 //! runs commits; the families build on both and never on each other:
 //! [`atproto_repo`] (`com.atproto.repo.*`), [`atproto_server`]
 //! (`com.atproto.server.*`: accounts and sessions), [`atproto_sync`]
-//! (`com.atproto.sync.*`), [`datarepo_query`], [`datarepo_index`] and
+//! (`com.atproto.sync.*`), [`app_bsky`] (`getProfile` only), [`datarepo_query`], [`datarepo_index`] and
 //! [`datarepo_schema`] (`dev.datarepo.*`), and [`service`] (health,
 //! metrics, fallbacks). The firehose and inspection endpoints live in
 //! `crate::firehose` and `crate::inspect`.
 
 pub(crate) mod access;
+pub(crate) mod app_bsky;
 pub(crate) mod atproto_repo;
 pub(crate) mod atproto_server;
 pub(crate) mod atproto_sync;

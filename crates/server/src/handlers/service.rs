@@ -25,7 +25,7 @@ pub(crate) async fn metrics<K: Kv + 'static>(
     State(app): State<Arc<App<K>>>,
     headers: HeaderMap,
 ) -> Response {
-    if let Err(e) = app.authorize_read(&headers) {
+    if let Err(e) = app.authorize_read(&headers).await {
         return e.into_response();
     }
     let gauge = |n: usize| i64::try_from(n).unwrap_or(i64::MAX);
