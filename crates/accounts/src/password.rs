@@ -23,6 +23,17 @@ fn argon2() -> Argon2<'static> {
     Argon2::new(Algorithm::Argon2id, Version::V0x13, params)
 }
 
+/// A password's salt: 16 bytes from `random`, which fills 32 (the shape
+/// of the randomness the binary injects for keys too).
+#[must_use]
+pub fn salt(random: impl FnOnce(&mut [u8; 32])) -> [u8; 16] {
+    let mut bytes = [0u8; 32];
+    random(&mut bytes);
+    let mut salt = [0u8; 16];
+    salt.copy_from_slice(&bytes[..16]);
+    salt
+}
+
 /// The PHC string of `password` hashed with `salt` (16 random bytes).
 ///
 /// # Errors

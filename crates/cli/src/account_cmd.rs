@@ -68,8 +68,24 @@ fn say(e: accounts::Error) -> crate::output::CliError {
     }
 }
 
-/// The first line of the password's file or of standard input.
+/// The first line of the password's file or of standard input, or one
+/// typed at a prompt (not echoed) when neither is given.
 fn read_password(from: &PasswordArgs) -> Result<String> {
+    use std::io::IsTerminal as _;
+    if from.password_file.is_none() && !from.password_stdin {
+        if !std::io::stdin().is_terminal() {
+            return Err(
+                "no password: give --password-file FILE or --password-stdin, or run this at a terminal to be asked"
+                    .into(),
+            );
+        }
+        let line = rpassword::prompt_password("password: ")
+            .map_err(|e| format!("reading the password: {e}"))?;
+        if line.is_empty() {
+            return Err("the password is empty".into());
+        }
+        return Ok(line);
+    }
     let line = match &from.password_file {
         Some(file) => std::fs::read_to_string(file)
             .map_err(|e| format!("--password-file {}: {e}", file.display()))?
@@ -90,15 +106,6 @@ fn read_password(from: &PasswordArgs) -> Result<String> {
         return Err("the password is empty".into());
     }
     Ok(line)
-}
-
-/// 16 random bytes for a password's salt.
-fn salt() -> [u8; 16] {
-    let mut bytes = [0u8; 32];
-    crate::key_files::os_random(&mut bytes);
-    let mut salt = [0u8; 16];
-    salt.copy_from_slice(&bytes[..16]);
-    salt
 }
 
 async fn find(a: &Accounts<SlateKv>, name: &str) -> Result<Account> {
@@ -125,7 +132,11 @@ async fn run_on_store(s: &Session, json_mode: bool, cmd: AccountCommand) -> Resu
         } => {
             let handle = accounts::account::normalize_handle(&handle).map_err(say)?;
             let did = did.unwrap_or_else(|| format!("did:web:{handle}"));
-            let hash = accounts::password::hash(&read_password(&password)?, salt()).map_err(say)?;
+            let hash = accounts::password::hash(
+                &read_password(&password)?,
+                accounts::password::salt(crate::key_files::os_random),
+            )
+            .map_err(say)?;
             let account = a
                 .create(NewAccount {
                     did: &did,
@@ -176,7 +187,11 @@ async fn run_on_store(s: &Session, json_mode: bool, cmd: AccountCommand) -> Resu
         }
         AccountCommand::SetPassword { account, password } => {
             let x = find(&a, &account).await?;
-            let hash = accounts::password::hash(&read_password(&password)?, salt()).map_err(say)?;
+            let hash = accounts::password::hash(
+                &read_password(&password)?,
+                accounts::password::salt(crate::key_files::os_random),
+            )
+            .map_err(say)?;
             a.set_password_hash(&x.did, hash).await.map_err(say)?;
             print(json_mode, &json!({"did": x.did}), || {
                 format!("set the password of {}", x.handle)

@@ -456,9 +456,10 @@ impl SwapArgs {
     }
 }
 
-/// Where an account command reads a password.
+/// Where an account command reads a password: a file, standard input, or
+/// (neither given) a prompt on the terminal.
 #[derive(Debug, Args)]
-#[group(required = true, multiple = false)]
+#[group(multiple = false)]
 pub(crate) struct PasswordArgs {
     /// Read the password from this file (its first line).
     #[arg(long, value_name = "FILE")]

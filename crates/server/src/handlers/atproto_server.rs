@@ -131,10 +131,7 @@ pub(crate) async fn create_account<K: Kv + 'static>(
     let (input, _): (CreateAccountInput, _) = body(raw)?;
     let handle = accounts::account::normalize_handle(&input.handle).map_err(accounts_error)?;
     let did = input.did.unwrap_or_else(|| format!("did:web:{handle}"));
-    let mut salt = [0u8; 32];
-    (sessions.random)(&mut salt);
-    let mut salt16 = [0u8; 16];
-    salt16.copy_from_slice(&salt[..16]);
+    let salt = accounts::password::salt(|bytes| (sessions.random)(bytes));
     let created_at =
         jiff::Timestamp::from_second(i64::try_from((sessions.clock)()).unwrap_or(i64::MAX))
             .map(|t| t.to_string())
@@ -142,7 +139,7 @@ pub(crate) async fn create_account<K: Kv + 'static>(
     // Argon2id takes tens of milliseconds: off the request threads.
     let password = input.password;
     let password_hash = app
-        .hashing(move || accounts::password::hash(&password, salt16))
+        .hashing(move || accounts::password::hash(&password, salt))
         .await?
         .map_err(accounts_error)?;
     let account = app
