@@ -32,6 +32,18 @@ pub enum Error {
     /// A password that cannot be used (empty, or too long to hash).
     #[error("invalid password: {0}")]
     InvalidPassword(&'static str),
+    /// No usable invite code: unknown, disabled or used up.
+    #[error("the invite code is not valid (unknown, disabled or used up)")]
+    InvalidInviteCode,
+    /// The account already has an app password of this name.
+    #[error("an app password named {0:?} already exists")]
+    AppPasswordExists(String),
+    /// The account has no app password of this name.
+    #[error("no app password named {0:?}")]
+    AppPasswordNotFound(String),
+    /// The account holds as many app passwords as it may.
+    #[error("an account holds at most {0} app passwords: revoke one first")]
+    TooManyAppPasswords(usize),
     /// A stored account or session that does not decode.
     #[error("malformed stored {what}: {reason}")]
     Malformed {

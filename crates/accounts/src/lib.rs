@@ -16,8 +16,12 @@
 #![warn(clippy::unwrap_used)]
 
 pub mod account;
+pub mod app_passwords;
 mod error;
+pub mod invites;
+pub mod login_limits;
 pub mod password;
+pub mod sessions;
 pub mod storage;
 pub mod tokens;
 

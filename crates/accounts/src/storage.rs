@@ -10,7 +10,6 @@ use std::{collections::HashMap, sync::Arc};
 
 use bytes::Bytes;
 use keycodec::records;
-use serde::{Deserialize, Serialize};
 use store::{Kv, Store, WriteOp};
 
 use crate::{
@@ -21,26 +20,14 @@ use crate::{
 #[cfg(doc)]
 use crate::password;
 
-/// How long a refresh token still works after it was exchanged for a new
-/// pair (a client that lost the answer may try again).
-pub const REFRESH_GRACE_SECS: u64 = 2 * 60;
-
-/// An open session, stored under its refresh token's id.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-struct Session {
-    did: String,
-    /// When the refresh token stops working (seconds since the Unix epoch).
-    exp: u64,
-}
-
 /// Every account of a store, and their sessions.
 ///
 /// Writes are serialized in this handle (one per process: the store has
 /// one writer), so that a handle is never given to two accounts. Account
 /// statuses are remembered, so that authorizing a request reads no store.
 pub struct Accounts<K> {
-    store: Arc<Store<K>>,
-    writes: tokio::sync::Mutex<()>,
+    pub(crate) store: Arc<Store<K>>,
+    pub(crate) writes: tokio::sync::Mutex<()>,
     /// Every account's status, read from the store on first use.
     statuses: tokio::sync::OnceCell<std::sync::RwLock<HashMap<String, Status>>>,
 }
@@ -65,6 +52,9 @@ pub struct NewAccount<'a> {
     pub password_hash: String,
     /// When it is created (RFC 3339).
     pub created_at: &'a str,
+    /// The invite code it is created with, if any: used once more, in
+    /// the same write as the account.
+    pub invite_code: Option<&'a str>,
 }
 
 impl<K: Kv> Accounts<K> {
@@ -123,7 +113,8 @@ impl<K: Kv> Accounts<K> {
     /// # Errors
     ///
     /// [`Error::InvalidHandle`], [`Error::InvalidDid`], [`Error::HandleTaken`],
-    /// [`Error::DidTaken`], or a storage error. Nothing is written then.
+    /// [`Error::DidTaken`], [`Error::InvalidInviteCode`], or a storage
+    /// error. Nothing is written then.
     pub async fn create(&self, new: NewAccount<'_>) -> Result<Account, Error> {
         let handle = normalize_handle(new.handle)?;
         check_did(new.did)?;
@@ -146,6 +137,17 @@ impl<K: Kv> Accounts<K> {
         {
             return Err(Error::DidTaken(new.did.to_owned()));
         }
+        let invite = match new.invite_code {
+            Some(code) => {
+                let mut invite = self.usable_invite(code).await?;
+                invite.uses.push(crate::invites::InviteUse {
+                    used_by: new.did.to_owned(),
+                    used_at: new.created_at.to_owned(),
+                });
+                Some(invite)
+            }
+            None => None,
+        };
         let account = Account {
             did: new.did.to_owned(),
             handle: handle.clone(),
@@ -154,16 +156,20 @@ impl<K: Kv> Accounts<K> {
             created_at: new.created_at.to_owned(),
             password_hash: new.password_hash,
         };
-        self.store
-            .kv()
-            .write(vec![
-                WriteOp::Put(records::account_key(&account.did), account.encode()),
-                WriteOp::Put(
-                    records::handle_key(&handle),
-                    Bytes::from(account.did.clone().into_bytes()),
-                ),
-            ])
-            .await?;
+        let mut ops = vec![
+            WriteOp::Put(records::account_key(&account.did), account.encode()),
+            WriteOp::Put(
+                records::handle_key(&handle),
+                Bytes::from(account.did.clone().into_bytes()),
+            ),
+        ];
+        if let Some(invite) = invite {
+            ops.push(WriteOp::Put(
+                records::invite_code_key(&invite.code),
+                invite.encode(),
+            ));
+        }
+        self.store.kv().write(ops).await?;
         self.note_status(&account.did, Some(account.status)).await?;
         Ok(account)
     }
@@ -256,8 +262,8 @@ impl<K: Kv> Accounts<K> {
         Ok(())
     }
 
-    /// Deletes the account `did` and its handle (its repository is the
-    /// caller's to keep or delete).
+    /// Deletes the account `did`, its handle, its app passwords and its
+    /// sessions (its repository is the caller's to keep or delete).
     ///
     /// # Errors
     ///
@@ -268,105 +274,16 @@ impl<K: Kv> Accounts<K> {
             .by_did(did)
             .await?
             .ok_or_else(|| Error::AccountNotFound(did.to_owned()))?;
-        self.store
-            .kv()
-            .write(vec![
-                WriteOp::Delete(records::account_key(did)),
-                WriteOp::Delete(records::handle_key(&account.handle)),
-            ])
-            .await?;
+        let mut ops = vec![
+            WriteOp::Delete(records::account_key(did)),
+            WriteOp::Delete(records::handle_key(&account.handle)),
+        ];
+        for app in self.app_passwords(did).await? {
+            ops.push(WriteOp::Delete(records::app_password_key(did, &app.name)));
+        }
+        self.store.kv().write(ops).await?;
         self.note_status(did, None).await?;
+        self.close_sessions_where(did, |_| true).await?;
         Ok(account)
-    }
-
-    /// Opens a session: its refresh token's id `jti`, valid until `exp`.
-    ///
-    /// # Errors
-    ///
-    /// A storage error.
-    pub async fn open_session(&self, jti: &str, did: &str, exp: u64) -> Result<(), Error> {
-        let session = Session {
-            did: did.to_owned(),
-            exp,
-        };
-        self.store
-            .kv()
-            .write(vec![WriteOp::Put(
-                records::refresh_token_key(jti),
-                Bytes::from(serde_json::to_vec(&session).unwrap_or_default()),
-            )])
-            .await?;
-        Ok(())
-    }
-
-    /// Whether the session of refresh token `jti` is open for `did` at
-    /// `now`.
-    ///
-    /// # Errors
-    ///
-    /// A storage error, or [`Error::Malformed`].
-    pub async fn session_open(&self, jti: &str, did: &str, now: u64) -> Result<bool, Error> {
-        let Some(bytes) = self
-            .store
-            .kv()
-            .get(&records::refresh_token_key(jti))
-            .await?
-        else {
-            return Ok(false);
-        };
-        let session: Session = serde_json::from_slice(&bytes).map_err(|e| Error::Malformed {
-            what: "session",
-            reason: e.to_string(),
-        })?;
-        Ok(session.did == did && session.exp > now)
-    }
-
-    /// Replaces the session `old` by `new` (a refresh): the old refresh
-    /// token keeps working for [`REFRESH_GRACE_SECS`] more.
-    ///
-    /// # Errors
-    ///
-    /// A storage error.
-    pub async fn rotate_session(
-        &self,
-        old: &str,
-        new: &str,
-        did: &str,
-        new_exp: u64,
-        now: u64,
-    ) -> Result<(), Error> {
-        let encode = |exp: u64| {
-            Bytes::from(
-                serde_json::to_vec(&Session {
-                    did: did.to_owned(),
-                    exp,
-                })
-                .unwrap_or_default(),
-            )
-        };
-        self.store
-            .kv()
-            .write(vec![
-                WriteOp::Put(
-                    records::refresh_token_key(old),
-                    encode(now + REFRESH_GRACE_SECS),
-                ),
-                WriteOp::Put(records::refresh_token_key(new), encode(new_exp)),
-            ])
-            .await?;
-        Ok(())
-    }
-
-    /// Closes the session of refresh token `jti` (logging out).
-    ///
-    /// # Errors
-    ///
-    /// A storage error.
-    pub async fn close_session(&self, jti: &str) -> Result<(), Error> {
-        self.store
-            .kv()
-            .write(vec![WriteOp::Delete(records::refresh_token_key(jti))])
-            .await?;
-        Ok(())
     }
 }

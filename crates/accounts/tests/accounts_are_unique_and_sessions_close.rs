@@ -4,7 +4,9 @@
 
 use std::sync::Arc;
 
-use accounts::{Accounts, Error, account::Status, password, storage::NewAccount};
+use accounts::{
+    Accounts, Error, account::Status, password, sessions::Session, storage::NewAccount,
+};
 use store::{MemoryKv, Store};
 
 fn alice<'a>(handle: &'a str, did: &'a str) -> NewAccount<'a> {
@@ -14,6 +16,7 @@ fn alice<'a>(handle: &'a str, did: &'a str) -> NewAccount<'a> {
         email: Some("alice@example.com"),
         password_hash: password::hash("alice's password", [1; 16]).unwrap(),
         created_at: "2026-11-27T00:00:00Z",
+        invite_code: None,
     }
 }
 
@@ -107,36 +110,27 @@ async fn statuses_are_remembered_across_opens() {
 async fn sessions_open_rotate_and_close() {
     let accounts = Accounts::new(store());
     let did = "did:web:alice.example.com";
-    accounts.open_session("one", did, 1_000).await.unwrap();
-    assert!(accounts.session_open("one", did, 10).await.unwrap());
-    assert!(
-        !accounts
-            .session_open("one", "did:web:bob.example.com", 10)
-            .await
-            .unwrap()
-    );
-    assert!(
-        !accounts.session_open("one", did, 1_000).await.unwrap(),
-        "expired"
-    );
+    let session = |exp| Session {
+        did: did.to_owned(),
+        exp,
+        app_password: None,
+    };
+    let open = |jti: &'static str, who: &'static str, now: u64| {
+        let accounts = &accounts;
+        async move { accounts.session(jti, who, now).await.unwrap().is_some() }
+    };
+    accounts.open_session("one", &session(1_000)).await.unwrap();
+    assert!(open("one", did, 10).await);
+    assert!(!open("one", "did:web:bob.example.com", 10).await);
+    assert!(!open("one", did, 1_000).await, "expired");
     accounts
-        .rotate_session("one", "two", did, 2_000, 100)
+        .rotate_session("one", "two", &session(2_000), 100)
         .await
         .unwrap();
-    let grace = accounts::storage::REFRESH_GRACE_SECS;
-    assert!(
-        accounts
-            .session_open("one", did, 100 + grace - 1)
-            .await
-            .unwrap()
-    );
-    assert!(
-        !accounts
-            .session_open("one", did, 100 + grace)
-            .await
-            .unwrap()
-    );
-    assert!(accounts.session_open("two", did, 500).await.unwrap());
+    let grace = accounts::sessions::REFRESH_GRACE_SECS;
+    assert!(open("one", did, 100 + grace - 1).await);
+    assert!(!open("one", did, 100 + grace).await);
+    assert!(open("two", did, 500).await);
     accounts.close_session("two").await.unwrap();
-    assert!(!accounts.session_open("two", did, 500).await.unwrap());
+    assert!(!open("two", did, 500).await);
 }

@@ -25,6 +25,7 @@ pub(crate) async fn run(t: Target<'_>, args: &RepoArgs, cmd: AccountCommand) -> 
         did,
         email,
         password,
+        ..
     } = cmd
     else {
         t.session()?;
@@ -129,6 +130,7 @@ async fn run_on_store(s: &Session, json_mode: bool, cmd: AccountCommand) -> Resu
             did,
             email,
             password,
+            signing_key_dir,
         } => {
             let handle = accounts::account::normalize_handle(&handle).map_err(say)?;
             let did = did.unwrap_or_else(|| format!("did:web:{handle}"));
@@ -144,13 +146,14 @@ async fn run_on_store(s: &Session, json_mode: bool, cmd: AccountCommand) -> Resu
                     email: email.as_deref(),
                     password_hash: hash,
                     created_at: &now(),
+                    invite_code: None,
                 })
                 .await
                 .map_err(say)?;
-            // Its repository: made now, or an existing one attached.
-            match s.repos.create(&account.did).await {
-                Ok(_) | Err(repo::Error::RepoExists(_)) => {}
-                Err(e) => return Err(crate::session::say(e)),
+            if let Err(e) = account_repository(s, &account.did, signing_key_dir).await {
+                // No account without its repository.
+                let _ = a.delete(&account.did).await;
+                return Err(e);
             }
             print(json_mode, &account.to_json(), || {
                 format!("created {} ({})", account.handle, account.did)
@@ -215,6 +218,46 @@ async fn run_on_store(s: &Session, json_mode: bool, cmd: AccountCommand) -> Resu
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The new account's repository, signed with a key of its own: made now,
+/// or an existing one attached (which starts signing if it did not).
+async fn account_repository(
+    s: &Session,
+    did: &str,
+    key_dir: Option<std::path::PathBuf>,
+) -> Result<()> {
+    let key_dir = key_dir
+        .or_else(|| s.local_dir.as_ref().map(|d| d.join("signing-keys")))
+        .ok_or("a store on S3 needs --signing-key-dir for the account's signing key")?;
+    let dir = crate::key_files::signing_key_dir(key_dir, repo::Curve::K256)?;
+    let (key, file) = dir
+        .key_for(did)
+        .map_err(|e| format!("the account's signing key: {e}"))?;
+    match s.repos.open(did).await {
+        Ok(existing) => {
+            if existing
+                .signing_keys()
+                .await
+                .map_err(crate::session::say)?
+                .current
+                .is_none()
+            {
+                existing
+                    .set_signing_key(key, file)
+                    .await
+                    .map_err(crate::session::say)?;
+            }
+        }
+        Err(repo::Error::RepoNotFound(_)) => {
+            s.repos
+                .create_signed(did, key, file)
+                .await
+                .map_err(crate::session::say)?;
+        }
+        Err(e) => return Err(crate::session::say(e)),
+    }
+    Ok(())
 }
 
 async fn set_status(

@@ -486,6 +486,12 @@ pub(crate) enum AccountCommand {
         email: Option<String>,
         #[command(flatten)]
         password: PasswordArgs,
+        /// Where the account's signing key (secp256k1) is kept, as
+        /// `serve --signing-key-dir` keeps them (default: signing-keys in
+        /// the store's directory). A repository attached with --did that
+        /// signs already keeps its key.
+        #[arg(long, value_name = "DIR")]
+        signing_key_dir: Option<std::path::PathBuf>,
     },
     /// List the accounts.
     List,
@@ -511,13 +517,14 @@ pub(crate) enum AccountCommand {
         /// The handle or DID.
         account: String,
     },
-    /// Delete an account (its handle becomes free). Its repository stays:
-    /// pass --keep-repository to say so.
+    /// Delete an account (its handle becomes free, its sessions and app
+    /// passwords end). Its repository stays: pass --keep-repository to say
+    /// so.
     Delete {
         /// The handle or DID.
         account: String,
-        /// Keep the account's repository and its records (required: datarepo
-        /// does not delete repositories yet).
+        /// Keep the account's repository and its records (required:
+        /// datarepo does not delete repositories yet).
         #[arg(long, required = true)]
         keep_repository: bool,
     },

@@ -69,3 +69,23 @@ pub(crate) fn read_or_create_secret(file: &Path) -> std::io::Result<Vec<u8>> {
     f.sync_all()?;
     Ok(hex.into_bytes())
 }
+
+/// The signing-key directory `dir` (created, mode 0700, when absent),
+/// making keys on `curve`.
+pub(crate) fn signing_key_dir(
+    dir: std::path::PathBuf,
+    curve: repo::Curve,
+) -> std::result::Result<server::SigningKeyDir, String> {
+    let mut builder = std::fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+    builder
+        .create(&dir)
+        .map_err(|e| format!("{}: cannot create it: {e}", dir.display()))?;
+    Ok(server::SigningKeyDir {
+        dir,
+        curve,
+        random: std::sync::Arc::new(os_random),
+    })
+}

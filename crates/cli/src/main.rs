@@ -54,7 +54,7 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Serve the repositories over HTTP (AT Protocol's XRPC API).
-    Serve(serve::ServeArgs),
+    Serve(Box<serve::ServeArgs>),
     #[command(flatten)]
     Repo(crate::commands::RepoCommand),
     /// Record keys: validate them.

@@ -40,6 +40,20 @@ pub(crate) struct ServeArgs {
     /// `http://` and the listen address.
     #[arg(long, value_name = "URL")]
     public_url: Option<String>,
+    /// How accounts' DIDs are made: `web` (`did:web:` and the handle; this
+    /// server answers `/.well-known/did.json` for it) or `key` (`did:key:`
+    /// of the account's signing key). `did:plc` needs a PLC directory and
+    /// is not offered.
+    #[arg(long, value_enum, default_value = "web")]
+    did_method: DidMethodArg,
+    /// Let anyone create an account (else the admin token or an invite
+    /// code from createInviteCode is needed).
+    #[arg(long)]
+    open_registration: bool,
+    /// The handle suffixes accounts may have, comma-separated
+    /// (`example.com,example.org`); default: any handle.
+    #[arg(long, value_delimiter = ',', value_name = "DOMAINS")]
+    handle_domains: Vec<String>,
     /// How long an access token lives, in seconds (refresh tokens: 90 days).
     #[arg(long, default_value_t = accounts::tokens::DEFAULT_ACCESS_TTL.as_secs(), value_parser = clap::value_parser!(u64).range(1..))]
     access_token_ttl_secs: u64,
@@ -237,24 +251,14 @@ pub(crate) fn run(store: &StoreArgs, args: &ServeArgs) -> Result<ExitCode, Strin
             Arc::new(Store::new(kv.clone())),
             crate::session::env().map_err(|e| e.message)?,
         ));
-        let signing_keys = match &args.signing_key_dir {
-            Some(dir) => {
-                let mut builder = std::fs::DirBuilder::new();
-                builder.recursive(true);
-                #[cfg(unix)]
-                std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
-                builder.create(dir).map_err(|e| {
-                    format!("--signing-key-dir {}: cannot create it: {e}", dir.display())
-                })?;
-                Some(server::SigningKeyDir {
-                    dir: dir.clone(),
-                    curve: args.signing_key_type.into(),
-                    random: Arc::new(crate::key_files::os_random),
-                })
-            }
-            None => None,
-        };
-        let sessions = sessions(args, store)?;
+        let signing_keys = args
+            .signing_key_dir
+            .clone()
+            .map(|dir| crate::key_files::signing_key_dir(dir, args.signing_key_type.into()))
+            .transpose()
+            .map_err(|e| format!("--signing-key-dir {e}"))?;
+        let bound = listener.local_addr().map_err(|e| e.to_string())?;
+        let sessions = sessions(args, store, bound)?;
         let config = server::Config {
             sessions,
             signing_keys,
@@ -381,6 +385,13 @@ async fn with_progress<T>(
     }
 }
 
+/// `--did-method`.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+enum DidMethodArg {
+    Web,
+    Key,
+}
+
 /// How long a stopping server waits for the store to close.
 const CLOSE_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -398,9 +409,14 @@ fn server_did(public_url: &str) -> Result<String, String> {
 }
 
 /// Accounts and sessions: the token secret (made on first start), the
-/// server's DID, a clock and randomness. `None` for a replica, and for a
-/// store on S3 given no `--jwt-secret-file`.
-fn sessions(args: &ServeArgs, store: &StoreArgs) -> Result<Option<server::Sessions>, String> {
+/// server's DID, a clock and randomness, and the operator's choices.
+/// `None` for a replica, and for a store on S3 given no
+/// `--jwt-secret-file`.
+fn sessions(
+    args: &ServeArgs,
+    store: &StoreArgs,
+    bound: SocketAddr,
+) -> Result<Option<server::Sessions>, String> {
     if args.replica {
         return Ok(None);
     }
@@ -417,14 +433,57 @@ fn sessions(args: &ServeArgs, store: &StoreArgs) -> Result<Option<server::Sessio
     let public_url = args
         .public_url
         .clone()
-        .unwrap_or_else(|| format!("http://{}", args.addr));
+        .unwrap_or_else(|| format!("http://{bound}"));
     let tokens = accounts::tokens::Tokens::new(&secret, server_did(&public_url)?)
         .with_access_ttl(Duration::from_secs(args.access_token_ttl_secs));
+    let signing_keys = account_key_dir(args.signing_key_dir.as_deref(), store)?;
+    if signing_keys.is_none() {
+        if matches!(args.did_method, DidMethodArg::Key) {
+            return Err(
+                "--did-method key needs --signing-key-dir for a store on S3 (the accounts' keys live there)"
+                    .into(),
+            );
+        }
+        tracing::warn!(
+            "no --signing-key-dir for a store on S3: new accounts' repositories are unsigned"
+        );
+    }
     Ok(Some(server::Sessions {
         tokens,
         clock: Arc::new(unix_seconds),
         random: Arc::new(crate::key_files::os_random),
+        policy: server::AccountPolicy {
+            did_method: match args.did_method {
+                DidMethodArg::Web => server::DidMethod::Web,
+                DidMethodArg::Key => server::DidMethod::Key,
+            },
+            public_url: Some(public_url),
+            signing_keys,
+            open_registration: args.open_registration,
+            handle_domains: args
+                .handle_domains
+                .iter()
+                .map(|d| d.trim().trim_start_matches('.').to_ascii_lowercase())
+                .filter(|d| !d.is_empty())
+                .collect(),
+        },
     }))
+}
+
+/// Where new accounts' signing keys (secp256k1) are kept: `--signing-key-dir`,
+/// else `signing-keys` in a local store's directory (created 0700); `None`
+/// for a store on S3 without the option.
+pub(crate) fn account_key_dir(
+    given: Option<&std::path::Path>,
+    store: &StoreArgs,
+) -> Result<Option<server::SigningKeyDir>, String> {
+    let Some(dir) = given
+        .map(std::path::Path::to_path_buf)
+        .or_else(|| store.local_dir().map(|d| d.join("signing-keys")))
+    else {
+        return Ok(None);
+    };
+    crate::key_files::signing_key_dir(dir, repo::Curve::K256).map(Some)
 }
 
 /// Seconds since the Unix epoch: the binary is where the clock is read.

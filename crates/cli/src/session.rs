@@ -56,6 +56,8 @@ impl<'a> Target<'a> {
 pub(crate) struct Session {
     pub(crate) kv: SlateKv,
     pub(crate) repos: Repos<SlateKv>,
+    /// Where the store is, when it is on local disk.
+    pub(crate) local_dir: Option<std::path::PathBuf>,
 }
 
 impl Session {
@@ -68,7 +70,11 @@ impl Session {
             store.open_reader().await?
         };
         let repos = Repos::new(Arc::new(Store::new(kv.clone())), env()?);
-        Ok(Self { kv, repos })
+        Ok(Self {
+            kv,
+            repos,
+            local_dir: store.local_dir(),
+        })
     }
 
     pub(crate) async fn repo(&self, args: &RepoArgs) -> Result<Arc<Repository<SlateKv>>> {

@@ -290,6 +290,12 @@ const HANDLE_TAG: u8 = (RecordType::SigningKeys as u8) << 4 | 2;
 /// bits 3.
 const REFRESH_TOKEN_TAG: u8 = (RecordType::SigningKeys as u8) << 4 | 3;
 
+/// The tag of an invite code (code → its uses): reserved bits 4.
+const INVITE_CODE_TAG: u8 = (RecordType::SigningKeys as u8) << 4 | 4;
+
+/// The tag of an app password (DID, name → its hash): reserved bits 5.
+const APP_PASSWORD_TAG: u8 = (RecordType::SigningKeys as u8) << 4 | 5;
+
 fn prefix_of(tag: u8) -> KeyPrefix {
     match RecordTag::from_byte(tag) {
         Ok(tag) => KeyPrefix::new(tag),
@@ -322,6 +328,45 @@ pub fn refresh_token_key(jti: &str) -> Vec<u8> {
     KeyBuilder::new(prefix_of(REFRESH_TOKEN_TAG))
         .str(jti)
         .finish()
+}
+
+/// Every open session, in refresh-token id order.
+#[must_use]
+pub fn refresh_tokens_range() -> KeyRange {
+    KeyRange::prefix(&KeyBuilder::new(prefix_of(REFRESH_TOKEN_TAG)).finish())
+}
+
+/// The key of an invite code.
+#[must_use]
+pub fn invite_code_key(code: &str) -> Vec<u8> {
+    KeyBuilder::new(prefix_of(INVITE_CODE_TAG))
+        .str(code)
+        .finish()
+}
+
+/// Every invite code, in code order.
+#[must_use]
+pub fn invite_codes_range() -> KeyRange {
+    KeyRange::prefix(&KeyBuilder::new(prefix_of(INVITE_CODE_TAG)).finish())
+}
+
+/// The key of the app password `name` of the account `did`.
+#[must_use]
+pub fn app_password_key(did: &str, name: &str) -> Vec<u8> {
+    KeyBuilder::new(prefix_of(APP_PASSWORD_TAG))
+        .str(did)
+        .str(name)
+        .finish()
+}
+
+/// Every app password of the account `did`, in name order.
+#[must_use]
+pub fn app_passwords_range(did: &str) -> KeyRange {
+    KeyRange::prefix(
+        &KeyBuilder::new(prefix_of(APP_PASSWORD_TAG))
+            .str(did)
+            .finish(),
+    )
 }
 
 /// The key of a collection's record count: how many records it holds,
@@ -640,6 +685,18 @@ pub enum DecodedKey<'a> {
         /// The refresh token's id.
         jti: Cow<'a, str>,
     },
+    /// An invite code's key.
+    InviteCode {
+        /// The code.
+        code: Cow<'a, str>,
+    },
+    /// An app password's key.
+    AppPassword {
+        /// The account's DID.
+        did: Cow<'a, str>,
+        /// The app password's name.
+        name: Cow<'a, str>,
+    },
     /// A firehose event key.
     Event {
         /// The event's sequence number.
@@ -676,7 +733,9 @@ impl DecodedKey<'_> {
             Self::SigningKeys { .. }
             | Self::Account { .. }
             | Self::Handle { .. }
-            | Self::RefreshToken { .. } => RecordType::SigningKeys,
+            | Self::RefreshToken { .. }
+            | Self::InviteCode { .. }
+            | Self::AppPassword { .. } => RecordType::SigningKeys,
             Self::Event { .. } => RecordType::Event,
             Self::Lexicon { .. } => RecordType::Lexicon,
         }
@@ -712,6 +771,11 @@ pub fn decode_key(key: &[u8]) -> Result<DecodedKey<'_>, Error> {
         ACCOUNT_TAG => DecodedKey::Account { did: r.str()? },
         HANDLE_TAG => DecodedKey::Handle { handle: r.str()? },
         REFRESH_TOKEN_TAG => DecodedKey::RefreshToken { jti: r.str()? },
+        INVITE_CODE_TAG => DecodedKey::InviteCode { code: r.str()? },
+        APP_PASSWORD_TAG => DecodedKey::AppPassword {
+            did: r.str()?,
+            name: r.str()?,
+        },
         tag => decode_reserved_zero(&mut r, tag, key.len())?,
     };
     r.finish()?;

@@ -1,11 +1,13 @@
 //! The identity layouts under the signing-keys type's reserved bits: an
-//! account (`0xD1`), a handle (`0xD2`) and an open session (`0xD3`), byte
-//! for byte as `docs/storage-keys.md` draws them.
+//! account (`0xD1`), a handle (`0xD2`), an open session (`0xD3`), an invite
+//! code (`0xD4`) and an app password (`0xD5`), byte for byte as
+//! `docs/storage-keys.md` draws them.
 
 use std::borrow::Cow;
 
 use keycodec::records::{
-    DecodedKey, RecordType, account_key, accounts_range, decode_key, handle_key, refresh_token_key,
+    DecodedKey, RecordType, account_key, accounts_range, app_password_key, app_passwords_range,
+    decode_key, handle_key, invite_code_key, invite_codes_range, refresh_token_key,
     signing_keys_key,
 };
 
@@ -22,6 +24,14 @@ fn identity_key_bytes_are_pinned() {
     assert_eq!(
         refresh_token_key("j1"),
         [&[0x01, 0xD3][..], b"j1\x00"].concat()
+    );
+    assert_eq!(
+        invite_code_key("c-1"),
+        [&[0x01, 0xD4][..], b"c-1\x00"].concat()
+    );
+    assert_eq!(
+        app_password_key("did:web:a.example", "bot"),
+        [&[0x01, 0xD5][..], b"did:web:a.example\x00bot\x00"].concat()
     );
 }
 
@@ -46,6 +56,19 @@ fn each_decodes_as_its_kind_of_the_signing_keys_type() {
                 jti: Cow::Borrowed("j1"),
             },
         ),
+        (
+            invite_code_key("c-1"),
+            DecodedKey::InviteCode {
+                code: Cow::Borrowed("c-1"),
+            },
+        ),
+        (
+            app_password_key("did:web:a.example", "bot"),
+            DecodedKey::AppPassword {
+                did: Cow::Borrowed("did:web:a.example"),
+                name: Cow::Borrowed("bot"),
+            },
+        ),
     ];
     for (key, expected) in cases {
         let decoded = decode_key(&key).unwrap();
@@ -58,6 +81,13 @@ fn each_decodes_as_its_kind_of_the_signing_keys_type() {
     assert!(accounts.contains(&account_key("did:web:z")));
     assert!(!accounts.contains(&handle_key("a.example")));
     assert!(!accounts.contains(&signing_keys_key("did:web:a.example")));
+    // An account's app passwords are its own: another DID that extends
+    // this one is outside its range.
+    let apps = app_passwords_range("did:web:a.example");
+    assert!(apps.contains(&app_password_key("did:web:a.example", "bot")));
+    assert!(!apps.contains(&app_password_key("did:web:a.example.org", "bot")));
+    assert!(invite_codes_range().contains(&invite_code_key("c-1")));
+    assert!(!invite_codes_range().contains(&refresh_token_key("c-1")));
     // Other reserved values stay refused.
-    assert!(decode_key(&[0x01, 0xD4, b'x', 0x00]).is_err());
+    assert!(decode_key(&[0x01, 0xD6, b'x', 0x00]).is_err());
 }

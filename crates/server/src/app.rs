@@ -143,15 +143,47 @@ pub struct Config {
 }
 
 /// What accounts and sessions need: the token signer, a clock and
-/// randomness (injected: the library reads neither).
+/// randomness (injected: the library reads neither), and the operator's
+/// choices.
 #[derive(Clone)]
 pub struct Sessions {
     /// Issues and verifies the session JWTs.
     pub tokens: accounts::tokens::Tokens,
     /// Seconds since the Unix epoch.
     pub clock: Arc<dyn Fn() -> u64 + Send + Sync>,
-    /// Random bytes (salts, token ids).
+    /// Random bytes (salts, token ids, invite codes, app passwords).
     pub random: KeyRandomness,
+    /// Who may create accounts, with which DIDs and handles.
+    pub policy: AccountPolicy,
+}
+
+/// How a server makes accounts' DIDs.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum DidMethod {
+    /// `did:web:` and the handle; the server answers
+    /// `/.well-known/did.json` for it.
+    #[default]
+    Web,
+    /// `did:key:` of the account's signing key.
+    Key,
+}
+
+/// The operator's choices about accounts.
+#[derive(Debug, Clone, Default)]
+pub struct AccountPolicy {
+    /// How new accounts' DIDs are made.
+    pub did_method: DidMethod,
+    /// The URL clients reach this server at: the `#atproto_pds` service of
+    /// its accounts' DID documents (`None`: no DID documents are served).
+    pub public_url: Option<String>,
+    /// Where every new account gets its signing key (`None`: accounts'
+    /// repositories are unsigned, and `did:key` accounts cannot be made).
+    pub signing_keys: Option<SigningKeyDir>,
+    /// Whether anyone may create an account (else the admin token or an
+    /// invite code is needed).
+    pub open_registration: bool,
+    /// The handle suffixes accepted (`.example.com`); empty: any handle.
+    pub handle_domains: Vec<String>,
 }
 
 impl std::fmt::Debug for Sessions {
@@ -177,6 +209,8 @@ pub(crate) struct App<K> {
     /// One permit per password hashed at once (Argon2id is slow by
     /// design; logins must not take every thread).
     pub(crate) hashing: Arc<tokio::sync::Semaphore>,
+    /// Failed logins per account and per address.
+    pub(crate) login_limits: accounts::login_limits::LoginLimits,
 }
 
 pub(crate) fn content_type(value: &'static str) -> (header::HeaderName, HeaderValue) {

@@ -123,6 +123,7 @@ pub async fn serve_with(
         let service = WithSlot {
             inner: TowerToHyperService::new(router.clone()),
             slot: slot.clone(),
+            client: ClientIp(peer.ip()),
         };
         let conn = http.serve_connection(io, service).with_upgrades();
         let mut stopping = stopping.clone();
@@ -234,7 +235,13 @@ impl Drop for FromIp {
 struct WithSlot<S> {
     inner: S,
     slot: ConnectionSlot,
+    client: ClientIp,
 }
+
+/// The address a request's connection comes from, in every request's
+/// extensions (limits on failed logins count per address).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ClientIp(pub(crate) std::net::IpAddr);
 
 impl<S, B> hyper::service::Service<hyper::Request<B>> for WithSlot<S>
 where
@@ -246,6 +253,7 @@ where
 
     fn call(&self, mut request: hyper::Request<B>) -> Self::Future {
         request.extensions_mut().insert(self.slot.clone());
+        request.extensions_mut().insert(self.client);
         self.inner.call(request)
     }
 }

@@ -29,7 +29,7 @@ mod web;
 use std::{sync::Arc, time::Duration};
 
 use app::App;
-pub use app::{Config, KeyRandomness, Limits, Sessions, SigningKeyDir};
+pub use app::{AccountPolicy, Config, DidMethod, KeyRandomness, Limits, Sessions, SigningKeyDir};
 use axum::{
     Router,
     extract::{DefaultBodyLimit, MatchedPath, Request, State},
@@ -92,6 +92,7 @@ impl<K: Kv + 'static> Server<K> {
                 metrics: metrics::Metrics::new(move || engine.store().kv().engine_metrics()),
                 accounts,
                 hashing: Arc::new(tokio::sync::Semaphore::new(HASHES_AT_ONCE)),
+                login_limits: accounts::login_limits::LoginLimits::new(),
             }),
         }
     }
@@ -212,7 +213,31 @@ fn router_for<K: Kv + 'static>(app: Arc<App<K>>) -> Router {
     let sessions = Router::new()
         .route(
             "/xrpc/com.atproto.server.createAccount",
-            post(handlers::atproto_server::create_account::<K>),
+            post(handlers::atproto_accounts::create_account::<K>),
+        )
+        .route(
+            "/xrpc/com.atproto.server.createInviteCode",
+            post(handlers::atproto_accounts::create_invite_code::<K>),
+        )
+        .route(
+            "/xrpc/com.atproto.server.createInviteCodes",
+            post(handlers::atproto_accounts::create_invite_codes::<K>),
+        )
+        .route(
+            "/xrpc/com.atproto.server.createAppPassword",
+            post(handlers::atproto_accounts::create_app_password::<K>),
+        )
+        .route(
+            "/xrpc/com.atproto.server.listAppPasswords",
+            get(handlers::atproto_accounts::list_app_passwords::<K>),
+        )
+        .route(
+            "/xrpc/com.atproto.server.revokeAppPassword",
+            post(handlers::atproto_accounts::revoke_app_password::<K>),
+        )
+        .route(
+            "/.well-known/did.json",
+            get(handlers::identity::well_known_did::<K>),
         )
         .route(
             "/xrpc/com.atproto.server.createSession",

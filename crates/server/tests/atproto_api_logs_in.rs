@@ -29,6 +29,7 @@ async fn the_official_client_logs_in_and_writes_its_own_repository() {
             bytes.fill(0);
             bytes[..8].copy_from_slice(&counter.fetch_add(1, Ordering::Relaxed).to_be_bytes());
         }),
+        policy: Default::default(),
     };
     let config = Config {
         token: Some(TOKEN.into()),

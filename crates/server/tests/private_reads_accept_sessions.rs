@@ -16,6 +16,7 @@ async fn a_session_reads_a_private_server() {
         tokens: accounts::tokens::Tokens::new(&[3; 32], "did:web:server.example"),
         clock: Arc::new(|| 1_790_000_000),
         random: Arc::new(|bytes: &mut [u8; 32]| bytes.fill(5)),
+        policy: Default::default(),
     };
     let config = Config {
         token: Some(TOKEN.into()),

@@ -4,55 +4,19 @@
 
 mod common;
 
-use std::sync::{
-    Arc,
-    atomic::{AtomicU64, Ordering},
-};
+use std::sync::atomic::Ordering;
 
-use common::{TOKEN, TestServer};
+use common::{
+    TOKEN, TestServer,
+    sessions::{call, clock, sessions},
+};
 use serde_json::{Value, json};
-use server::{Config, Sessions};
+use server::Config;
 use store::MemoryKv;
 
 const ALICE: &str = "did:web:alice.example.com";
 const BOB: &str = "did:web:bob.example.com";
 const ACCESS_TTL: u64 = 60;
-
-struct Clock(Arc<AtomicU64>);
-
-fn sessions(clock: &Clock) -> Sessions {
-    let now = Arc::clone(&clock.0);
-    let counter = Arc::new(AtomicU64::new(1));
-    Sessions {
-        tokens: accounts::tokens::Tokens::new(&[7; 32], "did:web:server.example")
-            .with_access_ttl(std::time::Duration::from_secs(ACCESS_TTL)),
-        clock: Arc::new(move || now.load(Ordering::Relaxed)),
-        random: Arc::new(move |bytes: &mut [u8; 32]| {
-            let n = counter.fetch_add(1, Ordering::Relaxed);
-            bytes.fill(0);
-            bytes[..8].copy_from_slice(&n.to_be_bytes());
-        }),
-    }
-}
-
-async fn call(
-    s: &TestServer,
-    method: &str,
-    bearer: Option<&str>,
-    body: Option<Value>,
-) -> (u16, Value) {
-    let url = format!("{}/xrpc/{method}", s.url);
-    let mut req = match &body {
-        Some(b) => s.client.post(url).json(b),
-        None => s.client.get(url),
-    };
-    if let Some(t) = bearer {
-        req = req.bearer_auth(t);
-    }
-    let resp = req.send().await.unwrap();
-    let status = resp.status().as_u16();
-    (status, resp.json().await.unwrap_or(Value::Null))
-}
 
 async fn records(s: &TestServer, repo: &str) -> usize {
     let (status, out) = call(
@@ -73,20 +37,33 @@ fn post(repo: &str, text: &str) -> Value {
 
 #[tokio::test]
 async fn an_account_writes_its_own_repository_only() {
-    let clock = Clock(Arc::new(AtomicU64::new(1_790_000_000)));
+    let clock = clock();
     let config = Config {
         token: Some(TOKEN.into()),
-        sessions: Some(sessions(&clock)),
+        sessions: Some(sessions(&clock, ACCESS_TTL, Default::default())),
         ..Config::default()
     };
     let s = TestServer::start(MemoryKv::new(), config).await;
 
-    // Accounts are made with the admin token, and only with it.
+    // Accounts are made with the admin token (this server takes no one
+    // without an invite code).
     let alice = json!({"handle": "alice.example.com", "password": "alice-pw"});
     let (status, out) = call(
         &s,
         "com.atproto.server.createAccount",
         None,
+        Some(alice.clone()),
+    )
+    .await;
+    assert_eq!(
+        (status, out["error"].as_str()),
+        (400, Some("InvalidInviteCode")),
+        "{out}"
+    );
+    let (status, out) = call(
+        &s,
+        "com.atproto.server.createAccount",
+        Some("not-the-token"),
         Some(alice.clone()),
     )
     .await;
@@ -214,7 +191,7 @@ async fn an_account_writes_its_own_repository_only() {
 
     // Expired: 400 ExpiredToken (what the SDKs refresh on); the refresh
     // token gives a new pair that writes again.
-    clock.0.fetch_add(ACCESS_TTL, Ordering::Relaxed);
+    clock.fetch_add(ACCESS_TTL, Ordering::Relaxed);
     let (status, out) = call(
         &s,
         "com.atproto.repo.createRecord",

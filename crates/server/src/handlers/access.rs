@@ -128,13 +128,46 @@ impl<K: Kv + 'static> App<K> {
         self.check_token(headers, "reads")
     }
 
+    /// The repository `id`, unless its account is deactivated or taken
+    /// down (then it neither reads nor writes, for anyone, until the
+    /// operator activates it again).
     pub(crate) async fn repo(&self, id: &str) -> Result<Arc<Repository<K>>> {
+        self.check_available(id).await?;
         Ok(self.repos.open(id).await?)
+    }
+
+    /// Refuses the repository of a deactivated or taken-down account, as
+    /// the reference PDS does. A replica does not know of status changes
+    /// made after it started, so it checks none.
+    async fn check_available(&self, id: &str) -> Result<()> {
+        use accounts::account::Status;
+        if self.config.read_only {
+            return Ok(());
+        }
+        let status = self
+            .accounts
+            .status(id)
+            .await
+            .map_err(|e| XrpcError::internal(e.to_string()))?;
+        match status {
+            Some(Status::Deactivated) => Err(XrpcError::new(
+                axum::http::StatusCode::BAD_REQUEST,
+                "RepoDeactivated",
+                format!("Repo has been deactivated: {id}"),
+            )),
+            Some(Status::Takendown) => Err(XrpcError::new(
+                axum::http::StatusCode::BAD_REQUEST,
+                "RepoTakendown",
+                format!("Repo has been taken down: {id}"),
+            )),
+            Some(Status::Active) | None => Ok(()),
+        }
     }
 
     /// The repository, created on the first authorized write to it (with a
     /// key of its own in the signing-key directory, when there is one).
     pub(super) async fn repo_for_write(&self, id: &str) -> Result<Arc<Repository<K>>> {
+        self.check_available(id).await?;
         match self.repos.open(id).await {
             Err(repo::Error::RepoNotFound(_)) => match self.create(id).await {
                 Err(repo::Error::RepoExists(_)) => Ok(self.repos.open(id).await?),

@@ -1,19 +1,21 @@
-//! `com.atproto.server.*`: accounts and sessions (`createAccount`,
-//! `createSession`, `getSession`, `refreshSession`, `deleteSession`,
-//! `describeServer`).
+//! `com.atproto.server.*` sessions: `createSession`, `getSession`,
+//! `refreshSession`, `deleteSession` and `describeServer` (accounts,
+//! invite codes and app passwords are in `atproto_accounts`).
 
 use std::sync::Arc;
 
 use accounts::{
     account::{Account, Status},
-    storage::NewAccount,
-    tokens::{ACCESS_SCOPE, TokenError},
+    login_limits::{self, Refusal},
+    sessions::Session,
+    tokens::{ACCESS_SCOPE, APP_PASS_SCOPE, Claims, TokenError},
 };
 use axum::{
-    Json,
+    Extension, Json,
     body::Bytes,
     extract::{State, rejection::BytesRejection},
-    http::{HeaderMap, StatusCode},
+    http::{HeaderMap, HeaderValue, StatusCode, header},
+    response::{IntoResponse, Response},
 };
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -22,13 +24,14 @@ use store::Kv;
 use super::request::{Result, bearer, body};
 use crate::{
     app::{App, Sessions},
+    connections::ClientIp,
     error::XrpcError,
 };
 
 /// The message of every failed login, whether the account exists or not.
 const BAD_LOGIN: &str = "Invalid identifier or password";
 
-fn sessions<K>(app: &App<K>) -> Result<&Sessions> {
+pub(super) fn sessions<K>(app: &App<K>) -> Result<&Sessions> {
     app.config.sessions.as_ref().ok_or_else(|| {
         XrpcError::new(
             StatusCode::NOT_IMPLEMENTED,
@@ -38,7 +41,7 @@ fn sessions<K>(app: &App<K>) -> Result<&Sessions> {
     })
 }
 
-fn accounts_error(e: accounts::Error) -> XrpcError {
+pub(super) fn accounts_error(e: accounts::Error) -> XrpcError {
     use accounts::Error as E;
     match e {
         E::InvalidHandle { .. } => {
@@ -47,9 +50,15 @@ fn accounts_error(e: accounts::Error) -> XrpcError {
         E::HandleTaken(_) => {
             XrpcError::new(StatusCode::BAD_REQUEST, "HandleNotAvailable", e.to_string())
         }
-        E::InvalidDid { .. } | E::DidTaken(_) | E::InvalidPassword(_) => {
-            XrpcError::invalid(e.to_string())
+        E::InvalidInviteCode => {
+            XrpcError::new(StatusCode::BAD_REQUEST, "InvalidInviteCode", e.to_string())
         }
+        E::InvalidDid { .. }
+        | E::DidTaken(_)
+        | E::InvalidPassword(_)
+        | E::AppPasswordExists(_)
+        | E::AppPasswordNotFound(_)
+        | E::TooManyAppPasswords(_) => XrpcError::invalid(e.to_string()),
         E::AccountNotFound(_) => {
             XrpcError::new(StatusCode::BAD_REQUEST, "AccountNotFound", e.to_string())
         }
@@ -57,46 +66,65 @@ fn accounts_error(e: accounts::Error) -> XrpcError {
     }
 }
 
-/// A fresh random id for a refresh token (128 bits, hex).
-fn new_jti(sessions: &Sessions) -> String {
+/// `n` fresh random bytes (at most 32).
+pub(super) fn random_bytes<const N: usize>(sessions: &Sessions) -> [u8; N] {
     let mut bytes = [0u8; 32];
     (sessions.random)(&mut bytes);
-    bytes[..16].iter().map(|b| format!("{b:02x}")).collect()
+    let mut out = [0u8; N];
+    out.copy_from_slice(&bytes[..N]);
+    out
 }
 
-/// A new pair of tokens for `account`, its refresh token stored (in place
-/// of `replacing`'s, on a refresh); the body `createSession`,
-/// `createAccount` and `refreshSession` answer.
-async fn open_session<K: Kv + 'static>(
+/// Now as RFC 3339, by the injected clock.
+pub(super) fn now_rfc3339(sessions: &Sessions) -> String {
+    jiff::Timestamp::from_second(i64::try_from((sessions.clock)()).unwrap_or(i64::MAX))
+        .map(|t| t.to_string())
+        .unwrap_or_default()
+}
+
+/// A new pair of tokens for `account` (of the app password scope when
+/// `app_password` names one), its refresh token stored (in place of
+/// `replacing`'s, on a refresh); the body `createSession`, `createAccount`
+/// and `refreshSession` answer.
+pub(super) async fn open_session<K: Kv + 'static>(
     app: &App<K>,
     account: &Account,
+    app_password: Option<String>,
     replacing: Option<&str>,
 ) -> Result<Value> {
     let sessions = sessions(app)?;
     let now = (sessions.clock)();
-    let jti = new_jti(sessions);
+    let jti: String = random_bytes::<16>(sessions)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    let scope = if app_password.is_some() {
+        APP_PASS_SCOPE
+    } else {
+        ACCESS_SCOPE
+    };
     let pair = sessions
         .tokens
-        .issue(&account.did, ACCESS_SCOPE, &jti, now)
+        .issue(&account.did, scope, &jti, now)
         .map_err(|e| XrpcError::internal(e.to_string()))?;
-    let exp = pair.refresh_claims.exp;
+    let session = Session {
+        did: account.did.clone(),
+        exp: pair.refresh_claims.exp,
+        app_password,
+    };
     match replacing {
-        None => app.accounts.open_session(&jti, &account.did, exp).await,
-        Some(old) => {
-            app.accounts
-                .rotate_session(old, &jti, &account.did, exp, now)
-                .await
-        }
+        None => app.accounts.open_session(&jti, &session).await,
+        Some(old) => app.accounts.rotate_session(old, &jti, &session, now).await,
     }
     .map_err(accounts_error)?;
-    let mut out = session_json(account);
+    let mut out = session_json(app, account).await?;
     out["accessJwt"] = pair.access.into();
     out["refreshJwt"] = pair.refresh.into();
     Ok(out)
 }
 
-/// `{did, handle, email?, active, status?}`.
-fn session_json(account: &Account) -> Value {
+/// `{did, handle, email?, active, status?, didDoc?}`.
+async fn session_json<K: Kv + 'static>(app: &App<K>, account: &Account) -> Result<Value> {
     let mut out = json!({
         "did": account.did,
         "handle": account.handle,
@@ -108,55 +136,10 @@ fn session_json(account: &Account) -> Value {
     if account.status != Status::Active {
         out["status"] = account.status.as_str().into();
     }
-    out
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub(crate) struct CreateAccountInput {
-    handle: String,
-    password: String,
-    email: Option<String>,
-    did: Option<String>,
-}
-
-/// `com.atproto.server.createAccount`: with the admin token.
-pub(crate) async fn create_account<K: Kv + 'static>(
-    State(app): State<Arc<App<K>>>,
-    headers: HeaderMap,
-    raw: std::result::Result<Bytes, BytesRejection>,
-) -> Result<Json<Value>> {
-    let sessions = sessions(&app)?;
-    app.check_token(&headers, "account creation")?;
-    let (input, _): (CreateAccountInput, _) = body(raw)?;
-    let handle = accounts::account::normalize_handle(&input.handle).map_err(accounts_error)?;
-    let did = input.did.unwrap_or_else(|| format!("did:web:{handle}"));
-    let salt = accounts::password::salt(|bytes| (sessions.random)(bytes));
-    let created_at =
-        jiff::Timestamp::from_second(i64::try_from((sessions.clock)()).unwrap_or(i64::MAX))
-            .map(|t| t.to_string())
-            .unwrap_or_default();
-    // Argon2id takes tens of milliseconds: off the request threads.
-    let password = input.password;
-    let password_hash = app
-        .hashing(move || accounts::password::hash(&password, salt))
-        .await?
-        .map_err(accounts_error)?;
-    let account = app
-        .accounts
-        .create(NewAccount {
-            did: &did,
-            handle: &handle,
-            email: input.email.as_deref(),
-            password_hash,
-            created_at: &created_at,
-        })
-        .await
-        .map_err(accounts_error)?;
-    // The account's repository: created now (signed, with a key of its
-    // own, when the server has a key directory), or an existing one.
-    app.repo_for_write(&account.did).await?;
-    Ok(Json(open_session(&app, &account, None).await?))
+    if let Some(doc) = app.did_document(account).await? {
+        out["didDoc"] = doc;
+    }
+    Ok(out)
 }
 
 #[derive(Deserialize)]
@@ -166,31 +149,85 @@ pub(crate) struct CreateSessionInput {
     password: String,
 }
 
-/// `com.atproto.server.createSession`.
+/// A `429 RateLimitExceeded` with the `ratelimit-*` headers the reference
+/// PDS sends.
+fn rate_limited(refusal: Refusal, now: u64) -> Response {
+    let mut response = XrpcError::new(
+        StatusCode::TOO_MANY_REQUESTS,
+        "RateLimitExceeded",
+        "too many failed logins: try again later",
+    )
+    .into_response();
+    let limit = refusal.limit;
+    let headers = response.headers_mut();
+    let mut set = |name: &'static str, value: String| {
+        if let Ok(v) = HeaderValue::from_str(&value) {
+            headers.insert(name, v);
+        }
+    };
+    set("ratelimit-limit", limit.failures.to_string());
+    set("ratelimit-remaining", "0".to_owned());
+    set("ratelimit-reset", refusal.reset_at.to_string());
+    set(
+        "ratelimit-policy",
+        format!("{};w={}", limit.failures, limit.window_secs),
+    );
+    set(
+        header::RETRY_AFTER.as_str(),
+        refusal.reset_at.saturating_sub(now).max(1).to_string(),
+    );
+    response
+}
+
+/// `com.atproto.server.createSession`: with the account's password or
+/// one of its app passwords.
 pub(crate) async fn create_session<K: Kv + 'static>(
     State(app): State<Arc<App<K>>>,
+    client: Option<Extension<ClientIp>>,
     raw: std::result::Result<Bytes, BytesRejection>,
-) -> Result<Json<Value>> {
-    sessions(&app)?;
+) -> Result<Response> {
+    let sessions = sessions(&app)?;
     let (input, _): (CreateSessionInput, _) = body(raw)?;
+    let account_key = format!("account:{}", input.identifier.to_ascii_lowercase());
+    let address_key = client.map(|Extension(ClientIp(ip))| format!("address:{ip}"));
+    let mut keys = vec![(account_key.as_str(), login_limits::PER_ACCOUNT)];
+    if let Some(address) = &address_key {
+        keys.push((address.as_str(), login_limits::PER_ADDRESS));
+    }
+    let now = (sessions.clock)();
+    if let Err(refusal) = app.login_limits.check(&keys, now) {
+        return Ok(rate_limited(refusal, now));
+    }
     let account = app
         .accounts
         .find(&input.identifier)
         .await
         .map_err(accounts_error)?;
+    let app_passwords = match &account {
+        Some(a) if accounts::app_passwords::looks_like_app_password(&input.password) => app
+            .accounts
+            .app_passwords(&a.did)
+            .await
+            .map_err(accounts_error)?,
+        _ => Vec::new(),
+    };
     let password = input.password;
     // An unknown account costs the same hash as a wrong password.
     let found = app
         .hashing(move || match account {
-            Some(a) if a.password_matches(&password) => Some(a),
-            Some(_) => None,
+            Some(a) if a.password_matches(&password) => Some((a, None)),
+            Some(a) => app_passwords
+                .into_iter()
+                .find(|p| p.matches(&password))
+                .map(|p| (a, Some(p.name))),
             None => {
                 accounts::password::verify_against_nothing(&password);
                 None
             }
         })
         .await?;
-    let Some(account) = found else {
+    let Some((account, app_password)) = found else {
+        app.login_limits.fail(&keys, now);
         return Err(XrpcError::new(
             StatusCode::UNAUTHORIZED,
             "AuthenticationRequired",
@@ -204,11 +241,17 @@ pub(crate) async fn create_session<K: Kv + 'static>(
             "this account has been taken down",
         ));
     }
-    Ok(Json(open_session(&app, &account, None).await?))
+    Ok(Json(open_session(&app, &account, app_password, None).await?).into_response())
 }
 
-/// The account of the access token in `headers`.
-async fn session_account<K: Kv + 'static>(app: &App<K>, headers: &HeaderMap) -> Result<Account> {
+/// The account of the access token in `headers` and the token's claims;
+/// with `full_scope`, an app password's session is refused (it cannot
+/// manage the account).
+pub(super) async fn session_account<K: Kv + 'static>(
+    app: &App<K>,
+    headers: &HeaderMap,
+    full_scope: bool,
+) -> Result<(Account, Claims)> {
     let sessions = sessions(app)?;
     let token = bearer(headers)
         .and_then(|t| std::str::from_utf8(t).ok())
@@ -219,11 +262,20 @@ async fn session_account<K: Kv + 'static>(app: &App<K>, headers: &HeaderMap) -> 
         .tokens
         .verify_access(token, (sessions.clock)())
         .map_err(token_error)?;
-    app.accounts
+    if full_scope && claims.scope != ACCESS_SCOPE {
+        return Err(XrpcError::new(
+            StatusCode::BAD_REQUEST,
+            "InvalidToken",
+            "a session made with an app password cannot manage the account: log in with the account's password",
+        ));
+    }
+    let account = app
+        .accounts
         .by_did(&claims.sub)
         .await
         .map_err(accounts_error)?
-        .ok_or_else(|| XrpcError::auth("the token's account no longer exists"))
+        .ok_or_else(|| XrpcError::auth("the token's account no longer exists"))?;
+    Ok((account, claims))
 }
 
 pub(crate) fn token_error(e: TokenError) -> XrpcError {
@@ -242,16 +294,16 @@ pub(crate) async fn get_session<K: Kv + 'static>(
     State(app): State<Arc<App<K>>>,
     headers: HeaderMap,
 ) -> Result<Json<Value>> {
-    let account = session_account(&app, &headers).await?;
-    Ok(Json(session_json(&account)))
+    let (account, _) = session_account(&app, &headers, false).await?;
+    Ok(Json(session_json(&app, &account).await?))
 }
 
-/// The refresh token in `headers`, verified and still open: its account
-/// and id.
+/// The refresh token in `headers`, verified and still open: its account,
+/// id and session.
 async fn refresh_claims<K: Kv + 'static>(
     app: &App<K>,
     headers: &HeaderMap,
-) -> Result<(Account, String)> {
+) -> Result<(Account, String, Session)> {
     let sessions = sessions(app)?;
     let now = (sessions.clock)();
     let token = bearer(headers)
@@ -264,34 +316,44 @@ async fn refresh_claims<K: Kv + 'static>(
         .verify_refresh(token, now)
         .map_err(token_error)?;
     let jti = claims.jti.unwrap_or_default();
-    if !app
+    let Some(session) = app
         .accounts
-        .session_open(&jti, &claims.sub, now)
+        .session(&jti, &claims.sub, now)
         .await
         .map_err(accounts_error)?
-    {
+    else {
         return Err(XrpcError::new(
             StatusCode::BAD_REQUEST,
             "ExpiredToken",
-            "this session has ended (logged out, or refreshed long ago): log in again",
+            "this session has ended (logged out, refreshed long ago, or its app password revoked): log in again",
         ));
-    }
+    };
     let account = app
         .accounts
         .by_did(&claims.sub)
         .await
         .map_err(accounts_error)?
         .ok_or_else(|| XrpcError::auth("the token's account no longer exists"))?;
-    Ok((account, jti))
+    Ok((account, jti, session))
 }
 
-/// `com.atproto.server.refreshSession`: a new pair for a refresh token.
+/// `com.atproto.server.refreshSession`: a new pair for a refresh token,
+/// of the same scope.
 pub(crate) async fn refresh_session<K: Kv + 'static>(
     State(app): State<Arc<App<K>>>,
     headers: HeaderMap,
 ) -> Result<Json<Value>> {
-    let (account, old) = refresh_claims(&app, &headers).await?;
-    Ok(Json(open_session(&app, &account, Some(&old)).await?))
+    let (account, old, session) = refresh_claims(&app, &headers).await?;
+    if account.status == Status::Takendown {
+        return Err(XrpcError::new(
+            StatusCode::UNAUTHORIZED,
+            "AccountTakedown",
+            "this account has been taken down",
+        ));
+    }
+    Ok(Json(
+        open_session(&app, &account, session.app_password, Some(&old)).await?,
+    ))
 }
 
 /// `com.atproto.server.deleteSession`: logs out (the refresh token stops
@@ -300,7 +362,7 @@ pub(crate) async fn delete_session<K: Kv + 'static>(
     State(app): State<Arc<App<K>>>,
     headers: HeaderMap,
 ) -> Result<Json<Value>> {
-    let (_, jti) = refresh_claims(&app, &headers).await?;
+    let (_, jti, _) = refresh_claims(&app, &headers).await?;
     app.accounts
         .close_session(&jti)
         .await
@@ -313,9 +375,15 @@ pub(crate) async fn describe_server<K: Kv + 'static>(
     State(app): State<Arc<App<K>>>,
 ) -> Result<Json<Value>> {
     let sessions = sessions(&app)?;
+    let policy = &sessions.policy;
+    let domains: Vec<String> = policy
+        .handle_domains
+        .iter()
+        .map(|d| format!(".{}", d.trim_start_matches('.')))
+        .collect();
     Ok(Json(json!({
         "did": sessions.tokens.server_did(),
-        "availableUserDomains": [],
-        "inviteCodeRequired": true,
+        "availableUserDomains": domains,
+        "inviteCodeRequired": !policy.open_registration,
     })))
 }

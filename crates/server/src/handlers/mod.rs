@@ -3,7 +3,9 @@
 //! [`request`] reads requests and [`access`] decides who may do what and
 //! runs commits; the families build on both and never on each other:
 //! [`atproto_repo`] (`com.atproto.repo.*`), [`atproto_server`]
-//! (`com.atproto.server.*`: accounts and sessions), [`atproto_sync`]
+//! (`com.atproto.server.*` sessions) and [`atproto_accounts`] (accounts,
+//! invite codes, app passwords) over [`identity`] (DIDs, signing keys, DID
+//! documents), [`atproto_sync`]
 //! (`com.atproto.sync.*`), [`app_bsky`] (`getProfile` only), [`datarepo_query`], [`datarepo_index`] and
 //! [`datarepo_schema`] (`dev.datarepo.*`), and [`service`] (health,
 //! metrics, fallbacks). The firehose and inspection endpoints live in
@@ -11,11 +13,13 @@
 
 pub(crate) mod access;
 pub(crate) mod app_bsky;
+pub(crate) mod atproto_accounts;
 pub(crate) mod atproto_repo;
 pub(crate) mod atproto_server;
 pub(crate) mod atproto_sync;
 pub(crate) mod datarepo_index;
 pub(crate) mod datarepo_query;
 pub(crate) mod datarepo_schema;
+pub(crate) mod identity;
 pub(crate) mod request;
 pub(crate) mod service;

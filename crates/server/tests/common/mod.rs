@@ -1,6 +1,8 @@
 //! A datarepo server on 127.0.0.1 for the tests, stopped when dropped.
 #![allow(dead_code, unreachable_pub)]
 
+pub mod sessions;
+
 use std::sync::{
     Arc,
     atomic::{AtomicU64, Ordering},
