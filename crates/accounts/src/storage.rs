@@ -226,23 +226,30 @@ impl<K: Kv> Accounts<K> {
         rows.iter().map(|(_, v)| Account::decode(v)).collect()
     }
 
-    /// Replaces the password hash of the account `did` ([`password::hash`]).
+    /// Replaces the password hash of the account `did` ([`password::hash`])
+    /// and ends its sessions (a reset logs everyone out).
     ///
     /// # Errors
     ///
     /// [`Error::AccountNotFound`], or a storage error.
     pub async fn set_password_hash(&self, did: &str, hash: String) -> Result<(), Error> {
-        self.update(did, |a| a.password_hash = hash).await
+        self.update(did, |a| a.password_hash = hash).await?;
+        self.close_sessions_where(did, |_| true).await?;
+        Ok(())
     }
 
-    /// Sets the status of the account `did`.
+    /// Sets the status of the account `did`; a takedown ends its sessions.
     ///
     /// # Errors
     ///
     /// [`Error::AccountNotFound`], or a storage error.
     pub async fn set_status(&self, did: &str, status: Status) -> Result<(), Error> {
         self.update(did, |a| a.status = status).await?;
-        self.note_status(did, Some(status)).await
+        self.note_status(did, Some(status)).await?;
+        if status == Status::Takendown {
+            self.close_sessions_where(did, |_| true).await?;
+        }
+        Ok(())
     }
 
     async fn update(&self, did: &str, change: impl FnOnce(&mut Account)) -> Result<(), Error> {

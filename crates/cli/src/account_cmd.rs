@@ -8,46 +8,106 @@ use serde_json::{Value, json};
 use store::SlateKv;
 
 use crate::{
+    client::Client,
     commands::{AccountCommand, PasswordArgs, RepoArgs},
     output::{Result, print},
     session::{Session, Target},
 };
 
-/// Runs an `account` command: on the store, or `create` through a server.
+/// Runs an `account` command: on the store, or through a server's
+/// admin API.
 pub(crate) async fn run(t: Target<'_>, args: &RepoArgs, cmd: AccountCommand) -> Result<ExitCode> {
-    let json_mode = args.json;
-    let client = match t {
-        Target::Store(s) => return run_on_store(s, json_mode, cmd).await,
-        Target::Server(client) => client,
-    };
-    let AccountCommand::Create {
-        handle,
-        did,
-        email,
-        password,
-        ..
-    } = cmd
-    else {
-        t.session()?;
-        return Ok(ExitCode::SUCCESS);
-    };
-    let mut body = json!({"handle": handle, "password": read_password(&password)?});
-    if let Some(did) = did {
-        body["did"] = did.into();
+    match t {
+        Target::Store(s) => run_on_store(s, args.json, cmd).await,
+        Target::Server(client) => run_on_server(client, args.json, cmd).await,
     }
-    if let Some(email) = email {
-        body["email"] = email.into();
-    }
-    let out = client
-        .post("com.atproto.server.createAccount", &body)
-        .await?;
-    let shown = json!({"did": out["did"], "handle": out["handle"]});
+}
+
+/// The account `account` (a handle or DID) on the server.
+async fn server_account(client: &Client, account: &str) -> Result<Value> {
+    client
+        .get("com.atproto.admin.getAccountInfo", &[("did", account)])
+        .await
+}
+
+async fn run_on_server(client: &Client, json_mode: bool, cmd: AccountCommand) -> Result<ExitCode> {
+    let status_change = |account: Value, change: &str, applied: bool| {
+        json!({
+            "subject": {"$type": "com.atproto.admin.defs#repoRef", "did": account["did"]},
+            change: {"applied": applied},
+        })
+    };
+    let shown = match cmd {
+        AccountCommand::Create {
+            handle,
+            did,
+            email,
+            password,
+            signing_key_dir,
+        } => {
+            if signing_key_dir.is_some() {
+                return Err("--signing-key-dir is the server's (serve --signing-key-dir) when creating through it".into());
+            }
+            let mut body = json!({"handle": handle, "password": read_password(&password)?});
+            if let Some(did) = did {
+                body["did"] = did.into();
+            }
+            if let Some(email) = email {
+                body["email"] = email.into();
+            }
+            let out = client
+                .post("com.atproto.server.createAccount", &body)
+                .await?;
+            json!({"did": out["did"], "handle": out["handle"]})
+        }
+        AccountCommand::SetPassword { account, password } => {
+            let found = server_account(client, &account).await?;
+            let body = json!({"did": found["did"], "password": read_password(&password)?});
+            client
+                .post("com.atproto.admin.updateAccountPassword", &body)
+                .await?;
+            json!({"did": found["did"]})
+        }
+        AccountCommand::Deactivate { account } => {
+            let found = server_account(client, &account).await?;
+            let body = status_change(found, "deactivated", true);
+            client
+                .post("com.atproto.admin.updateSubjectStatus", &body)
+                .await?;
+            json!({"did": body["subject"]["did"], "status": "deactivated"})
+        }
+        AccountCommand::Takedown { account } => {
+            let found = server_account(client, &account).await?;
+            let body = status_change(found, "takedown", true);
+            client
+                .post("com.atproto.admin.updateSubjectStatus", &body)
+                .await?;
+            json!({"did": body["subject"]["did"], "status": "takendown"})
+        }
+        AccountCommand::Activate { account } => {
+            let found = server_account(client, &account).await?;
+            for change in ["takedown", "deactivated"] {
+                let body = status_change(found.clone(), change, false);
+                client
+                    .post("com.atproto.admin.updateSubjectStatus", &body)
+                    .await?;
+            }
+            json!({"did": found["did"], "status": "active"})
+        }
+        // list and show read the store (beside a running server too).
+        AccountCommand::List | AccountCommand::Show { .. } | AccountCommand::Delete { .. } => {
+            return Err(
+                "account delete works on the store (without --server), with the server stopped"
+                    .into(),
+            );
+        }
+    };
     print(json_mode, &shown, || {
-        format!(
-            "created {} ({})",
-            out["handle"].as_str().unwrap_or_default(),
-            out["did"].as_str().unwrap_or_default()
-        )
+        let did = shown["did"].as_str().unwrap_or_default();
+        match shown["status"].as_str() {
+            Some(status) => format!("{did} is {status}"),
+            None => format!("{} ({did})", shown["handle"].as_str().unwrap_or_default()),
+        }
     });
     Ok(ExitCode::SUCCESS)
 }
@@ -205,6 +265,9 @@ async fn run_on_store(s: &Session, json_mode: bool, cmd: AccountCommand) -> Resu
         }
         AccountCommand::Activate { account } => {
             set_status(&a, &account, Status::Active, json_mode).await?;
+        }
+        AccountCommand::Takedown { account } => {
+            set_status(&a, &account, Status::Takendown, json_mode).await?;
         }
         AccountCommand::Delete { account, .. } => {
             let x = find(&a, &account).await?;

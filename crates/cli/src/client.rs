@@ -40,6 +40,12 @@ impl Client {
         if let Some(t) = &self.token {
             req = req.bearer_auth(t);
         }
+        self.answer(method, req).await
+    }
+
+    /// Sends `req`: the answer, or the server's error naming `method` (and,
+    /// when refused, what to do about the token).
+    async fn answer(&self, method: &str, req: reqwest::RequestBuilder) -> Result<Value> {
         let resp = req.send().await.map_err(|e| unreachable(&self.base, &e))?;
         let status = resp.status();
         let body: Value = resp
@@ -72,7 +78,9 @@ impl Client {
 }
 
 impl Client {
-    async fn get(&self, method: &str, query: &[(&str, &str)]) -> Result<Value> {
+    /// Calls query `method` with `query`; the answer, or the server's error
+    /// naming the method.
+    pub(crate) async fn get(&self, method: &str, query: &[(&str, &str)]) -> Result<Value> {
         // Percent-encodes all but unreserved characters.
         let encode = |s: &str| -> String {
             s.bytes()
@@ -94,24 +102,7 @@ impl Client {
         if let Some(t) = &self.token {
             req = req.bearer_auth(t);
         }
-        let resp = req.send().await.map_err(|e| unreachable(&self.base, &e))?;
-        let status = resp.status();
-        let body: Value = resp
-            .json()
-            .await
-            .map_err(|e| format!("{method}: the server's answer is not JSON: {e}"))?;
-        if status.is_success() {
-            return Ok(body);
-        }
-        Err(crate::output::CliError {
-            name: body["error"].as_str().unwrap_or("Error").to_owned(),
-            message: format!(
-                "{method}: {} {}: {}",
-                status.as_u16(),
-                body["error"].as_str().unwrap_or("error"),
-                body["message"].as_str().unwrap_or("")
-            ),
-        })
+        self.answer(method, req).await
     }
 
     /// The result of a request that may have answered with a job still

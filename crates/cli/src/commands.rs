@@ -473,7 +473,9 @@ pub(crate) struct PasswordArgs {
 pub(crate) enum AccountCommand {
     /// Make an account: a handle, a password and the repository of its DID
     /// (an existing repository is attached). With --server, through the
-    /// server's createAccount (DATAREPO_TOKEN is the admin token).
+    /// server's createAccount (DATAREPO_TOKEN is the admin token); so are
+    /// set-password, deactivate, activate and takedown, beside a running
+    /// server (list and show read the store, beside it too).
     Create {
         /// The handle (AT Protocol handle syntax; unique whatever its case).
         #[arg(long)]
@@ -512,8 +514,14 @@ pub(crate) enum AccountCommand {
         /// The handle or DID.
         account: String,
     },
-    /// Let a deactivated account write again.
+    /// Let a deactivated or taken-down account write (and be read) again.
     Activate {
+        /// The handle or DID.
+        account: String,
+    },
+    /// Take an account down: its sessions end, it cannot log in, and its
+    /// repository neither writes nor reads until `activate`.
+    Takedown {
         /// The handle or DID.
         account: String,
     },

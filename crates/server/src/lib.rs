@@ -236,6 +236,26 @@ fn router_for<K: Kv + 'static>(app: Arc<App<K>>) -> Router {
             post(handlers::atproto_accounts::revoke_app_password::<K>),
         )
         .route(
+            "/xrpc/com.atproto.server.deactivateAccount",
+            post(handlers::atproto_admin::deactivate_account::<K>),
+        )
+        .route(
+            "/xrpc/com.atproto.server.activateAccount",
+            post(handlers::atproto_admin::activate_account::<K>),
+        )
+        .route(
+            "/xrpc/com.atproto.admin.getAccountInfo",
+            get(handlers::atproto_admin::get_account_info::<K>),
+        )
+        .route(
+            "/xrpc/com.atproto.admin.updateAccountPassword",
+            post(handlers::atproto_admin::update_account_password::<K>),
+        )
+        .route(
+            "/xrpc/com.atproto.admin.updateSubjectStatus",
+            post(handlers::atproto_admin::update_subject_status::<K>),
+        )
+        .route(
             "/.well-known/did.json",
             get(handlers::identity::well_known_did::<K>),
         )

@@ -3,8 +3,9 @@
 //! [`request`] reads requests and [`access`] decides who may do what and
 //! runs commits; the families build on both and never on each other:
 //! [`atproto_repo`] (`com.atproto.repo.*`), [`atproto_server`]
-//! (`com.atproto.server.*` sessions) and [`atproto_accounts`] (accounts,
-//! invite codes, app passwords) over [`identity`] (DIDs, signing keys, DID
+//! (`com.atproto.server.*` sessions), [`atproto_accounts`] (accounts,
+//! invite codes, app passwords) and [`atproto_admin`] (the operator's
+//! `com.atproto.admin.*`, account status) over [`identity`] (DIDs, signing keys, DID
 //! documents), [`atproto_sync`]
 //! (`com.atproto.sync.*`), [`app_bsky`] (`getProfile` only), [`datarepo_query`], [`datarepo_index`] and
 //! [`datarepo_schema`] (`dev.datarepo.*`), and [`service`] (health,
@@ -14,6 +15,7 @@
 pub(crate) mod access;
 pub(crate) mod app_bsky;
 pub(crate) mod atproto_accounts;
+pub(crate) mod atproto_admin;
 pub(crate) mod atproto_repo;
 pub(crate) mod atproto_server;
 pub(crate) mod atproto_sync;
