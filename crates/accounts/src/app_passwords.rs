@@ -47,7 +47,7 @@ impl AppPassword {
         crate::password::verify(password, &self.password_hash)
     }
 
-    fn encode(&self) -> Bytes {
+    pub(crate) fn encode(&self) -> Bytes {
         Bytes::from(serde_json::to_vec(self).unwrap_or_default())
     }
 

@@ -21,6 +21,7 @@ mod error;
 pub mod invites;
 pub mod login_limits;
 pub mod password;
+pub mod restore;
 pub mod sessions;
 pub mod storage;
 pub mod tokens;

@@ -79,7 +79,7 @@ impl<K: Kv> Accounts<K> {
             .await
     }
 
-    async fn note_status(&self, did: &str, status: Option<Status>) -> Result<(), Error> {
+    pub(crate) async fn note_status(&self, did: &str, status: Option<Status>) -> Result<(), Error> {
         let mut statuses = self
             .statuses()
             .await?

@@ -138,6 +138,22 @@ pub(crate) async fn import(
         .await
         .map_err(|err| format!("{}: {} (nothing was imported)", file.display(), say(err)))?;
     bar.finish_and_clear();
+    // The account that owns the repository, as the backup carries it.
+    let account = match &report.account {
+        None => None,
+        Some(backup) => Some(
+            accounts::Accounts::new(std::sync::Arc::clone(s.repos.store()))
+                .restore(&report.repo, &backup.record, &backup.app_passwords)
+                .await
+                .map_err(|e| {
+                    format!(
+                        "{}: imported {}, but not its account: {e}; import the file again once that is fixed (the records are in)",
+                        file.display(),
+                        report.repo
+                    )
+                })?,
+        ),
+    };
     if report.signed && report.verified == 0 && !trust_new_key && !json_mode {
         eprintln!(
             "note: the file's commits are signed, but this store knew no key for {} and none \
@@ -159,10 +175,11 @@ pub(crate) async fn import(
                 "records": report.records, "blocks": report.blocks, "unreachable": report.unreachable,
                 "commits": report.commits, "declarations": report.declarations,
                 "verified": report.verified, "signed": report.signed,
-                "signingKeyMissing": report.signing_key_missing}),
+                "signingKeyMissing": report.signing_key_missing,
+                "account": account.map(accounts::restore::Restored::as_str)}),
         || {
             format!(
-                "imported {}: {}, {}, {}{}; head {} (rev {})",
+                "imported {}: {}, {}, {}{}{}; head {} (rev {})",
                 report.repo,
                 count(report.records, "record"),
                 count(report.blocks, "block"),
@@ -171,6 +188,11 @@ pub(crate) async fn import(
                     ", declarations"
                 } else {
                     ""
+                },
+                match account {
+                    Some(accounts::restore::Restored::Created) => ", its account",
+                    Some(accounts::restore::Restored::Updated) => ", its account (updated)",
+                    _ => "",
                 },
                 report.commit,
                 report.rev

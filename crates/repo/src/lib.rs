@@ -46,6 +46,7 @@ mod search;
 mod signing;
 mod validation;
 
+pub use car::declarations::AccountBackup;
 pub use car::export::ExportReport;
 pub use car::import::{ImportOptions, ImportProgress, ImportReport};
 pub use car::verify::{

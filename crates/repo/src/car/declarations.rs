@@ -14,8 +14,15 @@
 //!                      "declared": true, "lexicon": "<the Lexicon as JSON text>" } ],
 //!   "indexes": [ { "collection": "…", "path": "langs", "kind": "keyword" } ],
 //!   "lexicons": [ "<a Lexicon that declares no collection, as JSON text>" ],
-//!   "keys": { "current": "did:key:…", "known": [ "did:key:…" ] } }
+//!   "keys": { "current": "did:key:…", "known": [ "did:key:…" ] },
+//!   "account": { "record": "<the account as stored, JSON text>",
+//!                "appPasswords": [ "<an app password as stored, JSON text>" ] } }
 //! ```
+//!
+//! `account` is present when an account owns the repository: its record
+//! and app passwords as the store keeps them (passwords as Argon2id
+//! hashes, never in clear), carried as text this crate does not read; the
+//! `accounts` crate restores them. Sessions are not carried.
 //!
 //! `keys` holds public keys only (private keys stay in their files); it is
 //! absent in files written before it existed, which then say nothing about
@@ -51,6 +58,21 @@ pub(crate) struct Declarations {
     pub(crate) lexicons: Vec<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) keys: Option<DeclaredKeys>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) account: Option<AccountBackup>,
+}
+
+/// The account that owns a repository, as a backup carries it: the stored
+/// JSON of the account and of each of its app passwords (hashes only),
+/// for the `accounts` crate to restore.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AccountBackup {
+    /// The account's stored JSON.
+    pub record: String,
+    /// Each app password's stored JSON.
+    #[serde(default)]
+    pub app_passwords: Vec<String>,
 }
 
 /// The public signing keys: the one that signs the next commit, and every
@@ -242,6 +264,10 @@ mod tests {
                     "did:key:zQ3shokFTS3brHcDQrn82RUDfCZESWL1ZdCEJwekUDPQiYBme".to_owned(),
                 ),
                 known: vec!["did:key:zQ3shokFTS3brHcDQrn82RUDfCZESWL1ZdCEJwekUDPQiYBme".to_owned()],
+            }),
+            account: Some(AccountBackup {
+                record: r#"{"did":"did:web:a.example","handle":"a.example"}"#.to_owned(),
+                app_passwords: vec![r#"{"name":"bot"}"#.to_owned()],
             }),
         };
         let block = d.encode();

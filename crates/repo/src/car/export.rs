@@ -17,7 +17,8 @@ use tokio::io::AsyncWrite;
 
 use crate::{
     car::declarations::{
-        DECLARATIONS_TYPE, Declarations, DeclaredCollection, DeclaredIndex, DeclaredKeys,
+        AccountBackup, DECLARATIONS_TYPE, Declarations, DeclaredCollection, DeclaredIndex,
+        DeclaredKeys,
     },
     error::Error,
     record::is_supported,
@@ -507,6 +508,7 @@ impl<K: Kv> Repository<K> {
             .map(|(_, json)| String::from_utf8_lossy(&json).into_owned())
             .collect();
         let keys = self.signing_keys().await?;
+        let account = self.account_backup().await?;
         Ok(Declarations {
             kind: DECLARATIONS_TYPE.to_owned(),
             repo: self.id().to_owned(),
@@ -521,7 +523,30 @@ impl<K: Kv> Repository<K> {
                     .map(crate::signing::PublicKey::did_key)
                     .collect(),
             }),
+            account,
         })
+    }
+
+    /// The account that owns the repository, as stored, if any.
+    async fn account_backup(&self) -> Result<Option<AccountBackup>, Error> {
+        let kv = self.store.kv();
+        let Some(record) = kv.get(&keycodec::records::account_key(&self.id)).await? else {
+            return Ok(None);
+        };
+        let app_passwords = kv
+            .scan(
+                &keycodec::records::app_passwords_range(&self.id),
+                false,
+                usize::MAX,
+            )
+            .await?
+            .into_iter()
+            .map(|(_, v)| String::from_utf8_lossy(&v).into_owned())
+            .collect();
+        Ok(Some(AccountBackup {
+            record: String::from_utf8_lossy(&record).into_owned(),
+            app_passwords,
+        }))
     }
 }
 

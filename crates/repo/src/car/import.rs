@@ -58,6 +58,9 @@ pub struct ImportReport {
     /// keys) but this store holds no private key for it: writes are
     /// refused until one is given ([`Repository::set_signing_key`]).
     pub signing_key_missing: bool,
+    /// The account that owns the repository, as the file's declarations
+    /// carry it: not restored here (the `accounts` crate restores it).
+    pub account: Option<crate::car::declarations::AccountBackup>,
 }
 
 /// How an import treats the file.
@@ -323,6 +326,7 @@ impl<K: Kv> Repos<K> {
                 verified: 0,
                 signed: commit.sig.is_some(),
                 signing_key_missing,
+                account: declarations.and_then(|d| d.account),
             });
         }
         let head_commit = current.map(|h| h.commit);
@@ -670,6 +674,7 @@ impl<K: Kv> Repos<K> {
             },
             signed: commit.sig.is_some(),
             signing_key_missing,
+            account: declarations.and_then(|d| d.account),
         })
     }
 
