@@ -52,8 +52,11 @@ pub fn router<K: Kv + 'static>(repos: Arc<Repos<K>>, config: Config) -> Router {
 }
 
 /// Passwords hashed at once (Argon2id, ~19 MiB and tens of milliseconds
-/// each): a burst of logins waits for these instead of taking every core.
-const HASHES_AT_ONCE: usize = 2;
+/// each): half the cores, at least one, so that a burst of logins waits
+/// its turn instead of taking every core from the writes.
+fn hashes_at_once() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| (n.get() / 2).max(1))
+}
 
 /// A server over some repositories: its router and, when asked for,
 /// garbage collection alongside the requests.
@@ -91,7 +94,7 @@ impl<K: Kv + 'static> Server<K> {
                 config,
                 metrics: metrics::Metrics::new(move || engine.store().kv().engine_metrics()),
                 accounts,
-                hashing: Arc::new(tokio::sync::Semaphore::new(HASHES_AT_ONCE)),
+                hashing: Arc::new(tokio::sync::Semaphore::new(hashes_at_once())),
                 login_limits: accounts::login_limits::LoginLimits::new(),
             }),
         }

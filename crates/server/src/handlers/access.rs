@@ -105,7 +105,7 @@ impl<K: Kv + 'static> App<K> {
     }
 
     /// Runs `work` (Argon2id hashing) on the blocking pool, at most
-    /// [`crate::HASHES_AT_ONCE`] at a time.
+    /// half the cores (at least one) at a time.
     pub(crate) async fn hashing<T: Send + 'static>(
         &self,
         work: impl FnOnce() -> T + Send + 'static,
