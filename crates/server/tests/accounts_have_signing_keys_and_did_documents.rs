@@ -1,8 +1,8 @@
 //! Every new account gets a secp256k1 signing key of its own, so its
 //! commits are signed; its DID document (served at /.well-known/did.json
 //! for a hosted did:web, and sent with its sessions) names that key as
-//! #atproto and this server as #atproto_pds. With --did-method key the DID
-//! is the key's did:key.
+//! #atproto and this server as #atproto_pds, and describeRepo gives it
+//! with the handle. With --did-method key the DID is the key's did:key.
 
 mod common;
 
@@ -139,6 +139,15 @@ async fn a_did_web_account_is_signed_and_its_document_served() {
     .await;
     assert_eq!(status, 200, "{session}");
     assert_eq!(session["didDoc"], served);
+    // describeRepo names the account's handle and document.
+    let (status, described) = s
+        .get("com.atproto.repo.describeRepo", &[("repo", did)])
+        .await;
+    assert_eq!(status, 200, "{described}");
+    assert_eq!(described["handle"], "alice.example.com");
+    assert_eq!(described["handleIsCorrect"], true);
+    assert_eq!(described["didDoc"], served);
+    assert_eq!(described["signingKey"], key);
     s.stop().await;
 }
 

@@ -393,12 +393,22 @@ pub(crate) async fn describe_repo<K: Kv + 'static>(
         }
     }
     let id = repo.id();
-    // A repository named by a DID has no verified handle; one named by a
-    // handle is given the did:web of that name.
-    let (did, handle, correct) = if id.starts_with("did:") {
-        (id.to_owned(), "handle.invalid".to_owned(), false)
-    } else {
-        (format!("did:web:{id}"), id.to_owned(), true)
+    // An account hosted here names the handle and DID document; otherwise
+    // a repository named by a DID has no verified handle, and one named by
+    // a handle is given the did:web of that name.
+    let account = app
+        .accounts
+        .by_did(id)
+        .await
+        .map_err(|e| XrpcError::internal(e.to_string()))?;
+    let (did, handle, correct) = match &account {
+        Some(a) => (a.did.clone(), a.handle.clone(), true),
+        None if id.starts_with("did:") => (id.to_owned(), "handle.invalid".to_owned(), false),
+        None => (format!("did:web:{id}"), id.to_owned(), true),
+    };
+    let did_doc = match &account {
+        Some(a) => app.did_document(a).await?.unwrap_or_else(|| json!({})),
+        None => json!({}),
     };
     // The public key that signs the next commit (or last signed one).
     let keys = repo.signing_keys().await?;
@@ -411,7 +421,7 @@ pub(crate) async fn describe_repo<K: Kv + 'static>(
     let mut out = json!({
         "handle": handle,
         "did": did,
-        "didDoc": {},
+        "didDoc": did_doc,
         "collections": collections,
         "handleIsCorrect": correct,
     });
