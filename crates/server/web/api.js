@@ -1,7 +1,9 @@
 // The XRPC API, as the only way this interface reads or writes. A token
 // entered by the person is kept in sessionStorage (gone with the tab) and
 // sent as the bearer header on every call, reads included, so a server
-// with --private-reads works too.
+// with --private-reads works too. An account signed in (createSession) is
+// kept in this page's memory only: its access token goes with every call
+// instead of the token, and is refreshed when it expires.
 
 const TOKEN_KEY = 'datarepo.token';
 
@@ -13,6 +15,46 @@ export const token = {
   },
 };
 
+// The signed-in account: {did, handle, accessJwt, refreshJwt}, or null.
+let signedIn = null;
+// A refresh under way, shared by the calls that found the token expired.
+let refreshing = null;
+
+export const session = {
+  get: () => signedIn,
+  /** Logs in with a handle (or DID) and password; throws an ApiError. */
+  async signIn(identifier, password) {
+    const s = await send('com.atproto.server.createSession', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ identifier, password }),
+    }, null);
+    signedIn = { did: s.did, handle: s.handle, accessJwt: s.accessJwt, refreshJwt: s.refreshJwt };
+    return signedIn;
+  },
+  /** Logs out: the server ends the session (its refresh token). */
+  async signOut() {
+    const s = signedIn;
+    signedIn = null;
+    if (s) {
+      await send('com.atproto.server.deleteSession', { method: 'POST' }, s.refreshJwt).catch(() => {});
+    }
+  },
+};
+
+async function refresh(s) {
+  if (!refreshing) {
+    refreshing = send('com.atproto.server.refreshSession', { method: 'POST' }, s.refreshJwt)
+      .then((r) => {
+        if (signedIn === s) {
+          signedIn = { did: r.did, handle: r.handle, accessJwt: r.accessJwt, refreshJwt: r.refreshJwt };
+        }
+      })
+      .finally(() => { refreshing = null; });
+  }
+  await refreshing;
+}
+
 /** An error answer of the API: `error` is the XRPC error name. */
 export class ApiError extends Error {
   constructor(status, error, message) {
@@ -23,9 +65,20 @@ export class ApiError extends Error {
 }
 
 async function call(path, init) {
+  const s = signedIn;
+  try {
+    return await send(path, init, s ? s.accessJwt : token.get());
+  } catch (e) {
+    // An expired access token: refresh once, then ask again.
+    if (!s || e.error !== 'ExpiredToken' || signedIn !== s) throw e;
+    await refresh(s);
+    return send(path, init, signedIn ? signedIn.accessJwt : token.get());
+  }
+}
+
+async function send(path, init, bearer) {
   const headers = { accept: 'application/json', ...(init.headers || {}) };
-  const t = token.get();
-  if (t) headers.authorization = `Bearer ${t}`;
+  if (bearer) headers.authorization = `Bearer ${bearer}`;
   let res;
   try {
     res = await fetch(`/xrpc/${path}`, { ...init, headers });

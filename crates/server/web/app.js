@@ -2,7 +2,7 @@
 // inside the interface change the view without reloading the page, and
 // back/forward redraw the view of the path they return to.
 
-import { token, get } from './api.js';
+import { token, get, session } from './api.js';
 import { h, a } from './dom.js';
 import * as views from './views.js';
 
@@ -99,7 +99,7 @@ function showToken() {
   const set = Boolean(token.get());
   clear.hidden = !set;
   state.textContent = set ? 'token set: checking it…' : '';
-  document.body.classList.toggle('can-write', set);
+  document.body.classList.toggle('can-write', set || Boolean(session.get()));
   if (!set) return;
   // A cheap authenticated call says whether the server takes this token.
   const asked = token.get();
@@ -120,5 +120,41 @@ form.addEventListener('submit', (e) => {
   draw();
 });
 clear.addEventListener('click', () => { token.set(''); showToken(); draw(); });
+
+// Signing in as an account: its session writes its own repository (the
+// server refuses any other), kept in this page's memory only.
+const signInForm = document.getElementById('sign-in-form');
+const signedInBox = document.getElementById('signed-in');
+const signedInAs = document.getElementById('signed-in-as');
+const signInState = document.getElementById('sign-in-state');
+function showSession() {
+  const s = session.get();
+  signInForm.hidden = Boolean(s);
+  signedInBox.hidden = !s;
+  signedInAs.textContent = s ? `signed in as ${s.handle}` : '';
+  document.body.classList.toggle('can-write', Boolean(s) || Boolean(token.get()));
+}
+signInForm.addEventListener('submit', async (e) => {
+  e.preventDefault();
+  const handle = document.getElementById('sign-in-handle');
+  const password = document.getElementById('sign-in-password');
+  signInState.textContent = 'signing in…';
+  try {
+    const s = await session.signIn(handle.value.trim(), password.value);
+    signInState.textContent = `writes go to ${s.did}`;
+    password.value = '';
+    showSession();
+    draw();
+  } catch (err) {
+    signInState.textContent = err.message;
+  }
+});
+document.getElementById('sign-out').addEventListener('click', async () => {
+  await session.signOut();
+  signInState.textContent = '';
+  showSession();
+  draw();
+});
+showSession();
 showToken();
 draw();
