@@ -269,15 +269,40 @@ async fn run_on_store(s: &Session, json_mode: bool, cmd: AccountCommand) -> Resu
         AccountCommand::Takedown { account } => {
             set_status(&a, &account, Status::Takendown, json_mode).await?;
         }
-        AccountCommand::Delete { account, .. } => {
+        AccountCommand::Delete {
+            account,
+            delete_repository,
+            ..
+        } => {
             let x = find(&a, &account).await?;
             a.delete(&x.did).await.map_err(say)?;
-            print(json_mode, &json!({"did": x.did, "deleted": true}), || {
-                format!(
-                    "deleted the account {} ({}); its repository stays",
-                    x.handle, x.did
-                )
-            });
+            let repository = if delete_repository {
+                match s.repos.delete(&x.did).await {
+                    Ok(()) => "deleted",
+                    Err(repo::Error::RepoNotFound(_)) => "absent",
+                    Err(e) => {
+                        return Err(format!(
+                            "deleted the account {}, but not its repository: {}; run `datarepo repo delete {} --yes` to finish",
+                            x.handle,
+                            crate::session::say(e).message,
+                            x.did
+                        )
+                        .into());
+                    }
+                }
+            } else {
+                "kept"
+            };
+            print(
+                json_mode,
+                &json!({"did": x.did, "deleted": true, "repository": repository}),
+                || {
+                    format!(
+                        "deleted the account {} ({}); its repository is {repository}",
+                        x.handle, x.did
+                    )
+                },
+            );
         }
     }
     Ok(ExitCode::SUCCESS)

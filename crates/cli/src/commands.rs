@@ -389,7 +389,8 @@ impl RepoCommand {
             | Self::Index(
                 IndexCommand::Add { .. } | IndexCommand::Drop { .. } | IndexCommand::Rebuild,
             )
-            | Self::Import { .. } => true,
+            | Self::Import { .. }
+            | Self::Repo(RepoListCommand::Delete { .. }) => true,
             Self::Collection(CollectionCommand::List)
             | Self::Lexicon(
                 LexiconCommand::List
@@ -427,6 +428,17 @@ pub(crate) enum RepoListCommand {
     /// Every repository in the store, with its head (listRepos' shape with
     /// --json).
     List,
+    /// Delete a repository: its records, history, field indexes,
+    /// declarations and signing keys (blocks no other repository shares go
+    /// at the next `gc`). An account that owns it stays: `account delete
+    /// --delete-repository` deletes both.
+    Delete {
+        /// The repository (a DID or handle as it was created).
+        id: String,
+        /// Confirms the deletion (required: it cannot be undone).
+        #[arg(long, required = true)]
+        yes: bool,
+    },
 }
 
 /// Compare-and-swap preconditions of a write.
@@ -526,15 +538,19 @@ pub(crate) enum AccountCommand {
         account: String,
     },
     /// Delete an account (its handle becomes free, its sessions and app
-    /// passwords end). Its repository stays: pass --keep-repository to say
-    /// so.
+    /// passwords end). Say what becomes of its repository:
+    /// --keep-repository or --delete-repository.
     Delete {
         /// The handle or DID.
         account: String,
-        /// Keep the account's repository and its records (required:
-        /// datarepo does not delete repositories yet).
-        #[arg(long, required = true)]
+        /// Keep the account's repository and its records.
+        #[arg(long, required_unless_present = "delete_repository")]
         keep_repository: bool,
+        /// Delete the account's repository too: its records, history,
+        /// indexes and declarations (blocks no other repository shares go
+        /// at the next `gc`).
+        #[arg(long, conflicts_with = "keep_repository")]
+        delete_repository: bool,
     },
 }
 

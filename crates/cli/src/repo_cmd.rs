@@ -88,6 +88,9 @@ async fn execute(t: Target<'_>, args: &RepoArgs, cmd: RepoCommand) -> Result<Exi
         RepoCommand::Account(cmd) => account_cmd::run(t, args, cmd).await,
         RepoCommand::Init { signing_key } => repos_cmd::init(t.session()?, args, signing_key).await,
         RepoCommand::Repo(RepoListCommand::List) => repos_cmd::list(t.session()?, args).await,
+        RepoCommand::Repo(RepoListCommand::Delete { id, .. }) => {
+            repos_cmd::delete(t.session()?, args, &id).await
+        }
         RepoCommand::Stats => repos_cmd::stats(t.session()?, args).await,
         RepoCommand::Get {
             collection,

@@ -71,6 +71,15 @@ pub(crate) async fn list(s: &Session, args: &RepoArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// `repo delete ID --yes`.
+pub(crate) async fn delete(s: &Session, args: &RepoArgs, id: &str) -> Result<ExitCode> {
+    s.repos.delete(id).await.map_err(say)?;
+    print(args.json, &json!({"repo": id, "deleted": true}), || {
+        format!("deleted the repository {id} (its blocks go at the next gc)")
+    });
+    Ok(ExitCode::SUCCESS)
+}
+
 /// `stats`: the repository's head, records and commits.
 pub(crate) async fn stats(s: &Session, args: &RepoArgs) -> Result<ExitCode> {
     let json_mode = args.json;

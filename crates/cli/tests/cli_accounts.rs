@@ -136,4 +136,37 @@ fn accounts_made_on_the_command_line_log_in_to_the_server() {
         String::from_utf8_lossy(&repos.stdout).contains(DID),
         "{repos:?}"
     );
+
+    // Deleting an account asks what becomes of its repository; with
+    // --delete-repository it goes too.
+    let made = account(
+        &["create", "--handle", "bob.test", "--password-stdin"],
+        "bob pw\n",
+    );
+    assert!(made.status.success(), "{made:?}");
+    let undecided = account(&["delete", "bob.test"], "");
+    assert!(!undecided.status.success());
+    assert!(
+        String::from_utf8_lossy(&undecided.stderr).contains("--keep-repository"),
+        "{undecided:?}"
+    );
+    let gone = account(&["delete", "bob.test", "--delete-repository"], "");
+    assert!(gone.status.success(), "{gone:?}");
+    assert_eq!(json_lines(&gone)[0]["repository"], "deleted");
+    let repos = datarepo(&["--store", store, "--json", "repo", "list"], "");
+    let listed = String::from_utf8_lossy(&repos.stdout);
+    assert!(
+        !listed.contains("did:web:bob.test") && listed.contains(DID),
+        "{listed}"
+    );
+    // A repository alone: `repo delete` needs --yes.
+    let unconfirmed = datarepo(&["--store", store, "repo", "delete", DID], "");
+    assert!(!unconfirmed.status.success());
+    let deleted = datarepo(
+        &["--store", store, "--json", "repo", "delete", DID, "--yes"],
+        "",
+    );
+    assert!(deleted.status.success(), "{deleted:?}");
+    let repos = datarepo(&["--store", store, "--json", "repo", "list"], "");
+    assert_eq!(json_lines(&repos)[0]["repos"], json!([]));
 }

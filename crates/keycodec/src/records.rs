@@ -379,6 +379,16 @@ pub fn record_count_key(repo: &str, collection: &str) -> Vec<u8> {
         .finish()
 }
 
+/// Every record count of a repository, in collection order.
+#[must_use]
+pub fn record_counts_range(repo: &str) -> KeyRange {
+    KeyRange::prefix(
+        KeyBuilder::new(prefix_of(RECORD_COUNT_TAG))
+            .str(repo)
+            .as_bytes(),
+    )
+}
+
 /// The key of one entry of a record's history: the commit with this rev
 /// created, updated or deleted the record.
 #[must_use]

@@ -159,6 +159,10 @@ async fn status_changes_take_effect_at_once() {
     )
     .await;
     assert_eq!(code, 400, "the takedown ended the session: {out}");
+    let (code, listed) = call(&s, "com.atproto.sync.listRepos", None, None).await;
+    assert_eq!(code, 200, "{listed}");
+    assert_eq!(listed["repos"][0]["active"], false, "{listed}");
+    assert_eq!(listed["repos"][0]["status"], "takendown", "{listed}");
     let (code, info) = call(
         &s,
         &format!("com.atproto.admin.getAccountInfo?did={ALICE}"),

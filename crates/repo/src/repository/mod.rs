@@ -13,6 +13,7 @@
 pub(crate) mod apply;
 pub(crate) mod collection;
 pub(crate) mod declare;
+pub(crate) mod delete;
 pub(crate) mod env;
 pub(crate) mod head;
 pub(crate) mod log;

@@ -154,17 +154,26 @@ pub(crate) async fn list_repos<K: Kv + 'static>(
         .collect();
     let more = page.len() > limit;
     page.truncate(limit);
-    let repos: Vec<Value> = page
-        .iter()
-        .map(|(id, head)| {
-            json!({
-                "did": id,
-                "head": head.commit.to_string(),
-                "rev": rkey::Tid::from_u64(head.rev).to_string(),
-                "active": true,
-            })
-        })
-        .collect();
+    let mut repos: Vec<Value> = Vec::with_capacity(page.len());
+    for (id, head) in &page {
+        let mut repo = json!({
+            "did": id,
+            "head": head.commit.to_string(),
+            "rev": rkey::Tid::from_u64(head.rev).to_string(),
+            "active": true,
+        });
+        // An account deactivated or taken down: as the reference says it.
+        let status = app
+            .accounts
+            .status(id)
+            .await
+            .map_err(|e| XrpcError::internal(e.to_string()))?;
+        if let Some(status) = status.filter(|s| *s != accounts::account::Status::Active) {
+            repo["active"] = false.into();
+            repo["status"] = status.as_str().into();
+        }
+        repos.push(repo);
+    }
     let mut out = json!({ "repos": repos });
     if more && let Some((last, _)) = page.last() {
         out["cursor"] = json!(last);
