@@ -379,6 +379,55 @@ pub fn record_count_key(repo: &str, collection: &str) -> Vec<u8> {
         .finish()
 }
 
+/// The tag of a record's blob references (repo, collection, rkey → the
+/// blob CIDs the record refers to): the record-index type, reserved bits 2.
+const RECORD_BLOBS_TAG: u8 = (RecordType::RecordIndex as u8) << 4 | 2;
+
+/// The tag of a repository's blob (repo, CID → what it knows of it):
+/// reserved bits 3.
+const BLOB_TAG: u8 = (RecordType::RecordIndex as u8) << 4 | 3;
+
+/// The key of blob `cid` (its string form) of repository `repo`.
+#[must_use]
+pub fn blob_key(repo: &str, cid: &str) -> Vec<u8> {
+    KeyBuilder::new(prefix_of(BLOB_TAG))
+        .str(repo)
+        .str(cid)
+        .finish()
+}
+
+/// Every blob of a repository, in CID order.
+#[must_use]
+pub fn blobs_range(repo: &str) -> KeyRange {
+    KeyRange::prefix(KeyBuilder::new(prefix_of(BLOB_TAG)).str(repo).as_bytes())
+}
+
+/// Every blob of every repository.
+#[must_use]
+pub fn all_blobs_range() -> KeyRange {
+    KeyRange::prefix(&KeyBuilder::new(prefix_of(BLOB_TAG)).finish())
+}
+
+/// The key of the blob references of record `collection/rkey`.
+#[must_use]
+pub fn record_blobs_key(repo: &str, collection: &str, rkey: &str) -> Vec<u8> {
+    KeyBuilder::new(prefix_of(RECORD_BLOBS_TAG))
+        .str(repo)
+        .str(collection)
+        .str(rkey)
+        .finish()
+}
+
+/// Every record's blob references in a repository.
+#[must_use]
+pub fn repo_record_blobs_range(repo: &str) -> KeyRange {
+    KeyRange::prefix(
+        KeyBuilder::new(prefix_of(RECORD_BLOBS_TAG))
+            .str(repo)
+            .as_bytes(),
+    )
+}
+
 /// Every record count of a repository, in collection order.
 #[must_use]
 pub fn record_counts_range(repo: &str) -> KeyRange {
@@ -695,6 +744,22 @@ pub enum DecodedKey<'a> {
         /// The refresh token's id.
         jti: Cow<'a, str>,
     },
+    /// A record's blob references' key.
+    RecordBlobs {
+        /// The repository.
+        repo: Cow<'a, str>,
+        /// The collection.
+        collection: Cow<'a, str>,
+        /// The record key.
+        rkey: Cow<'a, str>,
+    },
+    /// A repository's blob's key.
+    Blob {
+        /// The repository.
+        repo: Cow<'a, str>,
+        /// The blob's CID (its string form).
+        cid: Cow<'a, str>,
+    },
     /// An invite code's key.
     InviteCode {
         /// The code.
@@ -729,9 +794,11 @@ impl DecodedKey<'_> {
             Self::Block { .. } => RecordType::Block,
             Self::Head { .. } => RecordType::Head,
             Self::CommitLog { .. } => RecordType::CommitLog,
-            Self::RecordIndex { .. } | Self::RecordHistory { .. } | Self::HistoryStart { .. } => {
-                RecordType::RecordIndex
-            }
+            Self::RecordIndex { .. }
+            | Self::RecordHistory { .. }
+            | Self::HistoryStart { .. }
+            | Self::RecordBlobs { .. }
+            | Self::Blob { .. } => RecordType::RecordIndex,
             Self::Collection { .. } | Self::RecordCount { .. } => RecordType::Collection,
             Self::Bitmap { .. } => RecordType::Bitmap,
             Self::BlockDelta { .. } => RecordType::BlockDelta,
@@ -777,6 +844,15 @@ pub fn decode_key(key: &[u8]) -> Result<DecodedKey<'_>, Error> {
         RECORD_COUNT_TAG => DecodedKey::RecordCount {
             repo: r.str()?,
             collection: r.str()?,
+        },
+        RECORD_BLOBS_TAG => DecodedKey::RecordBlobs {
+            repo: r.str()?,
+            collection: r.str()?,
+            rkey: r.str()?,
+        },
+        BLOB_TAG => DecodedKey::Blob {
+            repo: r.str()?,
+            cid: r.str()?,
         },
         ACCOUNT_TAG => DecodedKey::Account { did: r.str()? },
         HANDLE_TAG => DecodedKey::Handle { handle: r.str()? },

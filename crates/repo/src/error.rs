@@ -57,6 +57,23 @@ pub enum Error {
     /// No such record.
     #[error("record not found: {0}")]
     RecordNotFound(String),
+    /// A record refers to a blob the repository does not hold (upload
+    /// it first).
+    #[error("Could not find blob: {0}")]
+    BlobNotFound(String),
+    /// A record's blob reference claims another type or size than the
+    /// stored blob's.
+    #[error("the record says the blob {cid} has {field} {claimed}, the stored blob's is {stored}")]
+    BlobMismatch {
+        /// The blob.
+        cid: String,
+        /// `mimeType` or `size`.
+        field: &'static str,
+        /// What the record says.
+        claimed: String,
+        /// What the stored blob has.
+        stored: String,
+    },
     /// A create names a record that exists.
     #[error("record already exists: {0}")]
     RecordExists(String),
@@ -165,6 +182,8 @@ impl Error {
     pub fn xrpc_name(&self) -> &'static str {
         match self {
             Self::RecordNotFound(_) => "RecordNotFound",
+            Self::BlobNotFound(_) => "BlobNotFound",
+            Self::BlobMismatch { .. } => "InvalidRequest",
             Self::RepoNotFound(_) => "RepoNotFound",
             Self::InvalidSwap { .. } => "InvalidSwap",
             Self::LexiconValidation(_) => "InvalidRecord",

@@ -30,6 +30,7 @@
 
 #![warn(clippy::unwrap_used)]
 
+mod blobs;
 mod car;
 mod check;
 mod commit;
@@ -46,6 +47,7 @@ mod search;
 mod signing;
 mod validation;
 
+pub use blobs::{BlobInfo, BlobRef, blob_refs};
 pub use car::declarations::AccountBackup;
 pub use car::export::ExportReport;
 pub use car::import::{ImportOptions, ImportProgress, ImportReport};

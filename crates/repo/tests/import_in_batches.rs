@@ -27,6 +27,10 @@ struct SmallBatchKv {
 }
 
 impl Kv for SmallBatchKv {
+    fn blobs(&self) -> store::Blobs {
+        self.inner.blobs()
+    }
+
     async fn get(&self, key: &[u8]) -> Result<Option<Bytes>, Error> {
         self.inner.get(key).await
     }

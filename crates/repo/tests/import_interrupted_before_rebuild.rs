@@ -33,6 +33,10 @@ struct NoIndexWrites {
 }
 
 impl Kv for NoIndexWrites {
+    fn blobs(&self) -> store::Blobs {
+        self.inner.blobs()
+    }
+
     async fn get(&self, key: &[u8]) -> Result<Option<bytes::Bytes>, store::Error> {
         self.inner.get(key).await
     }

@@ -16,6 +16,7 @@
 #![warn(clippy::unwrap_used)]
 
 mod bitmap;
+mod blobs;
 mod block;
 mod delta;
 mod error;
@@ -28,6 +29,7 @@ mod wal_backlog;
 pub use wal_backlog::{MAX_BACKLOG_AGE, MIN_FLUSH_GAP, WAL_REPLAY_LIMIT};
 
 pub use bitmap::{CONTAINER_BITS, ContainerDelta, ContainerError, ContainerGroup, SHORT_LIMIT};
+pub use blobs::{BlobBytes, BlobError, Blobs, RAW_CODEC, SNIFF_BYTES, StoredBlob, blob_cid};
 pub use block::Block;
 pub use error::{Conflict, Error};
 pub use gc::{GcOptions, GcProgress, GcReport, Retention};

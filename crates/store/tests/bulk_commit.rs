@@ -31,6 +31,10 @@ struct RecordingKv {
 }
 
 impl Kv for RecordingKv {
+    fn blobs(&self) -> store::Blobs {
+        self.inner.blobs()
+    }
+
     async fn get(&self, key: &[u8]) -> Result<Option<Bytes>, Error> {
         self.inner.get(key).await
     }

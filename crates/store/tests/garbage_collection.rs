@@ -270,6 +270,10 @@ struct WatchedKv {
 }
 
 impl Kv for WatchedKv {
+    fn blobs(&self) -> store::Blobs {
+        self.inner.blobs()
+    }
+
     async fn get(&self, key: &[u8]) -> Result<Option<Bytes>, store::Error> {
         self.gets.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         self.inner.get(key).await

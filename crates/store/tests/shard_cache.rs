@@ -20,6 +20,10 @@ struct CountingKv {
 }
 
 impl Kv for CountingKv {
+    fn blobs(&self) -> store::Blobs {
+        self.inner.blobs()
+    }
+
     async fn get(&self, key: &[u8]) -> Result<Option<Bytes>, Error> {
         self.gets.fetch_add(1, Ordering::Relaxed);
         self.inner.get(key).await

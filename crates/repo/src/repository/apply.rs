@@ -281,6 +281,8 @@ impl<K: Kv> Repository<K> {
         let mut written: HashMap<String, Option<Value>> = HashMap::new();
         // How each collection's record count changes.
         let mut count_changes: BTreeMap<String, i64> = BTreeMap::new();
+        // How the records' blob references change.
+        let mut blob_changes = crate::blobs::BlobChanges::default();
         let lexicons = self.lexicons();
         for write in checked {
             let (collection, rkey, new, swap, create, validation) = match write {
@@ -408,6 +410,25 @@ impl<K: Kv> Repository<K> {
                     .await?;
                 written.insert(path.clone(), after);
             }
+            // Blob references: looked for only in records that may hold
+            // one, looked up only where a record may have had one.
+            let refers = new.is_some_and(|r| crate::blobs::may_refer_to_blobs(r.bytes()));
+            let before = match blob_changes.current(collection.as_str(), rkey.as_str()) {
+                Some(cids) => Some(cids.to_vec()),
+                None if old.is_some() && state.blob_refs_exist => Some(
+                    self.record_blobs(collection.as_str(), rkey.as_str())
+                        .await?,
+                ),
+                None => None,
+            };
+            if refers || before.as_ref().is_some_and(|b| !b.is_empty()) {
+                blob_changes.record(
+                    collection.as_str(),
+                    rkey.as_str(),
+                    before.as_deref().unwrap_or_default(),
+                    new.filter(|_| refers).map(Record::to_json).as_ref(),
+                );
+            }
             index.push(RecordChange {
                 collection: collection.as_str().to_owned(),
                 rkey: rkey.as_str().to_owned(),
@@ -464,6 +485,12 @@ impl<K: Kv> Repository<K> {
         if state.history_start.is_none() {
             index_ops.push(crate::history::start_at(&self.id, rev));
         }
+        // Every blob a record now refers to is the repository's, as the
+        // record describes it; those referred to become permanent.
+        let refers_to_blobs = !blob_changes.is_empty();
+        if refers_to_blobs {
+            index_ops.extend(self.blob_ops(&blob_changes, rev).await?);
+        }
         for (collection, change) in count_changes {
             if change != 0 {
                 let before = self
@@ -510,6 +537,7 @@ impl<K: Kv> Repository<K> {
         }
         drop(search);
         state.counters.extend(counters);
+        state.blob_refs_exist |= refers_to_blobs;
         state.history_start.get_or_insert(rev);
         if state.known_rows.len() + rows.len() > index::KNOWN_ROWS_LIMIT {
             state.known_rows.clear();

@@ -9,10 +9,10 @@ use crate::error::Error;
 impl<K: Kv> Repos<K> {
     /// Deletes the repository `id`: its head first (so that it is gone for
     /// every reader at once), then its field indexes, commit log, record
-    /// index and histories, record counts, collections, Lexicons and
-    /// signing keys. Its blocks stay until the next garbage collection
-    /// (another repository may share them); firehose events already
-    /// emitted stay. Run again after a crash, it removes what was left.
+    /// index and histories, record counts, collections, Lexicons, blob
+    /// references and signing keys. Its blocks and blob bytes stay until
+    /// the next garbage collection (another repository may share them);
+    /// firehose events already emitted stay. Run again after a crash, it removes what was left.
     ///
     /// # Errors
     ///
@@ -57,6 +57,8 @@ impl<K: Kv> Repos<K> {
             records::record_counts_range(id),
             records::collection_range(id),
             records::lexicon_range(id),
+            records::repo_record_blobs_range(id),
+            records::blobs_range(id),
         ] {
             index::delete_range(kv, &range).await?;
         }

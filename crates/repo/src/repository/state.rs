@@ -28,6 +28,9 @@ pub(crate) struct State {
     /// Where the records' histories start (`None`: not yet, the next
     /// commit starts them; `crate::history`).
     pub(crate) history_start: Option<u64>,
+    /// Whether any record of the repository refers to a blob (else an
+    /// update or delete has no references to look up).
+    pub(crate) blob_refs_exist: bool,
 }
 
 impl State {
@@ -56,6 +59,11 @@ impl State {
             known_rows: HashMap::new(),
             keys: SigningKeys::load(store, id).await?,
             history_start: crate::history::start(store, id).await?,
+            blob_refs_exist: !store
+                .kv()
+                .scan(&keycodec::records::repo_record_blobs_range(id), false, 1)
+                .await?
+                .is_empty(),
         })
     }
 }
@@ -67,7 +75,7 @@ pub const DEFAULT_INDEX_CACHE_BYTES: usize = 256 << 20;
 pub struct Repository<K> {
     pub(crate) store: Arc<Store<K>>,
     pub(crate) id: String,
-    pub(super) tids: TidGenerator<ClockFn>,
+    pub(crate) tids: TidGenerator<ClockFn>,
     pub(crate) state: tokio::sync::Mutex<State>,
     /// Held shared by queries, exclusively while a commit or an index
     /// change is applied: a query sees one head's bitmaps.

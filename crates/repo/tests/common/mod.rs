@@ -115,6 +115,10 @@ impl PausingKv {
 }
 
 impl store::Kv for PausingKv {
+    fn blobs(&self) -> store::Blobs {
+        self.inner.blobs()
+    }
+
     async fn get(&self, key: &[u8]) -> Result<Option<bytes::Bytes>, store::Error> {
         self.inner.get(key).await
     }

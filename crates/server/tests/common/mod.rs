@@ -235,6 +235,10 @@ impl SlowKv {
 }
 
 impl Kv for SlowKv {
+    fn blobs(&self) -> store::Blobs {
+        self.inner.blobs()
+    }
+
     async fn get(&self, key: &[u8]) -> Result<Option<bytes::Bytes>, store::Error> {
         if self.gets {
             self.pause().await;

@@ -104,6 +104,10 @@ pub trait Kv: Send + Sync {
         None
     }
 
+    /// Where the store keeps blob bytes: beside its database, in the same
+    /// location ([`Blobs`](crate::Blobs)).
+    fn blobs(&self) -> crate::Blobs;
+
     /// The local directory the store keeps its files in, if it is one (to
     /// check whether it can be written when a write stalls).
     fn local_dir(&self) -> Option<Arc<PathBuf>> {

@@ -80,6 +80,8 @@ fn compare_bytes(a: &[u8], b: &[u8]) -> std::cmp::Ordering {
 #[derive(Debug, Default, Clone)]
 pub struct MemoryKv {
     map: Arc<RwLock<BTreeMap<InlineKey, Bytes>>>,
+    /// Blob bytes, in memory too (shared by the store's clones).
+    blobs: crate::Blobs,
 }
 
 impl MemoryKv {
@@ -100,6 +102,10 @@ fn bounds(range: &KeyRange) -> (Bound<InlineKey>, Bound<InlineKey>) {
 }
 
 impl Kv for MemoryKv {
+    fn blobs(&self) -> crate::Blobs {
+        self.blobs.clone()
+    }
+
     fn get(&self, key: &[u8]) -> impl Future<Output = Result<Option<Bytes>, Error>> + Send {
         let map = self
             .map

@@ -45,6 +45,20 @@ pub struct SlateKv {
     metrics: Option<Arc<DefaultMetricsRecorder>>,
     /// A writer's WAL SSTs not yet in an L0 SST.
     backlog: Option<Arc<WalBacklog>>,
+    /// Blob bytes, beside the database in the same object store.
+    blobs: crate::Blobs,
+}
+
+/// The blobs of the database at `path` (`<prefix>/db`): `<prefix>/blobs`.
+fn blobs_beside(path: &str, store: &Arc<dyn ObjectStore>) -> crate::Blobs {
+    let root = match path.trim_end_matches('/').rsplit_once('/') {
+        Some((prefix, _)) => format!("{prefix}/blobs"),
+        None => "blobs".to_owned(),
+    };
+    crate::Blobs::new(
+        Arc::clone(store),
+        slatedb::object_store::path::Path::from(root),
+    )
 }
 
 #[derive(Clone)]
@@ -140,6 +154,7 @@ impl SlateKv {
         settings: slatedb::Settings,
     ) -> Result<Self, Error> {
         let metrics = Arc::new(DefaultMetricsRecorder::new());
+        let blobs = blobs_beside(path, &store);
         let collect = settings
             .garbage_collector_options
             .clone()
@@ -163,6 +178,7 @@ impl SlateKv {
             local_dir: None,
             metrics: Some(metrics),
             backlog: Some(backlog),
+            blobs,
             read_ahead: options
                 .scan_read_ahead_bytes
                 .unwrap_or(DEFAULT_SCAN_READ_AHEAD),
@@ -233,6 +249,7 @@ impl SlateKv {
             },
             Location::S3 { .. } => DbReaderMode::ManagedCheckpoint,
         };
+        let blobs = blobs_beside(&path, &store);
         let reader = DbReader::builder(path, store)
             .with_options(reader_options)
             .with_reader_mode(mode)
@@ -252,6 +269,7 @@ impl SlateKv {
             bulk_batch_bytes: DEFAULT_BULK_BATCH_BYTES,
             metrics: None,
             backlog: None,
+            blobs,
         })
     }
 
@@ -384,6 +402,10 @@ impl SlateKv {
 }
 
 impl Kv for SlateKv {
+    fn blobs(&self) -> crate::Blobs {
+        self.blobs.clone()
+    }
+
     fn sole_writer(&self) -> bool {
         matches!(self.db, Handle::Writer(_))
     }

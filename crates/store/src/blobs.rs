@@ -1,0 +1,263 @@
+//! [`Blobs`]: the bytes of files records refer to (images, video), kept
+//! beside the database as objects, never in the LSM.
+//!
+//! Layout (`docs/store.md`): `blobs/<cid>` in the store's location (a
+//! local directory's `blobs/` folder next to `db/`; the same prefix's
+//! `blobs/` on S3), the CID a CIDv1 of codec `raw` (0x55) over the bytes'
+//! sha2-256. An upload is written to `blobs/tmp/<name>` while it is hashed,
+//! then moved to its CID's name: a crash leaves at most a temporary object,
+//! never a partial blob under a CID. Which repository holds which blob is
+//! kept in the database, with the commits (`keycodec::records::blob_key`).
+
+use std::{ops::Range, sync::Arc};
+
+use bytes::{Bytes, BytesMut};
+use cid::Cid;
+use futures::{Stream, StreamExt};
+use multihash_codetable::{Code, MultihashDigest as _};
+use sha2::{Digest as _, Sha256};
+use slatedb::object_store::{
+    self, GetOptions, GetRange, ObjectStore, ObjectStoreExt as _, RenameOptions, RenameTargetMode,
+    WriteMultipart, path::Path as ObjectPath,
+};
+
+/// The `raw` multicodec: a blob's CID codec.
+pub const RAW_CODEC: u64 = 0x55;
+
+/// How many leading bytes of an upload are kept for sniffing its type.
+pub const SNIFF_BYTES: usize = 8192;
+
+/// The size of each part an upload is written in (bounds its memory).
+const PART_BYTES: usize = 5 << 20;
+
+/// Why a blob could not be stored or read.
+#[derive(Debug, thiserror::Error)]
+pub enum BlobError {
+    /// The body is longer than allowed; nothing was kept.
+    #[error("the blob is larger than {max} bytes")]
+    TooLarge {
+        /// The limit, in bytes.
+        max: u64,
+    },
+    /// The body could not be read to its end (the client went away).
+    #[error("the upload was cut off: {0}")]
+    Body(String),
+    /// No blob with this CID is stored.
+    #[error("no blob {0} is stored")]
+    NotFound(Cid),
+    /// The object store failed.
+    #[error("blob storage: {0}")]
+    Store(#[from] object_store::Error),
+}
+
+/// A blob just stored: its CID, size, and first bytes (for sniffing its
+/// type).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredBlob {
+    /// CIDv1, `raw`, sha2-256.
+    pub cid: Cid,
+    /// Its length in bytes.
+    pub size: u64,
+    /// Its first [`SNIFF_BYTES`] bytes (all of it when shorter).
+    pub head: Bytes,
+}
+
+/// A stored blob's bytes, or a range of them, as a stream.
+pub struct BlobBytes {
+    /// The whole blob's length.
+    pub size: u64,
+    /// The range sent.
+    pub range: Range<u64>,
+    /// The bytes of `range`.
+    pub stream: futures::stream::BoxStream<'static, Result<Bytes, BlobError>>,
+}
+
+impl std::fmt::Debug for BlobBytes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BlobBytes")
+            .field("size", &self.size)
+            .field("range", &self.range)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The blob CID of `bytes`.
+#[must_use]
+pub fn blob_cid(bytes: &[u8]) -> Cid {
+    Cid::new_v1(RAW_CODEC, Code::Sha2_256.digest(bytes))
+}
+
+/// The blobs of a store.
+#[derive(Clone)]
+pub struct Blobs {
+    objects: Arc<dyn ObjectStore>,
+    root: ObjectPath,
+}
+
+impl std::fmt::Debug for Blobs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Blobs")
+            .field("root", &self.root)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Default for Blobs {
+    fn default() -> Self {
+        Self::in_memory()
+    }
+}
+
+impl Blobs {
+    /// The blobs under `root` (`<prefix>/blobs`) of `objects`.
+    #[must_use]
+    pub fn new(objects: Arc<dyn ObjectStore>, root: ObjectPath) -> Self {
+        Self { objects, root }
+    }
+
+    /// Blobs in memory (for [`MemoryKv`](crate::MemoryKv) stores).
+    #[must_use]
+    pub fn in_memory() -> Self {
+        Self::new(
+            Arc::new(object_store::memory::InMemory::new()),
+            ObjectPath::from("blobs"),
+        )
+    }
+
+    fn path(&self, cid: &Cid) -> ObjectPath {
+        self.root.clone().join(cid.to_string().as_str())
+    }
+
+    /// Stores `body`, hashing it as it streams (never more of it in memory
+    /// than a part being written), under a temporary name made from
+    /// `temp_name`, then under its CID. Past `max_bytes` the upload is
+    /// abandoned and nothing is kept.
+    ///
+    /// # Errors
+    ///
+    /// [`BlobError::TooLarge`], [`BlobError::Body`] when the stream fails,
+    /// or [`BlobError::Store`].
+    pub async fn put<S, E>(
+        &self,
+        mut body: S,
+        max_bytes: u64,
+        temp_name: &str,
+    ) -> Result<StoredBlob, BlobError>
+    where
+        S: Stream<Item = Result<Bytes, E>> + Unpin + Send,
+        E: std::fmt::Display,
+    {
+        let temp = self.root.clone().join("tmp").join(temp_name);
+        let upload = self.objects.put_multipart(&temp).await?;
+        let mut writer = WriteMultipart::new_with_chunk_size(upload, PART_BYTES);
+        let mut hasher = Sha256::new();
+        let mut size: u64 = 0;
+        let mut head = BytesMut::new();
+        let failure = loop {
+            let chunk = match body.next().await {
+                None => break None,
+                Some(Err(e)) => break Some(BlobError::Body(e.to_string())),
+                Some(Ok(chunk)) => chunk,
+            };
+            size += chunk.len() as u64;
+            if size > max_bytes {
+                break Some(BlobError::TooLarge { max: max_bytes });
+            }
+            hasher.update(&chunk);
+            if head.len() < SNIFF_BYTES {
+                let take = (SNIFF_BYTES - head.len()).min(chunk.len());
+                head.extend_from_slice(&chunk[..take]);
+            }
+            if let Err(e) = writer.wait_for_capacity(2).await {
+                break Some(e.into());
+            }
+            writer.put(chunk);
+        };
+        if let Some(e) = failure {
+            let _ = writer.abort().await;
+            return Err(e);
+        }
+        writer.finish().await?;
+        let digest = hasher.finalize();
+        let cid = Cid::new_v1(
+            RAW_CODEC,
+            Code::Sha2_256
+                .wrap(&digest)
+                .map_err(|e| BlobError::Body(e.to_string()))?,
+        );
+        // The same bytes stored already: the object under the CID is them.
+        let moved = self
+            .objects
+            .rename_opts(
+                &temp,
+                &self.path(&cid),
+                RenameOptions {
+                    target_mode: RenameTargetMode::Overwrite,
+                    ..RenameOptions::default()
+                },
+            )
+            .await;
+        if let Err(e) = moved {
+            let _ = self.objects.delete(&temp).await;
+            return Err(e.into());
+        }
+        Ok(StoredBlob {
+            cid,
+            size,
+            head: head.freeze(),
+        })
+    }
+
+    /// The bytes of blob `cid`, or of `range` of them.
+    ///
+    /// # Errors
+    ///
+    /// [`BlobError::NotFound`], or [`BlobError::Store`].
+    pub async fn get(&self, cid: &Cid, range: Option<Range<u64>>) -> Result<BlobBytes, BlobError> {
+        let options = GetOptions {
+            range: range.map(GetRange::Bounded),
+            ..GetOptions::default()
+        };
+        let got = match self.objects.get_opts(&self.path(cid), options).await {
+            Ok(got) => got,
+            Err(object_store::Error::NotFound { .. }) => return Err(BlobError::NotFound(*cid)),
+            Err(e) => return Err(e.into()),
+        };
+        let size = got.meta.size;
+        let range = got.range.clone();
+        let stream = got
+            .into_stream()
+            .map(|r| r.map_err(BlobError::from))
+            .boxed();
+        Ok(BlobBytes {
+            size,
+            range,
+            stream,
+        })
+    }
+
+    /// The length of blob `cid`, if it is stored.
+    ///
+    /// # Errors
+    ///
+    /// [`BlobError::Store`].
+    pub async fn size(&self, cid: &Cid) -> Result<Option<u64>, BlobError> {
+        match self.objects.head(&self.path(cid)).await {
+            Ok(meta) => Ok(Some(meta.size)),
+            Err(object_store::Error::NotFound { .. }) => Ok(None),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Deletes blob `cid` (nothing when it is absent).
+    ///
+    /// # Errors
+    ///
+    /// [`BlobError::Store`].
+    pub async fn delete(&self, cid: &Cid) -> Result<(), BlobError> {
+        match self.objects.delete(&self.path(cid)).await {
+            Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
+            Err(e) => Err(e.into()),
+        }
+    }
+}
