@@ -70,6 +70,10 @@ pub(crate) struct ServeArgs {
     /// Largest record (its JSON text), in bytes.
     #[arg(long, default_value_t = server::Limits::default().max_record_bytes)]
     max_record_bytes: usize,
+    /// Largest blob uploadBlob takes, in bytes (413 BlobTooLarge past it,
+    /// before the body is read further).
+    #[arg(long, default_value_t = server::Limits::default().max_blob_bytes)]
+    max_blob_bytes: u64,
     /// Most writes in one applyWrites.
     #[arg(long, default_value_t = server::Limits::default().max_writes)]
     max_writes: usize,
@@ -268,6 +272,7 @@ pub(crate) fn run(store: &StoreArgs, args: &ServeArgs) -> Result<ExitCode, Strin
             limits: server::Limits {
                 max_body_bytes: args.max_body_bytes,
                 max_record_bytes: args.max_record_bytes,
+                max_blob_bytes: args.max_blob_bytes,
                 max_writes: args.max_writes,
                 request_timeout: Duration::from_secs(args.request_timeout_secs),
                 max_inflight_body_bytes: args.max_inflight_body_bytes,

@@ -13,6 +13,8 @@ pub struct Limits {
     pub max_body_bytes: usize,
     /// Largest record, in bytes of dag-cbor.
     pub max_record_bytes: usize,
+    /// Largest blob `uploadBlob` takes, in bytes.
+    pub max_blob_bytes: u64,
     /// Most records in one `listRecords` page (AT Protocol's maximum is 100).
     pub max_page: usize,
     /// Most writes in one `applyWrites`.
@@ -51,6 +53,7 @@ impl Default for Limits {
         Self {
             max_body_bytes: 4 << 20,
             max_record_bytes: 1 << 20,
+            max_blob_bytes: 100 << 20,
             max_page: 100,
             max_writes: 200,
             request_timeout: Duration::from_secs(30),

@@ -290,6 +290,18 @@ fn router_for<K: Kv + 'static>(app: Arc<App<K>>) -> Router {
         .merge(writes)
         .merge(sessions)
         .route(
+            "/xrpc/com.atproto.repo.uploadBlob",
+            post(handlers::atproto_blobs::upload_blob::<K>),
+        )
+        .route(
+            "/xrpc/com.atproto.sync.getBlob",
+            get(handlers::atproto_blobs::get_blob::<K>),
+        )
+        .route(
+            "/xrpc/com.atproto.sync.listBlobs",
+            get(handlers::atproto_blobs::list_blobs::<K>),
+        )
+        .route(
             "/xrpc/com.atproto.repo.getRecord",
             get(handlers::atproto_repo::get_record::<K>),
         )

@@ -5,7 +5,8 @@
 //! [`atproto_repo`] (`com.atproto.repo.*`), [`atproto_server`]
 //! (`com.atproto.server.*` sessions), [`atproto_accounts`] (accounts,
 //! invite codes, app passwords) and [`atproto_admin`] (the operator's
-//! `com.atproto.admin.*`, account status) over [`identity`] (DIDs, signing keys, DID
+//! `com.atproto.admin.*`, account status) over [`identity`],
+//! [`atproto_blobs`] (`uploadBlob`, `getBlob`, `listBlobs`) (DIDs, signing keys, DID
 //! documents), [`atproto_sync`]
 //! (`com.atproto.sync.*`), [`app_bsky`] (`getProfile` only), [`datarepo_query`], [`datarepo_index`] and
 //! [`datarepo_schema`] (`dev.datarepo.*`), and [`service`] (health,
@@ -16,6 +17,7 @@ pub(crate) mod access;
 pub(crate) mod app_bsky;
 pub(crate) mod atproto_accounts;
 pub(crate) mod atproto_admin;
+pub(crate) mod atproto_blobs;
 pub(crate) mod atproto_repo;
 pub(crate) mod atproto_server;
 pub(crate) mod atproto_sync;
