@@ -78,20 +78,35 @@ impl Client {
 }
 
 impl Client {
+    /// Uploads `bytes` as a blob of `repo` (`uploadBlob?repo=`): the
+    /// answer, `{blob}`.
+    pub(crate) async fn upload_blob(
+        &self,
+        repo: &str,
+        bytes: Vec<u8>,
+        mime: Option<&str>,
+    ) -> Result<Value> {
+        let mut req = self
+            .http
+            .post(format!(
+                "{}/xrpc/com.atproto.repo.uploadBlob?repo={}",
+                self.base,
+                encode(repo)
+            ))
+            .header(
+                reqwest::header::CONTENT_TYPE,
+                mime.unwrap_or("application/octet-stream"),
+            )
+            .body(bytes);
+        if let Some(t) = &self.token {
+            req = req.bearer_auth(t);
+        }
+        self.answer("com.atproto.repo.uploadBlob", req).await
+    }
+
     /// Calls query `method` with `query`; the answer, or the server's error
     /// naming the method.
     pub(crate) async fn get(&self, method: &str, query: &[(&str, &str)]) -> Result<Value> {
-        // Percent-encodes all but unreserved characters.
-        let encode = |s: &str| -> String {
-            s.bytes()
-                .map(|b| match b {
-                    b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
-                        char::from(b).to_string()
-                    }
-                    _ => format!("%{b:02X}"),
-                })
-                .collect()
-        };
         let query: Vec<String> = query
             .iter()
             .map(|(k, v)| format!("{}={}", encode(k), encode(v)))
@@ -175,4 +190,16 @@ pub(crate) fn server_repo(args: &RepoArgs) -> Result<String> {
     args.repo
         .clone()
         .ok_or_else(|| "with --server, pass --repo ID (or set DATAREPO_REPO)".into())
+}
+
+/// Percent-encodes all but unreserved characters (a query value).
+fn encode(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
+                char::from(b).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
 }

@@ -160,6 +160,9 @@ pub(crate) enum RepoCommand {
     /// Accounts: who may log in and write which repository.
     #[command(subcommand)]
     Account(AccountCommand),
+    /// Blobs: the files (images, video) records refer to.
+    #[command(subcommand)]
+    Blob(BlobCommand),
     /// Create or replace a record, from a JSON file or standard input.
     Put(PutArgs),
     /// Print a record.
@@ -390,7 +393,8 @@ impl RepoCommand {
                 IndexCommand::Add { .. } | IndexCommand::Drop { .. } | IndexCommand::Rebuild,
             )
             | Self::Import { .. }
-            | Self::Repo(RepoListCommand::Delete { .. }) => true,
+            | Self::Repo(RepoListCommand::Delete { .. })
+            | Self::Blob(BlobCommand::Put { .. }) => true,
             Self::Collection(CollectionCommand::List)
             | Self::Lexicon(
                 LexiconCommand::List
@@ -406,6 +410,7 @@ impl RepoCommand {
             | Self::Export { .. }
             | Self::Stats
             | Self::Repo(RepoListCommand::List)
+            | Self::Blob(BlobCommand::Get { .. } | BlobCommand::Ls)
             | Self::Verify { .. }
             | Self::VerifyRecord { .. }
             | Self::Check { .. } => false,
@@ -421,6 +426,32 @@ impl RepoCommand {
             _ => true,
         }
     }
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum BlobCommand {
+    /// Store a file as a blob of the repository (temporary until a record
+    /// refers to it) and print the blob reference to put in a record. Its
+    /// type is what its bytes show, else --mime, else
+    /// application/octet-stream. With --server, through uploadBlob.
+    Put {
+        /// The file.
+        file: PathBuf,
+        /// The type to claim when the bytes do not show one.
+        #[arg(long)]
+        mime: Option<String>,
+    },
+    /// Write a blob's bytes to a file (-o), or to standard output.
+    Get {
+        /// The blob's CID.
+        cid: String,
+        /// Where to write it.
+        #[arg(short = 'o', long = "out")]
+        out: Option<PathBuf>,
+    },
+    /// The repository's blobs: CID, type, size, and whether records refer
+    /// to them (referenced), did (released) or never did (temporary).
+    Ls,
 }
 
 #[derive(Debug, Subcommand)]

@@ -18,6 +18,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 mod account_cmd;
 mod archive_cmd;
+mod blob_cmd;
 mod client;
 mod collection_cmd;
 mod commands;

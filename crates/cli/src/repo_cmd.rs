@@ -9,7 +9,7 @@
 use std::process::ExitCode;
 
 use crate::{
-    account_cmd, archive_cmd,
+    account_cmd, archive_cmd, blob_cmd,
     client::Client,
     collection_cmd,
     commands::{LexiconCommand, RepoArgs, RepoCommand, RepoListCommand},
@@ -86,6 +86,7 @@ async fn execute(t: Target<'_>, args: &RepoArgs, cmd: RepoCommand) -> Result<Exi
         RepoCommand::Index(cmd) => index_cmd::run(t, args, cmd).await,
         RepoCommand::Lexicon(cmd) => lexicon_cmd::run(t, args, cmd).await,
         RepoCommand::Account(cmd) => account_cmd::run(t, args, cmd).await,
+        RepoCommand::Blob(cmd) => blob_cmd::run(t, args, cmd).await,
         RepoCommand::Init { signing_key } => repos_cmd::init(t.session()?, args, signing_key).await,
         RepoCommand::Repo(RepoListCommand::List) => repos_cmd::list(t.session()?, args).await,
         RepoCommand::Repo(RepoListCommand::Delete { id, .. }) => {

@@ -120,7 +120,52 @@ fn collect(value: &Value, found: &mut Vec<BlobRef>) {
     }
 }
 
+/// A blob's type: what its first bytes show (`infer`), else the type the
+/// uploader claims (its parameters dropped), else
+/// `application/octet-stream`.
+#[must_use]
+pub fn blob_type(head: &[u8], claimed: Option<&str>) -> String {
+    infer::get(head)
+        .map(|t| t.mime_type().to_owned())
+        .or_else(|| {
+            claimed
+                .map(|v| v.split(';').next().unwrap_or(v).trim().to_ascii_lowercase())
+                .filter(|v| !v.is_empty() && v != "*/*")
+        })
+        .unwrap_or_else(|| "application/octet-stream".to_owned())
+}
+
 impl<K: Kv> Repository<K> {
+    /// Stores `body` as a temporary blob of this repository (at most
+    /// `max_bytes`; hashed as it streams, under the temporary object name
+    /// `temp_name` until its CID is known), its type sniffed from its bytes
+    /// ([`blob_type`]): its CID and what the repository knows of it.
+    ///
+    /// # Errors
+    ///
+    /// [`store::BlobError`] (as [`Error::Blob`]), or a storage error.
+    pub async fn store_blob<S, E>(
+        &self,
+        body: S,
+        max_bytes: u64,
+        claimed_type: Option<&str>,
+        temp_name: &str,
+    ) -> Result<(Cid, BlobInfo), Error>
+    where
+        S: futures::Stream<Item = Result<Bytes, E>> + Unpin + Send,
+        E: std::fmt::Display,
+    {
+        let stored = self
+            .store
+            .kv()
+            .blobs()
+            .put(body, max_bytes, temp_name)
+            .await?;
+        let mime_type = blob_type(&stored.head, claimed_type);
+        let info = self.add_blob(&stored.cid, &mime_type, stored.size).await?;
+        Ok((stored.cid, info))
+    }
+
     /// Makes an uploaded blob this repository's: temporary until a commit
     /// refers to it. A blob it holds already is left as it is.
     ///

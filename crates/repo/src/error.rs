@@ -57,6 +57,9 @@ pub enum Error {
     /// No such record.
     #[error("record not found: {0}")]
     RecordNotFound(String),
+    /// Blob bytes could not be stored or read.
+    #[error(transparent)]
+    Blob(#[from] store::BlobError),
     /// A record refers to a blob the repository does not hold (upload
     /// it first).
     #[error("Could not find blob: {0}")]

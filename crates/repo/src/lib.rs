@@ -47,7 +47,7 @@ mod search;
 mod signing;
 mod validation;
 
-pub use blobs::{BlobInfo, BlobRef, blob_refs};
+pub use blobs::{BlobInfo, BlobRef, blob_refs, blob_type};
 pub use car::declarations::AccountBackup;
 pub use car::export::ExportReport;
 pub use car::import::{ImportOptions, ImportProgress, ImportReport};

@@ -101,29 +101,19 @@ pub(crate) async fn upload_blob<K: Kv + 'static>(
         std::process::id(),
         UPLOADS.fetch_add(1, Ordering::Relaxed)
     );
-    let stored = app
-        .repos
-        .store()
-        .kv()
-        .blobs()
-        .put(body.into_data_stream(), max, &name)
+    let content_type = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok());
+    let (cid, info) = repo
+        .store_blob(body.into_data_stream(), max, content_type, &name)
         .await
-        .map_err(blob_error)?;
-    // The bytes say what they are when they can; else the client's claim.
-    let mime_type = infer::get(&stored.head)
-        .map(|t| t.mime_type().to_owned())
-        .or_else(|| {
-            headers
-                .get(header::CONTENT_TYPE)
-                .and_then(|v| v.to_str().ok())
-                .map(|v| v.split(';').next().unwrap_or(v).trim().to_ascii_lowercase())
-                .filter(|v| !v.is_empty() && v != "*/*")
-        })
-        .unwrap_or_else(|| "application/octet-stream".to_owned());
-    let info = repo.add_blob(&stored.cid, &mime_type, stored.size).await?;
+        .map_err(|e| match e {
+            repo::Error::Blob(e) => blob_error(e),
+            other => other.into(),
+        })?;
     Ok(Json(json!({"blob": {
         "$type": "blob",
-        "ref": {"$link": stored.cid.to_string()},
+        "ref": {"$link": cid.to_string()},
         "mimeType": info.mime_type,
         "size": info.size,
     }})))
