@@ -308,6 +308,12 @@ impl BlobChanges {
             .map(Vec::as_slice)
     }
 
+    /// The blobs the commit's new records refer to, each once.
+    pub(crate) fn referred(&self) -> Vec<Cid> {
+        let cids: BTreeSet<Cid> = self.claimed.iter().map(|r| r.cid).collect();
+        cids.into_iter().collect()
+    }
+
     /// Whether the commit changes no blob reference.
     pub(crate) fn is_empty(&self) -> bool {
         self.records.values().all(Vec::is_empty) && self.counts.is_empty()

@@ -53,7 +53,8 @@ pub struct CommitEvent {
     pub blocks: Vec<u8>,
     /// The record operations.
     pub ops: Vec<RepoOp>,
-    /// Always empty: datarepo stores no blobs.
+    /// The blobs the commit's new records refer to (AT Protocol deprecates
+    /// the field; the reference still sends it).
     pub blobs: Vec<Cid>,
     /// When the commit was made (RFC 3339, UTC).
     pub time: String,
@@ -121,6 +122,9 @@ pub(crate) struct StoredEvent {
     pub(crate) prev_data: Option<Cid>,
     /// The Pail shards the commit added.
     pub(crate) shards: Vec<Cid>,
+    /// The blobs the commit's new records refer to.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) blobs: Vec<Cid>,
 }
 
 impl StoredEvent {
@@ -202,7 +206,7 @@ pub async fn frame_event<K: store::Kv>(
         since: event.since,
         blocks: car,
         ops: event.ops,
-        blobs: Vec::new(),
+        blobs: event.blobs,
         time: event.time,
         prev_data: event.prev_data,
     }

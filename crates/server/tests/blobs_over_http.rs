@@ -4,6 +4,7 @@
 //! listBlobs lists it; unknown and unreferenced blobs are 404 BlobNotFound,
 //! a record referring to an unknown blob is refused, a body over the limit
 //! is 413 BlobTooLarge, and a session uploads into its own repository only.
+//! The firehose's commit event lists the blob.
 
 mod common;
 
@@ -187,6 +188,25 @@ async fn a_blob_is_uploaded_referred_to_and_served() {
         .unwrap();
     assert_eq!(unsatisfiable.status(), 416);
 
+    // The firehose's commit event names the blob its record refers to.
+    let mut socket = common::subscribe(s.addr(), Some(0)).await;
+    let mut named = None;
+    while let Some(frame) = common::next_frame(&mut socket).await {
+        if let repo::Frame::Commit(event) = frame
+            && event.ops.iter().any(|op| op.action == "create")
+        {
+            named = Some(
+                event
+                    .blobs
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>(),
+            );
+            break;
+        }
+    }
+    drop(socket);
+    assert_eq!(named, Some(vec![cid.clone()]));
     let (status, listed) = s.get("com.atproto.sync.listBlobs", &[("did", ALICE)]).await;
     assert_eq!(status, 200, "{listed}");
     assert_eq!(listed["cids"], json!([cid]));

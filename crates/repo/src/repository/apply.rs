@@ -459,6 +459,7 @@ impl<K: Kv> Repository<K> {
             Some(&state.head),
             mutation.additions.iter().map(|s| s.cid()).collect(),
             ops,
+            blob_changes.referred(),
         );
         // The records' blocks come with their index changes.
         let mut blocks: Vec<Block> = Vec::with_capacity(mutation.additions.len() + 1);

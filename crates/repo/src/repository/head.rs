@@ -71,6 +71,7 @@ pub(super) fn commit_event(
     previous: Option<&HeadInfo>,
     shards: Vec<Cid>,
     ops: Vec<crate::event::RepoOp>,
+    blobs: Vec<Cid>,
 ) -> Bytes {
     crate::event::StoredEvent {
         repo: commit.repo.clone(),
@@ -81,6 +82,7 @@ pub(super) fn commit_event(
         time: commit.time(),
         prev_data: previous.map(|h| h.data),
         shards,
+        blobs,
     }
     .encode()
 }

@@ -129,7 +129,14 @@ impl<K: Kv> Repos<K> {
         }
         let commit_block = commit.encode();
         let commit_cid = commit_block.cid();
-        let event = commit_event(&commit, commit_cid, None, vec![empty.cid()], Vec::new());
+        let event = commit_event(
+            &commit,
+            commit_cid,
+            None,
+            vec![empty.cid()],
+            Vec::new(),
+            Vec::new(),
+        );
         self.store
             .commit(Commit {
                 repo: id.to_owned(),
