@@ -74,6 +74,10 @@ pub(crate) struct ServeArgs {
     /// before the body is read further).
     #[arg(long, default_value_t = server::Limits::default().max_blob_bytes)]
     max_blob_bytes: u64,
+    /// Seconds an uploaded blob no commit refers to is kept; collections
+    /// while serving (--gc-interval-secs) drop it after.
+    #[arg(long, default_value_t = repo::DEFAULT_BLOB_TEMP_TTL_SECS)]
+    blob_temp_ttl_secs: u64,
     /// Most writes in one applyWrites.
     #[arg(long, default_value_t = server::Limits::default().max_writes)]
     max_writes: usize,
@@ -273,6 +277,7 @@ pub(crate) fn run(store: &StoreArgs, args: &ServeArgs) -> Result<ExitCode, Strin
                 max_body_bytes: args.max_body_bytes,
                 max_record_bytes: args.max_record_bytes,
                 max_blob_bytes: args.max_blob_bytes,
+                blob_temp_ttl: Duration::from_secs(args.blob_temp_ttl_secs),
                 max_writes: args.max_writes,
                 request_timeout: Duration::from_secs(args.request_timeout_secs),
                 max_inflight_body_bytes: args.max_inflight_body_bytes,

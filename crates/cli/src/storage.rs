@@ -138,6 +138,11 @@ pub(crate) struct GcArgs {
     /// (100000) or an age (30m, 72h, 7d); older ones are deleted too.
     #[arg(long, default_value = "72h", value_parser = parse_events_retention)]
     firehose_retention: server::Retention,
+    /// Seconds an uploaded blob no commit refers to is kept (and an
+    /// upload's leftover object); blobs no retained commit refers to any
+    /// more go whatever this is.
+    #[arg(long, default_value_t = repo::DEFAULT_BLOB_TEMP_TTL_SECS)]
+    blob_temp_ttl_secs: u64,
 }
 
 fn parse_events_retention(s: &str) -> Result<server::Retention, String> {
@@ -199,6 +204,18 @@ pub(crate) fn gc(
             })
             .await;
         bar.finish_and_clear();
+        // Then the blobs no repository holds any more (bytes included).
+        let blobs = match &report {
+            Ok(_) => Some(
+                repo::Repos::new(
+                    std::sync::Arc::new(Store::new(kv.clone())),
+                    crate::session::env().map_err(|e| e.message)?,
+                )
+                .collect_blobs(args.blob_temp_ttl_secs, args.dry_run)
+                .await,
+            ),
+            Err(_) => None,
+        };
         let events = match &report {
             Ok(_) if !args.dry_run => {
                 let now = rkey::Clock::now_micros(&rkey::SystemClock);
@@ -211,13 +228,38 @@ pub(crate) fn gc(
             format!("garbage collection failed (nothing was deleted that is reachable): {e}")
         })?;
         let events = events.map_err(|e| format!("deleting old firehose events: {e}"))?;
+        let blobs = blobs
+            .transpose()
+            .map_err(|e| format!("collecting blobs: {e}"))?
+            .unwrap_or_default();
         close.map_err(|e| e.to_string())?;
-        Ok::<_, String>((report, events))
+        Ok::<_, String>((report, events, blobs))
     });
     match result {
-        Ok((r, events)) => {
+        Ok((r, events, blobs)) => {
             if events > 0 && !json_mode {
                 eprintln!("deleted {events} firehose events past retention");
+            }
+            if !json_mode
+                && blobs.objects_deleted + blobs.temporary_dropped + blobs.released_dropped > 0
+            {
+                eprintln!(
+                    "blobs: {} temporary and {} no longer referred to {}, {} stored objects ({} bytes) {}",
+                    blobs.temporary_dropped,
+                    blobs.released_dropped,
+                    if args.dry_run {
+                        "would be dropped"
+                    } else {
+                        "dropped"
+                    },
+                    blobs.objects_deleted,
+                    blobs.bytes_freed,
+                    if args.dry_run {
+                        "would be deleted"
+                    } else {
+                        "deleted"
+                    },
+                );
             }
             if json_mode {
                 outln!(
@@ -227,6 +269,10 @@ pub(crate) fn gc(
                            "bytesFreed": r.bytes_freed, "missing": r.missing,
                            "commitsDropped": r.commits_dropped, "dryRun": args.dry_run,
                            "eventsDeleted": events,
+                           "blobs": {"held": blobs.held, "temporaryDropped": blobs.temporary_dropped,
+                                     "releasedDropped": blobs.released_dropped,
+                                     "objectsDeleted": blobs.objects_deleted,
+                                     "bytesFreed": blobs.bytes_freed},
                            "repo": repo})
                 );
             } else if args.dry_run {

@@ -30,6 +30,7 @@
 
 #![warn(clippy::unwrap_used)]
 
+mod blob_gc;
 mod blobs;
 mod car;
 mod check;
@@ -47,6 +48,7 @@ mod search;
 mod signing;
 mod validation;
 
+pub use blob_gc::{BlobGcReport, DEFAULT_BLOB_TEMP_TTL_SECS};
 pub use blobs::{BlobInfo, BlobRef, blob_refs, blob_type};
 pub use car::declarations::AccountBackup;
 pub use car::export::ExportReport;

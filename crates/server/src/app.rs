@@ -15,6 +15,9 @@ pub struct Limits {
     pub max_record_bytes: usize,
     /// Largest blob `uploadBlob` takes, in bytes.
     pub max_blob_bytes: u64,
+    /// How long a blob no commit refers to is kept (collections while
+    /// serving drop it after).
+    pub blob_temp_ttl: Duration,
     /// Most records in one `listRecords` page (AT Protocol's maximum is 100).
     pub max_page: usize,
     /// Most writes in one `applyWrites`.
@@ -54,6 +57,7 @@ impl Default for Limits {
             max_body_bytes: 4 << 20,
             max_record_bytes: 1 << 20,
             max_blob_bytes: 100 << 20,
+            blob_temp_ttl: Duration::from_secs(repo::DEFAULT_BLOB_TEMP_TTL_SECS),
             max_page: 100,
             max_writes: 200,
             request_timeout: Duration::from_secs(30),

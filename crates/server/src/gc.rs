@@ -158,10 +158,29 @@ async fn on_own_thread<K: Kv + 'static>(
                 let clock = Instant::now();
                 let metrics = &app.metrics.gc;
                 let mut phase = PhaseLog::default();
-                let gc = app.repos.store().gc(retention, |p| {
-                    metrics.progress(p, clock.elapsed());
-                    phase.note(p, clock);
-                });
+                let blob_ttl = app.config.limits.blob_temp_ttl.as_secs();
+                let gc = async {
+                    let report = app
+                        .repos
+                        .store()
+                        .gc(retention, |p| {
+                            metrics.progress(p, clock.elapsed());
+                            phase.note(p, clock);
+                        })
+                        .await?;
+                    // Then the blobs no repository holds any more.
+                    match app.repos.collect_blobs(blob_ttl, false).await {
+                        Ok(blobs) => tracing::info!(
+                            temporary = blobs.temporary_dropped,
+                            released = blobs.released_dropped,
+                            objects = blobs.objects_deleted,
+                            bytes = blobs.bytes_freed,
+                            "blobs collected"
+                        ),
+                        Err(e) => tracing::warn!(error = %e, "collecting blobs failed"),
+                    }
+                    Ok(report)
+                };
                 tokio::select! {
                     result = gc => {
                         let _ = done.send(result);

@@ -81,6 +81,19 @@ impl std::fmt::Debug for BlobBytes {
     }
 }
 
+/// A stored object, as [`Blobs::list`] finds it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ListedBlob {
+    /// The blob's CID; `None` for an upload's temporary object.
+    pub cid: Option<Cid>,
+    /// Its length in bytes.
+    pub size: u64,
+    /// When it was last written (seconds since the Unix epoch).
+    pub modified: u64,
+    /// The object's name in the store.
+    pub location: String,
+}
+
 /// The blob CID of `bytes`.
 #[must_use]
 pub fn blob_cid(bytes: &[u8]) -> Cid {
@@ -245,6 +258,49 @@ impl Blobs {
         match self.objects.head(&self.path(cid)).await {
             Ok(meta) => Ok(Some(meta.size)),
             Err(object_store::Error::NotFound { .. }) => Ok(None),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Every stored object: each blob's CID (or `None` for an upload's
+    /// temporary object, or anything else), its size and when it was last
+    /// written (seconds since the Unix epoch), with the object's name.
+    ///
+    /// # Errors
+    ///
+    /// [`BlobError::Store`].
+    pub async fn list(&self) -> Result<Vec<ListedBlob>, BlobError> {
+        let mut listed = Vec::new();
+        let mut objects = self.objects.list(Some(&self.root));
+        while let Some(meta) = objects.next().await {
+            let meta = meta?;
+            let name = meta.location.filename().unwrap_or_default();
+            let in_tmp = meta
+                .location
+                .prefix_match(&self.root.clone().join("tmp"))
+                .is_some();
+            listed.push(ListedBlob {
+                cid: if in_tmp {
+                    None
+                } else {
+                    Cid::try_from(name).ok()
+                },
+                size: meta.size,
+                modified: u64::try_from(meta.last_modified.timestamp()).unwrap_or(0),
+                location: meta.location.to_string(),
+            });
+        }
+        Ok(listed)
+    }
+
+    /// Deletes the object `location` (as [`Blobs::list`] names it).
+    ///
+    /// # Errors
+    ///
+    /// [`BlobError::Store`].
+    pub async fn delete_object(&self, location: &str) -> Result<(), BlobError> {
+        match self.objects.delete(&ObjectPath::from(location)).await {
+            Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
             Err(e) => Err(e.into()),
         }
     }

@@ -29,7 +29,9 @@ mod wal_backlog;
 pub use wal_backlog::{MAX_BACKLOG_AGE, MIN_FLUSH_GAP, WAL_REPLAY_LIMIT};
 
 pub use bitmap::{CONTAINER_BITS, ContainerDelta, ContainerError, ContainerGroup, SHORT_LIMIT};
-pub use blobs::{BlobBytes, BlobError, Blobs, RAW_CODEC, SNIFF_BYTES, StoredBlob, blob_cid};
+pub use blobs::{
+    BlobBytes, BlobError, Blobs, ListedBlob, RAW_CODEC, SNIFF_BYTES, StoredBlob, blob_cid,
+};
 pub use block::Block;
 pub use error::{Conflict, Error};
 pub use gc::{GcOptions, GcProgress, GcReport, Retention};
