@@ -24,7 +24,7 @@ pub(crate) struct ProfileParams {
 /// `app.bsky.actor.getProfile?actor=HANDLE|DID` → a minimal
 /// `profileViewDetailed`: `did`, `handle`, and `displayName` and
 /// `description` from the account's `app.bsky.actor.profile/self` record
-/// when it has one.
+/// when it has one, and `avatar`: the `getBlob` URL of its avatar blob.
 pub(crate) async fn get_profile<K: Kv + 'static>(
     State(app): State<Arc<App<K>>>,
     headers: HeaderMap,
@@ -57,6 +57,26 @@ pub(crate) async fn get_profile<K: Kv + 'static>(
             if let Some(v) = value.get(field).filter(|v| v.is_string()) {
                 out[field] = v.clone();
             }
+        }
+        // The avatar blob, as a URL clients can fetch: its getBlob here.
+        let url = app
+            .config
+            .sessions
+            .as_ref()
+            .and_then(|s| s.policy.public_url.as_deref());
+        if let Some(cid) = value
+            .get("avatar")
+            .and_then(|a| a.get("ref"))
+            .and_then(|r| r.get("$link"))
+            .and_then(Value::as_str)
+            && let Some(url) = url
+        {
+            out["avatar"] = format!(
+                "{}/xrpc/com.atproto.sync.getBlob?did={}&cid={cid}",
+                url.trim_end_matches('/'),
+                account.did
+            )
+            .into();
         }
     }
     Ok(Json(out))
