@@ -257,7 +257,7 @@ pub(crate) fn run(store: &StoreArgs, args: &ServeArgs) -> Result<ExitCode, Strin
             .map_err(|e| format!("cannot listen on {}: {e}", args.addr))?;
         let repos = Arc::new(Repos::new(
             Arc::new(Store::new(kv.clone())),
-            crate::session::env().map_err(|e| e.message)?,
+            crate::storage::env().map_err(|e| e.message)?,
         ));
         let signing_keys = args
             .signing_key_dir

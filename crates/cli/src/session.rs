@@ -3,8 +3,8 @@
 
 use std::{io::Read, path::Path, sync::Arc};
 
-use repo::{Env, Repos, Repository};
-use rkey::{Clock, SystemClock, Tid, TidGenerator};
+use repo::{Repos, Repository};
+use rkey::Tid;
 use serde_json::Value;
 use store::{SlateKv, Store};
 
@@ -17,15 +17,6 @@ pub(crate) fn parse_rev(s: &str) -> Result<Tid> {
             "{s:?} is not a rev: {e} (revs are TIDs; see `datarepo log`)"
         ))
     })
-}
-
-pub(crate) fn env() -> Result<Env> {
-    // A random clock id per process, as TidGenerator picks it.
-    let clock_id = TidGenerator::builder()
-        .build()
-        .map_err(|e| e.to_string())?
-        .clock_id();
-    Ok(Env::new(|| SystemClock.now_micros(), clock_id))
 }
 
 /// Where a writing command's writes go: the store itself, or, with
@@ -69,7 +60,7 @@ impl Session {
         } else {
             store.open_reader().await?
         };
-        let repos = Repos::new(Arc::new(Store::new(kv.clone())), env()?);
+        let repos = Repos::new(Arc::new(Store::new(kv.clone())), crate::storage::env()?);
         Ok(Self {
             kv,
             repos,

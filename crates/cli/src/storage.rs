@@ -209,7 +209,7 @@ pub(crate) fn gc(
             Ok(_) => Some(
                 repo::Repos::new(
                     std::sync::Arc::new(Store::new(kv.clone())),
-                    crate::session::env().map_err(|e| e.message)?,
+                    env().map_err(|e| e.message)?,
                 )
                 .collect_blobs(args.blob_temp_ttl_secs, args.dry_run)
                 .await,
@@ -323,4 +323,19 @@ pub(crate) fn gc(
             Ok(ExitCode::from(1))
         }
     }
+}
+
+/// The clock and clock id this process's repositories make TIDs with: the
+/// system clock (the binary is where the clock is read) and a random clock
+/// id, as `TidGenerator` picks one.
+pub(crate) fn env() -> crate::output::Result<repo::Env> {
+    // A random clock id per process, as TidGenerator picks it.
+    let clock_id = rkey::TidGenerator::builder()
+        .build()
+        .map_err(|e| e.to_string())?
+        .clock_id();
+    Ok(repo::Env::new(
+        || rkey::Clock::now_micros(&rkey::SystemClock),
+        clock_id,
+    ))
 }

@@ -82,7 +82,7 @@ impl<K: Kv + 'static> App<K> {
         let claims = sessions
             .tokens
             .verify_access(token, (sessions.clock)())
-            .map_err(super::atproto_server::token_error)?;
+            .map_err(super::session::token_error)?;
         let status = self
             .accounts
             .status(&claims.sub)

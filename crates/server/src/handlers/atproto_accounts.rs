@@ -20,10 +20,8 @@ use serde_json::{Value, json};
 use store::Kv;
 
 use super::{
-    atproto_server::{
-        accounts_error, now_rfc3339, open_session, random_bytes, session_account, sessions,
-    },
     request::{Result, bearer, body},
+    session::{accounts_error, now_rfc3339, open_session, random_bytes, session_account, sessions},
 };
 use crate::{app::App, error::XrpcError};
 

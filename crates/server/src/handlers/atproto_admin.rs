@@ -17,8 +17,8 @@ use serde_json::{Value, json};
 use store::Kv;
 
 use super::{
-    atproto_server::{accounts_error, session_account, sessions},
     request::{Result, body, query},
+    session::{accounts_error, session_account, sessions},
 };
 use crate::{app::App, error::XrpcError};
 

@@ -1,14 +1,15 @@
 //! The XRPC endpoints, one module per API family.
 //!
-//! [`request`] reads requests and [`access`] decides who may do what and
-//! runs commits; the families build on both and never on each other:
-//! [`atproto_repo`] (`com.atproto.repo.*`), [`atproto_server`]
-//! (`com.atproto.server.*` sessions), [`atproto_accounts`] (accounts,
-//! invite codes, app passwords) and [`atproto_admin`] (the operator's
-//! `com.atproto.admin.*`, account status) over [`identity`],
-//! [`atproto_blobs`] (`uploadBlob`, `getBlob`, `listBlobs`) (DIDs, signing keys, DID
-//! documents), [`atproto_sync`]
-//! (`com.atproto.sync.*`), [`app_bsky`] (`getProfile` only), [`datarepo_query`], [`datarepo_index`] and
+//! [`request`] reads requests, [`access`] decides who may do what and
+//! runs commits, [`session`] holds what the account and session endpoints
+//! share, and [`identity`] makes accounts' DIDs, keys and DID documents;
+//! the families build on these and never on each other: [`atproto_repo`]
+//! (`com.atproto.repo.*` records), [`atproto_blobs`] (`uploadBlob`,
+//! `getBlob`, `listBlobs`), [`atproto_server`] (`com.atproto.server.*`
+//! sessions), [`atproto_accounts`] (accounts, invite codes, app
+//! passwords), [`atproto_admin`] (the operator's `com.atproto.admin.*`,
+//! account status), [`atproto_sync`] (`com.atproto.sync.*`), [`app_bsky`]
+//! (`getProfile` only), [`datarepo_query`], [`datarepo_index`] and
 //! [`datarepo_schema`] (`dev.datarepo.*`), and [`service`] (health,
 //! metrics, fallbacks). The firehose and inspection endpoints live in
 //! `crate::firehose` and `crate::inspect`.
@@ -27,3 +28,4 @@ pub(crate) mod datarepo_schema;
 pub(crate) mod identity;
 pub(crate) mod request;
 pub(crate) mod service;
+pub(crate) mod session;
