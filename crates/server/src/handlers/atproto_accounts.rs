@@ -21,7 +21,10 @@ use store::Kv;
 
 use super::{
     request::{Result, bearer, body},
-    session::{accounts_error, now_rfc3339, open_session, random_bytes, session_account, sessions},
+    session::{
+        accounts_error, hash_password, now_rfc3339, open_session, random_bytes, session_account,
+        sessions,
+    },
 };
 use crate::{app::App, error::XrpcError};
 
@@ -101,14 +104,8 @@ pub(crate) async fn create_account<K: Kv + 'static>(
             format!("a repository {did} already exists on this server"),
         ));
     }
-    let salt = accounts::password::salt(|bytes| (sessions.random)(bytes));
     let created_at = now_rfc3339(sessions);
-    // Argon2id takes tens of milliseconds: off the request threads.
-    let password = input.password;
-    let password_hash = app
-        .hashing(move || accounts::password::hash(&password, salt))
-        .await?
-        .map_err(accounts_error)?;
+    let password_hash = hash_password(&app, input.password).await?;
     let account = app
         .accounts
         .create(NewAccount {
@@ -279,13 +276,8 @@ pub(crate) async fn create_app_password<K: Kv + 'static>(
     }
     let sessions = sessions(&app)?;
     let password = generate_app_password(&random_bytes::<16>(sessions));
-    let salt = accounts::password::salt(|bytes| (sessions.random)(bytes));
     let created_at = now_rfc3339(sessions);
-    let hashing = password.clone();
-    let hash = app
-        .hashing(move || accounts::password::hash(&hashing, salt))
-        .await?
-        .map_err(accounts_error)?;
+    let hash = hash_password(&app, password.clone()).await?;
     let stored = AppPassword::new(&name, &created_at, input.privileged, hash);
     app.accounts
         .add_app_password(&account.did, &stored)

@@ -18,7 +18,7 @@ use store::Kv;
 
 use super::{
     request::{Result, body, query},
-    session::{accounts_error, session_account, sessions},
+    session::{accounts_error, hash_password, session_account, sessions},
 };
 use crate::{app::App, error::XrpcError};
 
@@ -61,15 +61,10 @@ pub(crate) async fn update_account_password<K: Kv + 'static>(
     headers: HeaderMap,
     raw: std::result::Result<Bytes, BytesRejection>,
 ) -> Result<Json<Value>> {
-    let sessions = sessions(&app)?;
+    sessions(&app)?;
     app.check_token(&headers, "account administration")?;
     let (input, _): (UpdatePasswordInput, _) = body(raw)?;
-    let salt = accounts::password::salt(|bytes| (sessions.random)(bytes));
-    let password = input.password;
-    let hash = app
-        .hashing(move || accounts::password::hash(&password, salt))
-        .await?
-        .map_err(accounts_error)?;
+    let hash = hash_password(&app, input.password).await?;
     app.accounts
         .set_password_hash(&input.did, hash)
         .await

@@ -175,3 +175,16 @@ pub(crate) fn token_error(e: TokenError) -> XrpcError {
         TokenError::Invalid(why) => XrpcError::new(StatusCode::BAD_REQUEST, "InvalidToken", why),
     }
 }
+
+/// The Argon2id hash of `password` with a fresh salt, computed on the
+/// bounded hashing pool (tens of milliseconds: off the request threads).
+pub(super) async fn hash_password<K: Kv + 'static>(
+    app: &App<K>,
+    password: String,
+) -> Result<String> {
+    let random = &sessions(app)?.random;
+    let salt = accounts::password::salt(|bytes| random(bytes));
+    app.hashing(move || accounts::password::hash(&password, salt))
+        .await?
+        .map_err(accounts_error)
+}
