@@ -3,7 +3,7 @@
 //! authorizes (a deactivated account logs in but cannot write; a new
 //! password replaces the old).
 
-mod common;
+use crate::common;
 
 use common::{datarepo, http, json_lines, start_server};
 use serde_json::{Value, json};

@@ -5,7 +5,7 @@
 //! handle taken by another account in the target store is refused with
 //! the cause named, the records imported regardless.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

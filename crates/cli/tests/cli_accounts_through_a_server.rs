@@ -4,7 +4,7 @@
 //! reading the store beside it; the new account's signing key is in the
 //! store's signing-keys directory.
 
-mod common;
+use crate::common;
 
 use std::process::Command;
 

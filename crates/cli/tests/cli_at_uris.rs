@@ -1,7 +1,7 @@
 //! `get` and `rm` take a record's AT URI in place of `COLLECTION RKEY`
 //! (the URI names the repository too).
 
-mod common;
+use crate::common;
 
 use common::datarepo;
 use serde_json::Value;

@@ -8,7 +8,7 @@
 //! Before increments carried them, a restore of full + increment silently
 //! lacked everything declared after the full backup.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 

@@ -6,7 +6,7 @@
 //! indexes) and every retained commit, so `log`, `get --at` and `diff`
 //! answer on the restored store as on the original.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

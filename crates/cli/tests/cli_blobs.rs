@@ -3,7 +3,7 @@
 //! referring to it, the bytes read back, the list saying which blobs
 //! records refer to; an unknown CID is refused by name.
 
-mod common;
+use crate::common;
 
 use std::{path::Path, process::Command};
 

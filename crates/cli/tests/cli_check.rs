@@ -1,7 +1,7 @@
 //! `datarepo check`: every repository (or the one given) read back; exit 0
 //! when intact, 1 with the problems listed when something is damaged.
 
-mod common;
+use crate::common;
 
 use common::datarepo;
 use serde_json::Value;

@@ -1,7 +1,7 @@
 //! A reader that goes away (`datarepo … | head`) ends every command
 //! quietly with success: no panic, no "Broken pipe" message.
 
-mod common;
+use crate::common;
 
 use std::{
     io::Write,

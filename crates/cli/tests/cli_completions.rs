@@ -1,7 +1,7 @@
 //! `datarepo completions bash|zsh|fish` prints a completion script that
 //! knows the commands and their flags (bash's parses as bash).
 
-mod common;
+use crate::common;
 
 use common::datarepo;
 

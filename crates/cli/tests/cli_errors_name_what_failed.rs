@@ -4,7 +4,7 @@
 //! had is said to be missing (exit 1) instead of listing nothing, and a
 //! key its collection's key type refuses names the rule.
 
-mod common;
+use crate::common;
 
 use common::{datarepo, json_lines, start_server};
 use serde_json::Value;

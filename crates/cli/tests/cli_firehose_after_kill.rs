@@ -2,7 +2,7 @@
 //! consumer that resumes from its last cursor sees every acknowledged
 //! commit exactly once, in sequence, with no gap.
 
-mod common;
+use crate::common;
 
 use std::{
     collections::HashMap,

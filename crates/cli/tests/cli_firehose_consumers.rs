@@ -4,7 +4,7 @@
 //! writes made (creates, updates, deletes, applyWrites batches), in order;
 //! after a restart, a cursor resumes exactly after it.
 
-mod common;
+use crate::common;
 
 use std::process::Command;
 

@@ -3,7 +3,7 @@
 //! expected lines are derived from the writes made, and a later commit
 //! shows that nothing matching was skipped before it.
 
-mod common;
+use crate::common;
 
 use common::{datarepo, json_lines, start_server};
 use serde_json::{Value, json};

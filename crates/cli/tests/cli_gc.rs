@@ -1,7 +1,7 @@
 //! `datarepo gc` with `--store` / `DATAREPO_STORE`: deletes blocks no commit
 //! reaches and reports what it did; bad locations are clear errors.
 
-mod common;
+use crate::common;
 
 use std::process::Command;
 

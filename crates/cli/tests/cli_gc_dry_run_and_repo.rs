@@ -1,7 +1,7 @@
 //! `gc --dry-run` reports what would go and changes nothing; `gc --repo R
 //! --keep-last N` shortens only R's history.
 
-mod common;
+use crate::common;
 
 use common::datarepo;
 use serde_json::Value;

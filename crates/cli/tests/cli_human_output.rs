@@ -2,7 +2,7 @@
 //! names the fields an update changed (and `--json` lists them), counts
 //! agree in number with their nouns, and kinds take the right article.
 
-mod common;
+use crate::common;
 
 use common::{datarepo, json_lines};
 use serde_json::json;

@@ -3,7 +3,7 @@
 //! kept through an export and an import into a store that declares it, and
 //! `check` finding a damaged bitmap.
 
-mod common;
+use crate::common;
 
 use common::datarepo;
 use serde_json::{Value, json};

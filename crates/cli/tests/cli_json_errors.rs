@@ -1,7 +1,7 @@
 //! With `--json`, a failing command prints its error as one JSON object on
 //! stderr (`{"error": …}`) and nothing on stdout; without, `datarepo: …`.
 
-mod common;
+use crate::common;
 
 use common::datarepo;
 

@@ -3,7 +3,7 @@
 //! Lexicon arrives, `put --validate` / `--no-validate`, and `check`'s
 //! warnings.
 
-mod common;
+use crate::common;
 
 use common::datarepo;
 use serde_json::{Value, json};

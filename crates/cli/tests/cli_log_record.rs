@@ -2,7 +2,7 @@
 //! record, newest first, in pages (`--limit`, `--before`); each version's
 //! CID is what `get --at` reads at that rev.
 
-mod common;
+use crate::common;
 
 use common::datarepo;
 use serde_json::Value;

@@ -3,7 +3,7 @@
 //! error that says why, and the server keeps writing (they would otherwise
 //! fence it). The lock goes with the process, even one killed with SIGKILL.
 
-mod common;
+use crate::common;
 
 use std::process::Stdio;
 

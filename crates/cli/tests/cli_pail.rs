@@ -3,7 +3,7 @@
 
 use std::{path::Path, process::Command};
 
-mod common;
+use crate::common;
 
 use common::{datarepo, json_lines};
 use serde_json::{Value, json};

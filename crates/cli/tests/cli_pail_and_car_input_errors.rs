@@ -2,7 +2,7 @@
 //! wrong: an empty Pail key, a zero `--max-key-length`, and a CAR file whose
 //! header names no root (not "an empty CAR file": it may hold blocks).
 
-mod common;
+use crate::common;
 
 const VALUE: &str = "bafkreigh2akiscaildcqabsyg3dfr6chu3fgpregiymsck7e7aqa4s52zy";
 

@@ -2,7 +2,7 @@
 //! its tree) and honour `--json`: `get` (an error as JSON on stderr),
 //! `tree` (nested objects), `diff` and `diff -k`.
 
-mod common;
+use crate::common;
 
 use common::datarepo;
 use serde_json::{Value, json};

@@ -2,7 +2,7 @@
 //! `--commit-every` writes; a bad line stops the batch there, naming it,
 //! with the commits before it kept.
 
-mod common;
+use crate::common;
 
 use common::{datarepo, json_lines};
 use serde_json::json;

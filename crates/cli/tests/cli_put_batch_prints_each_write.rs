@@ -4,7 +4,7 @@
 //! through `--server` alike. The keys and CIDs are checked against what
 //! `ls --json` lists afterwards.
 
-mod common;
+use crate::common;
 
 use std::{collections::BTreeMap, process::Command};
 

@@ -4,7 +4,7 @@
 //! another account's repository; the post is there, the refused write is
 //! not.
 
-mod common;
+use crate::common;
 
 use std::process::Command;
 

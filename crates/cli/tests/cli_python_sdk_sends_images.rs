@@ -4,7 +4,7 @@
 //! `get_blob` returns the bytes uploaded; the CIDs are those of the bytes
 //! (sha2-256, raw) and `list_blobs` lists them.
 
-mod common;
+use crate::common;
 
 use std::process::Command;
 

@@ -3,7 +3,7 @@
 //! it able to write (a second writer would fence it). On a store nothing
 //! has been written to they say so, and create nothing.
 
-mod common;
+use crate::common;
 
 const TOKEN: &str = "reads-token";
 const DID: &str = "did:web:example.com";

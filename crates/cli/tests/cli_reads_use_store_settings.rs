@@ -2,7 +2,7 @@
 //! mistake is an error there as it is for writing commands, and the part
 //! of it a reader can use, SlateDB's local object-store cache, is used.
 
-mod common;
+use crate::common;
 
 const DID: &str = "did:web:example.com";
 const POST: &str = "app.bsky.feed.post";

@@ -2,7 +2,7 @@
 //! given, or not the server's: both name DATAREPO_TOKEN) and what stopped a
 //! request that never reached a server (the refused connection).
 
-mod common;
+use crate::common;
 
 use std::process::{Command, Output};
 

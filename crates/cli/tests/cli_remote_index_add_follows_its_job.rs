@@ -3,7 +3,7 @@
 //! answers `202 {job}` at once) to its outcome, and print what they print
 //! when the build answers in time.
 
-mod common;
+use crate::common;
 
 use std::process::{Command, Stdio};
 

@@ -2,7 +2,7 @@
 //! (the store is the server's), with the token in DATAREPO_TOKEN; commands
 //! that need the store itself say so.
 
-mod common;
+use crate::common;
 
 use std::process::{Command, Output};
 

@@ -2,7 +2,7 @@
 //! define, write, read back, list both ways with pagination, delete,
 //! history, diff, export and re-import with the same head and records.
 
-mod common;
+use crate::common;
 
 use std::{path::Path, process::Output};
 

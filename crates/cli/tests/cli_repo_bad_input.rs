@@ -1,7 +1,7 @@
 //! Bad input to the repository commands: each gives a clear error, a
 //! non-zero exit code, and leaves the repository unchanged.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

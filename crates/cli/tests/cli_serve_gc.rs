@@ -3,7 +3,7 @@
 //! with the same retention finds nothing left to delete, and every record
 //! reads back. The flags refuse what cannot work.
 
-mod common;
+use crate::common;
 
 use std::{process::Stdio, time::Duration};
 

@@ -2,7 +2,7 @@
 //! status, duration) at info level, and writes no colour codes to a file
 //! or pipe.
 
-mod common;
+use crate::common;
 
 use std::process::Stdio;
 

@@ -2,7 +2,7 @@
 //! to start and leaves the running server writing: it must not open the
 //! store (which would fence the running writer) before it can listen.
 
-mod common;
+use crate::common;
 
 const TOKEN: &str = "port-taken-token";
 const DID: &str = "did:web:example.com";

@@ -2,7 +2,7 @@
 //! start-up, so the common soft limit of 1,024 does not cap connections
 //! and the store's files together.
 
-mod common;
+use crate::common;
 
 use std::process::Stdio;
 

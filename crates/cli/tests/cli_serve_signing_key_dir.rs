@@ -3,7 +3,7 @@
 //! its public key, and `verify-record` checks getRecord's proof offline
 //! with that key (and refuses it with another).
 
-mod common;
+use crate::common;
 
 use common::{datarepo, json_lines};
 

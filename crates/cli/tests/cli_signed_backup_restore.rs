@@ -9,7 +9,7 @@
 //! `put` as an unsigned commit between signed ones, and the repository's
 //! history could never verify again ("the commit is not signed").
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

@@ -3,7 +3,7 @@
 //! or `--key`, catching tampering), and `import` refusing a file signed by
 //! a key it was not given.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

@@ -1,7 +1,7 @@
 //! `datarepo rkey validate` and `datarepo tid validate|new|decode`: output
 //! shapes and exit codes, as scripts depend on them.
 
-mod common;
+use crate::common;
 
 use common::{datarepo, json_lines};
 use serde_json::json;

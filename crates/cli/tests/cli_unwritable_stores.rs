@@ -3,7 +3,7 @@
 //! included, fail at once with an error that names the cause: none hangs.
 //! Needs root to mount; skipped with a message elsewhere.
 
-mod common;
+use crate::common;
 
 use std::{collections::BTreeMap, path::Path, time::Duration};
 

@@ -3,7 +3,7 @@
 //! unsigned, instead of refusing; asked to check against a key, it refuses
 //! as before.
 
-mod common;
+use crate::common;
 
 use common::{datarepo, json_lines};
 

@@ -6,8 +6,8 @@
 //! With `DATAREPO_SCREENSHOTS=DIR` set, the main views are also saved to DIR
 //! as PNG files (`scripts/screenshots` does that for `docs/`).
 
-mod common;
-mod web;
+use crate::common;
+use crate::web;
 
 use common::{http, start_server};
 use fantoccini::{Client, Locator};

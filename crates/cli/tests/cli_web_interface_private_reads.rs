@@ -2,8 +2,8 @@
 //! opened without the token shows the API's refusal and no record content;
 //! with the token, the record.
 
-mod common;
-mod web;
+use crate::common;
+use crate::web;
 
 use std::process::Stdio;
 

@@ -4,8 +4,8 @@
 //! session by itself), is refused writing another account's repository
 //! with the server's words, and signs out.
 
-mod common;
-mod web;
+use crate::common;
+use crate::web;
 
 use std::process::Stdio;
 

@@ -2,7 +2,7 @@
 //! not exist creates it (as the first createRecord does), and `rm` of an
 //! absent record is the same no-op as deleteRecord (no commit, `{}`).
 
-mod common;
+use crate::common;
 
 use common::datarepo;
 use serde_json::{Value, json};

@@ -7,7 +7,7 @@
 //! before 1000 and after 9999, and characters out of place. Each verdict
 //! and message is compared.
 
-mod common;
+use crate::common;
 
 use lexicon::{Document, Lexicons};
 use serde_json::json;

@@ -3,7 +3,7 @@
 //! reference too, so the test fails if the reference changes its answer
 //! (and the divergence, and `docs/repo.md`, should be revisited).
 
-mod common;
+use crate::common;
 use lexicon::{Document, Lexicons};
 use serde_json::{Value, json};
 

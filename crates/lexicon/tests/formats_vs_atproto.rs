@@ -7,7 +7,7 @@
 //! reference must accept (the reference's lenient ISO 8601 parser takes
 //! more than RFC 3339 allows; `tests/divergences.rs`).
 
-mod common;
+use crate::common;
 use lexicon::{Document, Lexicons};
 use serde_json::{Value, json};
 use testkit::Rng;

@@ -2,7 +2,7 @@
 //! and Bluesky-style posts (valid, and broken the ways clients break them)
 //! get the reference's verdict and message against them.
 
-mod common;
+use crate::common;
 
 use common::posts;
 

@@ -12,7 +12,7 @@
 //! `lex:…`. Datetimes have a differential test of their own
 //! (`tests/datetimes_vs_atproto_lexicon.rs`).
 
-mod common;
+use crate::common;
 use lexicon::{Document, Lexicons};
 use serde_json::{Map, Value, json};
 use testkit::Rng;

@@ -2,7 +2,7 @@
 //! their shapes) and the shards that differ; `merge` applies targets'
 //! changes to a base like a map would.
 
-mod common;
+use crate::common;
 
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 

@@ -1,7 +1,7 @@
 //! Keys exactly at, one under and one over maxKeyLength (counted in
 //! characters, multi-byte ones included), and chains several pieces long.
 
-mod common;
+use crate::common;
 
 use common::{all_entries, empty_tree, value};
 use pail::{ShardConfig, ShardValue};

@@ -2,7 +2,7 @@
 //! sequence of writes: also when equal shards (one CID) sit in two places of
 //! the tree and one of them changes, and when writes empty whole subtrees.
 
-mod common;
+use crate::common;
 
 use std::{
     collections::{BTreeMap, BTreeSet},

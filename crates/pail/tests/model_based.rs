@@ -4,7 +4,7 @@
 //! `BTreeMap`; a batch's puts and deletes report the values they replace;
 //! and a batch gives the same root as its operations one by one.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 

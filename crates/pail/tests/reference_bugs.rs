@@ -4,7 +4,7 @@
 //! reference to show that it really does lose data there (so the case
 //! keeps pinning a real difference).
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 

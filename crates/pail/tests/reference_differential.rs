@@ -8,7 +8,7 @@
 //! bugs, see `docs/pail.md`): then the reference's entries must differ from
 //! a `BTreeMap` model while ours equal it, and that workload stops there.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 

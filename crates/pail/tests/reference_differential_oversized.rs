@@ -24,7 +24,7 @@
 //! make (keys of at most 40 characters, a distinct value per put). So every
 //! root must match, to the end of every workload.
 
-mod common;
+use crate::common;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 

@@ -5,7 +5,7 @@
 //! of shards whose only change is the link to the child below), updates in
 //! place, deletes, and batches.
 
-mod common;
+use crate::common;
 
 use common::{empty_tree, value};
 use multihash_codetable::{Code, MultihashDigest};

@@ -3,7 +3,7 @@
 //! `serde_ipld_dagcbor`, and decoding of untrusted bytes that rejects
 //! anything non-canonical and never panics.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 

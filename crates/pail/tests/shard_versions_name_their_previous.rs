@@ -3,7 +3,7 @@
 //! change to the old: the named shard is one the write replaced, never the
 //! new version itself. Shards decoded from bytes name none.
 
-mod common;
+use crate::common;
 
 use common::{empty_tree, value};
 use pail::{Batch, MemoryBlocks, Mutation, Shard, ShardConfig};

@@ -4,7 +4,7 @@
 //! dropped those commits; a referenced blob always stays; a dry run
 //! changes nothing.
 
-mod common;
+use crate::common;
 
 use std::sync::{
     Arc,

@@ -3,7 +3,7 @@
 //! incremental `since` file, and from a file that repeats its blocks under
 //! another codec); bad files are rejected and change nothing.
 
-mod common;
+use crate::common;
 
 use repo::{Error, Repos, Write};
 use serde_json::json;

@@ -1,7 +1,7 @@
 //! `Repos::check` finds each kind of damage done to a stored repository
 //! behind its back, reports an undamaged one as intact, and writes nothing.
 
-mod common;
+use crate::common;
 
 use bytes::Bytes;
 use cid::Cid;

@@ -3,7 +3,7 @@
 //! container removed, one holding another slot's bits, and one a rebuild
 //! would not write are each reported; an intact index reports nothing.
 
-mod common;
+use crate::common;
 
 use keycodec::KeyRange;
 use repo::{IndexKind, Write};

@@ -3,7 +3,7 @@
 //! repository's keys used to write), and finds nothing wrong with a
 //! repository that started signing after unsigned commits.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 

@@ -3,7 +3,7 @@
 //! and an incremental import: the counts are the model's, and each
 //! record's history lists the commits where the model's value changed.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

@@ -7,7 +7,7 @@
 //!
 //! The child is this test binary itself, run with `DATAREPO_DELTA_CRASH_CHILD`.
 
-mod common;
+use crate::common;
 
 use std::{sync::Arc, time::Duration};
 
@@ -69,7 +69,7 @@ async fn acknowledged_commits_and_their_deltas_survive_sigkill() {
     const ROUNDS: usize = 8;
     for round in 0..ROUNDS {
         let acked = testkit::run_then_kill(
-            "delta_crash_child",
+            concat!(module_path!(), "::delta_crash_child"),
             "DATAREPO_DELTA_CRASH_CHILD",
             dir,
             Duration::from_millis(400 + rng.below(600)),

@@ -4,7 +4,7 @@
 //! query literals take the same ones; a datetime without a time zone names
 //! no instant and is not indexed.
 
-mod common;
+use crate::common;
 
 use repo::{IndexKind, Write};
 use serde_json::json;

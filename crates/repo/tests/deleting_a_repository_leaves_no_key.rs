@@ -3,7 +3,7 @@
 //! field indexes and their rows, signing keys), leaves the other
 //! repositories as they were, and can be run again after a crash.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 

@@ -11,7 +11,7 @@
 //! Records are read from the record index, but the tree decides: an index
 //! row naming another block than the tree is not used.
 
-mod common;
+use crate::common;
 
 use std::collections::{HashMap, HashSet};
 

@@ -6,7 +6,7 @@
 //! (`Store::pin_window`), so it finishes, and the file imports as the repository
 //! was when the export began.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 

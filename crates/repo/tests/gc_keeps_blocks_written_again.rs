@@ -2,7 +2,7 @@
 //! writes again (the same content, so the same CID) before the sweep
 //! reaches it, is not deleted: the commit's tree needs it.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 

@@ -3,7 +3,7 @@
 //! each with its own results under the commit that holds them; a request
 //! that fails fails alone; every record is there afterwards.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 

@@ -5,7 +5,7 @@
 //! the model's, and each record's history lists the states where the
 //! model's value of it changed.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 

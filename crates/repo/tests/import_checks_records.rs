@@ -7,7 +7,7 @@
 //! carries them, and only import's own check stands between them and a
 //! fresh store.
 
-mod common;
+use crate::common;
 
 use repo::{CommitData, Error, Write};
 use serde_json::json;

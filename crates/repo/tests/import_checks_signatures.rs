@@ -3,7 +3,7 @@
 //! written, unless that key is given or `trust_new_key`; a restored signed
 //! history takes no unsigned commit until a key file is set.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 

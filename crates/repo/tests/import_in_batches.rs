@@ -3,7 +3,7 @@
 //! repository's state in one; it ends with exactly the stored contents of an
 //! import in one batch, for a full file and for an incremental one.
 
-mod common;
+use crate::common;
 
 use std::sync::{
     Arc,

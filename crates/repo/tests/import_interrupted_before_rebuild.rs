@@ -4,7 +4,7 @@
 //! process and after a restart, `check` names it, and `rebuild_indexes`
 //! brings the indexes back to what the records say.
 
-mod common;
+use crate::common;
 
 use std::{
     collections::BTreeMap,

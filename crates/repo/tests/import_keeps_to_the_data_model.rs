@@ -7,7 +7,7 @@
 //! The records are canonical dag-cbor, planted with the `pail` and `store`
 //! crates under a repository written normally (the store keeps any bytes).
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 

@@ -4,7 +4,7 @@
 //! `check` finds nothing to report, and later commits (updates, deletes,
 //! records created again, new ones between old keys) keep it so.
 
-mod common;
+use crate::common;
 
 use std::{
     collections::BTreeMap,

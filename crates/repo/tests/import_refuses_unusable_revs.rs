@@ -4,7 +4,7 @@
 //! cannot have higher revs. A rev a little ahead (clock skew) is accepted,
 //! and later writes get revs above it. `check` names such a head.
 
-mod common;
+use crate::common;
 
 use repo::{Error, Write};
 use rkey::Tid;

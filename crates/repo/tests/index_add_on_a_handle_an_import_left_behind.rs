@@ -3,7 +3,7 @@
 //! index added through it from the stored head, not the head it last saw:
 //! the index counts the imported records too.
 
-mod common;
+use crate::common;
 
 use repo::{IndexKind, Write};
 use serde_json::json;

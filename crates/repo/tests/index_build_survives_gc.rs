@@ -5,7 +5,7 @@
 //! holds on to the commits it reads (`Store::pin_window`), so it finishes, and
 //! the index answers as the records do.
 
-mod common;
+use crate::common;
 
 use std::{collections::BTreeMap, sync::Arc};
 

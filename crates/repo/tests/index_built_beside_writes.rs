@@ -9,7 +9,7 @@
 //! turns, so they never choose the same scope, and a rebuild waits for a
 //! build too.
 
-mod common;
+use crate::common;
 
 use std::{
     collections::BTreeMap,

@@ -4,7 +4,7 @@
 //! none of these moves the repository's head: its cached declarations and
 //! rows are of the old index epoch.
 
-mod common;
+use crate::common;
 
 use std::{collections::BTreeMap, sync::Arc};
 

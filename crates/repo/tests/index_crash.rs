@@ -7,7 +7,7 @@
 //!
 //! The child is this test binary itself, run with `DATAREPO_INDEX_CRASH_CHILD`.
 
-mod common;
+use crate::common;
 
 use std::{sync::Arc, time::Duration};
 
@@ -83,7 +83,7 @@ async fn indexes_equal_a_rebuild_after_sigkill() {
     let mut acked_total = 0;
     for round in 0..ROUNDS {
         let acked = testkit::run_then_kill(
-            "index_crash_child",
+            concat!(module_path!(), "::index_crash_child"),
             "DATAREPO_INDEX_CRASH_CHILD",
             dir,
             Duration::from_millis(500 + rng.below(700)),

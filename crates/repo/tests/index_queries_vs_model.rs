@@ -5,7 +5,7 @@
 //! every page both ways, `--top` and `--stats`; and the same after a build
 //! over hundreds of records (packed column blocks) already there.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 

@@ -2,7 +2,7 @@
 //! `maximum`, beside a sound document) is refused with the field named,
 //! and nothing of the batch is stored.
 
-mod common;
+use crate::common;
 
 use serde_json::json;
 

@@ -4,7 +4,7 @@
 //! the commit stays readable although newer commits left it behind and
 //! retention drops it.
 
-mod common;
+use crate::common;
 
 use std::{sync::Arc, time::Duration};
 

@@ -4,7 +4,7 @@
 //! commit is written. A blob referred to becomes permanent, and counts the
 //! head's records that refer to it, across creates, updates and deletes.
 
-mod common;
+use crate::common;
 
 use repo::{Error, Write};
 use serde_json::{Value, json};

@@ -4,7 +4,7 @@
 //! stored, whether in full or as a delta, through one memo shared by all
 //! the reads, from a store with nothing cached.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 

@@ -3,7 +3,7 @@
 //! and after garbage collection, and also when commits land while a
 //! collection runs.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 

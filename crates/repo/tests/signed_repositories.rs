@@ -3,7 +3,7 @@
 //! one stays known; a writer whose key file is gone or holds another key
 //! writes nothing.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 

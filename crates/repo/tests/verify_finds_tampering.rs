@@ -4,7 +4,7 @@
 //! key; an unsigned history fails; an incremental export verifies only as
 //! incremental.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 

@@ -1,6 +1,6 @@
 //! Writes become commits; reads, listing, key types, swaps and errors.
 
-mod common;
+use crate::common;
 
 use repo::{Error, Write};
 use rkey::KeyType;

@@ -3,7 +3,7 @@
 //! same handle, or imported through another) applies to it all the same:
 //! the commit validates it again against the Lexicons it meets.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 

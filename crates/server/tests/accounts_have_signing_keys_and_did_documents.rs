@@ -4,7 +4,7 @@
 //! #atproto and this server as #atproto_pds, and describeRepo gives it
 //! with the handle. With --did-method key the DID is the key's did:key.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 

@@ -2,7 +2,7 @@
 //! in to sessions that write records but cannot manage the account (nor
 //! after a refresh), and ending those sessions when revoked.
 
-mod common;
+use crate::common;
 
 use common::{
     TOKEN, TestServer,

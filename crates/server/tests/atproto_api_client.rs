@@ -2,7 +2,7 @@
 //! lists, batch-writes and deletes records through its generated
 //! `com.atproto.repo.*` methods, and `@ipld/car` reads `sync.getRepo`.
 
-mod common;
+use crate::common;
 
 use common::{DID, TOKEN, TestServer};
 use serde_json::{Value, json};

@@ -3,7 +3,7 @@
 //! by itself), is refused another account's, resumes its session, and
 //! logs out.
 
-mod common;
+use crate::common;
 
 use std::sync::{
     Arc,

@@ -3,7 +3,7 @@
 //! computes for the same bytes (CIDv1, raw, sha2-256), getBlob returns the
 //! bytes, and a record naming a blob never uploaded is refused.
 
-mod common;
+use crate::common;
 
 use common::{
     TOKEN, TestServer,

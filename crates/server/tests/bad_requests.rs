@@ -2,7 +2,7 @@
 //! (status and `{"error", "message"}`), the server keeps serving, and
 //! nothing is written.
 
-mod common;
+use crate::common;
 
 use common::{DID, TOKEN, TestServer};
 use serde_json::{Value, json};

@@ -6,7 +6,7 @@
 //! is 413 BlobTooLarge, and a session uploads into its own repository only.
 //! The firehose's commit event lists the blob.
 
-mod common;
+use crate::common;
 
 use common::{
     TOKEN, TestServer,

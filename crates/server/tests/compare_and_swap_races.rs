@@ -3,7 +3,7 @@
 //! exactly one lands; every other is refused with `InvalidSwap` and
 //! changes nothing.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 

@@ -3,7 +3,7 @@
 //! TooManyConnections` and closed at once (it holds no slot), and once one
 //! of its connections closes it is served again.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

@@ -4,7 +4,7 @@
 //! logins refused, RepoTakendown, until lifted), and a password reset by
 //! the operator (the old password and every session stop working).
 
-mod common;
+use crate::common;
 
 use common::{
     TOKEN, TestServer,

@@ -3,7 +3,7 @@
 //! record has that key; a fitting key that names no record stays a no-op
 //! (`{}`), as AT Protocol has it.
 
-mod common;
+use crate::common;
 
 use common::TestServer;
 use serde_json::json;

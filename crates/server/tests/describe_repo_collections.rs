@@ -1,7 +1,7 @@
 //! describeRepo lists the collections that hold records, as the reference
 //! does: one whose records were all deleted is no longer listed.
 
-mod common;
+use crate::common;
 
 use common::{DID, TestServer};
 use serde_json::json;

@@ -1,7 +1,7 @@
 //! `applyWrites` with no writes changes nothing and makes no commit (the
 //! head stays, the log does not grow); its `swapCommit` is still checked.
 
-mod common;
+use crate::common;
 
 use common::{DID, TestServer};
 use serde_json::json;

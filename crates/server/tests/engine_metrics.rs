@@ -1,7 +1,7 @@
 //! `/metrics` exports SlateDB's own metrics next to the server's, as one
 //! well-formed OpenMetrics exposition that follows the engine's state.
 
-mod common;
+use crate::common;
 
 use std::collections::{BTreeMap, BTreeSet};
 

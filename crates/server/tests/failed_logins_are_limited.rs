@@ -3,7 +3,7 @@
 //! headers, even with the right password, until the window ends; other
 //! accounts are not affected by one account's limit.
 
-mod common;
+use crate::common;
 
 use std::sync::atomic::Ordering;
 

@@ -2,7 +2,7 @@
 //! the fenced database) answers with `ServiceUnavailable` naming the cause,
 //! not an internal error, and loses nothing it acknowledged.
 
-mod common;
+use crate::common;
 
 use common::{DID, TestServer};
 use serde_json::json;

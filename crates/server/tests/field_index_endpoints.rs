@@ -3,7 +3,7 @@
 //! topValues, and their errors (`InvalidRequest` naming the position or
 //! path; writes need the token).
 
-mod common;
+use crate::common;
 
 use common::{DID, TestServer};
 use serde_json::{Value, json};

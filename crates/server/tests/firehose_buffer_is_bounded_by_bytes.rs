@@ -4,7 +4,7 @@
 //! recent frames (and one frame more), and the subscriber, once it reads
 //! again, gets `ConsumerTooSlow` after far fewer than 4,096 events.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 

@@ -3,7 +3,7 @@
 //! error body every endpoint answers (not axum's plain text); a cursor
 //! ahead of the stream gets an error frame on the socket.
 
-mod common;
+use crate::common;
 
 use common::TestServer;
 use repo::Frame;

@@ -1,7 +1,7 @@
 //! A read-only replica serves the firehose of what its writer stores: it
 //! replays from a cursor and delivers new commits as its reader finds them.
 
-mod common;
+use crate::common;
 
 use std::{sync::Arc, time::Duration};
 

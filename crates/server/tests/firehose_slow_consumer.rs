@@ -2,7 +2,7 @@
 //! than the buffer behind, it gets `ConsumerTooSlow` and is closed, and it
 //! resumes from its cursor without missing an event.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 

@@ -3,7 +3,7 @@
 //! resumes exactly after it; a future cursor gets `FutureCursor`; events
 //! past retention are gone and an older cursor is told so.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

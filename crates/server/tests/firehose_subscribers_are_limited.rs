@@ -5,7 +5,7 @@
 //! WebSockets cannot take every file descriptor while the limit looks
 //! unreached.
 
-mod common;
+use crate::common;
 
 use std::{sync::Arc, time::Duration};
 

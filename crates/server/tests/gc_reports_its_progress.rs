@@ -3,7 +3,7 @@
 //! zero once none runs; and stopping the server's collection loop stops a
 //! collection under way on its own thread.
 
-mod common;
+use crate::common;
 
 use std::{
     sync::{Arc, atomic::Ordering},

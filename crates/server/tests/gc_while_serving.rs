@@ -4,7 +4,7 @@
 //! the blocks `sync.getRepo` exports from the head. Once nothing is
 //! committed, collections are skipped.
 
-mod common;
+use crate::common;
 
 use std::{collections::BTreeMap, sync::Arc, time::Duration};
 

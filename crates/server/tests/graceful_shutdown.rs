@@ -1,7 +1,7 @@
 //! Stopping the server under write load: requests in flight finish, and
 //! every acknowledged create is in the store after it is reopened.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 

@@ -2,7 +2,7 @@
 //! are closed; past the connection limit the server stops accepting until
 //! one closes, so idle clients cannot starve the others for ever.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

@@ -4,7 +4,7 @@
 //! answered, or the error), `listJobs` lists it; a build that ends in time
 //! answers as before, with its job's id.
 
-mod common;
+use crate::common;
 
 use std::{
     sync::{Arc, atomic::Ordering},

@@ -4,7 +4,7 @@
 //! background (`Server::spawn_index_recovery`), and then answers as the
 //! records say.
 
-mod common;
+use crate::common;
 
 use std::{collections::BTreeMap, sync::Arc};
 

@@ -2,7 +2,7 @@
 //! commit changes, record history and versions, shards, the way to a key,
 //! blocks, collections and counts) agree with a model of the writes made.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 

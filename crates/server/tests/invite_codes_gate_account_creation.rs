@@ -3,7 +3,7 @@
 //! server's domains are refused, and only the admin names a DID or
 //! attaches an existing repository. describeServer says which applies.
 
-mod common;
+use crate::common;
 
 use common::{
     TOKEN, TestServer,

@@ -3,7 +3,7 @@
 //! `defineCollection` and `rebuildIndexes` (write token), with the answers
 //! `datarepo lexicon add|rm`, `collection define` and `index rebuild` print.
 
-mod common;
+use crate::common;
 
 use common::TestServer;
 use serde_json::{Value, json};

@@ -1,7 +1,7 @@
 //! `/metrics` is a read: under `private_reads` it needs the token like the
 //! others, and without it stays public.
 
-mod common;
+use crate::common;
 
 use common::{TOKEN, TestServer, config};
 use server::Config;

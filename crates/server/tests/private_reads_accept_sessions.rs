@@ -1,7 +1,7 @@
 //! With `--private-reads`, an account's valid session reads as the admin
 //! token does; no token, or a foreign one, reads nothing.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 

@@ -2,7 +2,7 @@
 //! display name, description and avatar of its `app.bsky.actor.profile/self`
 //! record, the avatar as the `getBlob` URL that serves the uploaded image.
 
-mod common;
+use crate::common;
 
 use common::{
     TOKEN, TestServer,

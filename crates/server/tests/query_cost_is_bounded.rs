@@ -4,7 +4,7 @@
 //! past its budget is abandoned with `503 QueryTimeout` while the server
 //! goes on serving.
 
-mod common;
+use crate::common;
 
 use std::{
     sync::{Arc, atomic::Ordering},

@@ -2,7 +2,7 @@
 //! gets the documented answer for an absent record, `{}` (200), never
 //! `RecordNotFound`.
 
-mod common;
+use crate::common;
 
 use common::{DID, TestServer};
 use serde_json::json;

@@ -2,7 +2,7 @@
 //! S3-compatible storage when `scripts/test` provides it) serves reads of
 //! the writer's commits within its refresh interval and refuses writes.
 
-mod common;
+use crate::common;
 
 use std::{sync::Arc, time::Duration};
 

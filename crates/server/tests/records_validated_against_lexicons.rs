@@ -3,7 +3,7 @@
 //! parameter; an invalid record is HTTP 400 InvalidRecord and nothing is
 //! written.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 

@@ -1,7 +1,7 @@
 //! com.atproto.repo.* over real HTTP: every endpoint's good path, in the
 //! shapes AT Protocol's lexicons define, with swaps honoured.
 
-mod common;
+use crate::common;
 
 use common::{DID, TestServer};
 use serde_json::{Value, json};

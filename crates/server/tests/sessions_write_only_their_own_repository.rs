@@ -2,7 +2,7 @@
 //! and only it, refreshes an expired session, and logs out; the admin
 //! token still writes anywhere. Every refusal writes nothing.
 
-mod common;
+use crate::common;
 
 use std::sync::atomic::Ordering;
 

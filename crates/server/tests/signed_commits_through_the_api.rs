@@ -3,7 +3,7 @@
 //! describeRepo names the public key, getRepo's CAR verifies offline
 //! against it, and getRecord's proof of a record verifies.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 

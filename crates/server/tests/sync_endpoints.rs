@@ -2,7 +2,7 @@
 //! same repository (also incrementally with `since`: every commit since), getRecord proves one
 //! record, listRepos pages; health, metrics and CORS answer.
 
-mod common;
+use crate::common;
 
 use common::{DID, TestServer};
 use serde_json::json;

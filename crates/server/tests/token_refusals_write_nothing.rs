@@ -6,7 +6,7 @@
 //! against a model (who may write where) over random sequences of
 //! requests; the record counts are compared after every sequence.
 
-mod common;
+use crate::common;
 
 use std::{collections::BTreeMap, sync::atomic::Ordering};
 

@@ -2,7 +2,7 @@
 //! and at every view's path, each script it loads (and each module those
 //! import), revalidation by ETag, and nothing fetched from elsewhere.
 
-mod common;
+use crate::common;
 
 use common::TestServer;
 

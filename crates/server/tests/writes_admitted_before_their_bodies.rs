@@ -3,7 +3,7 @@
 //! without the token, or past the budget, is answered at once and never
 //! makes the server buffer its body.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

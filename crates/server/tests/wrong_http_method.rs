@@ -3,7 +3,7 @@
 //! "Incorrect HTTP method", naming the method the endpoint takes. Error
 //! messages sent over HTTP give no command-line advice.
 
-mod common;
+use crate::common;
 
 use common::{DID, TestServer};
 use serde_json::json;

@@ -4,7 +4,7 @@
 //! nothing, and garbage collection never deletes blocks written ahead of
 //! their head.
 
-mod common;
+use crate::common;
 
 use std::sync::{Arc, Mutex};
 

@@ -8,8 +8,6 @@
 //!
 //! The child is this test binary itself, run with `DATAREPO_BULK_CRASH_CHILD`.
 
-mod common;
-
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -103,7 +101,7 @@ async fn bulk_commits_are_whole_or_absent_after_sigkill() {
     let (mut acked, mut collected) = (0, 0);
     for round in 0..8 {
         let last = testkit::run_then_kill(
-            "bulk_crash_child",
+            concat!(module_path!(), "::bulk_crash_child"),
             "DATAREPO_BULK_CRASH_CHILD",
             dir,
             Duration::from_millis(300 + rng.below(700)),

@@ -6,8 +6,6 @@
 //!
 //! The child is this test binary itself, run with `DATAREPO_CRASH_CHILD`.
 
-mod common;
-
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -84,7 +82,7 @@ async fn acknowledged_commits_survive_sigkill() {
     for round in 0..12 {
         // Let it open and commit for a random while, then kill it mid-flight.
         let acked = testkit::run_then_kill(
-            "crash_child",
+            concat!(module_path!(), "::crash_child"),
             "DATAREPO_CRASH_CHILD",
             dir,
             Duration::from_millis(300 + rng.below(700)),

@@ -4,7 +4,7 @@
 //! once the faults stop, a reopened store works and holds every
 //! acknowledged commit.
 
-mod common;
+use crate::common;
 
 use std::{
     fmt,

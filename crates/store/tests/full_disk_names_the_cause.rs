@@ -3,7 +3,7 @@
 //! bare timeout; the commits acknowledged before are kept. Needs root to
 //! mount a small tmpfs; skipped with a message elsewhere.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

@@ -2,7 +2,7 @@
 //! blocks, Pail shards, records), deletes the rest, and is safe while
 //! commits continue.
 
-mod common;
+use crate::common;
 
 use std::{collections::BTreeMap, sync::Arc};
 

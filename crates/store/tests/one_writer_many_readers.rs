@@ -2,7 +2,7 @@
 //! fails with `Error::Fenced` and loses nothing it acknowledged; read-only
 //! openers see new commits within their refresh interval.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

@@ -2,7 +2,7 @@
 //! repository list) never show a commit whose WAL flush is still pending,
 //! while writers and gc see it at once.
 
-mod common;
+use crate::common;
 
 use common::block;
 use store::{

@@ -2,7 +2,7 @@
 //! directory): verified blocks, atomic commits with a head compare-and-swap,
 //! the record index as a range scan, and the commit log.
 
-mod common;
+use crate::common;
 
 use bytes::Bytes;
 use common::block;

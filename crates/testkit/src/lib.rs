@@ -211,6 +211,12 @@ impl Rng {
 /// Runs this test binary's test `child` with `env` set to `dir`, lets it
 /// work for `for_how_long`, kills it with SIGKILL and returns the last rev
 /// it printed as `ACK <rev>` (0 if none).
+///
+/// `child` is the test's path as `module_path!()` gives it plus its name
+/// (`concat!(module_path!(), "::crash_child")`); the binary's own name, its
+/// first segment, is not part of a test's name. Panics if the binary has no
+/// such test, so that a renamed child cannot turn the test into one that
+/// passes without crashing anything.
 pub fn run_then_kill(
     child: &str,
     env: &str,
@@ -218,8 +224,12 @@ pub fn run_then_kill(
     for_how_long: std::time::Duration,
 ) -> u64 {
     use std::io::BufRead;
+    let child = child
+        .split_once("::")
+        .map_or(child, |(_, test)| test)
+        .to_owned();
     let mut process = std::process::Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", child, "--nocapture", "--test-threads=1"])
+        .args(["--exact", &child, "--nocapture", "--test-threads=1"])
         .env(env, dir)
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::null())
@@ -230,6 +240,10 @@ pub fn run_then_kill(
         let mut last = 0u64;
         for line in std::io::BufReader::new(stdout).lines() {
             let Ok(line) = line else { break };
+            assert!(
+                line.trim() != "running 0 tests",
+                "this test binary has no test named {child}"
+            );
             if let Some(rev) = line
                 .strip_prefix("ACK ")
                 .and_then(|r| r.trim().parse().ok())

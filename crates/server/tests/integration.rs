@@ -1,0 +1,52 @@
+//! The crate's integration tests: one behaviour per file, each file a module
+//! of this one test binary (one link instead of one per file).
+
+mod common;
+
+mod accounts_have_signing_keys_and_did_documents;
+mod app_passwords_cannot_manage_the_account;
+mod atproto_api_client;
+mod atproto_api_logs_in;
+mod atproto_api_uploads_blobs;
+mod bad_requests;
+mod blobs_over_http;
+mod compare_and_swap_races;
+mod connections_per_ip_are_limited;
+mod deactivated_and_taken_down_accounts;
+mod delete_checks_the_key_type;
+mod describe_repo_collections;
+mod empty_apply_writes;
+mod engine_metrics;
+mod failed_logins_are_limited;
+mod fenced_writer;
+mod field_index_endpoints;
+mod firehose_buffer_is_bounded_by_bytes;
+mod firehose_errors_are_xrpc_errors;
+mod firehose_on_a_replica;
+mod firehose_slow_consumer;
+mod firehose_stream;
+mod firehose_subscribers_are_limited;
+mod gc_reports_its_progress;
+mod gc_while_serving;
+mod graceful_shutdown;
+mod idle_connections_are_closed;
+mod index_builds_are_jobs;
+mod index_recovery_on_start;
+mod inspect_endpoints;
+mod invite_codes_gate_account_creation;
+mod lexicons_and_collections_over_http;
+mod metrics_follow_private_reads;
+mod private_reads_accept_sessions;
+mod profiles_show_their_avatar;
+mod query_cost_is_bounded;
+mod racing_deletes_of_one_record;
+mod read_only_replica;
+mod records_validated_against_lexicons;
+mod repo_endpoints;
+mod sessions_write_only_their_own_repository;
+mod signed_commits_through_the_api;
+mod sync_endpoints;
+mod token_refusals_write_nothing;
+mod web_interface_files;
+mod writes_admitted_before_their_bodies;
+mod wrong_http_method;

@@ -1,0 +1,20 @@
+//! The crate's integration tests: one behaviour per file, each file a module
+//! of this one test binary (one link instead of one per file).
+
+mod common;
+
+mod blobs_are_stored_under_their_cid;
+mod bulk_commit;
+mod crash_during_bulk_commits;
+mod crash_during_commits;
+mod fault_injection;
+mod full_disk_names_the_cause;
+mod garbage_collection;
+mod memory_kv_bulk;
+mod one_writer_many_readers;
+mod reads_see_only_durable_commits;
+mod record_index_inline;
+mod shard_cache;
+mod short_lived_writers;
+mod store_semantics;
+mod wal_backlog_is_bounded;
