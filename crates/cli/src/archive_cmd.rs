@@ -26,6 +26,7 @@ pub(crate) async fn export(
     file: PathBuf,
     since: Option<String>,
     history: bool,
+    blobs: Option<PathBuf>,
     force: bool,
 ) -> Result<ExitCode> {
     let json_mode = args.json;
@@ -56,14 +57,31 @@ pub(crate) async fn export(
         export_file(&repo, &file, scope, progress).await?
     };
     bar.finish_and_clear();
-    let out = json!({"commit": report.commit.to_string(), "rev": report.rev.to_string(),
-                     "blocks": report.blocks, "bytes": report.bytes});
+    let copied = match &blobs {
+        Some(dir) => Some(export_blobs(&repo, dir).await?),
+        None => None,
+    };
+    let mut out = json!({"commit": report.commit.to_string(), "rev": report.rev.to_string(),
+                         "blocks": report.blocks, "bytes": report.bytes});
+    if let Some(copied) = &copied {
+        out["blobs"] = blob_copy_json(copied);
+    }
+    let blobs_said = match (&copied, &blobs) {
+        (Some(c), Some(dir)) => format!(
+            "; {} copied to {} ({} bytes; {} there already)",
+            count(c.copied, "blob"),
+            dir.display(),
+            c.bytes,
+            c.present
+        ),
+        _ => String::new(),
+    };
     if file.as_os_str() == "-" {
-        eprintln!("exported {} blocks", report.blocks);
+        eprintln!("exported {} blocks{blobs_said}", report.blocks);
     } else {
         print(json_mode, &out, || {
             format!(
-                "exported {} blocks ({} bytes of block data) to {}; root {} (rev {})",
+                "exported {} blocks ({} bytes of block data) to {}; root {} (rev {}){blobs_said}",
                 report.blocks,
                 report.bytes,
                 file.display(),
@@ -75,25 +93,63 @@ pub(crate) async fn export(
     Ok(ExitCode::SUCCESS)
 }
 
+/// `export --blobs DIR`: the repository's blobs copied into `dir`.
+async fn export_blobs(repo: &Repository<SlateKv>, dir: &Path) -> Result<repo::BlobCopyReport> {
+    let to = store::Blobs::in_directory(dir)
+        .map_err(|e| format!("cannot use {} for blobs: {e}", dir.display()))?;
+    let bar = bar("{spinner} copying blobs: {msg}");
+    let report = repo
+        .export_blobs(&to, |r| {
+            bar.set_message(format!("{} ({} bytes)", count(r.copied, "blob"), r.bytes));
+        })
+        .await
+        .map_err(|e| format!("copying blobs to {} failed: {}", dir.display(), say(e)))?;
+    bar.finish_and_clear();
+    Ok(report)
+}
+
+fn blob_copy_json(report: &repo::BlobCopyReport) -> serde_json::Value {
+    json!({"copied": report.copied, "bytes": report.bytes, "present": report.present})
+}
+
+/// How `import` takes a file: the keys it may be signed with, and where
+/// its blobs are.
+pub(crate) struct ImportFrom {
+    pub(crate) keys: Vec<String>,
+    pub(crate) trust_new_key: bool,
+    pub(crate) signing_key: Option<PathBuf>,
+    pub(crate) blobs: Option<PathBuf>,
+}
+
 /// `import`: a CAR file as a repository.
 pub(crate) async fn import(
     s: &Session,
     args: &RepoArgs,
     file: PathBuf,
-    keys: Vec<String>,
-    trust_new_key: bool,
-    signing_key: Option<PathBuf>,
+    from: ImportFrom,
 ) -> Result<ExitCode> {
     let json_mode = args.json;
-    let _e = say;
+    let trust_new_key = from.trust_new_key;
+    let blobs = match &from.blobs {
+        Some(dir) if !dir.is_dir() => {
+            return Err(format!("{} is not a directory (--blobs)", dir.display()).into());
+        }
+        Some(dir) => Some(
+            store::Blobs::in_directory(dir)
+                .map_err(|e| format!("cannot read blobs from {}: {e}", dir.display()))?,
+        ),
+        None => None,
+    };
     let options = repo::ImportOptions {
         repo: args.repo.clone(),
-        keys: crate::key_files::parse_keys(&keys)?,
+        keys: crate::key_files::parse_keys(&from.keys)?,
         trust_new_key,
-        signing_key: signing_key
+        signing_key: from
+            .signing_key
             .as_deref()
             .map(crate::key_files::load_key_file)
             .transpose()?,
+        blobs,
     };
     let f = tokio::fs::File::open(&file)
         .await
@@ -169,6 +225,33 @@ pub(crate) async fn import(
             report.repo
         );
     }
+    if !report.blobs_missing.is_empty() && !json_mode {
+        eprintln!(
+            "note: {} the records refer to {} not in this store{}: the records are in; `datarepo \
+             import FILE --blobs DIR` again with the backup's blob directory brings {}",
+            count(report.blobs_missing.len() as u64, "blob"),
+            if report.blobs_missing.len() == 1 {
+                "is"
+            } else {
+                "are"
+            },
+            if from.blobs.is_some() {
+                " nor in --blobs"
+            } else {
+                ""
+            },
+            if report.blobs_missing.len() == 1 {
+                "it"
+            } else {
+                "them"
+            },
+        );
+    }
+    let missing: Vec<String> = report
+        .blobs_missing
+        .iter()
+        .map(ToString::to_string)
+        .collect();
     print(
         json_mode,
         &json!({"repo": report.repo, "commit": {"cid": report.commit.to_string(), "rev": report.rev.to_string()},
@@ -176,7 +259,8 @@ pub(crate) async fn import(
                 "commits": report.commits, "declarations": report.declarations,
                 "verified": report.verified, "signed": report.signed,
                 "signingKeyMissing": report.signing_key_missing,
-                "account": account.map(accounts::restore::Restored::as_str)}),
+                "account": account.map(accounts::restore::Restored::as_str),
+                "blobs": blob_copy_json(&report.blobs), "blobsMissing": missing}),
         || {
             format!(
                 "imported {}: {}, {}, {}{}{}; head {} (rev {})",
@@ -271,6 +355,7 @@ pub(crate) async fn check(s: &Session, args: &RepoArgs, history: bool) -> Result
             "headMoved": report.head_moved,
             "olderShards": report.older_shards, "olderRecords": report.older_records,
             "invalidRecords": report.invalid_records, "warnings": report.warnings,
+            "blobs": report.blobs,
         }));
     }
     if args.json {
@@ -290,8 +375,13 @@ fn describe_check(id: &str, report: &repo::CheckReport) -> String {
         n if n == report.commits => " (all signed)".to_owned(),
         n => format!(" ({n} signed)"),
     };
+    let blobs = if report.blobs > 0 {
+        format!(", {}", count(report.blobs, "blob"))
+    } else {
+        String::new()
+    };
     let mut counts = format!(
-        "{}, {}, {}{signed}; head {}",
+        "{}, {}, {}{signed}{blobs}; head {}",
         count(report.records, "record"),
         count(report.shards, "shard"),
         count(report.commits, "commit"),

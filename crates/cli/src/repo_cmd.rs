@@ -122,14 +122,24 @@ async fn execute(t: Target<'_>, args: &RepoArgs, cmd: RepoCommand) -> Result<Exi
             file,
             since,
             history,
+            blobs,
             force,
-        } => archive_cmd::export(t.session()?, args, file, since, history, force).await,
+        } => archive_cmd::export(t.session()?, args, file, since, history, blobs, force).await,
         RepoCommand::Import {
             file,
             keys,
             trust_new_key,
             signing_key,
-        } => archive_cmd::import(t.session()?, args, file, keys, trust_new_key, signing_key).await,
+            blobs,
+        } => {
+            let options = archive_cmd::ImportFrom {
+                keys,
+                trust_new_key,
+                signing_key,
+                blobs,
+            };
+            archive_cmd::import(t.session()?, args, file, options).await
+        }
         RepoCommand::Check { history } => archive_cmd::check(t.session()?, args, history).await,
         RepoCommand::Key(cmd) => {
             signing_cmd::run_key(t.session()?, args, cmd).await?;

@@ -10,6 +10,7 @@ mod cli_accounts_through_a_server;
 mod cli_at_uris;
 mod cli_backup_increments_carry_declarations;
 mod cli_backup_restore;
+mod cli_backups_carry_blobs;
 mod cli_blobs;
 mod cli_check;
 mod cli_closed_stdout;

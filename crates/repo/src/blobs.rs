@@ -204,12 +204,7 @@ impl<K: Kv> Repository<K> {
     ///
     /// A storage error.
     pub async fn blob(&self, cid: &Cid) -> Result<Option<BlobInfo>, Error> {
-        self.store
-            .kv()
-            .get(&records::blob_key(&self.id, &cid.to_string()))
-            .await?
-            .map(|b| BlobInfo::decode(&b))
-            .transpose()
+        blob_info(self.store.kv(), &self.id, cid).await
     }
 
     /// The repository's blobs after `after` (a CID's string), at most
@@ -247,20 +242,39 @@ impl<K: Kv> Repository<K> {
         collection: &str,
         rkey: &str,
     ) -> Result<Vec<Cid>, Error> {
-        let Some(bytes) = self
-            .store
-            .kv()
-            .get(&records::record_blobs_key(&self.id, collection, rkey))
-            .await?
-        else {
-            return Ok(Vec::new());
-        };
-        let cids: Vec<String> = serde_json::from_slice(&bytes).unwrap_or_default();
-        Ok(cids
-            .iter()
-            .filter_map(|s| Cid::try_from(s.as_str()).ok())
-            .collect())
+        record_blobs(self.store.kv(), &self.id, collection, rkey).await
     }
+}
+
+/// What repository `repo` knows of blob `cid`, if it holds it.
+async fn blob_info<K: Kv>(kv: &K, repo: &str, cid: &Cid) -> Result<Option<BlobInfo>, Error> {
+    kv.get(&records::blob_key(repo, &cid.to_string()))
+        .await?
+        .map(|b| BlobInfo::decode(&b))
+        .transpose()
+}
+
+/// The blob CIDs record `collection/rkey` of `repo` refers to, as stored.
+pub(crate) async fn record_blobs<K: Kv>(
+    kv: &K,
+    repo: &str,
+    collection: &str,
+    rkey: &str,
+) -> Result<Vec<Cid>, Error> {
+    let Some(bytes) = kv
+        .get(&records::record_blobs_key(repo, collection, rkey))
+        .await?
+    else {
+        return Ok(Vec::new());
+    };
+    Ok(decode_cid_list(&bytes))
+}
+
+fn decode_cid_list(bytes: &[u8]) -> Vec<Cid> {
+    let cids: Vec<String> = serde_json::from_slice(bytes).unwrap_or_default();
+    cids.iter()
+        .filter_map(|s| Cid::try_from(s.as_str()).ok())
+        .collect()
 }
 
 /// How one commit changes a repository's blob references.
@@ -330,76 +344,247 @@ impl<K: Kv> Repository<K> {
         changes: &BlobChanges,
         rev: u64,
     ) -> Result<Vec<WriteOp>, Error> {
-        let mut infos: BTreeMap<Cid, BlobInfo> = BTreeMap::new();
-        for claim in &changes.claimed {
-            let info = match infos.get(&claim.cid) {
-                Some(info) => info.clone(),
-                None => self
-                    .blob(&claim.cid)
-                    .await?
-                    .ok_or(Error::BlobNotFound(claim.cid.to_string()))?,
-            };
-            if let Some(claimed) = &claim.mime_type
-                && *claimed != info.mime_type
-            {
-                return Err(Error::BlobMismatch {
-                    cid: claim.cid.to_string(),
-                    field: "mimeType",
-                    claimed: claimed.clone(),
-                    stored: info.mime_type.clone(),
-                });
-            }
-            if let Some(claimed) = claim.size
-                && claimed != info.size
-            {
-                return Err(Error::BlobMismatch {
-                    cid: claim.cid.to_string(),
-                    field: "size",
-                    claimed: claimed.to_string(),
-                    stored: info.size.to_string(),
-                });
-            }
-            infos.insert(claim.cid, info);
+        blob_ops(self.store.kv(), &self.id, changes, rev, true).await
+    }
+}
+
+/// The write operations of `changes` in a commit of `rev` to `repo`. With
+/// `check_claims`, as [`Repository::blob_ops`]; without (an import, whose
+/// file is what the repository was), references to blobs the repository
+/// does not hold are kept all the same, for the blobs to be adopted once
+/// their bytes are here ([`adopt_referenced_blobs`]).
+pub(crate) async fn blob_ops<K: Kv>(
+    kv: &K,
+    repo: &str,
+    changes: &BlobChanges,
+    rev: u64,
+    check_claims: bool,
+) -> Result<Vec<WriteOp>, Error> {
+    let mut infos: BTreeMap<Cid, BlobInfo> = BTreeMap::new();
+    for claim in changes.claimed.iter().filter(|_| check_claims) {
+        let info = match infos.get(&claim.cid) {
+            Some(info) => info.clone(),
+            None => blob_info(kv, repo, &claim.cid)
+                .await?
+                .ok_or(Error::BlobNotFound(claim.cid.to_string()))?,
+        };
+        if let Some(claimed) = &claim.mime_type
+            && *claimed != info.mime_type
+        {
+            return Err(Error::BlobMismatch {
+                cid: claim.cid.to_string(),
+                field: "mimeType",
+                claimed: claimed.clone(),
+                stored: info.mime_type.clone(),
+            });
         }
-        let mut ops = Vec::new();
-        for ((collection, rkey), cids) in &changes.records {
-            let key = records::record_blobs_key(&self.id, collection, rkey);
-            if cids.is_empty() {
-                ops.push(WriteOp::Delete(key));
-            } else {
-                let list: Vec<String> = cids.iter().map(Cid::to_string).collect();
-                ops.push(WriteOp::Put(
-                    key,
-                    Bytes::from(serde_json::to_vec(&list).unwrap_or_default()),
-                ));
-            }
+        if let Some(claimed) = claim.size
+            && claimed != info.size
+        {
+            return Err(Error::BlobMismatch {
+                cid: claim.cid.to_string(),
+                field: "size",
+                claimed: claimed.to_string(),
+                stored: info.size.to_string(),
+            });
         }
-        for (cid, change) in &changes.counts {
-            if *change == 0 {
-                continue;
-            }
-            let mut info = match infos.remove(cid) {
-                Some(info) => info,
-                // A reference going away from a blob no longer held.
-                None => match self.blob(cid).await? {
-                    Some(info) => info,
-                    None => continue,
-                },
-            };
-            let refs = i64::try_from(info.refs).unwrap_or(i64::MAX) + change;
-            info.refs = u64::try_from(refs.max(0)).unwrap_or(0);
-            if info.refs > 0 {
-                info.permanent = true;
-                info.first_rev.get_or_insert(rev);
-                info.released_rev = None;
-            } else {
-                info.released_rev = Some(rev);
-            }
+        infos.insert(claim.cid, info);
+    }
+    let mut ops = Vec::new();
+    for ((collection, rkey), cids) in &changes.records {
+        let key = records::record_blobs_key(repo, collection, rkey);
+        if cids.is_empty() {
+            ops.push(WriteOp::Delete(key));
+        } else {
+            let list: Vec<String> = cids.iter().map(Cid::to_string).collect();
             ops.push(WriteOp::Put(
-                records::blob_key(&self.id, &cid.to_string()),
-                info.encode(),
+                key,
+                Bytes::from(serde_json::to_vec(&list).unwrap_or_default()),
             ));
         }
-        Ok(ops)
+    }
+    for (cid, change) in &changes.counts {
+        if *change == 0 {
+            continue;
+        }
+        let mut info = match infos.remove(cid) {
+            Some(info) => info,
+            // A reference going away from a blob no longer held.
+            None => match blob_info(kv, repo, cid).await? {
+                Some(info) => info,
+                None => continue,
+            },
+        };
+        let refs = i64::try_from(info.refs).unwrap_or(i64::MAX) + change;
+        info.refs = u64::try_from(refs.max(0)).unwrap_or(0);
+        if info.refs > 0 {
+            info.permanent = true;
+            info.first_rev.get_or_insert(rev);
+            info.released_rev = None;
+        } else {
+            info.released_rev = Some(rev);
+        }
+        ops.push(WriteOp::Put(
+            records::blob_key(repo, &cid.to_string()),
+            info.encode(),
+        ));
+    }
+    Ok(ops)
+}
+
+/// The blobs `records` (dag-cbor record bytes) refer to, each with the
+/// type a record claims for it.
+pub(crate) fn referred_blobs<'a>(
+    records: impl IntoIterator<Item = &'a [u8]>,
+) -> BTreeMap<Cid, Option<String>> {
+    let mut found = BTreeMap::new();
+    for bytes in records {
+        if !may_refer_to_blobs(bytes) {
+            continue;
+        }
+        for r in blob_refs(&datamodel::dag_cbor_to_json(bytes)) {
+            let claim = found.entry(r.cid).or_insert(None);
+            if claim.is_none() {
+                *claim = r.mime_type;
+            }
+        }
+    }
+    found
+}
+
+/// What [`adopt_referenced_blobs`] found.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct BlobAdoption {
+    /// Blobs the repository holds now that it did not.
+    pub(crate) adopted: u64,
+    /// Blobs its records refer to whose bytes are not in the store.
+    pub(crate) missing: Vec<Cid>,
+}
+
+/// Makes every blob the records of `repo` refer to (the stored references)
+/// one it holds, where the store has the blob's bytes and the repository
+/// did not hold it: as after an import, which keeps the references of the
+/// records it brings whether or not their blobs are here. Its type is
+/// found as an upload's is (the bytes' sniffed type, else `claims`: the
+/// type a record gives); `rev` is the commit it is permanent from.
+pub(crate) async fn adopt_referenced_blobs<K: Kv>(
+    kv: &K,
+    repo: &str,
+    claims: &BTreeMap<Cid, Option<String>>,
+    rev: u64,
+    now_secs: u64,
+) -> Result<BlobAdoption, Error> {
+    let mut counts: BTreeMap<Cid, u64> = BTreeMap::new();
+    for (_, value) in kv
+        .scan(&records::repo_record_blobs_range(repo), false, usize::MAX)
+        .await?
+    {
+        for cid in decode_cid_list(&value) {
+            *counts.entry(cid).or_default() += 1;
+        }
+    }
+    let blobs = kv.blobs();
+    let mut adoption = BlobAdoption::default();
+    let mut ops = Vec::new();
+    for (cid, refs) in counts {
+        if blob_info(kv, repo, &cid).await?.is_some() {
+            continue;
+        }
+        let head = match blobs.get(&cid, Some(0..store::SNIFF_BYTES as u64)).await {
+            Ok(bytes) => bytes,
+            Err(store::BlobError::NotFound(_)) => {
+                adoption.missing.push(cid);
+                continue;
+            }
+            Err(e) => return Err(e.into()),
+        };
+        let size = head.size;
+        let head: Vec<Bytes> = futures::TryStreamExt::try_collect(head.stream).await?;
+        let info = BlobInfo {
+            mime_type: blob_type(&head.concat(), claims.get(&cid).and_then(Option::as_deref)),
+            size,
+            created_at: now_secs,
+            refs,
+            permanent: true,
+            first_rev: Some(rev),
+            released_rev: None,
+        };
+        ops.push(WriteOp::Put(
+            records::blob_key(repo, &cid.to_string()),
+            info.encode(),
+        ));
+        adoption.adopted += 1;
+    }
+    if !ops.is_empty() {
+        kv.write(ops).await?;
+    }
+    Ok(adoption)
+}
+
+/// What a copy of blobs between stores did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct BlobCopyReport {
+    /// Blobs copied.
+    pub copied: u64,
+    /// Bytes copied.
+    pub bytes: u64,
+    /// Blobs the destination had already (a blob's bytes never change).
+    pub present: u64,
+}
+
+/// Copies the blobs `cids` from `from` into `to` where `to` lacks them,
+/// each hashed on the way ([`store::BlobError::Damaged`] stops the copy);
+/// those `from` lacks are returned. `progress` gets the report so far.
+pub(crate) async fn copy_blobs(
+    from: &store::Blobs,
+    to: &store::Blobs,
+    cids: impl IntoIterator<Item = Cid>,
+    mut progress: impl FnMut(&BlobCopyReport) + Send,
+) -> Result<(BlobCopyReport, Vec<Cid>), Error> {
+    let mut report = BlobCopyReport::default();
+    let mut absent = Vec::new();
+    for cid in cids {
+        if to.size(&cid).await?.is_some() {
+            report.present += 1;
+            continue;
+        }
+        match from.copy_to(&cid, to, &format!("copy-{cid}")).await {
+            Ok(stored) => {
+                report.copied += 1;
+                report.bytes += stored.size;
+            }
+            Err(store::BlobError::NotFound(_)) => absent.push(cid),
+            Err(e) => return Err(e.into()),
+        }
+        progress(&report);
+    }
+    Ok((report, absent))
+}
+
+impl<K: Kv> Repository<K> {
+    /// Copies every blob the repository holds permanently (those a commit
+    /// referred to) into `to`, for a backup (`export --blobs DIR`): those
+    /// `to` has already are left, so that a backup directory grows by
+    /// what is new. `progress` gets the report so far.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Blob`] when a blob's bytes are missing or damaged here, or
+    /// a storage error.
+    pub async fn export_blobs(
+        &self,
+        to: &store::Blobs,
+        progress: impl FnMut(&BlobCopyReport) + Send,
+    ) -> Result<BlobCopyReport, Error> {
+        let held = self.list_blobs(None, usize::MAX).await?;
+        let cids = held
+            .iter()
+            .filter(|(_, info)| info.permanent)
+            .filter_map(|(cid, _)| Cid::try_from(cid.as_str()).ok());
+        let (report, absent) = copy_blobs(&self.store.kv().blobs(), to, cids, progress).await?;
+        match absent.first() {
+            Some(cid) => Err(store::BlobError::NotFound(*cid).into()),
+            None => Ok(report),
+        }
     }
 }

@@ -54,6 +54,10 @@ pub struct CheckReport {
     /// validator's message), stored Lexicons that no longer parse, and
     /// references to definitions no Lexicon has.
     pub warnings: Vec<String>,
+    /// Blobs the head's records refer to, each read and hashed (one that
+    /// is missing, or whose bytes are not what its CID names, is a
+    /// problem).
+    pub blobs: u64,
 }
 
 impl CheckReport {
@@ -186,6 +190,7 @@ impl<K: Kv> Repos<K> {
             head_moved: false,
             invalid_records: 0,
             warnings: Vec::new(),
+            blobs: 0,
         };
         let head_commit = match load(store, head.commit).await {
             Ok(commit) => Some(commit),
@@ -257,6 +262,7 @@ impl<K: Kv> Repos<K> {
             for difference in self.open(id).await?.index_differences().await? {
                 report.problem(format!("field index of {difference}"));
             }
+            check_blobs(store, id, &mut report).await?;
         }
         if options.history {
             walk_history(store, &roots, examined, &mut report, &mut progress).await?;
@@ -622,6 +628,69 @@ async fn walk_history<K: Kv>(
         report.older_records += to_read.len() as u64;
         read_records(store, to_read, report).await?;
         progress(CheckProgress::History { done, total });
+    }
+    Ok(())
+}
+
+/// Every blob the records of `id` refer to (their stored references): held
+/// by the repository with as many references as the records make, and its
+/// bytes there and hashing to its CID.
+async fn check_blobs<K: Kv>(
+    store: &Store<K>,
+    id: &str,
+    report: &mut CheckReport,
+) -> Result<(), Error> {
+    use keycodec::records;
+    let kv = store.kv();
+    // Per blob: how many records refer to it, and the first of them.
+    let mut referred: std::collections::BTreeMap<Cid, (u64, String)> =
+        std::collections::BTreeMap::new();
+    for (key, value) in kv
+        .scan(&records::repo_record_blobs_range(id), false, usize::MAX)
+        .await?
+    {
+        let path = match records::decode_key(&key) {
+            Ok(records::DecodedKey::RecordBlobs {
+                collection, rkey, ..
+            }) => format!("{collection}/{rkey}"),
+            _ => String::from("a record"),
+        };
+        let cids: Vec<String> = serde_json::from_slice(&value).unwrap_or_default();
+        for cid in cids {
+            match Cid::try_from(cid.as_str()) {
+                Ok(cid) => referred.entry(cid).or_insert((0, path.clone())).0 += 1,
+                Err(_) => report.problem(format!(
+                    "the blob references of {path} hold {cid:?}, which is not a CID"
+                )),
+            }
+        }
+    }
+    let blobs = kv.blobs();
+    for (cid, (refs, path)) in referred {
+        report.blobs += 1;
+        let Some(bytes) = kv.get(&records::blob_key(id, &cid.to_string())).await? else {
+            report.problem(format!(
+                "{path} refers to blob {cid}, which {id} does not hold (its bytes are not \
+                 in this store: import the backup again with --blobs DIR)"
+            ));
+            continue;
+        };
+        if let Ok(info) = serde_json::from_slice::<crate::blobs::BlobInfo>(&bytes)
+            && info.refs != refs
+        {
+            report.problem(format!(
+                "blob {cid} counts {} references, and {refs} records refer to it",
+                info.refs
+            ));
+        }
+        match blobs.verify(&cid).await {
+            Ok(()) => {}
+            Err(store::BlobError::NotFound(_)) => report.problem(format!(
+                "blob {cid} ({path} refers to it) is held, and its bytes are missing"
+            )),
+            Err(e @ store::BlobError::Damaged { .. }) => report.problem(e.to_string()),
+            Err(e) => return Err(e.into()),
+        }
     }
     Ok(())
 }

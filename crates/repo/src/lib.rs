@@ -49,7 +49,7 @@ mod signing;
 mod validation;
 
 pub use blob_gc::{BlobGcReport, DEFAULT_BLOB_TEMP_TTL_SECS};
-pub use blobs::{BlobInfo, BlobRef, blob_refs, blob_type};
+pub use blobs::{BlobCopyReport, BlobInfo, BlobRef, blob_refs, blob_type};
 pub use car::declarations::AccountBackup;
 pub use car::export::ExportReport;
 pub use car::import::{ImportOptions, ImportProgress, ImportReport};

@@ -45,6 +45,14 @@ pub enum BlobError {
     /// No blob with this CID is stored.
     #[error("no blob {0} is stored")]
     NotFound(Cid),
+    /// The bytes stored under a CID do not hash to it.
+    #[error("the bytes stored as blob {cid} hash to {actual} (damaged)")]
+    Damaged {
+        /// The CID they are stored under.
+        cid: Cid,
+        /// The CID of what they are (its string form).
+        actual: String,
+    },
     /// The object store failed.
     #[error("blob storage: {0}")]
     Store(#[from] object_store::Error),
@@ -126,6 +134,23 @@ impl Blobs {
     #[must_use]
     pub fn new(objects: Arc<dyn ObjectStore>, root: ObjectPath) -> Self {
         Self { objects, root }
+    }
+
+    /// Blobs kept in a local directory, `dir/<cid>`, as a backup keeps
+    /// them (`export --blobs DIR`); the directory is created if missing.
+    ///
+    /// # Errors
+    ///
+    /// [`BlobError::Store`] when the directory cannot be created.
+    pub fn in_directory(dir: &std::path::Path) -> Result<Self, BlobError> {
+        std::fs::create_dir_all(dir).map_err(|e| {
+            BlobError::Store(object_store::Error::Generic {
+                store: "LocalFileSystem",
+                source: Box::new(e),
+            })
+        })?;
+        let objects = object_store::local::LocalFileSystem::new_with_prefix(dir)?;
+        Ok(Self::new(Arc::new(objects), ObjectPath::from("")))
     }
 
     /// Blobs in memory (for [`MemoryKv`](crate::MemoryKv) stores).
@@ -247,6 +272,61 @@ impl Blobs {
             range,
             stream,
         })
+    }
+
+    /// Copies blob `cid` into `to` (under the temporary name `temp_name`
+    /// until it is whole), hashing it on the way: what `to` stored.
+    ///
+    /// # Errors
+    ///
+    /// [`BlobError::NotFound`]; [`BlobError::Damaged`] when the bytes do
+    /// not hash to `cid` (then `to` keeps nothing under `cid`); or
+    /// [`BlobError::Store`].
+    pub async fn copy_to(
+        &self,
+        cid: &Cid,
+        to: &Self,
+        temp_name: &str,
+    ) -> Result<StoredBlob, BlobError> {
+        let bytes = self.get(cid, None).await?;
+        let stored = to.put(bytes.stream, u64::MAX, temp_name).await?;
+        if stored.cid != *cid {
+            to.delete(&stored.cid).await?;
+            return Err(BlobError::Damaged {
+                cid: *cid,
+                actual: stored.cid.to_string(),
+            });
+        }
+        Ok(stored)
+    }
+
+    /// Reads blob `cid` whole and hashes it: [`BlobError::Damaged`] when
+    /// its bytes are not what its CID names.
+    ///
+    /// # Errors
+    ///
+    /// [`BlobError::NotFound`], [`BlobError::Damaged`] or
+    /// [`BlobError::Store`].
+    pub async fn verify(&self, cid: &Cid) -> Result<(), BlobError> {
+        let mut bytes = self.get(cid, None).await?;
+        let mut hasher = Sha256::new();
+        while let Some(chunk) = bytes.stream.next().await {
+            hasher.update(&chunk?);
+        }
+        let actual = Cid::new_v1(
+            RAW_CODEC,
+            Code::Sha2_256
+                .wrap(&hasher.finalize())
+                .map_err(|e| BlobError::Body(e.to_string()))?,
+        );
+        if actual == *cid {
+            Ok(())
+        } else {
+            Err(BlobError::Damaged {
+                cid: *cid,
+                actual: actual.to_string(),
+            })
+        }
     }
 
     /// The length of blob `cid`, if it is stored.

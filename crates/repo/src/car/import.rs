@@ -61,6 +61,13 @@ pub struct ImportReport {
     /// The account that owns the repository, as the file's declarations
     /// carry it: not restored here (the `accounts` crate restores it).
     pub account: Option<crate::car::declarations::AccountBackup>,
+    /// Blobs copied in from [`ImportOptions::blobs`].
+    pub blobs: crate::blobs::BlobCopyReport,
+    /// Blobs the repository's records refer to whose bytes this store does
+    /// not have (neither before nor from [`ImportOptions::blobs`]): the
+    /// records are in, and the blobs can be given later by importing the
+    /// file again with them (`check` lists them meanwhile).
+    pub blobs_missing: Vec<Cid>,
 }
 
 /// How an import treats the file.
@@ -80,6 +87,10 @@ pub struct ImportOptions {
     /// commits once the import succeeds; its public key is trusted for
     /// the file's commits too.
     pub signing_key: Option<(Arc<crate::signing::SigningKey>, std::path::PathBuf)>,
+    /// Where the blobs the file's records refer to are (a backup's blob
+    /// directory, `export --blobs DIR`): those the store lacks are copied
+    /// in, each checked against its CID, before anything else is written.
+    pub blobs: Option<store::Blobs>,
 }
 
 /// How far an import is, after the file has been read.
@@ -273,6 +284,28 @@ impl<K: Kv> Repos<K> {
         .map_err(|e| car_err(format!("the commit's tree is invalid or incomplete: {e}")))?;
         check_keys(&entries)?;
         let records_in_file = check_records(&blocks, &entries, store).await?;
+        // The blobs the file's records refer to, copied in where the store
+        // lacks them before anything is written (the copy may be long; a
+        // failed import leaves copies no repository holds, which `gc`
+        // collects).
+        let referred = crate::blobs::referred_blobs(
+            records_in_file
+                .iter()
+                .map(|&p| blocks.blocks[p].bytes().as_ref()),
+        );
+        let copied = match &options.blobs {
+            Some(from) if !referred.is_empty() => {
+                crate::blobs::copy_blobs(
+                    from,
+                    &store.kv().blobs(),
+                    referred.keys().copied(),
+                    |_| {},
+                )
+                .await?
+                .0
+            }
+            _ => crate::blobs::BlobCopyReport::default(),
+        };
 
         // Hold the open-repositories lock: no handle writes meanwhile.
         let open = self.lock_open().await;
@@ -314,6 +347,9 @@ impl<K: Kv> Repos<K> {
             let signing_key_missing = self
                 .after_import(&commit.repo, declarations.as_ref(), options, &mut progress)
                 .await?;
+            let adoption = self
+                .adopt_blobs(&commit.repo, &referred, commit.rev)
+                .await?;
             return Ok(ImportReport {
                 repo: commit.repo,
                 commit: root,
@@ -327,6 +363,8 @@ impl<K: Kv> Repos<K> {
                 signed: commit.sig.is_some(),
                 signing_key_missing,
                 account: declarations.and_then(|d| d.account),
+                blobs: copied,
+                blobs_missing: adoption.missing,
             });
         }
         let head_commit = current.map(|h| h.commit);
@@ -548,6 +586,9 @@ impl<K: Kv> Repos<K> {
                 }
             }
         }
+        // The blob references of the records the file changes, kept with
+        // the commit (a whole repository's records referred to none before).
+        let blob_changes = import_blob_changes(store, &commit.repo, &index, whole).await?;
         // A whole repository's indexes are computed from its records here,
         // on a thread of their own while the store takes the commit (the
         // records' bytes are shared, not copied); the rebuild then only
@@ -591,6 +632,16 @@ impl<K: Kv> Repos<K> {
             index_ops.extend(crate::history::deletions(store, &commit.repo).await?);
         }
         index_ops.push(crate::history::start_after(&commit.repo, commit.rev));
+        index_ops.extend(
+            crate::blobs::blob_ops(
+                store.kv(),
+                &commit.repo,
+                &blob_changes,
+                commit.rev.as_u64(),
+                false,
+            )
+            .await?,
+        );
         // The keys before the commit: a repository whose history is signed
         // never exists here without knowing it, so never takes an unsigned
         // commit after it.
@@ -658,6 +709,9 @@ impl<K: Kv> Repos<K> {
         let signing_key_missing = self
             .after_import(&commit.repo, declarations.as_ref(), options, &mut progress)
             .await?;
+        let adoption = self
+            .adopt_blobs(&commit.repo, &referred, commit.rev)
+            .await?;
         Ok(ImportReport {
             repo: commit.repo,
             commit: root,
@@ -675,7 +729,23 @@ impl<K: Kv> Repos<K> {
             signed: commit.sig.is_some(),
             signing_key_missing,
             account: declarations.and_then(|d| d.account),
+            blobs: copied,
+            blobs_missing: adoption.missing,
         })
+    }
+
+    /// After an import: the blobs the repository's records refer to whose
+    /// bytes are here become the repository's
+    /// ([`crate::blobs::adopt_referenced_blobs`]).
+    async fn adopt_blobs(
+        &self,
+        id: &str,
+        claims: &BTreeMap<Cid, Option<String>>,
+        rev: Tid,
+    ) -> Result<crate::blobs::BlobAdoption, Error> {
+        let now_secs = self.env().now_micros() / 1_000_000;
+        crate::blobs::adopt_referenced_blobs(self.store().kv(), id, claims, rev.as_u64(), now_secs)
+            .await
     }
 
     /// The definitions Lexicons of `declarations` become the repository's
@@ -745,6 +815,40 @@ impl<K: Kv> Repos<K> {
         let keys = repo.signing_keys().await?;
         Ok(keys.current.is_none() && !keys.known.is_empty())
     }
+}
+
+/// How the records an import changes change the repository's blob
+/// references: each new record's, in place of what the store kept for it
+/// (nothing, for a whole repository).
+async fn import_blob_changes<K: Kv>(
+    store: &Store<K>,
+    repo: &str,
+    index: &[RecordChange],
+    whole: bool,
+) -> Result<crate::blobs::BlobChanges, Error> {
+    let kv = store.kv();
+    let stored_refs = !whole
+        && !kv
+            .scan(&keycodec::records::repo_record_blobs_range(repo), false, 1)
+            .await?
+            .is_empty();
+    let mut changes = crate::blobs::BlobChanges::default();
+    for change in index {
+        let after = change
+            .record
+            .as_ref()
+            .filter(|b| crate::blobs::may_refer_to_blobs(b.bytes()))
+            .map(|b| datamodel::dag_cbor_to_json(b.bytes()));
+        let before = if stored_refs {
+            crate::blobs::record_blobs(kv, repo, &change.collection, &change.rkey).await?
+        } else {
+            Vec::new()
+        };
+        if after.is_some() || !before.is_empty() {
+            changes.record(&change.collection, &change.rkey, &before, after.as_ref());
+        }
+    }
+    Ok(changes)
 }
 
 /// Drops the field indexes `declarations` do not declare (or declare with

@@ -43,12 +43,12 @@ fn blob_error(e: BlobError) -> XrpcError {
         ),
         BlobError::Body(why) => XrpcError::invalid(format!("the upload was cut off: {why}")),
         BlobError::NotFound(cid) => not_found(&cid.to_string()),
-        BlobError::Store(e) => {
+        e @ (BlobError::Store(_) | BlobError::Damaged { .. }) => {
             tracing::error!(error = %e, "blob storage failed");
             XrpcError::new(
                 StatusCode::SERVICE_UNAVAILABLE,
                 "InternalServerError",
-                format!("blob storage: {e}"),
+                e.to_string(),
             )
         }
     }
