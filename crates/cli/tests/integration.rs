@@ -56,5 +56,6 @@ mod cli_unwritable_stores;
 mod cli_verify_an_unsigned_export;
 mod cli_web_interface;
 mod cli_web_interface_private_reads;
+mod cli_web_shows_blobs;
 mod cli_web_sign_in;
 mod cli_writes_agree_with_the_server;

@@ -67,6 +67,7 @@ static ASSETS: &[Asset] = &[
     asset!("views.js", JS),
     asset!("pail.js", JS),
     asset!("edit.js", JS),
+    asset!("blobs.js", JS),
     asset!("favicon.svg", "image/svg+xml"),
 ];
 
@@ -104,7 +105,7 @@ fn serve(asset: &Asset, headers: &HeaderMap) -> Response {
         (
             header::CONTENT_SECURITY_POLICY,
             HeaderValue::from_static(
-                "default-src 'self'; img-src 'self' data:; object-src 'none'; base-uri 'none'; frame-ancestors 'none'",
+                "default-src 'self'; img-src 'self' data: blob:; object-src 'none'; base-uri 'none'; frame-ancestors 'none'",
             ),
         ),
     ];

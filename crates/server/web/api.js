@@ -92,6 +92,23 @@ async function send(path, init, bearer) {
   return body;
 }
 
+/** The `com.atproto.sync.getBlob` URL of blob `cid` of repository `did`. */
+export function blobUrl(did, cid) {
+  return `/xrpc/com.atproto.sync.getBlob?${new URLSearchParams({ did, cid })}`;
+}
+
+/** Whether calls carry a credential (a signed-in account or a token). */
+export const hasCredentials = () => Boolean(signedIn || token.get());
+
+/** Blob `cid` of `did` as a `Blob`, fetched with this page's credentials. */
+export async function fetchBlob(did, cid) {
+  const s = signedIn;
+  const bearer = s ? s.accessJwt : token.get();
+  const res = await fetch(blobUrl(did, cid), { headers: bearer ? { authorization: `Bearer ${bearer}` } : {} });
+  if (!res.ok) throw new ApiError(res.status, 'Error', `HTTP ${res.status}`);
+  return res.blob();
+}
+
 /** GET `nsid` with the defined, non-empty `params`. */
 export function get(nsid, params = {}) {
   const q = new URLSearchParams();

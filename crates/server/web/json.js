@@ -2,6 +2,7 @@
 // become links, long strings are cut with a way to see them whole.
 
 import { h, a, repoPath, truncated } from './dom.js';
+import { blobUrl } from './api.js';
 
 const LONG = 300;
 
@@ -35,8 +36,10 @@ function write(out, v, indent, did) {
   if (typeof v === 'object') {
     const keys = Object.keys(v);
     if (keys.length === 1 && keys[0] === '$link' && typeof v.$link === 'string') {
+      // A blob's CID (codec raw: `bafkrei…`) names bytes, not a block.
+      const href = v.$link.startsWith('bafkrei') ? blobUrl(did, v.$link) : repoPath(did, 'block', v.$link);
       out.append('{"$link": ');
-      out.append(h('a', { class: 'j-str', href: repoPath(did, 'block', v.$link) }, JSON.stringify(v.$link)));
+      out.append(h('a', { class: 'j-str', href }, JSON.stringify(v.$link)));
       return out.append('}');
     }
     if (keys.length === 0) return out.append('{}');

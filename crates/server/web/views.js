@@ -6,6 +6,7 @@ import * as api from './api.js';
 import { h, a, repoPath, withQuery, cidText, timeText, num, loading, errorBox, fill } from './dom.js';
 import { jsonView, preview } from './json.js';
 import { recordEditor, deleteButton } from './edit.js';
+import { blobRefs, blobView, previewImage } from './blobs.js';
 
 let navigate = (href) => { location.href = href; };
 /** Set by the router: how views move to another path. */
@@ -239,7 +240,7 @@ export async function collection(ctx) {
     const rkey = rkeyOf(r);
     return h('tr', { dataset: { rkey } },
       h('td', {}, a(repoPath(did, coll, rkey), h('code', {}, rkey))),
-      h('td', { class: 'preview' }, preview(r.value)),
+      h('td', { class: 'preview' }, previewImage(did, r.value), preview(r.value)),
       h('td', {}, cidText(r.cid)));
   });
   const nav = h('nav', { class: 'pager', 'aria-label': 'Pages' });
@@ -317,9 +318,16 @@ export async function record(ctx) {
         h('dt', {}, 'URI'), h('dd', {}, h('code', { class: 'wrap' }, r.uri)),
         h('dt', {}, 'CID'), h('dd', {}, h('code', { class: 'wrap', dataset: { cid: r.cid } }, r.cid)),
         h('dt', {}, 'Size'), h('dd', {}, `${num(r.size)} bytes (dag-cbor)`)),
-      actions, editor, jsonView(r.value, did));
+      actions, editor, blobsOf(did, r.value), jsonView(r.value, did));
   }
   loadHistory(ctx, history, undefined);
+}
+
+/** The blobs record `value` refers to, shown, or nothing. */
+function blobsOf(did, value) {
+  const refs = blobRefs(value);
+  if (!refs.length) return '';
+  return h('section', { class: 'blobs', 'aria-label': 'Blobs' }, ...refs.map((ref) => blobView(did, ref)));
 }
 
 async function loadHistory(ctx, box, cursor) {
