@@ -135,6 +135,12 @@ impl ServeProcess {
         }
     }
 
+    /// The server's process id.
+    #[must_use]
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// Waits until the server answers `_health`.
     pub async fn ready(&self) {
         let client = reqwest::Client::new();

@@ -4,11 +4,13 @@
 
 mod common;
 
+mod blob_references_vs_model;
 mod blobs_are_collected;
 mod car_export_import;
 mod check_finds_damage;
 mod check_finds_damaged_sliced_rows;
 mod check_finds_unsigned_commits_in_a_signed_history;
+mod collecting_beside_a_commit_leaves_no_dangling_reference;
 mod counts_and_histories_across_upgrades_and_imports;
 mod crash_with_shard_deltas;
 mod datetime_index_covers_the_whole_calendar;

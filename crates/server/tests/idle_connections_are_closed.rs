@@ -183,9 +183,12 @@ async fn a_response_nobody_reads_is_cut_off_after_one_idle_period() {
         )
         .await
         .unwrap();
-    // Unread while the server fills the socket's buffers and stalls.
+    // Unread while the server fills the socket's buffers and stalls (up
+    // to 2.5 s on a busy machine: the test binary runs other servers'
+    // tests meanwhile), then one idle period (3 s); closing after two
+    // periods would still be open at 5.5 s.
     let start = Instant::now();
-    tokio::time::sleep(Duration::from_millis(4_500)).await;
+    tokio::time::sleep(Duration::from_millis(5_500)).await;
     // Reading now drains what the buffers held, then finds the end. Before
     // the fix the connection was still open (closed after two periods and
     // more: the bytes read below would reach the whole CAR).
