@@ -113,6 +113,10 @@ pub fn blob_cid(bytes: &[u8]) -> Cid {
 pub struct Blobs {
     objects: Arc<dyn ObjectStore>,
     root: ObjectPath,
+    /// Where `root` is on disk, for a local store: an upload's bytes are
+    /// staged there in files the object store neither lists nor deletes
+    /// (`tmp/<name>#<n>`), which a crash leaves behind.
+    local_dir: Option<Arc<std::path::PathBuf>>,
 }
 
 impl std::fmt::Debug for Blobs {
@@ -133,7 +137,38 @@ impl Blobs {
     /// The blobs under `root` (`<prefix>/blobs`) of `objects`.
     #[must_use]
     pub fn new(objects: Arc<dyn ObjectStore>, root: ObjectPath) -> Self {
-        Self { objects, root }
+        Self {
+            objects,
+            root,
+            local_dir: None,
+        }
+    }
+
+    /// These blobs, whose root is the directory `dir` of a local file
+    /// system: [`Blobs::list`] then also finds the staging files of
+    /// uploads a crash cut off, and [`Blobs::delete_object`] deletes them.
+    #[must_use]
+    pub fn on_local_disk(mut self, dir: std::path::PathBuf) -> Self {
+        self.local_dir = Some(Arc::new(dir));
+        self
+    }
+
+    /// How the locations of uploads' objects begin: `<root>/tmp/`.
+    fn tmp_prefix(&self) -> String {
+        if self.root.as_ref().is_empty() {
+            "tmp/".to_owned()
+        } else {
+            format!("{}/tmp/", self.root)
+        }
+    }
+
+    /// A staging file's path, when `location` names one under `tmp/`.
+    fn staging_file(&self, location: &str) -> Option<std::path::PathBuf> {
+        let dir = self.local_dir.as_deref()?;
+        let name = location
+            .strip_prefix(&self.tmp_prefix())
+            .filter(|n| n.contains('#') && !n.contains('/') && !n.starts_with('.'))?;
+        Some(dir.join("tmp").join(name))
     }
 
     /// Blobs kept in a local directory, `dir/<cid>`, as a backup keeps
@@ -150,7 +185,7 @@ impl Blobs {
             })
         })?;
         let objects = object_store::local::LocalFileSystem::new_with_prefix(dir)?;
-        Ok(Self::new(Arc::new(objects), ObjectPath::from("")))
+        Ok(Self::new(Arc::new(objects), ObjectPath::from("")).on_local_disk(dir.to_path_buf()))
     }
 
     /// Blobs in memory (for [`MemoryKv`](crate::MemoryKv) stores).
@@ -370,6 +405,28 @@ impl Blobs {
                 location: meta.location.to_string(),
             });
         }
+        if let Some(dir) = self.local_dir.as_deref()
+            && let Ok(entries) = std::fs::read_dir(dir.join("tmp"))
+        {
+            for entry in entries.filter_map(Result::ok) {
+                let name = entry.file_name().to_string_lossy().into_owned();
+                let Ok(meta) = entry.metadata() else { continue };
+                if !name.contains('#') || !meta.is_file() {
+                    continue;
+                }
+                let modified = meta
+                    .modified()
+                    .ok()
+                    .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+                    .map_or(0, |d| d.as_secs());
+                listed.push(ListedBlob {
+                    cid: None,
+                    size: meta.len(),
+                    modified,
+                    location: format!("{}{name}", self.tmp_prefix()),
+                });
+            }
+        }
         Ok(listed)
     }
 
@@ -379,6 +436,16 @@ impl Blobs {
     ///
     /// [`BlobError::Store`].
     pub async fn delete_object(&self, location: &str) -> Result<(), BlobError> {
+        if let Some(file) = self.staging_file(location) {
+            return match std::fs::remove_file(&file) {
+                Ok(()) => Ok(()),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+                Err(e) => Err(BlobError::Store(object_store::Error::Generic {
+                    store: "LocalFileSystem",
+                    source: Box::new(e),
+                })),
+            };
+        }
         match self.objects.delete(&ObjectPath::from(location)).await {
             Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
             Err(e) => Err(e.into()),

@@ -117,6 +117,9 @@ impl SlateKv {
             Location::S3 { .. } => None,
         };
         let mut kv = Self::build(&path, store, options, options.settings(medium)?).await?;
+        if let Some(dir) = &local_dir {
+            kv.blobs = kv.blobs.on_local_disk(dir.join("blobs"));
+        }
         kv.local_dir = local_dir;
         Ok(kv)
     }
@@ -249,7 +252,10 @@ impl SlateKv {
             },
             Location::S3 { .. } => DbReaderMode::ManagedCheckpoint,
         };
-        let blobs = blobs_beside(&path, &store);
+        let mut blobs = blobs_beside(&path, &store);
+        if let Location::Local(dir) = location {
+            blobs = blobs.on_local_disk(dir.join("blobs"));
+        }
         let reader = DbReader::builder(path, store)
             .with_options(reader_options)
             .with_reader_mode(mode)
