@@ -183,9 +183,9 @@ proptest! {
                     }
                 }
                 let blobs = store.kv().blobs();
-                for c in 0..CONTENTS {
+                for (c, cid) in cids.iter().enumerate() {
                     for (r, model) in models.iter().enumerate() {
-                        let info = handles[r].blob(&cids[c]).await.unwrap();
+                        let info = handles[r].blob(cid).await.unwrap();
                         match (model.held.get(&c), info) {
                             (None, None) => {}
                             (Some(permanent), Some(info)) => {
@@ -198,7 +198,7 @@ proptest! {
                         }
                     }
                     let held_anywhere = models.iter().any(|m| m.held.contains_key(&c));
-                    let stored = blobs.size(&cids[c]).await.unwrap().is_some();
+                    let stored = blobs.size(cid).await.unwrap().is_some();
                     if held_anywhere {
                         assert!(stored, "step {step}: content {c} is held and its bytes are gone");
                     } else if matches!(op, Op::Collect) {
