@@ -22,7 +22,8 @@ pub struct Limits {
     pub max_page: usize,
     /// Most writes in one `applyWrites`.
     pub max_writes: usize,
-    /// Longest a request may take.
+    /// Longest a request may take (`uploadBlob` excepted: its body takes
+    /// the time it takes, bounded by the connection's idle timeout).
     pub request_timeout: Duration,
     /// Bytes that the bodies of all write requests in flight may hold
     /// together (at least `max_body_bytes`); past it a write is answered

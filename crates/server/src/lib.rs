@@ -441,7 +441,14 @@ async fn observe<K: Kv + 'static>(
     // private deployment would rather not log.
     let http_method = request.method().clone();
     let path = request.uri().path().to_owned();
-    let timeout = app.config.limits.request_timeout;
+    // An upload takes as long as its body takes to arrive (100 MiB from a
+    // phone is minutes): a stalled one is cut off by the connection's idle
+    // timeout instead.
+    let timeout = if method == "com.atproto.repo.uploadBlob" {
+        Duration::MAX
+    } else {
+        app.config.limits.request_timeout
+    };
     let response = match tokio::time::timeout(timeout, next.run(request)).await {
         Ok(response) => response,
         Err(_) => XrpcError::new(

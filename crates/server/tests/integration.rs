@@ -47,6 +47,7 @@ mod sessions_write_only_their_own_repository;
 mod signed_commits_through_the_api;
 mod sync_endpoints;
 mod token_refusals_write_nothing;
+mod uploads_outlast_the_request_timeout;
 mod web_interface_files;
 mod writes_admitted_before_their_bodies;
 mod wrong_http_method;
