@@ -201,6 +201,7 @@ fn explain(key: &[u8]) -> Result<Value, String> {
         }
         DecodedKey::SigningKeys { repo } => json!({"repo": repo}),
         DecodedKey::Event { seq } => json!({"seq": seq}),
+        DecodedKey::StreamEvent { time_us } => json!({"timeUs": time_us}),
         DecodedKey::Lexicon { repo, nsid } => json!({"repo": repo, "nsid": nsid}),
         _ => json!({}),
     };

@@ -202,6 +202,32 @@ pub fn event_key(seq: u64) -> Vec<u8> {
         .finish()
 }
 
+/// Every firehose event, in sequence order (not the stream's events,
+/// which share the event type under their own tag).
+#[must_use]
+pub fn events_range() -> KeyRange {
+    KeyRange::prefix(&KeyBuilder::new(RecordType::Event.prefix()).finish())
+}
+
+/// The tag of a stream event (the Jetstream-compatible `/subscribe`
+/// stream): the event type, reserved bits 1.
+const STREAM_EVENT_TAG: u8 = (RecordType::Event as u8) << 4 | 1;
+
+/// The key of a stream event: its time, unix microseconds (strictly
+/// increasing across the stream).
+#[must_use]
+pub fn stream_event_key(time_us: u64) -> Vec<u8> {
+    KeyBuilder::new(prefix_of(STREAM_EVENT_TAG))
+        .u64(time_us)
+        .finish()
+}
+
+/// Every stream event, in time order.
+#[must_use]
+pub fn stream_events_range() -> KeyRange {
+    KeyRange::prefix(&KeyBuilder::new(prefix_of(STREAM_EVENT_TAG)).finish())
+}
+
 /// The key of one commit-log entry.
 #[must_use]
 pub fn commit_log_key(repo: &str, rev: u64) -> Vec<u8> {
@@ -777,6 +803,11 @@ pub enum DecodedKey<'a> {
         /// The event's sequence number.
         seq: u64,
     },
+    /// A stream event key.
+    StreamEvent {
+        /// The event's time, unix microseconds.
+        time_us: u64,
+    },
     /// A Lexicon document key.
     Lexicon {
         /// The repository.
@@ -813,7 +844,7 @@ impl DecodedKey<'_> {
             | Self::RefreshToken { .. }
             | Self::InviteCode { .. }
             | Self::AppPassword { .. } => RecordType::SigningKeys,
-            Self::Event { .. } => RecordType::Event,
+            Self::Event { .. } | Self::StreamEvent { .. } => RecordType::Event,
             Self::Lexicon { .. } => RecordType::Lexicon,
         }
     }
@@ -854,6 +885,7 @@ pub fn decode_key(key: &[u8]) -> Result<DecodedKey<'_>, Error> {
             repo: r.str()?,
             cid: r.str()?,
         },
+        STREAM_EVENT_TAG => DecodedKey::StreamEvent { time_us: r.u64()? },
         ACCOUNT_TAG => DecodedKey::Account { did: r.str()? },
         HANDLE_TAG => DecodedKey::Handle { handle: r.str()? },
         REFRESH_TOKEN_TAG => DecodedKey::RefreshToken { jti: r.str()? },

@@ -10,5 +10,6 @@ mod fields_order;
 mod history_and_count_keys;
 mod prefix_golden;
 mod record_keys;
+mod stream_event_keys;
 mod txkey_golden;
 mod txkey_ranges;

@@ -1,7 +1,7 @@
 //! The firehose event log.
 
 use bytes::Bytes;
-use keycodec::{KeyRange, RecordType, records};
+use keycodec::{KeyRange, records};
 
 use super::state::{Store, View};
 use crate::{error::Error, kv::interface::Kv, kv::interface::WriteOp};
@@ -9,7 +9,7 @@ use crate::{error::Error, kv::interface::Kv, kv::interface::WriteOp};
 impl<K: Kv> Store<K> {
     pub(super) async fn last_event_seq(&self, view: View) -> Result<Option<u64>, Error> {
         let last = self
-            .kv_scan(&RecordType::Event.range(), true, 1, view)
+            .kv_scan(&records::events_range(), true, 1, view)
             .await?;
         last.first()
             .map(|(key, _)| match records::decode_key(key) {
@@ -43,7 +43,7 @@ impl<K: Kv> Store<K> {
         };
         let range = KeyRange {
             start: records::event_key(first),
-            end: RecordType::Event.range().end,
+            end: records::events_range().end,
         };
         self.kv_scan(&range, false, limit, View::Durable)
             .await?
@@ -68,7 +68,7 @@ impl<K: Kv> Store<K> {
         let mut deleted = 0;
         loop {
             let range = KeyRange {
-                start: RecordType::Event.range().start,
+                start: records::events_range().start,
                 end: Some(records::event_key(through.saturating_add(1))),
             };
             let keys = self.kv_scan(&range, false, 10_000, View::Written).await?;
