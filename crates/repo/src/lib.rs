@@ -46,6 +46,7 @@ mod record;
 mod repository;
 mod search;
 mod signing;
+mod stream;
 mod validation;
 
 pub use blob_gc::{BlobGcReport, DEFAULT_BLOB_TEMP_TTL_SECS};

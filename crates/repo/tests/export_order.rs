@@ -180,6 +180,7 @@ fn the_tree_wins_over_a_differing_index_row() {
                 index: Vec::new(),
                 history: store::LogChange::default(),
                 event: None,
+                stream: None,
             })
             .await
             .unwrap();

@@ -75,6 +75,7 @@ async fn car_with_bad_records(bad_keys: &[&str]) -> Vec<u8> {
             index: Vec::new(),
             history: store::LogChange::default(),
             event: None,
+            stream: None,
         })
         .await
         .unwrap();

@@ -46,6 +46,7 @@ mod shard_deltas;
 mod signatures_vs_atproto_crypto;
 mod signed_commit_format;
 mod signed_repositories;
+mod stream_events_follow_the_writes;
 mod verify_finds_tampering;
 mod writes_and_reads;
 mod writes_meet_lexicons_added_meanwhile;

@@ -185,6 +185,7 @@ fn check_counts_signed_commits_and_names_a_foreign_signature() {
                 index: Vec::new(),
                 history: store::LogChange::default(),
                 event: None,
+                stream: None,
             })
             .await
             .unwrap();

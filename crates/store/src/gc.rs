@@ -626,6 +626,7 @@ mod tests {
                     index: Vec::new(),
                     history: crate::store::commit::LogChange::default(),
                     event: None,
+                    stream: None,
                 })
                 .await
                 .unwrap();

@@ -114,6 +114,7 @@ fn commit(n: u64, expected: Option<Cid>) -> Commit {
         index: Vec::new(),
         history: store::LogChange::default(),
         event: None,
+        stream: None,
     }
 }
 

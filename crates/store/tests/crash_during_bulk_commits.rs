@@ -61,6 +61,7 @@ fn commit(rev: u64, expected: Option<Head>) -> Commit {
         index: Vec::new(),
         history: store::LogChange::default(),
         event: None,
+        stream: None,
     }
 }
 

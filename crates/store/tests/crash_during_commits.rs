@@ -61,6 +61,7 @@ async fn crash_child() {
                 index: Vec::new(),
                 history: store::LogChange::default(),
                 event: None,
+                stream: None,
             })
             .await
             .unwrap();

@@ -149,6 +149,7 @@ fn commit(expected: Option<cid::Cid>, rev: u64) -> Commit {
         index: Vec::new(),
         history: store::LogChange::default(),
         event: None,
+        stream: None,
     }
 }
 

@@ -78,6 +78,7 @@ async fn write_commits<K: Kv>(store: &Store<K>, from: u64, n: u64) -> Vec<Cid> {
                 index: Vec::new(),
                 history: store::LogChange::default(),
                 event: None,
+                stream: None,
             })
             .await
             .unwrap();
@@ -215,6 +216,7 @@ async fn a_first_commit_naming_an_unknown_predecessor_is_not_missing_anything() 
             index: Vec::new(),
             history: store::LogChange::default(),
             event: None,
+            stream: None,
         })
         .await
         .unwrap();
@@ -252,6 +254,7 @@ async fn put_one<K: Kv>(store: &Store<K>, key: &str, record: (Cid, Bytes)) -> Ci
             index: Vec::new(),
             history: store::LogChange::default(),
             event: None,
+            stream: None,
         })
         .await
         .unwrap();

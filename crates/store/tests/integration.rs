@@ -17,4 +17,5 @@ mod record_index_inline;
 mod shard_cache;
 mod short_lived_writers;
 mod store_semantics;
+mod stream_events_are_timed_in_commit_order;
 mod wal_backlog_is_bounded;

@@ -25,6 +25,7 @@ fn commit(expected: Option<cid::Cid>, rev: u64) -> Commit {
         index: Vec::new(),
         history: store::LogChange::default(),
         event: None,
+        stream: None,
     }
 }
 

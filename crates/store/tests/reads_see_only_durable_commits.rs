@@ -30,6 +30,7 @@ fn commit(rev: u64, expected: Option<Head>, rkey: &str) -> Commit {
         index: Vec::new(),
         history: store::LogChange::default(),
         event: None,
+        stream: None,
     }
 }
 

@@ -44,6 +44,7 @@ async fn inline_records_read_back_verified() {
             index: Vec::new(),
             history: store::LogChange::default(),
             event: None,
+            stream: None,
         })
         .await
         .unwrap();

@@ -57,6 +57,7 @@ fn commit(repo: &str, expected: Option<cid::Cid>, n: u64, records: Vec<RecordCha
         index: Vec::new(),
         history: store::LogChange::default(),
         event: None,
+        stream: None,
     }
 }
 

@@ -44,6 +44,7 @@ fn commit(repo: &str, expected: Option<Cid>, rev: u64) -> Commit {
         index: Vec::new(),
         history: store::LogChange::default(),
         event: None,
+        stream: None,
     }
 }
 

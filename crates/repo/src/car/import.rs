@@ -672,6 +672,7 @@ impl<K: Kv> Repos<K> {
                         replace,
                     },
                     event: None,
+                    stream: None,
                 },
                 |written, total| {
                     progress(if written < total {

@@ -276,6 +276,7 @@ impl<K: Kv> Repository<K> {
         let mut added_collections: HashMap<String, CollectionInfo> = HashMap::new();
         let mut commit_index = index::CommitIndex::default();
         let mut ops = Vec::with_capacity(checked.len());
+        let mut stream_ops = Vec::with_capacity(checked.len());
         // Records written earlier in this commit, for the index changes of
         // later writes to the same path.
         let mut written: HashMap<String, Option<Value>> = HashMap::new();
@@ -377,17 +378,27 @@ impl<K: Kv> Repository<K> {
             *count_changes
                 .entry(collection.as_str().to_owned())
                 .or_default() += count_change;
+            let operation = match (new_cid, old) {
+                (Some(_), None) => "create",
+                (Some(_), Some(_)) => "update",
+                (None, _) => "delete",
+            };
             ops.push(crate::event::RepoOp {
-                action: match (new_cid, old) {
-                    (Some(_), None) => "create",
-                    (Some(_), Some(_)) => "update",
-                    (None, _) => "delete",
-                }
-                .to_owned(),
+                action: operation.to_owned(),
                 path: path.clone(),
                 cid: new_cid,
                 prev: old,
             });
+            // The record as JSON, once: for the stream, the indexes and
+            // the blob references.
+            let record_json = new.map(Record::to_json);
+            stream_ops.push((
+                operation,
+                collection.as_str().to_owned(),
+                rkey.as_str().to_owned(),
+                new_cid,
+                record_json.clone(),
+            ));
             if let Some(declared) = state.indexes.get(collection.as_str())
                 && !declared.is_empty()
             {
@@ -396,7 +407,7 @@ impl<K: Kv> Repository<K> {
                     (None, Some(cid)) => Some(self.load_record(cid).await?.to_json()),
                     (None, None) => None,
                 };
-                let after = new.map(Record::to_json);
+                let after = record_json.clone();
                 commit_index
                     .record(
                         self.store.kv(),
@@ -426,7 +437,7 @@ impl<K: Kv> Repository<K> {
                     collection.as_str(),
                     rkey.as_str(),
                     before.as_deref().unwrap_or_default(),
-                    new.filter(|_| refers).map(Record::to_json).as_ref(),
+                    record_json.as_ref().filter(|_| refers),
                 );
             }
             index.push(RecordChange {
@@ -453,6 +464,24 @@ impl<K: Kv> Repository<K> {
         }
         let commit_block = commit.encode();
         let commit_cid = commit_block.cid();
+        let rev_text = commit.rev.to_string();
+        let stream = crate::stream::stream_events(
+            &self.id,
+            stream_ops
+                .into_iter()
+                .map(|(operation, collection, rkey, cid, record)| {
+                    crate::stream::StreamOp::new(
+                        &rev_text,
+                        operation,
+                        &collection,
+                        &rkey,
+                        cid,
+                        record.as_ref(),
+                    )
+                })
+                .collect(),
+            commit.rev.timestamp_micros(),
+        );
         let event = commit_event(
             &commit,
             commit_cid,
@@ -523,6 +552,7 @@ impl<K: Kv> Repository<K> {
                 index: index_ops,
                 history: store::LogChange::default(),
                 event: Some(event),
+                stream: Some(stream),
             })
             .await?;
         let seq = pending.seq();

@@ -152,6 +152,7 @@ impl<K: Kv> Repos<K> {
                 index: vec![crate::history::start_at(id, 0)],
                 history: store::LogChange::default(),
                 event: Some(event),
+                stream: None,
             })
             .await
             .map_err(|e| match e {

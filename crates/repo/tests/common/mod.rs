@@ -170,6 +170,7 @@ pub(crate) async fn land_raw_commit(
             index: Vec::new(),
             history: store::LogChange::default(),
             event: None,
+            stream: None,
         })
         .await
         .unwrap();

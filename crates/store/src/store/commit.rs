@@ -95,6 +95,33 @@ pub struct Commit {
     /// next server-wide sequence number in the same atomic batch
     /// ([`PendingCommit::seq`](super::write::PendingCommit::seq), [`Store::events`](super::state::Store::events)).
     pub event: Option<Bytes>,
+    /// The commit's events of the Jetstream-compatible stream, stored in
+    /// the same atomic batch under their times ([`Store::stream_events`](super::state::Store::stream_events)).
+    pub stream: Option<StreamEvents>,
+}
+
+/// A commit's stream events, stamped with their times as the commit lands:
+/// the first event's time is the writer's `now_micros` or, when the stream
+/// already holds an event that late, the microsecond after the newest one;
+/// each next event's time is one more. So times increase strictly in the
+/// order commits land, and serve as a cursor.
+#[derive(Clone)]
+pub struct StreamEvents {
+    /// The writer's clock, unix microseconds.
+    pub now_micros: u64,
+    /// How many events.
+    pub count: usize,
+    /// Event `i`'s stored bytes, given its time.
+    pub encode: std::sync::Arc<dyn Fn(usize, u64) -> Bytes + Send + Sync>,
+}
+
+impl std::fmt::Debug for StreamEvents {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StreamEvents")
+            .field("now_micros", &self.now_micros)
+            .field("count", &self.count)
+            .finish_non_exhaustive()
+    }
 }
 
 /// An import's change to a repository's commit log, besides its new head.

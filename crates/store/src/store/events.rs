@@ -84,4 +84,94 @@ impl<K: Kv> Store<K> {
             .await?;
         }
     }
+
+    pub(super) async fn newest_stream_time_in(&self, view: View) -> Result<Option<u64>, Error> {
+        let last = self
+            .kv_scan(&records::stream_events_range(), true, 1, view)
+            .await?;
+        last.first().map(|(key, _)| stream_time(key)).transpose()
+    }
+
+    /// The time of the stream's newest durable event, if any.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Malformed`] or a storage error.
+    pub async fn newest_stream_time(&self) -> Result<Option<u64>, Error> {
+        self.newest_stream_time_in(View::Durable).await
+    }
+
+    /// The time of the stream's oldest durable event, if any.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Malformed`] or a storage error.
+    pub async fn oldest_stream_time(&self) -> Result<Option<u64>, Error> {
+        let first = self
+            .kv_scan(&records::stream_events_range(), false, 1, View::Durable)
+            .await?;
+        first.first().map(|(key, _)| stream_time(key)).transpose()
+    }
+
+    /// Up to `limit` durable stream events with times above `after`, in
+    /// order, as (time, bytes).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Malformed`] or a storage error.
+    pub async fn stream_events(
+        &self,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<(u64, Bytes)>, Error> {
+        let Some(first) = after.checked_add(1) else {
+            return Ok(Vec::new());
+        };
+        let range = KeyRange {
+            start: records::stream_event_key(first),
+            end: records::stream_events_range().end,
+        };
+        self.kv_scan(&range, false, limit, View::Durable)
+            .await?
+            .into_iter()
+            .map(|(key, value)| Ok((stream_time(&key)?, value)))
+            .collect()
+    }
+
+    /// Deletes the stream events with times up to `through`, durably (the
+    /// stream's retention follows the firehose's).
+    ///
+    /// # Errors
+    ///
+    /// A storage error.
+    pub async fn delete_stream_events_through(&self, through: u64) -> Result<u64, Error> {
+        let mut deleted = 0;
+        loop {
+            let range = KeyRange {
+                start: records::stream_events_range().start,
+                end: Some(records::stream_event_key(through.saturating_add(1))),
+            };
+            let keys = self.kv_scan(&range, false, 10_000, View::Written).await?;
+            if keys.is_empty() {
+                return Ok(deleted);
+            }
+            deleted += keys.len() as u64;
+            self.write_durably(
+                keys.into_iter()
+                    .map(|(key, _)| WriteOp::Delete(key.to_vec()))
+                    .collect(),
+            )
+            .await?;
+        }
+    }
+}
+
+fn stream_time(key: &[u8]) -> Result<u64, Error> {
+    match records::decode_key(key) {
+        Ok(records::DecodedKey::StreamEvent { time_us }) => Ok(time_us),
+        _ => Err(Error::Malformed {
+            what: "stream event key",
+            reason: "not a stream event key".into(),
+        }),
+    }
 }

@@ -34,9 +34,9 @@ pub(crate) enum View {
 #[derive(Debug)]
 pub struct Store<K> {
     pub(super) kv: K,
-    /// Serializes commits; holds the next event sequence number once read
-    /// from the store.
-    pub(super) commit_lock: tokio::sync::Mutex<Option<u64>>,
+    /// Serializes commits; holds the next event sequence number and the
+    /// stream's newest time once read from the store.
+    pub(super) commit_lock: tokio::sync::Mutex<Sequences>,
     /// Held shared by [`Store::bulk_commit`] and exclusively by
     /// [`Store::gc`]: blocks written ahead of their commit are unreachable
     /// until it lands, and a collection must not see them in between.
@@ -166,7 +166,7 @@ impl<K: Kv> Store<K> {
     pub fn with_cache_bytes(kv: K, limit: usize) -> Self {
         Self {
             kv,
-            commit_lock: tokio::sync::Mutex::new(None),
+            commit_lock: tokio::sync::Mutex::new(Sequences::default()),
             gc_lock: tokio::sync::RwLock::new(()),
             pins: Arc::default(),
             pin_windows: tokio::sync::RwLock::new(()),
@@ -297,4 +297,12 @@ mod tests {
         drop(b);
         assert!(pinned(&store).is_empty());
     }
+}
+
+/// What the commit lock guards: the next firehose sequence number and the
+/// stream's newest event time, each read from the store on first use.
+#[derive(Debug, Default)]
+pub(super) struct Sequences {
+    pub(super) next_seq: Option<u64>,
+    pub(super) last_stream_time: Option<u64>,
 }

@@ -250,6 +250,7 @@ impl<K: Kv> Store<K> {
             index: index_ops,
             history,
             event,
+            stream,
         } = commit;
         let mut ops = Vec::with_capacity(blocks.len() + 2 * records.len() + collections.len() + 2);
         // The commit's shards and how each is stored, cached once it lands.
@@ -310,11 +311,11 @@ impl<K: Kv> Store<K> {
         }
         ops.extend(index_ops);
         let (durability, seq) = {
-            let mut next_seq = self.commit_lock.lock().await;
+            let mut sequences = self.commit_lock.lock().await;
             self.check_head(&repo, expected).await?;
             let seq = match event {
                 Some(bytes) => {
-                    let seq = match *next_seq {
+                    let seq = match sequences.next_seq {
                         Some(seq) => seq,
                         None => self
                             .last_event_seq(View::Written)
@@ -326,11 +327,30 @@ impl<K: Kv> Store<K> {
                 }
                 None => None,
             };
+            let mut last_time = None;
+            if let Some(stream) = stream.filter(|s| s.count > 0) {
+                let newest = match sequences.last_stream_time {
+                    Some(t) => Some(t),
+                    None => self.newest_stream_time_in(View::Written).await?,
+                };
+                let first = newest.map_or(stream.now_micros, |t| stream.now_micros.max(t + 1));
+                for i in 0..stream.count {
+                    let time = first + i as u64;
+                    ops.push(WriteOp::Put(
+                        records::stream_event_key(time),
+                        (stream.encode)(i, time),
+                    ));
+                }
+                last_time = Some(first + stream.count as u64 - 1);
+            }
             let _sweep = self.sweep_order.lock().await;
             self.note_written(written);
             let durability = self.kv.apply(ops).await?;
             if let Some(seq) = seq {
-                *next_seq = Some(seq + 1);
+                sequences.next_seq = Some(seq + 1);
+            }
+            if last_time.is_some() {
+                sequences.last_stream_time = last_time;
             }
             (durability, seq)
         };
