@@ -206,6 +206,8 @@ impl std::fmt::Debug for Sessions {
 pub(crate) struct App<K> {
     pub(crate) repos: Arc<Repos<K>>,
     pub(crate) firehose: crate::frames::Firehose,
+    /// The Jetstream-compatible stream's shared state.
+    pub(crate) stream: crate::jetstream::Stream,
     pub(crate) config: Config,
     pub(crate) metrics: crate::metrics::Metrics,
     pub(crate) body_budget: crate::body_budget::BodyBudget,

@@ -138,8 +138,9 @@ pub(crate) fn spawn_pruner<K: Kv + 'static>(app: &Arc<App<K>>, retention: Retent
     });
 }
 
-/// Deletes the events `retention` does not keep, as of `now_micros`;
-/// returns how many.
+/// Deletes the events `retention` does not keep, as of `now_micros`, and
+/// the stream's events older than the oldest firehose event kept; returns
+/// how many firehose events went.
 ///
 /// # Errors
 ///
@@ -175,10 +176,27 @@ pub async fn prune<K: Kv>(
             through
         }
     };
-    if through == 0 {
-        return Ok(0);
+    let deleted = if through == 0 {
+        0
+    } else {
+        store.delete_events_through(through).await?
+    };
+    // The stream's events follow the firehose's: those older than the
+    // oldest firehose event kept (or than the age) go.
+    let stream_cutoff = match retention {
+        Retention::Age(age) => {
+            Some(now_micros.saturating_sub(u64::try_from(age.as_micros()).unwrap_or(0)))
+        }
+        Retention::Count(_) => store.events(0, 1).await?.first().and_then(|(_, stored)| {
+            repo::stored_event_time(stored)
+                .and_then(|t| t.parse::<jiff::Timestamp>().ok())
+                .and_then(|t| u64::try_from(t.as_microsecond()).ok())
+        }),
+    };
+    if let Some(cutoff) = stream_cutoff.filter(|c| *c > 0) {
+        store.delete_stream_events_through(cutoff - 1).await?;
     }
-    store.delete_events_through(through).await
+    Ok(deleted)
 }
 
 #[derive(Deserialize)]

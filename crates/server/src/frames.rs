@@ -71,7 +71,7 @@ struct Recent {
 pub(crate) struct TooSlow;
 
 impl Live {
-    fn new(max_bytes: usize) -> Self {
+    pub(crate) fn new(max_bytes: usize) -> Self {
         Self {
             recent: std::sync::Mutex::new(Recent::default()),
             newest: watch::channel(0).0,

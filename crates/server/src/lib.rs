@@ -22,6 +22,7 @@ pub use frames::Retention;
 mod gc;
 mod handlers;
 mod inspect;
+mod jetstream;
 mod jobs;
 mod metrics;
 mod web;
@@ -88,6 +89,7 @@ impl<K: Kv + 'static> Server<K> {
                     config.limits.max_subscribers.max(1),
                     config.limits.firehose_buffer_bytes,
                 ),
+                stream: jetstream::Stream::new(config.limits.firehose_buffer_bytes),
                 body_budget,
                 queries: tokio::sync::Semaphore::new(config.limits.max_concurrent_queries.max(1)),
                 jobs: jobs::Jobs::default(),
@@ -309,6 +311,7 @@ fn router_for<K: Kv + 'static>(app: Arc<App<K>>) -> Router {
             "/xrpc/com.atproto.sync.subscribeRepos",
             get(firehose::subscribe_repos::<K>),
         )
+        .route("/subscribe", get(jetstream::subscribe::<K>))
         .route(
             "/xrpc/com.atproto.repo.listRecords",
             get(handlers::atproto_repo::list_records::<K>),

@@ -228,6 +228,7 @@ impl<K: Kv + 'static> App<K> {
             self.metrics.records_written.clone(),
         );
         let firehose = self.firehose.notifier();
+        let stream = self.stream.notifier();
         let task = tokio::spawn(async move {
             let result = repo
                 .apply_writes_validated(writes, swap_commit, validation)
@@ -238,6 +239,7 @@ impl<K: Kv + 'static> App<K> {
                 }
                 records.inc_by(n);
                 firehose.notify_one();
+                stream.notify_one();
             }
             result
         });

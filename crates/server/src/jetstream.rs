@@ -1,0 +1,545 @@
+//! `GET /subscribe`: the Jetstream-compatible stream. One JSON event per
+//! record operation (`repo`'s stream events, stored with each commit under
+//! its time), filtered on the server by collection and DID, resumable from
+//! a cursor in unix microseconds; compatible with Bluesky's Jetstream v1
+//! clients.
+//!
+//! As the firehose: one publisher task reads the durable events in order
+//! as commits are acknowledged (and every 100 ms) into the newest events
+//! in memory, shared by every connection; a connection replays from the
+//! store up to the present, then follows memory; one that falls behind
+//! what memory holds is closed with a reason (it resumes from its cursor).
+//! A connection holds at most one batch of events of its own.
+
+use std::{collections::HashSet, sync::Arc, time::Duration};
+
+use axum::{
+    extract::{
+        RawQuery, State,
+        ws::{
+            CloseFrame, Message, Utf8Bytes, WebSocket, WebSocketUpgrade,
+            rejection::WebSocketUpgradeRejection,
+        },
+    },
+    http::HeaderMap,
+    response::Response,
+};
+use futures_util::SinkExt;
+use store::Kv;
+use tokio::sync::{Notify, OwnedSemaphorePermit};
+
+use crate::frames::{Framed, Live, TooSlow};
+use crate::{app::App, error::XrpcError};
+
+/// Events read from the store per batch.
+const BATCH: usize = 1024;
+
+/// Bytes of events written to a connection before it is flushed.
+const CONSUMER_BATCH_BYTES: usize = 1 << 20;
+
+/// How often the publisher looks for events nobody told it about.
+const POLL: Duration = Duration::from_millis(100);
+
+/// Most collections a connection may ask for.
+const MAX_COLLECTIONS: usize = 100;
+
+/// Most DIDs a connection may ask for.
+const MAX_DIDS: usize = 10_000;
+
+/// WebSocket close code for a request the server will not serve (policy).
+const POLICY_VIOLATION: u16 = 1008;
+
+/// The stream's shared state.
+pub(crate) struct Stream {
+    pub(crate) live: Live,
+    /// Woken when a commit is acknowledged.
+    commits: Arc<Notify>,
+    publishing: std::sync::atomic::AtomicBool,
+}
+
+impl Stream {
+    pub(crate) fn new(buffer_bytes: usize) -> Self {
+        Self {
+            live: Live::new(buffer_bytes),
+            commits: Arc::new(Notify::new()),
+            publishing: std::sync::atomic::AtomicBool::new(false),
+        }
+    }
+
+    /// What tells the publisher that a commit is durable.
+    pub(crate) fn notifier(&self) -> Arc<Notify> {
+        Arc::clone(&self.commits)
+    }
+}
+
+/// What a connection wants.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+struct Filters {
+    /// Full NSIDs.
+    collections: HashSet<String>,
+    /// `prefix.*` entries, as `prefix.`.
+    prefixes: Vec<String>,
+    dids: HashSet<String>,
+    /// 0: no limit.
+    max_message_bytes: usize,
+}
+
+impl Filters {
+    fn new(
+        collections: &[String],
+        dids: &[String],
+        max_message_bytes: u64,
+    ) -> Result<Self, String> {
+        if collections.len() > MAX_COLLECTIONS {
+            return Err(format!(
+                "wantedCollections has {} entries; at most {MAX_COLLECTIONS}",
+                collections.len()
+            ));
+        }
+        if dids.len() > MAX_DIDS {
+            return Err(format!(
+                "wantedDids has {} entries; at most {MAX_DIDS}",
+                dids.len()
+            ));
+        }
+        let mut filters = Self {
+            max_message_bytes: usize::try_from(max_message_bytes).unwrap_or(usize::MAX),
+            ..Self::default()
+        };
+        for c in collections {
+            match c.strip_suffix(".*") {
+                Some(prefix) if valid_prefix(prefix) => filters.prefixes.push(format!("{prefix}.")),
+                None if rkey::Nsid::new(c).is_ok() => {
+                    filters.collections.insert(c.clone());
+                }
+                _ => {
+                    return Err(format!(
+                        "wantedCollections: {c:?} is neither an NSID nor an NSID prefix ending in .*"
+                    ));
+                }
+            }
+        }
+        for d in dids {
+            if !d.starts_with("did:") || d.len() > 2048 || d.contains(['"', '\\']) {
+                return Err(format!("wantedDids: {d:?} is not a DID"));
+            }
+            filters.dids.insert(d.clone());
+        }
+        Ok(filters)
+    }
+
+    /// Whether the connection wants `event` (a stored event's JSON).
+    fn wants(&self, event: &[u8]) -> bool {
+        if self.max_message_bytes > 0 && event.len() > self.max_message_bytes {
+            return false;
+        }
+        if !self.dids.is_empty() && !event_did(event).is_some_and(|d| self.dids.contains(d)) {
+            return false;
+        }
+        if self.collections.is_empty() && self.prefixes.is_empty() {
+            return true;
+        }
+        event_collection(event).is_some_and(|c| {
+            self.collections.contains(c) || self.prefixes.iter().any(|p| c.starts_with(p.as_str()))
+        })
+    }
+}
+
+/// An NSID prefix: dot-separated segments of letters, digits and hyphens.
+fn valid_prefix(prefix: &str) -> bool {
+    !prefix.is_empty()
+        && prefix.len() <= 317
+        && prefix.split('.').all(|s| {
+            !s.is_empty()
+                && s.len() <= 63
+                && s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+        })
+}
+
+/// The string after `marker` up to the next quote (DIDs and NSIDs hold no
+/// quote or escape).
+fn string_after<'a>(event: &'a [u8], marker: &[u8]) -> Option<&'a str> {
+    let start = memchr::memmem::find(event, marker)? + marker.len();
+    let len = memchr::memchr(b'"', &event[start..])?;
+    std::str::from_utf8(&event[start..start + len]).ok()
+}
+
+/// An event's DID: its first field.
+fn event_did(event: &[u8]) -> Option<&str> {
+    event
+        .starts_with(b"{\"did\":\"")
+        .then(|| string_after(event, b"{\"did\":\""))
+        .flatten()
+}
+
+/// A commit event's collection: the commit's third field (its rev and
+/// operation before it hold no quote).
+fn event_collection(event: &[u8]) -> Option<&str> {
+    string_after(event, b",\"collection\":\"")
+}
+
+/// A client's `options_update`: the filters it replaces the connection's
+/// with.
+fn options_update(text: &str) -> Result<Filters, String> {
+    #[derive(serde::Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Payload {
+        #[serde(default)]
+        wanted_collections: Vec<String>,
+        #[serde(default)]
+        wanted_dids: Vec<String>,
+        #[serde(default)]
+        max_message_size_bytes: u64,
+    }
+    #[derive(serde::Deserialize)]
+    struct Update {
+        #[serde(rename = "type")]
+        kind: String,
+        payload: Payload,
+    }
+    if text.len() > 10 << 20 {
+        return Err("an options_update is at most 10 MB".into());
+    }
+    let update: Update =
+        serde_json::from_str(text).map_err(|e| format!("not an options_update message: {e}"))?;
+    if update.kind != "options_update" {
+        return Err(format!(
+            "unknown message type {:?} (expected options_update)",
+            update.kind
+        ));
+    }
+    let p = update.payload;
+    Filters::new(
+        &p.wanted_collections,
+        &p.wanted_dids,
+        p.max_message_size_bytes,
+    )
+}
+
+/// Publishes durable stream events in order, from the first subscription
+/// until the server is dropped.
+fn start_publisher<K: Kv + 'static>(app: &Arc<App<K>>) {
+    if app
+        .stream
+        .publishing
+        .swap(true, std::sync::atomic::Ordering::AcqRel)
+    {
+        return;
+    }
+    let weak = Arc::downgrade(app);
+    let commits = app.stream.notifier();
+    let store = Arc::clone(app.repos.store());
+    tokio::spawn(async move {
+        let mut last = loop {
+            match store.newest_stream_time().await {
+                Ok(t) => break t.unwrap_or(0),
+                Err(e) => {
+                    tracing::warn!(error = %e, "stream: cannot read the newest event; retrying");
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                }
+            }
+        };
+        loop {
+            tokio::select! {
+                () = commits.notified() => {}
+                () = tokio::time::sleep(POLL) => {}
+            }
+            let Some(app) = weak.upgrade() else {
+                return;
+            };
+            loop {
+                let events = match store.stream_events(last, BATCH).await {
+                    Ok(events) => events,
+                    Err(e) => {
+                        tracing::warn!(error = %e, "stream: cannot read events");
+                        break;
+                    }
+                };
+                let n = events.len();
+                for (time, frame) in events {
+                    app.stream.live.publish(Framed { seq: time, frame });
+                    last = time;
+                }
+                if n < BATCH {
+                    break;
+                }
+            }
+        }
+    });
+}
+
+/// The connection's parameters, from the query string.
+#[derive(Debug, Default)]
+struct Params {
+    collections: Vec<String>,
+    dids: Vec<String>,
+    cursor: Option<u64>,
+    max_message_bytes: u64,
+    compress: bool,
+    require_hello: bool,
+}
+
+fn params(query: Option<&str>) -> Result<Params, String> {
+    let mut p = Params::default();
+    let flag = |k: &str, v: &str| match v {
+        "true" | "1" => Ok(true),
+        "false" | "0" | "" => Ok(false),
+        _ => Err(format!("{k}={v:?}: expected true or false")),
+    };
+    for (k, v) in form_urlencoded::parse(query.unwrap_or_default().as_bytes()) {
+        match &*k {
+            "wantedCollections" => p.collections.push(v.into_owned()),
+            "wantedDids" => p.dids.push(v.into_owned()),
+            "cursor" => {
+                p.cursor = Some(
+                    v.parse()
+                        .map_err(|_| format!("cursor {v:?} is not a time in unix microseconds"))?,
+                );
+            }
+            "maxMessageSizeBytes" => {
+                p.max_message_bytes = v
+                    .parse()
+                    .map_err(|_| format!("maxMessageSizeBytes {v:?} is not a number"))?;
+            }
+            "compress" => p.compress = flag(&k, &v)?,
+            "requireHello" => p.require_hello = flag(&k, &v)?,
+            _ => {}
+        }
+    }
+    Ok(p)
+}
+
+/// `GET /subscribe`.
+pub(crate) async fn subscribe<K: Kv + 'static>(
+    State(app): State<Arc<App<K>>>,
+    headers: HeaderMap,
+    RawQuery(query): RawQuery,
+    connection: Option<axum::Extension<crate::connections::ConnectionSlot>>,
+    ws: std::result::Result<WebSocketUpgrade, WebSocketUpgradeRejection>,
+) -> std::result::Result<Response, XrpcError> {
+    app.authorize_read(&headers).await?;
+    let params = params(query.as_deref()).map_err(XrpcError::invalid)?;
+    let zstd_header = headers
+        .get("socket-encoding")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.eq_ignore_ascii_case("zstd"));
+    if params.compress || zstd_header {
+        return Err(XrpcError::new(
+            axum::http::StatusCode::NOT_IMPLEMENTED,
+            "CompressionUnavailable",
+            "this server does not compress the stream yet: connect without compress=true \
+             (and without Socket-Encoding: zstd)",
+        ));
+    }
+    let filters = Filters::new(&params.collections, &params.dids, params.max_message_bytes)
+        .map_err(XrpcError::invalid)?;
+    let ws = ws.map_err(|rejection| {
+        XrpcError::new(
+            rejection.status(),
+            "InvalidRequest",
+            format!(
+                "/subscribe is a WebSocket stream: connect with a WebSocket client \
+                 (ws://…/subscribe); {}",
+                rejection.body_text()
+            ),
+        )
+    })?;
+    // Counted with the firehose's subscribers (serve --max-subscribers).
+    let subscriber = Arc::clone(&app.firehose.subscribers)
+        .try_acquire_owned()
+        .map_err(|_| {
+            XrpcError::new(
+                axum::http::StatusCode::SERVICE_UNAVAILABLE,
+                "TooManySubscribers",
+                format!(
+                    "the server has {} stream and firehose subscribers, its most (serve \
+                     --max-subscribers); try again later",
+                    app.firehose.max_subscribers
+                ),
+            )
+        })?;
+    let connection = connection.map(|axum::Extension(slot)| slot);
+    start_publisher(&app);
+    Ok(ws.on_upgrade(move |socket| async move {
+        let _held: (
+            OwnedSemaphorePermit,
+            Option<crate::connections::ConnectionSlot>,
+        ) = (subscriber, connection);
+        if let Err(e) = stream(app, socket, params, filters).await {
+            tracing::debug!(error = %e, "stream connection ended");
+        }
+    }))
+}
+
+async fn close_with(socket: &mut WebSocket, reason: &str) -> std::result::Result<(), axum::Error> {
+    socket
+        .send(Message::Close(Some(CloseFrame {
+            code: POLICY_VIOLATION,
+            reason: Utf8Bytes::from(reason.chars().take(120).collect::<String>()),
+        })))
+        .await
+}
+
+/// Sends `event` if `filters` want it (not flushed).
+async fn feed(
+    socket: &mut WebSocket,
+    filters: &Filters,
+    event: &bytes::Bytes,
+) -> std::result::Result<bool, axum::Error> {
+    if !filters.wants(event) {
+        return Ok(false);
+    }
+    match Utf8Bytes::try_from(event.clone()) {
+        Ok(text) => socket.feed(Message::Text(text)).await.map(|()| true),
+        Err(_) => Ok(false),
+    }
+}
+
+/// What a client's message asks: new filters, the end, or nothing.
+enum Incoming {
+    Filters(Filters),
+    Invalid(String),
+    Closed,
+    Nothing,
+}
+
+fn incoming(message: Option<std::result::Result<Message, axum::Error>>) -> Incoming {
+    match message {
+        Some(Ok(Message::Text(text))) => match options_update(&text) {
+            Ok(filters) => Incoming::Filters(filters),
+            Err(why) => Incoming::Invalid(why),
+        },
+        Some(Ok(Message::Close(_)) | Err(_)) | None => Incoming::Closed,
+        Some(Ok(_)) => Incoming::Nothing,
+    }
+}
+
+async fn stream<K: Kv + 'static>(
+    app: Arc<App<K>>,
+    mut socket: WebSocket,
+    params: Params,
+    mut filters: Filters,
+) -> std::result::Result<(), axum::Error> {
+    let store = app.repos.store();
+    let failed = |e: store::Error| axum::Error::new(e);
+    if params.require_hello {
+        loop {
+            match incoming(socket.recv().await) {
+                Incoming::Filters(f) => {
+                    filters = f;
+                    break;
+                }
+                Incoming::Invalid(why) => return close_with(&mut socket, &why).await,
+                Incoming::Closed => return Ok(()),
+                Incoming::Nothing => {}
+            }
+        }
+    }
+    let newest = store
+        .newest_stream_time()
+        .await
+        .map_err(failed)?
+        .unwrap_or(0);
+    // No cursor, or one in the future: from now on. One older than what
+    // is kept: from the oldest kept.
+    let mut last = match params.cursor {
+        Some(cursor) if cursor <= newest => cursor,
+        _ => newest,
+    };
+    let live = &app.stream.live;
+    replay(store, &mut socket, &filters, &mut last).await?;
+    while live.dropped_through() > last {
+        replay(store, &mut socket, &filters, &mut last).await?;
+    }
+    let mut newest = live.newest.subscribe();
+    loop {
+        loop {
+            let batch = match live.after(last, CONSUMER_BATCH_BYTES) {
+                Ok(batch) => batch,
+                Err(TooSlow) => {
+                    let reason = format!("ConsumerTooSlow: reconnect with cursor={last} to resume");
+                    return close_with(&mut socket, &reason).await;
+                }
+            };
+            if batch.is_empty() {
+                break;
+            }
+            for event in batch {
+                feed(&mut socket, &filters, &event.frame).await?;
+                last = event.seq;
+            }
+            socket.flush().await?;
+        }
+        tokio::select! {
+            changed = newest.changed() => if changed.is_err() {
+                return socket.send(Message::Close(None)).await;
+            },
+            message = socket.recv() => match incoming(message) {
+                Incoming::Filters(f) => filters = f,
+                Incoming::Invalid(why) => return close_with(&mut socket, &why).await,
+                Incoming::Closed => return Ok(()),
+                Incoming::Nothing => {}
+            },
+        }
+    }
+}
+
+/// Sends every stored event after `last` that `filters` want, moving
+/// `last` on.
+async fn replay<K: Kv + 'static>(
+    store: &Arc<store::Store<K>>,
+    socket: &mut WebSocket,
+    filters: &Filters,
+    last: &mut u64,
+) -> std::result::Result<(), axum::Error> {
+    loop {
+        let events = store
+            .stream_events(*last, BATCH)
+            .await
+            .map_err(axum::Error::new)?;
+        let done = events.len() < BATCH;
+        let mut fed = 0;
+        for (time, event) in events {
+            if feed(socket, filters, &event).await? {
+                fed += event.len();
+            }
+            *last = time;
+            if fed >= CONSUMER_BATCH_BYTES {
+                socket.flush().await?;
+                fed = 0;
+            }
+        }
+        socket.flush().await?;
+        if done {
+            return Ok(());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const EVENT: &[u8] = br#"{"did":"did:plc:abc","time_us":5,"kind":"commit","commit":{"rev":"3m","operation":"create","collection":"app.bsky.feed.post","rkey":"x","record":{"collection":"fake"},"cid":"b"}}"#;
+
+    #[test]
+    fn filters_read_the_did_and_collection() {
+        assert_eq!(event_did(EVENT), Some("did:plc:abc"));
+        assert_eq!(event_collection(EVENT), Some("app.bsky.feed.post"));
+        let f = |c: &[&str], d: &[&str], max| {
+            let c: Vec<String> = c.iter().map(ToString::to_string).collect();
+            let d: Vec<String> = d.iter().map(ToString::to_string).collect();
+            Filters::new(&c, &d, max).unwrap()
+        };
+        assert!(f(&[], &[], 0).wants(EVENT));
+        assert!(f(&["app.bsky.feed.post"], &[], 0).wants(EVENT));
+        assert!(f(&["app.bsky.feed.*"], &[], 0).wants(EVENT));
+        assert!(f(&["app.bsky.*"], &["did:plc:abc"], 0).wants(EVENT));
+        assert!(!f(&["app.bsky.feed.like"], &[], 0).wants(EVENT));
+        assert!(!f(&["app.bsky.graph.*"], &[], 0).wants(EVENT));
+        assert!(!f(&[], &["did:plc:other"], 0).wants(EVENT));
+        assert!(!f(&[], &[], 10).wants(EVENT));
+        assert!(Filters::new(&["not an nsid".into()], &[], 0).is_err());
+        assert!(Filters::new(&[], &["alice".into()], 0).is_err());
+    }
+}
