@@ -290,3 +290,37 @@ async fn a_cursor_resumes_after_a_restart() {
     drop(socket);
     s.stop().await;
 }
+
+/// `@skyware/jetstream` (pinned in `tests/oracles`), a client written for
+/// Bluesky's Jetstream, connects with `wantedCollections`, `wantedDids`
+/// and a cursor and decodes the events the writes made.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_jetstream_client_reads_the_stream() {
+    let s = TestServer::memory().await;
+    let mut made = Vec::new();
+    for i in 0..6 {
+        let (did, collection) = match i % 3 {
+            0 => (ALICE, "app.bsky.feed.post"),
+            1 => (BOB, "app.bsky.feed.post"),
+            _ => (ALICE, "app.bsky.feed.like"),
+        };
+        made.push(create(&s, did, collection, &format!("event {i}")).await);
+    }
+    let wanted: Vec<&Made> = made
+        .iter()
+        .filter(|m| m.collection == "app.bsky.feed.post" && m.did == ALICE)
+        .collect();
+    let input = json!({"endpoint": format!("ws://{}/subscribe", s.addr()),
+                       "wantedCollections": ["app.bsky.feed.post"], "wantedDids": [ALICE],
+                       "cursor": 1, "count": wanted.len()})
+    .to_string();
+    let lines =
+        tokio::task::spawn_blocking(move || testkit::run_node("jetstream-client.mjs", &input))
+            .await
+            .unwrap();
+    assert_eq!(lines.len(), wanted.len());
+    for (line, m) in lines.iter().zip(wanted) {
+        m.check(&serde_json::from_str(line).unwrap());
+    }
+    s.stop().await;
+}
