@@ -85,4 +85,7 @@ pub use repository::write::{CommitResult, Write, WriteResult};
 pub use search::build::{IndexProgress, MAX_HELD_CHANGES};
 pub use search::query::QueryPage;
 pub use signing::{Curve, KeyError, PublicKey, SignatureError, SigningKey};
+pub use stream::{
+    STREAM_DICTIONARY_VERSION, stream_dictionary, stream_dictionary_id, stream_event_forms,
+};
 pub use validation::{Validation, ValidationStatus};

@@ -8,15 +8,83 @@
 //! ```
 //!
 //! `record` is the record in AT Protocol JSON; a delete has neither
-//! `record` nor `cid`. Each event's JSON is made once, when its commit is
-//! made, and stored with the commit under its time (`time_us`, which the
-//! store gives as the commit lands: [`store::StreamEvents`]).
+//! `record` nor `cid`. Each event is made once, when its commit is made,
+//! and stored with the commit under its time (`time_us`, which the store
+//! gives as the commit lands: [`store::StreamEvents`]), in both forms a
+//! consumer may ask for: the JSON, and one zstd frame of it compressed with
+//! the stream's dictionary ([`stream_dictionary`]). The stored value is
+//! the JSON's length (4 bytes, big-endian), the JSON, then the frame.
 
-use std::sync::Arc;
+use std::{
+    cell::RefCell,
+    sync::{Arc, OnceLock},
+};
 
 use bytes::{BufMut, Bytes, BytesMut};
 use cid::Cid;
 use serde_json::Value;
+
+/// The zstd dictionary the stream's events are compressed with, trained on
+/// events shaped as datarepo makes them (`crates/bench/src/bin/stream_dictionary.rs`).
+static DICTIONARY: &[u8] = include_bytes!("stream.zdict");
+
+/// The version of [`stream_dictionary`]: a new dictionary is a new
+/// version (and a new id), so that a consumer knows to fetch it again.
+pub const STREAM_DICTIONARY_VERSION: u32 = 1;
+
+/// The compression level of the stream's frames.
+const LEVEL: i32 = 3;
+
+/// The stream's zstd dictionary, as raw dictionary bytes (what `zstd -D`
+/// and Python's `zstandard.ZstdCompressionDict` take).
+#[must_use]
+pub fn stream_dictionary() -> &'static [u8] {
+    DICTIONARY
+}
+
+/// The dictionary's id, as its header gives it (and as every frame
+/// compressed with it names it).
+#[must_use]
+pub fn stream_dictionary_id() -> u32 {
+    DICTIONARY
+        .get(4..8)
+        .and_then(|b| b.try_into().ok())
+        .map_or(0, u32::from_le_bytes)
+}
+
+fn prepared() -> &'static zstd::dict::EncoderDictionary<'static> {
+    static PREPARED: OnceLock<zstd::dict::EncoderDictionary<'static>> = OnceLock::new();
+    PREPARED.get_or_init(|| zstd::dict::EncoderDictionary::copy(DICTIONARY, LEVEL))
+}
+
+thread_local! {
+    static COMPRESSOR: RefCell<Option<zstd::bulk::Compressor<'static>>> = const { RefCell::new(None) };
+}
+
+/// `json` as one zstd frame with the stream's dictionary (empty if zstd
+/// fails, which it does not for bytes in memory).
+fn compress(json: &[u8]) -> Vec<u8> {
+    COMPRESSOR.with(|cell| {
+        let mut cell = cell.borrow_mut();
+        if cell.is_none() {
+            *cell = zstd::bulk::Compressor::with_prepared_dictionary(prepared()).ok();
+        }
+        cell.as_mut()
+            .and_then(|c| c.compress(json).ok())
+            .unwrap_or_default()
+    })
+}
+
+/// A stored stream event's two forms: its JSON and its zstd frame.
+#[must_use]
+pub fn stream_event_forms(stored: &Bytes) -> Option<(Bytes, Bytes)> {
+    let len = usize::try_from(u32::from_be_bytes(stored.get(..4)?.try_into().ok()?)).ok()?;
+    let end = 4usize.checked_add(len)?;
+    if end > stored.len() {
+        return None;
+    }
+    Some((stored.slice(4..end), stored.slice(end..)))
+}
 
 /// One record operation's event, all but its time.
 #[derive(Debug, Clone)]
@@ -69,11 +137,17 @@ pub(crate) fn stream_events(did: &str, ops: Vec<StreamOp>, now_micros: u64) -> s
         count,
         encode: Arc::new(move |i, time| {
             let tail = ops.get(i).map_or(&b"}"[..], |op| &op.tail[..]);
-            let mut event = BytesMut::with_capacity(head.len() + 20 + tail.len());
-            event.extend_from_slice(&head);
-            event.extend_from_slice(time.to_string().as_bytes());
-            event.extend_from_slice(tail);
-            event.freeze()
+            let mut json = Vec::with_capacity(head.len() + 20 + tail.len());
+            json.extend_from_slice(&head);
+            json.extend_from_slice(time.to_string().as_bytes());
+            json.extend_from_slice(tail);
+            let frame = compress(&json);
+            let mut stored = BytesMut::with_capacity(4 + json.len() + frame.len());
+            // An event is far below 4 GiB (a record is at most 1 MB).
+            stored.put_u32(u32::try_from(json.len()).unwrap_or(u32::MAX));
+            stored.extend_from_slice(&json);
+            stored.extend_from_slice(&frame);
+            stored.freeze()
         }),
     }
 }

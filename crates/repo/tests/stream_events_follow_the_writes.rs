@@ -2,7 +2,8 @@
 //! shape: creates and updates with the record (AT Protocol JSON: links and
 //! bytes as `$link` and `$bytes`) and its CID, deletes with neither, the
 //! commit's rev, times strictly increasing in commit order; compared with
-//! what the writes were, write by write.
+//! what the writes were, write by write. Each is stored with its zstd
+//! frame, which decompresses with the stream's dictionary to the JSON.
 
 use crate::common;
 
@@ -77,15 +78,21 @@ fn stream_events_follow_the_writes() {
         let stored = repos.store().stream_events(0, usize::MAX).await.unwrap();
         assert_eq!(stored.len(), expected.len());
         let mut last = 0;
-        for ((time, bytes), want) in stored.iter().zip(&expected) {
-            let mut event: Value = serde_json::from_slice(bytes).unwrap();
+        let mut decompressor =
+            zstd::bulk::Decompressor::with_dictionary(repo::stream_dictionary()).unwrap();
+        for ((time, stored), want) in stored.iter().zip(&expected) {
+            let (bytes, frame) = repo::stream_event_forms(stored).unwrap();
+            // The frame is the JSON, compressed with the stream's dictionary.
+            assert_eq!(decompressor.decompress(&frame, 1 << 20).unwrap(), bytes);
+            assert!(frame.len() < bytes.len());
+            let mut event: Value = serde_json::from_slice(&bytes).unwrap();
             assert_eq!(event["time_us"], json!(time));
             assert!(*time > last, "times increase");
             last = *time;
             event.as_object_mut().unwrap().remove("time_us");
             assert_eq!(&event, want);
             // Jetstream's field order: did, time_us, kind, commit.
-            let text = std::str::from_utf8(bytes).unwrap();
+            let text = std::str::from_utf8(&bytes).unwrap();
             assert!(
                 text.starts_with(&format!(
                     "{{\"did\":\"{DID}\",\"time_us\":{time},\"kind\":\"commit\",\"commit\":{{"

@@ -323,14 +323,7 @@ pub(crate) async fn subscribe<K: Kv + 'static>(
         .get("socket-encoding")
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| v.eq_ignore_ascii_case("zstd"));
-    if params.compress || zstd_header {
-        return Err(XrpcError::new(
-            axum::http::StatusCode::NOT_IMPLEMENTED,
-            "CompressionUnavailable",
-            "this server does not compress the stream yet: connect without compress=true \
-             (and without Socket-Encoding: zstd)",
-        ));
-    }
+    let compress = params.compress || zstd_header;
     let filters = Filters::new(&params.collections, &params.dids, params.max_message_bytes)
         .map_err(XrpcError::invalid)?;
     let ws = ws.map_err(|rejection| {
@@ -365,10 +358,32 @@ pub(crate) async fn subscribe<K: Kv + 'static>(
             OwnedSemaphorePermit,
             Option<crate::connections::ConnectionSlot>,
         ) = (subscriber, connection);
-        if let Err(e) = stream(app, socket, params, filters).await {
+        let sink = Sink { socket, compress };
+        if let Err(e) = stream(app, sink, params, filters).await {
             tracing::debug!(error = %e, "stream connection ended");
         }
     }))
+}
+
+/// `GET /subscribe/dictionary`: the zstd dictionary of compressed events
+/// (raw dictionary bytes), its id in `Zstd-Dictionary-Id`.
+pub(crate) async fn dictionary() -> Response {
+    use axum::{http::header, response::IntoResponse};
+    (
+        [
+            (header::CONTENT_TYPE, "application/octet-stream".to_owned()),
+            (
+                header::HeaderName::from_static("zstd-dictionary-id"),
+                repo::stream_dictionary_id().to_string(),
+            ),
+            (
+                header::HeaderName::from_static("zstd-dictionary-version"),
+                repo::STREAM_DICTIONARY_VERSION.to_string(),
+            ),
+        ],
+        bytes::Bytes::from_static(repo::stream_dictionary()),
+    )
+        .into_response()
 }
 
 async fn close_with(socket: &mut WebSocket, reason: &str) -> std::result::Result<(), axum::Error> {
@@ -380,18 +395,36 @@ async fn close_with(socket: &mut WebSocket, reason: &str) -> std::result::Result
         .await
 }
 
-/// Sends `event` if `filters` want it (not flushed).
-async fn feed(
-    socket: &mut WebSocket,
-    filters: &Filters,
-    event: &bytes::Bytes,
-) -> std::result::Result<bool, axum::Error> {
-    if !filters.wants(event) {
-        return Ok(false);
-    }
-    match Utf8Bytes::try_from(event.clone()) {
-        Ok(text) => socket.feed(Message::Text(text)).await.map(|()| true),
-        Err(_) => Ok(false),
+/// A connection, and the form of the events it asked for.
+struct Sink {
+    socket: WebSocket,
+    /// zstd frames (binary messages) instead of JSON (text messages).
+    compress: bool,
+}
+
+impl Sink {
+    /// Sends stored event `stored` if `filters` want it (not flushed):
+    /// whether it was sent.
+    async fn feed(
+        &mut self,
+        filters: &Filters,
+        stored: &bytes::Bytes,
+    ) -> std::result::Result<bool, axum::Error> {
+        let Some((json, frame)) = repo::stream_event_forms(stored) else {
+            return Ok(false);
+        };
+        if !filters.wants(&json) {
+            return Ok(false);
+        }
+        let message = if self.compress {
+            Message::Binary(frame)
+        } else {
+            match Utf8Bytes::try_from(json) {
+                Ok(text) => Message::Text(text),
+                Err(_) => return Ok(false),
+            }
+        };
+        self.socket.feed(message).await.map(|()| true)
     }
 }
 
@@ -416,7 +449,7 @@ fn incoming(message: Option<std::result::Result<Message, axum::Error>>) -> Incom
 
 async fn stream<K: Kv + 'static>(
     app: Arc<App<K>>,
-    mut socket: WebSocket,
+    mut sink: Sink,
     params: Params,
     mut filters: Filters,
 ) -> std::result::Result<(), axum::Error> {
@@ -424,12 +457,12 @@ async fn stream<K: Kv + 'static>(
     let failed = |e: store::Error| axum::Error::new(e);
     if params.require_hello {
         loop {
-            match incoming(socket.recv().await) {
+            match incoming(sink.socket.recv().await) {
                 Incoming::Filters(f) => {
                     filters = f;
                     break;
                 }
-                Incoming::Invalid(why) => return close_with(&mut socket, &why).await,
+                Incoming::Invalid(why) => return close_with(&mut sink.socket, &why).await,
                 Incoming::Closed => return Ok(()),
                 Incoming::Nothing => {}
             }
@@ -447,9 +480,9 @@ async fn stream<K: Kv + 'static>(
         _ => newest,
     };
     let live = &app.stream.live;
-    replay(store, &mut socket, &filters, &mut last).await?;
+    replay(store, &mut sink, &filters, &mut last).await?;
     while live.dropped_through() > last {
-        replay(store, &mut socket, &filters, &mut last).await?;
+        replay(store, &mut sink, &filters, &mut last).await?;
     }
     let mut newest = live.newest.subscribe();
     loop {
@@ -458,25 +491,25 @@ async fn stream<K: Kv + 'static>(
                 Ok(batch) => batch,
                 Err(TooSlow) => {
                     let reason = format!("ConsumerTooSlow: reconnect with cursor={last} to resume");
-                    return close_with(&mut socket, &reason).await;
+                    return close_with(&mut sink.socket, &reason).await;
                 }
             };
             if batch.is_empty() {
                 break;
             }
             for event in batch {
-                feed(&mut socket, &filters, &event.frame).await?;
+                sink.feed(&filters, &event.frame).await?;
                 last = event.seq;
             }
-            socket.flush().await?;
+            sink.socket.flush().await?;
         }
         tokio::select! {
             changed = newest.changed() => if changed.is_err() {
-                return socket.send(Message::Close(None)).await;
+                return sink.socket.send(Message::Close(None)).await;
             },
-            message = socket.recv() => match incoming(message) {
+            message = sink.socket.recv() => match incoming(message) {
                 Incoming::Filters(f) => filters = f,
-                Incoming::Invalid(why) => return close_with(&mut socket, &why).await,
+                Incoming::Invalid(why) => return close_with(&mut sink.socket, &why).await,
                 Incoming::Closed => return Ok(()),
                 Incoming::Nothing => {}
             },
@@ -488,7 +521,7 @@ async fn stream<K: Kv + 'static>(
 /// `last` on.
 async fn replay<K: Kv + 'static>(
     store: &Arc<store::Store<K>>,
-    socket: &mut WebSocket,
+    sink: &mut Sink,
     filters: &Filters,
     last: &mut u64,
 ) -> std::result::Result<(), axum::Error> {
@@ -500,16 +533,16 @@ async fn replay<K: Kv + 'static>(
         let done = events.len() < BATCH;
         let mut fed = 0;
         for (time, event) in events {
-            if feed(socket, filters, &event).await? {
+            if sink.feed(filters, &event).await? {
                 fed += event.len();
             }
             *last = time;
             if fed >= CONSUMER_BATCH_BYTES {
-                socket.flush().await?;
+                sink.socket.flush().await?;
                 fed = 0;
             }
         }
-        socket.flush().await?;
+        sink.socket.flush().await?;
         if done {
             return Ok(());
         }

@@ -312,6 +312,7 @@ fn router_for<K: Kv + 'static>(app: Arc<App<K>>) -> Router {
             get(firehose::subscribe_repos::<K>),
         )
         .route("/subscribe", get(jetstream::subscribe::<K>))
+        .route("/subscribe/dictionary", get(jetstream::dictionary))
         .route(
             "/xrpc/com.atproto.repo.listRecords",
             get(handlers::atproto_repo::list_records::<K>),
