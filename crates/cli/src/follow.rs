@@ -3,6 +3,12 @@
 //! repo, rev, commit, since, time, ops) and, when the connection drops or
 //! the server says the consumer fell behind, reconnects from the last
 //! sequence number it printed.
+//!
+//! With `--jetstream`, a consumer of the server's Jetstream-compatible
+//! stream (`/subscribe`) instead: one line per record operation with the
+//! record's value (with `--json`, the event as the server sent it), the
+//! collections and repository filtered on the server, resuming from the
+//! last event's `time_us`.
 
 use std::{process::ExitCode, time::Duration};
 
@@ -30,6 +36,12 @@ pub(crate) struct FollowArgs {
     /// commits.
     #[arg(long = "collection", value_name = "NSID")]
     collections: Vec<String>,
+    /// Read the Jetstream-compatible stream (`/subscribe`: one event per
+    /// record operation, with the record's value) instead of the
+    /// firehose; --cursor is then a time in unix microseconds and
+    /// --collection may be a prefix (`app.bsky.feed.*`).
+    #[arg(long)]
+    jetstream: bool,
 }
 
 /// Which commits, and which of their operations, `follow` prints.
@@ -154,7 +166,18 @@ pub(crate) fn run(
     json_mode: bool,
 ) -> Result<ExitCode, String> {
     for c in &args.collections {
-        rkey::validate_nsid(c).map_err(|e| format!("--collection {c}: {e}"))?;
+        let nsid = match c.strip_suffix(".*") {
+            Some(prefix) if args.jetstream => format!("{prefix}.x"),
+            _ => c.clone(),
+        };
+        rkey::validate_nsid(&nsid).map_err(|e| format!("--collection {c}: {e}"))?;
+    }
+    if args.jetstream {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| e.to_string())?;
+        return rt.block_on(follow_jetstream(args, repo, json_mode));
     }
     let filter = Filter {
         repo,
@@ -224,6 +247,84 @@ async fn follow(
             }
         }
         // The connection ended: resume after the last commit printed.
+        eprintln!(
+            "datarepo: the stream closed; reconnecting from {}",
+            cursor.map_or_else(|| "now".to_owned(), |c| c.to_string())
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// `follow --jetstream`: the `/subscribe` stream's events, one line each.
+async fn follow_jetstream(
+    args: &FollowArgs,
+    repo: Option<&str>,
+    json_mode: bool,
+) -> Result<ExitCode, String> {
+    let base = stream_url(&args.url, None)?;
+    let base = base.trim_end_matches("/xrpc/com.atproto.sync.subscribeRepos");
+    let mut cursor = args.cursor;
+    let mut printed = 0u64;
+    let mut connected_once = false;
+    loop {
+        let mut query = form_urlencoded::Serializer::new(String::new());
+        for c in &args.collections {
+            query.append_pair("wantedCollections", c);
+        }
+        if let Some(r) = repo {
+            query.append_pair("wantedDids", r);
+        }
+        if let Some(c) = cursor {
+            query.append_pair("cursor", &c.to_string());
+        }
+        let url = format!("{base}/subscribe?{}", query.finish());
+        let mut socket = match tokio_tungstenite::connect_async(&url).await {
+            Ok((socket, _)) => socket,
+            Err(e) if connected_once => {
+                eprintln!("datarepo: {url}: {e}; reconnecting in 1 s");
+                tokio::time::sleep(Duration::from_secs(1)).await;
+                continue;
+            }
+            Err(e) => return Err(format!("{url}: {e}")),
+        };
+        connected_once = true;
+        while let Some(message) = socket.next().await {
+            let text = match message {
+                Ok(Message::Text(text)) => text,
+                Ok(Message::Close(frame)) => {
+                    if let Some(frame) = frame.filter(|f| !f.reason.is_empty()) {
+                        eprintln!("datarepo: the server closed the stream: {}", frame.reason);
+                    }
+                    break;
+                }
+                Err(_) => break,
+                Ok(_) => continue,
+            };
+            let event: serde_json::Value = serde_json::from_str(&text)
+                .map_err(|e| format!("an event that is not JSON: {e}"))?;
+            if let Some(t) = event["time_us"].as_u64() {
+                cursor = Some(t);
+            }
+            if json_mode {
+                outln!("{text}");
+            } else {
+                let c = &event["commit"];
+                let str_of = |v: &serde_json::Value| v.as_str().unwrap_or("?").to_owned();
+                let record = c.get("record").map(|r| format!(" {r}")).unwrap_or_default();
+                outln!(
+                    "{} {} {} {}/{}{record}",
+                    event["time_us"],
+                    str_of(&event["did"]),
+                    str_of(&c["operation"]),
+                    str_of(&c["collection"]),
+                    str_of(&c["rkey"])
+                );
+            }
+            printed += 1;
+            if args.limit.is_some_and(|l| printed >= l) {
+                return Ok(ExitCode::SUCCESS);
+            }
+        }
         eprintln!(
             "datarepo: the stream closed; reconnecting from {}",
             cursor.map_or_else(|| "now".to_owned(), |c| c.to_string())

@@ -19,6 +19,7 @@ mod cli_errors_name_what_failed;
 mod cli_firehose_after_kill;
 mod cli_firehose_consumers;
 mod cli_follow_filters;
+mod cli_follow_jetstream;
 mod cli_gc;
 mod cli_gc_dry_run_and_repo;
 mod cli_human_output;
