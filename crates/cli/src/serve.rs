@@ -111,6 +111,11 @@ pub(crate) struct ServeArgs {
     /// it otherwise), leaving room for writes and health checks.
     #[arg(long, default_value_t = server::Limits::default().max_subscribers as u64, value_parser = clap::value_parser!(u64).range(1..))]
     max_subscribers: u64,
+    /// Most subscribers (firehose and the /subscribe stream together) from
+    /// one client address; past it a subscription is answered 429
+    /// TooManySubscribers.
+    #[arg(long, default_value_t = server::Limits::default().max_subscribers_per_ip as u64, value_parser = clap::value_parser!(u64).range(1..))]
+    max_subscribers_per_ip: u64,
     /// Bytes of recent firehose frames kept in memory for the subscribers
     /// following the present (at most 4,096 frames): a subscriber that falls
     /// further behind is closed with ConsumerTooSlow and resumes from its
@@ -285,6 +290,8 @@ pub(crate) fn run(store: &StoreArgs, args: &ServeArgs) -> Result<ExitCode, Strin
                     usize::try_from(args.max_subscribers).unwrap_or(usize::MAX),
                     connections.max_connections,
                 ),
+                max_subscribers_per_ip: usize::try_from(args.max_subscribers_per_ip)
+                    .unwrap_or(usize::MAX),
                 firehose_buffer_bytes: usize::try_from(args.firehose_buffer_bytes)
                     .unwrap_or(usize::MAX),
                 max_concurrent_queries: usize::try_from(args.max_concurrent_queries)

@@ -34,6 +34,10 @@ pub struct Limits {
     /// connections [`ConnectionLimits::max_connections`](crate::connections::ConnectionLimits::max_connections) allows, so keep it
     /// below that, leaving room for writes and health checks.
     pub max_subscribers: usize,
+    /// Most subscribers (firehose and stream together) from one client
+    /// address; past it a subscription is answered `429
+    /// TooManySubscribers`.
+    pub max_subscribers_per_ip: usize,
     /// Bytes of recent firehose frames kept in memory for the subscribers
     /// following the present (at most 4,096 frames); a subscriber that
     /// falls further behind is closed with `ConsumerTooSlow`.
@@ -64,6 +68,7 @@ impl Default for Limits {
             request_timeout: Duration::from_secs(30),
             max_inflight_body_bytes: 64 << 20,
             max_subscribers: 256,
+            max_subscribers_per_ip: 256,
             firehose_buffer_bytes: 64 << 20,
             max_concurrent_queries: std::thread::available_parallelism()
                 .map_or(1, |n| n.get().saturating_sub(1).max(1)),

@@ -210,6 +210,7 @@ pub(crate) async fn subscribe_repos<K: Kv + 'static>(
     headers: HeaderMap,
     params: std::result::Result<Query<SubscribeParams>, QueryRejection>,
     connection: Option<axum::Extension<crate::connections::ConnectionSlot>>,
+    client: Option<axum::Extension<crate::connections::ClientIp>>,
     ws: std::result::Result<WebSocketUpgrade, WebSocketUpgradeRejection>,
 ) -> std::result::Result<Response, XrpcError> {
     app.authorize_read(&headers).await?;
@@ -241,6 +242,19 @@ pub(crate) async fn subscribe_repos<K: Kv + 'static>(
                 ),
             )
         })?;
+    let address = app
+        .firehose
+        .address_slot(client.map(|axum::Extension(crate::connections::ClientIp(ip))| ip))
+        .map_err(|most| {
+            XrpcError::new(
+                axum::http::StatusCode::TOO_MANY_REQUESTS,
+                "TooManySubscribers",
+                format!(
+                    "this address has {most} stream and firehose subscribers, the most one \
+                     address may have (serve --max-subscribers-per-ip)"
+                ),
+            )
+        })?;
     let connection = connection.map(|axum::Extension(slot)| slot);
     start_publisher(&app);
     let cursor = params
@@ -256,7 +270,8 @@ pub(crate) async fn subscribe_repos<K: Kv + 'static>(
         let _held: (
             OwnedSemaphorePermit,
             Option<crate::connections::ConnectionSlot>,
-        ) = (subscriber, connection);
+            Option<crate::frames::AddressSlot>,
+        ) = (subscriber, connection, address);
         if let Err(e) = stream(app, socket, cursor).await {
             tracing::debug!(error = %e, "firehose connection ended");
         }

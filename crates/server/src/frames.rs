@@ -147,17 +147,65 @@ pub(crate) struct Firehose {
     /// One permit per connection that may subscribe at once.
     pub(crate) subscribers: Arc<Semaphore>,
     pub(crate) max_subscribers: usize,
+    /// Subscribers per client address (firehose and stream together).
+    per_ip: Arc<std::sync::Mutex<std::collections::HashMap<std::net::IpAddr, usize>>>,
+    max_per_ip: usize,
+}
+
+/// One subscriber counted against its address's limit, until dropped.
+pub(crate) struct AddressSlot {
+    counts: Arc<std::sync::Mutex<std::collections::HashMap<std::net::IpAddr, usize>>>,
+    ip: std::net::IpAddr,
+}
+
+impl Drop for AddressSlot {
+    fn drop(&mut self) {
+        let mut counts = self
+            .counts
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(n) = counts.get_mut(&self.ip) {
+            *n -= 1;
+            if *n == 0 {
+                counts.remove(&self.ip);
+            }
+        }
+    }
 }
 
 impl Firehose {
-    pub(crate) fn new(max_subscribers: usize, buffer_bytes: usize) -> Self {
+    pub(crate) fn new(max_subscribers: usize, max_per_ip: usize, buffer_bytes: usize) -> Self {
         Self {
             live: Live::new(buffer_bytes),
             commits: Arc::new(Notify::new()),
             publishing: std::sync::atomic::AtomicBool::new(false),
             subscribers: Arc::new(Semaphore::new(max_subscribers)),
             max_subscribers,
+            per_ip: Arc::default(),
+            max_per_ip: max_per_ip.max(1),
         }
+    }
+
+    /// A subscriber slot for client address `ip` (none known: not
+    /// counted), or `None` when that address has its most subscribers.
+    pub(crate) fn address_slot(
+        &self,
+        ip: Option<std::net::IpAddr>,
+    ) -> Result<Option<AddressSlot>, usize> {
+        let Some(ip) = ip else { return Ok(None) };
+        let mut counts = self
+            .per_ip
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let n = counts.entry(ip).or_insert(0);
+        if *n >= self.max_per_ip {
+            return Err(self.max_per_ip);
+        }
+        *n += 1;
+        Ok(Some(AddressSlot {
+            counts: Arc::clone(&self.per_ip),
+            ip,
+        }))
     }
 
     /// What tells the publisher that a commit is durable.

@@ -315,6 +315,7 @@ pub(crate) async fn subscribe<K: Kv + 'static>(
     headers: HeaderMap,
     RawQuery(query): RawQuery,
     connection: Option<axum::Extension<crate::connections::ConnectionSlot>>,
+    client: Option<axum::Extension<crate::connections::ClientIp>>,
     ws: std::result::Result<WebSocketUpgrade, WebSocketUpgradeRejection>,
 ) -> std::result::Result<Response, XrpcError> {
     app.authorize_read(&headers).await?;
@@ -351,13 +352,27 @@ pub(crate) async fn subscribe<K: Kv + 'static>(
                 ),
             )
         })?;
+    let address = app
+        .firehose
+        .address_slot(client.map(|axum::Extension(crate::connections::ClientIp(ip))| ip))
+        .map_err(|most| {
+            XrpcError::new(
+                axum::http::StatusCode::TOO_MANY_REQUESTS,
+                "TooManySubscribers",
+                format!(
+                    "this address has {most} stream and firehose subscribers, the most one \
+                     address may have (serve --max-subscribers-per-ip)"
+                ),
+            )
+        })?;
     let connection = connection.map(|axum::Extension(slot)| slot);
     start_publisher(&app);
     Ok(ws.on_upgrade(move |socket| async move {
         let _held: (
             OwnedSemaphorePermit,
             Option<crate::connections::ConnectionSlot>,
-        ) = (subscriber, connection);
+            Option<crate::frames::AddressSlot>,
+        ) = (subscriber, connection, address);
         let sink = Sink { socket, compress };
         if let Err(e) = stream(app, sink, params, filters).await {
             tracing::debug!(error = %e, "stream connection ended");

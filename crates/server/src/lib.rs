@@ -87,6 +87,7 @@ impl<K: Kv + 'static> Server<K> {
                 repos,
                 firehose: frames::Firehose::new(
                     config.limits.max_subscribers.max(1),
+                    config.limits.max_subscribers_per_ip,
                     config.limits.firehose_buffer_bytes,
                 ),
                 stream: jetstream::Stream::new(config.limits.firehose_buffer_bytes),

@@ -3,7 +3,9 @@
 //! leaves), and each subscriber holds one of the connections
 //! `max_connections` allows for as long as its socket is open, so that
 //! WebSockets cannot take every file descriptor while the limit looks
-//! unreached.
+//! unreached. Past `max_subscribers_per_ip` from one address (firehose and
+//! `/subscribe` stream counted together) a subscription is refused with
+//! `429 TooManySubscribers`, until one leaves.
 
 use crate::common;
 
@@ -16,9 +18,18 @@ use store::MemoryKv;
 use tokio_tungstenite::tungstenite::{self, Message};
 
 async fn server(max_connections: usize, max_subscribers: usize) -> TestServer {
+    server_per_ip(max_connections, max_subscribers, usize::MAX).await
+}
+
+async fn server_per_ip(
+    max_connections: usize,
+    max_subscribers: usize,
+    max_subscribers_per_ip: usize,
+) -> TestServer {
     let mut config = config();
     config.limits = Limits {
         max_subscribers,
+        max_subscribers_per_ip,
         ..Limits::default()
     };
     let router = server::router(
@@ -113,4 +124,45 @@ async fn a_subscriber_holds_its_connection_until_it_closes() {
         served.expect("served once the subscriber left").unwrap(),
         200
     );
+}
+
+#[tokio::test]
+async fn past_max_subscribers_per_ip_one_address_is_refused_until_one_leaves() {
+    let server = server_per_ip(16, 8, 2).await;
+    let stream_url = format!("ws://{}/subscribe", server.addr());
+    let mut firehose = common::subscribe(server.addr(), None).await;
+    let stream = tokio_tungstenite::connect_async(&stream_url).await.unwrap();
+    for refused in [
+        tokio_tungstenite::connect_async(url(&server)).await,
+        tokio_tungstenite::connect_async(&stream_url).await,
+    ] {
+        let Err(tungstenite::Error::Http(response)) = refused else {
+            panic!("a third subscriber from one address was accepted: {refused:?}");
+        };
+        assert_eq!(response.status(), 429);
+        let body: serde_json::Value =
+            serde_json::from_slice(response.body().as_deref().unwrap_or_default()).unwrap();
+        assert_eq!(body["error"], "TooManySubscribers", "{body}");
+        assert!(
+            body["message"]
+                .as_str()
+                .unwrap()
+                .contains("--max-subscribers-per-ip"),
+            "{body}"
+        );
+    }
+    firehose.send(Message::Close(None)).await.unwrap();
+    drop(firehose);
+    let mut accepted = None;
+    for _ in 0..50 {
+        if let Ok((socket, _)) = tokio_tungstenite::connect_async(&stream_url).await {
+            accepted = Some(socket);
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(accepted.is_some(), "the address's slot was never freed");
+    // Sockets close before the server stops (it waits for them).
+    drop((accepted, stream));
+    server.stop().await;
 }
