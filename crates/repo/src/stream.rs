@@ -86,60 +86,74 @@ pub fn stream_event_forms(stored: &Bytes) -> Option<(Bytes, Bytes)> {
     Some((stored.slice(4..end), stored.slice(end..)))
 }
 
-/// One record operation's event, all but its time.
+/// One record operation's event, all but its time and its commit's rev.
 #[derive(Debug, Clone)]
 pub(crate) struct StreamOp {
-    /// What follows `"time_us":N` in the event's JSON.
+    /// What follows `"rev":"…",` in the event's JSON.
     tail: Bytes,
 }
 
 impl StreamOp {
     /// The event of `operation` (`create`, `update` or `delete`) on
-    /// `collection/rkey` in a commit of `rev`: the new record and its CID,
-    /// unless deleted.
+    /// `collection/rkey`: the new record and its CID, unless deleted.
+    /// Written straight from `record` (no copy of it is made).
     pub(crate) fn new(
-        rev: &str,
         operation: &str,
         collection: &str,
         rkey: &str,
         cid: Option<Cid>,
         record: Option<&Value>,
     ) -> Self {
-        let mut commit = serde_json::Map::new();
-        commit.insert("rev".into(), rev.into());
-        commit.insert("operation".into(), operation.into());
-        commit.insert("collection".into(), collection.into());
-        commit.insert("rkey".into(), rkey.into());
+        let mut tail = Vec::with_capacity(256);
+        // Strings and a record's JSON always serialize.
+        let json = |out: &mut Vec<u8>, v: &str| {
+            let _ = serde_json::to_writer(&mut *out, v);
+        };
+        tail.extend_from_slice(b"\"operation\":");
+        json(&mut tail, operation);
+        tail.extend_from_slice(b",\"collection\":");
+        json(&mut tail, collection);
+        tail.extend_from_slice(b",\"rkey\":");
+        json(&mut tail, rkey);
         if let (Some(record), Some(cid)) = (record, cid) {
-            commit.insert("record".into(), record.clone());
-            commit.insert("cid".into(), cid.to_string().into());
+            tail.extend_from_slice(b",\"record\":");
+            let _ = serde_json::to_writer(&mut tail, record);
+            tail.extend_from_slice(b",\"cid\":");
+            json(&mut tail, &cid.to_string());
         }
-        let mut tail = BytesMut::from(&b",\"kind\":\"commit\",\"commit\":"[..]);
-        // A map of strings and a record's JSON always serializes.
-        tail.extend_from_slice(&serde_json::to_vec(&commit).unwrap_or_default());
-        tail.put_u8(b'}');
+        tail.extend_from_slice(b"}}");
         Self {
-            tail: tail.freeze(),
+            tail: Bytes::from(tail),
         }
     }
 }
 
 /// The stream events of a commit to repository `did`, for the store to
 /// stamp with their times: `now_micros` is the writer's clock.
-pub(crate) fn stream_events(did: &str, ops: Vec<StreamOp>, now_micros: u64) -> store::StreamEvents {
+pub(crate) fn stream_events(
+    did: &str,
+    rev: &str,
+    ops: Vec<StreamOp>,
+    now_micros: u64,
+) -> store::StreamEvents {
     let mut head = BytesMut::from(&b"{\"did\":"[..]);
     head.extend_from_slice(&serde_json::to_vec(did).unwrap_or_default());
     head.extend_from_slice(b",\"time_us\":");
     let head = head.freeze();
+    let mut middle = BytesMut::from(&b",\"kind\":\"commit\",\"commit\":{\"rev\":"[..]);
+    middle.extend_from_slice(&serde_json::to_vec(rev).unwrap_or_default());
+    middle.extend_from_slice(b",");
+    let middle = middle.freeze();
     let count = ops.len();
     store::StreamEvents {
         now_micros,
         count,
         encode: Arc::new(move |i, time| {
-            let tail = ops.get(i).map_or(&b"}"[..], |op| &op.tail[..]);
-            let mut json = Vec::with_capacity(head.len() + 20 + tail.len());
+            let tail = ops.get(i).map_or(&b"}}"[..], |op| &op.tail[..]);
+            let mut json = Vec::with_capacity(head.len() + 20 + middle.len() + tail.len());
             json.extend_from_slice(&head);
             json.extend_from_slice(time.to_string().as_bytes());
+            json.extend_from_slice(&middle);
             json.extend_from_slice(tail);
             let frame = compress(&json);
             let mut stored = BytesMut::with_capacity(4 + json.len() + frame.len());

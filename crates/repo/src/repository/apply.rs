@@ -392,12 +392,12 @@ impl<K: Kv> Repository<K> {
             // The record as JSON, once: for the stream, the indexes and
             // the blob references.
             let record_json = new.map(Record::to_json);
-            stream_ops.push((
+            stream_ops.push(crate::stream::StreamOp::new(
                 operation,
-                collection.as_str().to_owned(),
-                rkey.as_str().to_owned(),
+                collection.as_str(),
+                rkey.as_str(),
                 new_cid,
-                record_json.clone(),
+                record_json.as_ref(),
             ));
             if let Some(declared) = state.indexes.get(collection.as_str())
                 && !declared.is_empty()
@@ -464,22 +464,10 @@ impl<K: Kv> Repository<K> {
         }
         let commit_block = commit.encode();
         let commit_cid = commit_block.cid();
-        let rev_text = commit.rev.to_string();
         let stream = crate::stream::stream_events(
             &self.id,
-            stream_ops
-                .into_iter()
-                .map(|(operation, collection, rkey, cid, record)| {
-                    crate::stream::StreamOp::new(
-                        &rev_text,
-                        operation,
-                        &collection,
-                        &rkey,
-                        cid,
-                        record.as_ref(),
-                    )
-                })
-                .collect(),
+            &commit.rev.to_string(),
+            stream_ops,
             commit.rev.timestamp_micros(),
         );
         let event = commit_event(
