@@ -28,7 +28,6 @@ use axum::{
 use futures_util::{SinkExt, StreamExt};
 use serde::Deserialize;
 use store::Kv;
-use tokio::sync::OwnedSemaphorePermit;
 
 use crate::frames::{Framed, Retention, TooSlow};
 use crate::{app::App, error::XrpcError};
@@ -229,33 +228,10 @@ pub(crate) async fn subscribe_repos<K: Kv + 'static>(
     })?;
     // Refused before the upgrade: a subscriber holds a connection for as
     // long as it likes, and the others must find room.
-    let subscriber = Arc::clone(&app.firehose.subscribers)
-        .try_acquire_owned()
-        .map_err(|_| {
-            XrpcError::new(
-                axum::http::StatusCode::SERVICE_UNAVAILABLE,
-                "TooManySubscribers",
-                format!(
-                    "the server has {} firehose subscribers, its most (serve \
-                     --max-subscribers); try again later",
-                    app.firehose.max_subscribers
-                ),
-            )
-        })?;
-    let address = app
-        .firehose
-        .address_slot(client.map(|axum::Extension(crate::connections::ClientIp(ip))| ip))
-        .map_err(|most| {
-            XrpcError::new(
-                axum::http::StatusCode::TOO_MANY_REQUESTS,
-                "TooManySubscribers",
-                format!(
-                    "this address has {most} stream and firehose subscribers, the most one \
-                     address may have (serve --max-subscribers-per-ip)"
-                ),
-            )
-        })?;
-    let connection = connection.map(|axum::Extension(slot)| slot);
+    let admitted = app.firehose.admit(
+        client.map(|axum::Extension(crate::connections::ClientIp(ip))| ip),
+        connection.map(|axum::Extension(slot)| slot),
+    )?;
     start_publisher(&app);
     let cursor = params
         .cursor
@@ -267,11 +243,7 @@ pub(crate) async fn subscribe_repos<K: Kv + 'static>(
     Ok(ws.on_upgrade(move |socket| async move {
         // Held until the socket closes: the connection counts against
         // --max-connections, the subscriber against --max-subscribers.
-        let _held: (
-            OwnedSemaphorePermit,
-            Option<crate::connections::ConnectionSlot>,
-            Option<crate::frames::AddressSlot>,
-        ) = (subscriber, connection, address);
+        let _admitted = admitted;
         if let Err(e) = stream(app, socket, cursor).await {
             tracing::debug!(error = %e, "firehose connection ended");
         }

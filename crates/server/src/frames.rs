@@ -152,6 +152,15 @@ pub(crate) struct Firehose {
     max_per_ip: usize,
 }
 
+/// What an admitted subscriber holds until its socket closes: its place
+/// among the server's subscribers and its address's, and its connection
+/// (which counts against `--max-connections`).
+pub(crate) struct Admitted {
+    _permit: tokio::sync::OwnedSemaphorePermit,
+    _address: Option<AddressSlot>,
+    _connection: Option<crate::connections::ConnectionSlot>,
+}
+
 /// One subscriber counted against its address's limit, until dropped.
 pub(crate) struct AddressSlot {
     counts: Arc<std::sync::Mutex<std::collections::HashMap<std::net::IpAddr, usize>>>,
@@ -186,12 +195,49 @@ impl Firehose {
         }
     }
 
-    /// A subscriber slot for client address `ip` (none known: not
-    /// counted), or `None` when that address has its most subscribers.
-    pub(crate) fn address_slot(
+    /// Admits a subscriber (of the firehose or the stream) from client
+    /// address `ip` holding `connection`, before its upgrade: refused past
+    /// `--max-subscribers` (503) or past `--max-subscribers-per-ip` from
+    /// one address (429), so that the others find room.
+    pub(crate) fn admit(
         &self,
         ip: Option<std::net::IpAddr>,
-    ) -> Result<Option<AddressSlot>, usize> {
+        connection: Option<crate::connections::ConnectionSlot>,
+    ) -> Result<Admitted, crate::error::XrpcError> {
+        use crate::error::XrpcError;
+        let permit = Arc::clone(&self.subscribers)
+            .try_acquire_owned()
+            .map_err(|_| {
+                XrpcError::new(
+                    axum::http::StatusCode::SERVICE_UNAVAILABLE,
+                    "TooManySubscribers",
+                    format!(
+                        "the server has {} firehose and stream subscribers, its most (serve \
+                         --max-subscribers); try again later",
+                        self.max_subscribers
+                    ),
+                )
+            })?;
+        let address = self.address_slot(ip).map_err(|most| {
+            XrpcError::new(
+                axum::http::StatusCode::TOO_MANY_REQUESTS,
+                "TooManySubscribers",
+                format!(
+                    "this address has {most} firehose and stream subscribers, the most one \
+                     address may have (serve --max-subscribers-per-ip)"
+                ),
+            )
+        })?;
+        Ok(Admitted {
+            _permit: permit,
+            _address: address,
+            _connection: connection,
+        })
+    }
+
+    /// A subscriber slot for client address `ip` (none known: not
+    /// counted), or the address's most when it has that many.
+    fn address_slot(&self, ip: Option<std::net::IpAddr>) -> Result<Option<AddressSlot>, usize> {
         let Some(ip) = ip else { return Ok(None) };
         let mut counts = self
             .per_ip

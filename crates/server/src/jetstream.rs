@@ -26,7 +26,7 @@ use axum::{
 };
 use futures_util::SinkExt;
 use store::Kv;
-use tokio::sync::{Notify, OwnedSemaphorePermit};
+use tokio::sync::Notify;
 
 use crate::frames::{Framed, Live, TooSlow};
 use crate::{app::App, error::XrpcError};
@@ -338,41 +338,15 @@ pub(crate) async fn subscribe<K: Kv + 'static>(
             ),
         )
     })?;
-    // Counted with the firehose's subscribers (serve --max-subscribers).
-    let subscriber = Arc::clone(&app.firehose.subscribers)
-        .try_acquire_owned()
-        .map_err(|_| {
-            XrpcError::new(
-                axum::http::StatusCode::SERVICE_UNAVAILABLE,
-                "TooManySubscribers",
-                format!(
-                    "the server has {} stream and firehose subscribers, its most (serve \
-                     --max-subscribers); try again later",
-                    app.firehose.max_subscribers
-                ),
-            )
-        })?;
-    let address = app
-        .firehose
-        .address_slot(client.map(|axum::Extension(crate::connections::ClientIp(ip))| ip))
-        .map_err(|most| {
-            XrpcError::new(
-                axum::http::StatusCode::TOO_MANY_REQUESTS,
-                "TooManySubscribers",
-                format!(
-                    "this address has {most} stream and firehose subscribers, the most one \
-                     address may have (serve --max-subscribers-per-ip)"
-                ),
-            )
-        })?;
-    let connection = connection.map(|axum::Extension(slot)| slot);
+    // Counted with the firehose's subscribers (serve --max-subscribers,
+    // --max-subscribers-per-ip).
+    let admitted = app.firehose.admit(
+        client.map(|axum::Extension(crate::connections::ClientIp(ip))| ip),
+        connection.map(|axum::Extension(slot)| slot),
+    )?;
     start_publisher(&app);
     Ok(ws.on_upgrade(move |socket| async move {
-        let _held: (
-            OwnedSemaphorePermit,
-            Option<crate::connections::ConnectionSlot>,
-            Option<crate::frames::AddressSlot>,
-        ) = (subscriber, connection, address);
+        let _admitted = admitted;
         let sink = Sink { socket, compress };
         if let Err(e) = stream(app, sink, params, filters).await {
             tracing::debug!(error = %e, "stream connection ended");

@@ -65,12 +65,18 @@ impl<K: Kv> Store<K> {
     ///
     /// A storage error.
     pub async fn delete_events_through(&self, through: u64) -> Result<u64, Error> {
+        self.delete_range_durably(KeyRange {
+            start: records::events_range().start,
+            end: Some(records::event_key(through.saturating_add(1))),
+        })
+        .await
+    }
+
+    /// Deletes every key in `range`, durably, ten thousand at a time:
+    /// how many.
+    async fn delete_range_durably(&self, range: KeyRange) -> Result<u64, Error> {
         let mut deleted = 0;
         loop {
-            let range = KeyRange {
-                start: records::events_range().start,
-                end: Some(records::event_key(through.saturating_add(1))),
-            };
             let keys = self.kv_scan(&range, false, 10_000, View::Written).await?;
             if keys.is_empty() {
                 return Ok(deleted);
@@ -145,24 +151,11 @@ impl<K: Kv> Store<K> {
     ///
     /// A storage error.
     pub async fn delete_stream_events_through(&self, through: u64) -> Result<u64, Error> {
-        let mut deleted = 0;
-        loop {
-            let range = KeyRange {
-                start: records::stream_events_range().start,
-                end: Some(records::stream_event_key(through.saturating_add(1))),
-            };
-            let keys = self.kv_scan(&range, false, 10_000, View::Written).await?;
-            if keys.is_empty() {
-                return Ok(deleted);
-            }
-            deleted += keys.len() as u64;
-            self.write_durably(
-                keys.into_iter()
-                    .map(|(key, _)| WriteOp::Delete(key.to_vec()))
-                    .collect(),
-            )
-            .await?;
-        }
+        self.delete_range_durably(KeyRange {
+            start: records::stream_events_range().start,
+            end: Some(records::stream_event_key(through.saturating_add(1))),
+        })
+        .await
     }
 }
 
