@@ -93,6 +93,23 @@ pub(crate) async fn export(
     Ok(ExitCode::SUCCESS)
 }
 
+/// The blob directory `--blobs [DIR]` names for backup `file`: DIR, or
+/// `FILE.blobs` beside the file when `--blobs` comes alone.
+pub(crate) fn blob_dir(file: &Path, given: Option<Option<PathBuf>>) -> Result<Option<PathBuf>> {
+    match given {
+        None => Ok(None),
+        Some(Some(dir)) => Ok(Some(dir)),
+        Some(None) if file.as_os_str() == "-" => Err(
+            "--blobs needs a directory when the CAR goes to standard output: --blobs DIR".into(),
+        ),
+        Some(None) => {
+            let mut dir = file.as_os_str().to_owned();
+            dir.push(".blobs");
+            Ok(Some(PathBuf::from(dir)))
+        }
+    }
+}
+
 /// `export --blobs DIR`: the repository's blobs copied into `dir`.
 async fn export_blobs(repo: &Repository<SlateKv>, dir: &Path) -> Result<repo::BlobCopyReport> {
     let to = store::Blobs::in_directory(dir)

@@ -243,10 +243,11 @@ pub(crate) enum RepoCommand {
         history: bool,
         /// Also copy the repository's blobs (the files its records refer
         /// to; not part of a CAR) into this directory, one file per blob
-        /// named by its CID. Blobs the directory has already are kept, so
-        /// one directory serves a full backup and its increments.
-        #[arg(long, value_name = "DIR")]
-        blobs: Option<PathBuf>,
+        /// named by its CID (`--blobs` alone: FILE.blobs). Blobs the
+        /// directory has already are kept, so one directory serves a full
+        /// backup and its increments.
+        #[arg(long, value_name = "DIR", num_args = 0..=1)]
+        blobs: Option<Option<PathBuf>>,
         /// Replace FILE if it exists.
         #[arg(long)]
         force: bool,
@@ -271,11 +272,11 @@ pub(crate) enum RepoCommand {
         /// one (this, or `key rotate --signing-key` later).
         #[arg(long, value_name = "FILE")]
         signing_key: Option<PathBuf>,
-        /// The blob directory of the backup (`export --blobs DIR`): the
-        /// blobs the file's records refer to are copied from it, each
-        /// checked against its CID.
-        #[arg(long, value_name = "DIR")]
-        blobs: Option<PathBuf>,
+        /// The blob directory of the backup (`export --blobs [DIR]`;
+        /// `--blobs` alone: FILE.blobs): the blobs the file's records refer
+        /// to are copied from it, each checked against its CID.
+        #[arg(long, value_name = "DIR", num_args = 0..=1)]
+        blobs: Option<Option<PathBuf>>,
     },
     /// Signing keys: generate one, show or rotate a repository's.
     #[command(subcommand)]

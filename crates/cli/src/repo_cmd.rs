@@ -124,7 +124,10 @@ async fn execute(t: Target<'_>, args: &RepoArgs, cmd: RepoCommand) -> Result<Exi
             history,
             blobs,
             force,
-        } => archive_cmd::export(t.session()?, args, file, since, history, blobs, force).await,
+        } => {
+            let blobs = archive_cmd::blob_dir(&file, blobs)?;
+            archive_cmd::export(t.session()?, args, file, since, history, blobs, force).await
+        }
         RepoCommand::Import {
             file,
             keys,
@@ -136,7 +139,7 @@ async fn execute(t: Target<'_>, args: &RepoArgs, cmd: RepoCommand) -> Result<Exi
                 keys,
                 trust_new_key,
                 signing_key,
-                blobs,
+                blobs: archive_cmd::blob_dir(&file, blobs)?,
             };
             archive_cmd::import(t.session()?, args, file, options).await
         }

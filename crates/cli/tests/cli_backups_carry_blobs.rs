@@ -109,6 +109,25 @@ fn backups_carry_blobs_and_restores_check_them() {
     assert_eq!(exported["blobs"]["copied"], 1, "{exported}");
     assert_eq!(exported["blobs"]["present"], 1, "{exported}");
 
+    // `--blobs` alone, as AT Protocol users write it: FILE.blobs beside
+    // the file, on export and on import.
+    let alone = dir.join("alone.car");
+    let exported = ok(
+        &source,
+        &["export", alone.to_str().unwrap(), "--history", "--blobs"],
+    );
+    assert_eq!(exported["blobs"]["copied"], 2, "{exported}");
+    assert_eq!(
+        std::fs::read(dir.join("alone.car.blobs").join(cid_of(&first))).unwrap(),
+        first_bytes
+    );
+    let imported = ok(
+        &dir.join("restored-alone"),
+        &["import", alone.to_str().unwrap(), "--blobs"],
+    );
+    assert_eq!(imported["blobs"]["copied"], 2, "{imported}");
+    assert_eq!(imported["blobsMissing"], json!([]), "{imported}");
+
     // Restored without the directory: the records come in, the blob is
     // named as missing, and check says so.
     let restored = dir.join("restored");

@@ -17,7 +17,7 @@ use std::sync::{
 use bytes::Bytes;
 use cid::Cid;
 use proptest::prelude::*;
-use repo::{Env, Error, Repos, Write};
+use repo::{Error, Repos, Write};
 use serde_json::json;
 use store::{Kv, MemoryKv, Store};
 
@@ -73,23 +73,6 @@ impl Model {
     }
 }
 
-/// The wall clock (the object store stamps objects with it) plus an offset
-/// the test moves.
-#[allow(clippy::disallowed_methods)]
-fn env(offset_secs: &Arc<AtomicU64>) -> Env {
-    let offset = Arc::clone(offset_secs);
-    Env::new(
-        move || {
-            let now = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .unwrap()
-                .as_micros() as u64;
-            now + offset.load(Ordering::Relaxed) * 1_000_000
-        },
-        5,
-    )
-}
-
 proptest! {
     #![proptest_config(ProptestConfig { cases: 32, ..ProptestConfig::default() })]
 
@@ -98,7 +81,7 @@ proptest! {
         common::rt().block_on(async {
             let offset = Arc::new(AtomicU64::new(0));
             let store = Arc::new(Store::new(MemoryKv::new()));
-            let repos = Repos::new(Arc::clone(&store), env(&offset));
+            let repos = Repos::new(Arc::clone(&store), common::env_ahead_by(&offset, 5));
             let mut handles = Vec::new();
             for id in REPOS {
                 handles.push(repos.create(id).await.unwrap());

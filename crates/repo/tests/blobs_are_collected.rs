@@ -13,29 +13,12 @@ use std::sync::{
 
 use bytes::Bytes;
 use futures::stream;
-use repo::{Env, Repos, Write};
+use repo::{Repos, Write};
 use serde_json::{Value, json};
 use store::{Kv, MemoryKv, Retention, Store};
 
 const DID: &str = "did:example:collected";
 const HOUR: u64 = 3600;
-
-/// The wall clock (the object store stamps objects with it) plus an offset
-/// the test moves.
-#[allow(clippy::disallowed_methods)]
-fn env(offset_secs: &Arc<AtomicU64>) -> Env {
-    let offset = Arc::clone(offset_secs);
-    Env::new(
-        move || {
-            let now = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .unwrap()
-                .as_micros() as u64;
-            now + offset.load(Ordering::Relaxed) * 1_000_000
-        },
-        3,
-    )
-}
 
 fn put(rkey: &str, value: Value) -> Write {
     Write::Update {
@@ -55,7 +38,7 @@ fn temporary_and_released_blobs_are_collected() {
     common::rt().block_on(async {
         let offset = Arc::new(AtomicU64::new(0));
         let store = Arc::new(Store::new(MemoryKv::new()));
-        let repos = Repos::new(Arc::clone(&store), env(&offset));
+        let repos = Repos::new(Arc::clone(&store), common::env_ahead_by(&offset, 3));
         let repo = repos.create(DID).await.unwrap();
         let mut cids = Vec::new();
         for (i, name) in ["temporary", "kept", "released"].iter().enumerate() {

@@ -4,33 +4,20 @@
 //! a record referring to a blob that is gone. Many rounds, the two started
 //! together on a multi-threaded runtime.
 
+use crate::common;
+
 use std::sync::{
     Arc,
     atomic::{AtomicU64, Ordering},
 };
 
 use bytes::Bytes;
-use repo::{Env, Error, Repos, Write};
+use repo::{Error, Repos, Write};
 use serde_json::json;
 use store::{Kv, MemoryKv, Store};
 
 const DID: &str = "did:example:race";
 const HOUR: u64 = 3600;
-
-#[allow(clippy::disallowed_methods)]
-fn env(offset_secs: &Arc<AtomicU64>) -> Env {
-    let offset = Arc::clone(offset_secs);
-    Env::new(
-        move || {
-            let now = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .unwrap()
-                .as_micros() as u64;
-            now + offset.load(Ordering::Relaxed) * 1_000_000
-        },
-        9,
-    )
-}
 
 #[test]
 fn a_commit_and_a_collection_never_leave_a_dangling_reference() {
@@ -42,7 +29,10 @@ fn a_commit_and_a_collection_never_leave_a_dangling_reference() {
     rt.block_on(async {
         let offset = Arc::new(AtomicU64::new(0));
         let store = Arc::new(Store::new(MemoryKv::new()));
-        let repos = Arc::new(Repos::new(Arc::clone(&store), env(&offset)));
+        let repos = Arc::new(Repos::new(
+            Arc::clone(&store),
+            common::env_ahead_by(&offset, 9),
+        ));
         let repo = repos.create(DID).await.unwrap();
         let (mut won, mut refused) = (0, 0);
         for round in 0..200u64 {

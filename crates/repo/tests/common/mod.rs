@@ -15,6 +15,24 @@ pub(crate) fn env() -> Env {
     Env::new(move || t.fetch_add(1000, Ordering::Relaxed), 7)
 }
 
+/// The wall clock plus an offset (seconds) the test moves: the object
+/// store stamps blob objects with the wall clock, so collections of blobs
+/// are tested against it.
+#[allow(clippy::disallowed_methods)]
+pub(crate) fn env_ahead_by(offset_secs: &Arc<AtomicU64>, clock_id: u16) -> Env {
+    let offset = Arc::clone(offset_secs);
+    Env::new(
+        move || {
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_micros() as u64;
+            now + offset.load(Ordering::Relaxed) * 1_000_000
+        },
+        clock_id,
+    )
+}
+
 /// Repositories over a fresh in-memory store.
 pub(crate) fn repos() -> Repos<MemoryKv> {
     Repos::new(Arc::new(Store::new(MemoryKv::new())), env())
