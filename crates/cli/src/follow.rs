@@ -42,6 +42,15 @@ pub(crate) struct FollowArgs {
     /// --collection may be a prefix (`app.bsky.feed.*`).
     #[arg(long)]
     jetstream: bool,
+    /// With --jetstream: only records that satisfy this `--where`
+    /// expression (the query language; evaluated on each record by the
+    /// server, no index needed); deletes always pass.
+    #[arg(long = "where", value_name = "EXPR", requires = "jetstream")]
+    condition: Option<String>,
+    /// With --jetstream: only these record paths of each record
+    /// (comma-separated, e.g. text,embed.images.alt).
+    #[arg(long, value_name = "PATHS", requires = "jetstream")]
+    fields: Option<String>,
 }
 
 /// Which commits, and which of their operations, `follow` prints.
@@ -172,6 +181,9 @@ pub(crate) fn run(
         };
         rkey::validate_nsid(&nsid).map_err(|e| format!("--collection {c}: {e}"))?;
     }
+    if let Some(condition) = &args.condition {
+        repo::RecordCondition::parse(condition).map_err(|e| format!("--where: {e}"))?;
+    }
     if args.jetstream {
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
@@ -276,6 +288,12 @@ async fn follow_jetstream(
         }
         if let Some(c) = cursor {
             query.append_pair("cursor", &c.to_string());
+        }
+        if let Some(condition) = &args.condition {
+            query.append_pair("where", condition);
+        }
+        if let Some(fields) = &args.fields {
+            query.append_pair("fields", fields);
         }
         let url = format!("{base}/subscribe?{}", query.finish());
         let mut socket = match tokio_tungstenite::connect_async(&url).await {

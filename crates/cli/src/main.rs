@@ -105,7 +105,7 @@ fn main() -> ExitCode {
         let _ = logs::init_logs("warn", "text", false);
     }
     let result = match cli.command {
-        Command::Rkey(cmd) => syntax::run_rkey(cmd),
+        Command::Rkey(cmd) => syntax::run_rkey(cmd, cli.repo.json),
         Command::Tid(cmd) => syntax::run_tid(cmd, cli.repo.json),
         Command::Keys(cmd) => keys::run(cmd, cli.repo.json),
         Command::Follow(args) => {

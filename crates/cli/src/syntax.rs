@@ -14,9 +14,11 @@ use serde_json::{Map, Value, json};
 pub(crate) enum RkeyCommand {
     /// Validate record keys given as arguments, or else one per stdin line.
     ///
-    /// Prints one JSON object per input. Exit status: 0 if all are valid,
-    /// 1 if any is invalid, 2 on usage errors (including a --json-lines
-    /// input that is not a JSON string literal).
+    /// Prints one line per input: for a person at a terminal, "ok KEY" or
+    /// "invalid KEY: why"; with --json, or when stdout is not a terminal
+    /// (a pipe, a file, a script), one JSON object. Exit status: 0 if all
+    /// are valid, 1 if any is invalid, 2 on usage errors (including a
+    /// --json-lines input that is not a JSON string literal).
     Validate(ValidateArgs),
 }
 
@@ -53,9 +55,9 @@ pub(crate) struct ValidateArgs {
     inputs: Vec<String>,
 }
 
-pub(crate) fn run_rkey(cmd: RkeyCommand) -> io::Result<ExitCode> {
+pub(crate) fn run_rkey(cmd: RkeyCommand, json_mode: bool) -> io::Result<ExitCode> {
     match cmd {
-        RkeyCommand::Validate(args) => validate_all(&args, |input| {
+        RkeyCommand::Validate(args) => validate_all(&args, json_mode, |input| {
             rkey::validate_record_key(input).map(|()| Map::new())
         }),
     }
@@ -63,7 +65,7 @@ pub(crate) fn run_rkey(cmd: RkeyCommand) -> io::Result<ExitCode> {
 
 pub(crate) fn run_tid(cmd: TidCommand, json_mode: bool) -> io::Result<ExitCode> {
     match cmd {
-        TidCommand::Validate(args) => validate_all(&args, |input| {
+        TidCommand::Validate(args) => validate_all(&args, json_mode, |input| {
             Tid::parse(input).map(|tid| {
                 let mut extra = Map::new();
                 // The snake_case names are the interface `tid validate` was
@@ -144,11 +146,17 @@ fn format_micros(micros: u64) -> String {
         )
 }
 
-/// Validates every input, printing one JSON line each; returns the exit code.
+/// Validates every input, printing a line each (JSON unless a person reads
+/// stdout at a terminal without `--json`); returns the exit code.
 fn validate_all<E: std::fmt::Display>(
     args: &ValidateArgs,
+    json_mode: bool,
     check: impl Fn(&str) -> Result<Map<String, Value>, E>,
 ) -> io::Result<ExitCode> {
+    use std::io::IsTerminal;
+    // JSON lines are what scripts have read from these commands since
+    // they were specified, so anything but a terminal keeps getting them.
+    let human = !json_mode && io::stdout().is_terminal();
     let mut out = crate::output::Stdout::buffered();
     let mut any_invalid = false;
     let mut usage_error = false;
@@ -172,8 +180,12 @@ fn validate_all<E: std::fmt::Display>(
                 json!({"input": raw, "valid": false, "error": e})
             }
         };
-        serde_json::to_writer(&mut out, &line)?;
-        out.write_all(b"\n")
+        if human {
+            writeln!(out, "{}", human_line(&line))
+        } else {
+            serde_json::to_writer(&mut out, &line)?;
+            out.write_all(b"\n")
+        }
     };
     if args.inputs.is_empty() {
         for line in io::stdin().lock().lines() {
@@ -192,6 +204,33 @@ fn validate_all<E: std::fmt::Display>(
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// One validation's JSON line as a person reads it: `ok KEY`, with a
+/// TID's time and clock id, or `invalid KEY: why` (the input quoted when
+/// it would not read plainly).
+fn human_line(line: &Value) -> String {
+    let input = line["input"].as_str().unwrap_or_default();
+    let shown = if input.is_empty() || input.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        format!("{input:?}")
+    } else {
+        input.to_owned()
+    };
+    if line["valid"] == true {
+        match line["timestampUs"].as_u64() {
+            Some(micros) => format!(
+                "ok       {shown}  {}  clock {}",
+                format_micros(micros),
+                line["clockId"]
+            ),
+            None => format!("ok       {shown}"),
+        }
+    } else {
+        format!(
+            "invalid  {shown}: {}",
+            line["error"].as_str().unwrap_or_default()
+        )
+    }
 }
 
 fn decode_input(raw: &str, json_lines: bool) -> Result<String, String> {

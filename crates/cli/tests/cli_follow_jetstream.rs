@@ -1,8 +1,10 @@
 //! `follow --jetstream` reads the server's Jetstream-compatible stream:
 //! `--collection` (a prefix too) and `--repo` filter on the server,
 //! `--cursor 0` replays what the server keeps, `--json` prints each event
-//! as sent and the human form names the operation, path and record; the
-//! expected events are derived from the writes made.
+//! as sent and the human form names the operation, path and record;
+//! `--where` and `--fields` filter and cut records on the server (a bad
+//! expression is refused before connecting); the expected events are
+//! derived from the writes made.
 
 use crate::common;
 
@@ -105,4 +107,48 @@ fn follow_reads_the_jetstream_compatible_stream() {
         line.contains("did:web:a create app.y.note/n1") && line.contains("\"app.y.note n1\""),
         "{line}"
     );
+
+    // --where and --fields: "app.x.post p2" is the only text above "app.x.post p1".
+    let out = datarepo(
+        &[
+            "--json",
+            "follow",
+            &url,
+            "--jetstream",
+            "--where",
+            r#"text in ["app.x.post p2", "app.y.note n1"]"#,
+            "--fields",
+            "text",
+            "--cursor",
+            "0",
+            "--limit",
+            "2",
+        ],
+        "",
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let events = json_lines(&out);
+    let got: Vec<(&str, &Value)> = events
+        .iter()
+        .map(|e| {
+            (
+                e["commit"]["rkey"].as_str().unwrap(),
+                &e["commit"]["record"],
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        vec![
+            ("n1", &json!({"text": "app.y.note n1"})),
+            ("p2", &json!({"text": "app.x.post p2"}))
+        ]
+    );
+    let out = datarepo(&["follow", &url, "--jetstream", "--where", "text >"], "");
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--where: at position"));
 }

@@ -55,6 +55,7 @@ mod cli_syntax;
 mod cli_tutorial;
 mod cli_unwritable_stores;
 mod cli_upload_killed_mid_body;
+mod cli_validate_at_a_terminal;
 mod cli_verify_an_unsigned_export;
 mod cli_web_interface;
 mod cli_web_interface_private_reads;

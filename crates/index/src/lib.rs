@@ -19,7 +19,8 @@
 //!
 //! What is here, by module: `values` (index kinds, keyword and number
 //! values of a record), `cbor` (values read straight from dag-cbor bytes),
-//! `query` (the `--where` language), `columns` (rkey ↔ column), `build`
+//! `query` (the `--where` language), `matching` (an expression on one
+//! record, no index), `columns` (rkey ↔ column), `build`
 //! (a whole scope from a tree or a record stream), `maintain` (one
 //! commit's changes), `eval` (plans and bitmap evaluation) and `cache`.
 //! The crate knows stores and trees, not repositories: the `repo` crate
@@ -34,6 +35,7 @@ mod decl;
 mod error;
 mod eval;
 mod maintain;
+mod matching;
 mod query;
 mod results;
 mod rows;
@@ -58,6 +60,7 @@ pub use decl::{
 };
 pub use eval::{Reader, plan as eval_plan};
 pub use maintain::{CommitIndex, IndexWrite, KNOWN_ROWS_LIMIT, KnownRows, ScopeCounters};
+pub use matching::RecordCondition;
 pub use query::{Cmp, Cond, Expr, Literal, Op, parse as parse_where};
 pub use results::{Stats, TopValue};
 pub use rows::{

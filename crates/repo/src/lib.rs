@@ -65,7 +65,8 @@ pub use event::{
     stored_event_time,
 };
 pub use index::{
-    Cmp, Cond, Expr, IndexDecl, IndexKind, Keyword, Literal, Op, Stats, TopValue, parse_where,
+    Cmp, Cond, Expr, IndexDecl, IndexKind, Keyword, Literal, Op, RecordCondition, Stats, TopValue,
+    parse_where,
 };
 pub use inspect::{PailStep, RecordHistory, RecordVersion};
 pub use keys::{CurrentKey, SigningKeys};
@@ -86,6 +87,7 @@ pub use search::build::{IndexProgress, MAX_HELD_CHANGES};
 pub use search::query::QueryPage;
 pub use signing::{Curve, KeyError, PublicKey, SignatureError, SigningKey};
 pub use stream::{
-    STREAM_DICTIONARY_VERSION, stream_dictionary, stream_dictionary_id, stream_event_forms,
+    STREAM_DICTIONARY_VERSION, compress_stream_event, stream_dictionary, stream_dictionary_id,
+    stream_event_forms,
 };
 pub use validation::{Validation, ValidationStatus};

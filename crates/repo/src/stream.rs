@@ -62,8 +62,10 @@ thread_local! {
 }
 
 /// `json` as one zstd frame with the stream's dictionary (empty if zstd
-/// fails, which it does not for bytes in memory).
-fn compress(json: &[u8]) -> Vec<u8> {
+/// fails, which it does not for bytes in memory): how an event is sent
+/// compressed, and how one reshaped for a consumer (`fields`) is.
+#[must_use]
+pub fn compress_stream_event(json: &[u8]) -> Vec<u8> {
     COMPRESSOR.with(|cell| {
         let mut cell = cell.borrow_mut();
         if cell.is_none() {
@@ -155,7 +157,7 @@ pub(crate) fn stream_events(
             json.extend_from_slice(time.to_string().as_bytes());
             json.extend_from_slice(&middle);
             json.extend_from_slice(tail);
-            let frame = compress(&json);
+            let frame = compress_stream_event(&json);
             let mut stored = BytesMut::with_capacity(4 + json.len() + frame.len());
             // An event is far below 4 GiB (a record is at most 1 MB).
             stored.put_u32(u32::try_from(json.len()).unwrap_or(u32::MAX));

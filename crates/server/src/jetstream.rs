@@ -72,6 +72,28 @@ impl Stream {
     }
 }
 
+/// Most record paths `fields` may name.
+const MAX_FIELDS: usize = 64;
+
+/// What a connection asks for, as its query string or an `options_update`
+/// gives it.
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Wanted {
+    #[serde(default)]
+    wanted_collections: Vec<String>,
+    #[serde(default)]
+    wanted_dids: Vec<String>,
+    #[serde(default)]
+    max_message_size_bytes: u64,
+    /// A `--where` expression (datarepo's addition).
+    #[serde(default, rename = "where")]
+    condition: Option<String>,
+    /// Record paths (datarepo's addition).
+    #[serde(default)]
+    fields: Vec<String>,
+}
+
 /// What a connection wants.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 struct Filters {
@@ -82,14 +104,26 @@ struct Filters {
     dids: HashSet<String>,
     /// 0: no limit.
     max_message_bytes: usize,
+    /// What an event's record must satisfy; events without a record
+    /// (deletes) pass.
+    condition: Option<Arc<repo::RecordCondition>>,
+    /// The record paths sent (`None`: the whole record).
+    fields: Option<Arc<[String]>>,
+}
+
+/// What a connection is sent of an event its filters let through.
+enum Shaped {
+    /// Nothing: its record does not satisfy `where`.
+    Skipped,
+    /// The event as stored.
+    AsStored,
+    /// The event with its record cut down to `fields`.
+    Reshaped(Vec<u8>),
 }
 
 impl Filters {
-    fn new(
-        collections: &[String],
-        dids: &[String],
-        max_message_bytes: u64,
-    ) -> Result<Self, String> {
+    fn new(wanted: &Wanted) -> Result<Self, String> {
+        let (collections, dids) = (&wanted.wanted_collections, &wanted.wanted_dids);
         if collections.len() > MAX_COLLECTIONS {
             return Err(format!(
                 "wantedCollections has {} entries; at most {MAX_COLLECTIONS}",
@@ -103,7 +137,7 @@ impl Filters {
             ));
         }
         let mut filters = Self {
-            max_message_bytes: usize::try_from(max_message_bytes).unwrap_or(usize::MAX),
+            max_message_bytes: usize::try_from(wanted.max_message_size_bytes).unwrap_or(usize::MAX),
             ..Self::default()
         };
         for c in collections {
@@ -125,10 +159,29 @@ impl Filters {
             }
             filters.dids.insert(d.clone());
         }
+        if let Some(src) = &wanted.condition {
+            let condition = repo::RecordCondition::parse(src).map_err(|e| format!("where: {e}"))?;
+            filters.condition = Some(Arc::new(condition));
+        }
+        if !wanted.fields.is_empty() {
+            if wanted.fields.len() > MAX_FIELDS {
+                return Err(format!(
+                    "fields names {} paths; at most {MAX_FIELDS}",
+                    wanted.fields.len()
+                ));
+            }
+            if let Some(bad) = wanted.fields.iter().find(|p| !valid_path(p)) {
+                return Err(format!(
+                    "fields: {bad:?} is not a record path (segments of letters, digits, _ and $, joined by .)"
+                ));
+            }
+            filters.fields = Some(wanted.fields.clone().into());
+        }
         Ok(filters)
     }
 
-    /// Whether the connection wants `event` (a stored event's JSON).
+    /// Whether the connection wants `event` (a stored event's JSON), as far
+    /// as its DID, collection and size tell.
     fn wants(&self, event: &[u8]) -> bool {
         if self.max_message_bytes > 0 && event.len() > self.max_message_bytes {
             return false;
@@ -143,6 +196,81 @@ impl Filters {
             self.collections.contains(c) || self.prefixes.iter().any(|p| c.starts_with(p.as_str()))
         })
     }
+
+    /// What to send of `event` (one [`Filters::wants`]): `where` and
+    /// `fields` read its record.
+    fn shape(&self, event: &[u8]) -> Shaped {
+        if self.condition.is_none() && self.fields.is_none() {
+            return Shaped::AsStored;
+        }
+        let Ok(mut parsed) = serde_json::from_slice::<serde_json::Value>(event) else {
+            return Shaped::Skipped;
+        };
+        let Some(record) = parsed.pointer_mut("/commit/record") else {
+            return Shaped::AsStored;
+        };
+        if let Some(condition) = &self.condition
+            && !condition.matches(record)
+        {
+            return Shaped::Skipped;
+        }
+        let Some(fields) = &self.fields else {
+            return Shaped::AsStored;
+        };
+        *record = project(record, fields);
+        serde_json::to_vec(&parsed).map_or(Shaped::Skipped, Shaped::Reshaped)
+    }
+}
+
+/// A `where` path: segments of `[A-Za-z0-9_$]` joined by dots.
+fn valid_path(path: &str) -> bool {
+    path.len() <= 256
+        && path.split('.').all(|s| {
+            !s.is_empty()
+                && s.bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'$')
+        })
+}
+
+/// `record` with only the values at `paths`, inside the objects and arrays
+/// that hold them (an array keeps its length: an element holding none of
+/// a path is `{}`).
+fn project(record: &serde_json::Value, paths: &[String]) -> serde_json::Value {
+    fn copy(src: &serde_json::Value, segments: &[&str], dst: &mut serde_json::Value) {
+        use serde_json::Value;
+        let Some((first, rest)) = segments.split_first() else {
+            *dst = src.clone();
+            return;
+        };
+        match src {
+            Value::Object(map) => {
+                if !dst.is_object() {
+                    *dst = Value::Object(serde_json::Map::new());
+                }
+                if let (Some(child), Value::Object(out)) = (map.get(*first), dst) {
+                    let slot = out.entry(*first).or_insert(Value::Null);
+                    copy(child, rest, slot);
+                }
+            }
+            Value::Array(items) => {
+                if dst.as_array().is_none_or(|a| a.len() != items.len()) {
+                    *dst = Value::Array(vec![Value::Null; items.len()]);
+                }
+                if let Value::Array(out) = dst {
+                    for (item, slot) in items.iter().zip(out) {
+                        copy(item, segments, slot);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut out = serde_json::Value::Object(serde_json::Map::new());
+    for path in paths {
+        let segments: Vec<&str> = path.split('.').collect();
+        copy(record, &segments, &mut out);
+    }
+    out
 }
 
 /// An NSID prefix: dot-separated segments of letters, digits and hyphens.
@@ -182,20 +310,10 @@ fn event_collection(event: &[u8]) -> Option<&str> {
 /// with.
 fn options_update(text: &str) -> Result<Filters, String> {
     #[derive(serde::Deserialize)]
-    #[serde(rename_all = "camelCase")]
-    struct Payload {
-        #[serde(default)]
-        wanted_collections: Vec<String>,
-        #[serde(default)]
-        wanted_dids: Vec<String>,
-        #[serde(default)]
-        max_message_size_bytes: u64,
-    }
-    #[derive(serde::Deserialize)]
     struct Update {
         #[serde(rename = "type")]
         kind: String,
-        payload: Payload,
+        payload: Wanted,
     }
     if text.len() > 10 << 20 {
         return Err("an options_update is at most 10 MB".into());
@@ -208,12 +326,7 @@ fn options_update(text: &str) -> Result<Filters, String> {
             update.kind
         ));
     }
-    let p = update.payload;
-    Filters::new(
-        &p.wanted_collections,
-        &p.wanted_dids,
-        p.max_message_size_bytes,
-    )
+    Filters::new(&update.payload)
 }
 
 /// Publishes durable stream events in order, from the first subscription
@@ -271,10 +384,8 @@ fn start_publisher<K: Kv + 'static>(app: &Arc<App<K>>) {
 /// The connection's parameters, from the query string.
 #[derive(Debug, Default)]
 struct Params {
-    collections: Vec<String>,
-    dids: Vec<String>,
+    wanted: Wanted,
     cursor: Option<u64>,
-    max_message_bytes: u64,
     compress: bool,
     require_hello: bool,
 }
@@ -288,8 +399,13 @@ fn params(query: Option<&str>) -> Result<Params, String> {
     };
     for (k, v) in form_urlencoded::parse(query.unwrap_or_default().as_bytes()) {
         match &*k {
-            "wantedCollections" => p.collections.push(v.into_owned()),
-            "wantedDids" => p.dids.push(v.into_owned()),
+            "wantedCollections" => p.wanted.wanted_collections.push(v.into_owned()),
+            "wantedDids" => p.wanted.wanted_dids.push(v.into_owned()),
+            "where" => p.wanted.condition = Some(v.into_owned()),
+            "fields" => p
+                .wanted
+                .fields
+                .extend(v.split(',').filter(|f| !f.is_empty()).map(str::to_owned)),
             "cursor" => {
                 p.cursor = Some(
                     v.parse()
@@ -297,7 +413,7 @@ fn params(query: Option<&str>) -> Result<Params, String> {
                 );
             }
             "maxMessageSizeBytes" => {
-                p.max_message_bytes = v
+                p.wanted.max_message_size_bytes = v
                     .parse()
                     .map_err(|_| format!("maxMessageSizeBytes {v:?} is not a number"))?;
             }
@@ -325,8 +441,7 @@ pub(crate) async fn subscribe<K: Kv + 'static>(
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| v.eq_ignore_ascii_case("zstd"));
     let compress = params.compress || zstd_header;
-    let filters = Filters::new(&params.collections, &params.dids, params.max_message_bytes)
-        .map_err(XrpcError::invalid)?;
+    let filters = Filters::new(&params.wanted).map_err(XrpcError::invalid)?;
     let ws = ws.map_err(|rejection| {
         XrpcError::new(
             rejection.status(),
@@ -405,6 +520,18 @@ impl Sink {
         if !filters.wants(&json) {
             return Ok(false);
         }
+        let (json, frame) = match filters.shape(&json) {
+            Shaped::Skipped => return Ok(false),
+            Shaped::AsStored => (json, frame),
+            Shaped::Reshaped(json) => {
+                let frame = if self.compress {
+                    repo::compress_stream_event(&json).into()
+                } else {
+                    bytes::Bytes::new()
+                };
+                (json.into(), frame)
+            }
+        };
         let message = if self.compress {
             Message::Binary(frame)
         } else {
@@ -548,11 +675,13 @@ mod tests {
     fn filters_read_the_did_and_collection() {
         assert_eq!(event_did(EVENT), Some("did:plc:abc"));
         assert_eq!(event_collection(EVENT), Some("app.bsky.feed.post"));
-        let f = |c: &[&str], d: &[&str], max| {
-            let c: Vec<String> = c.iter().map(ToString::to_string).collect();
-            let d: Vec<String> = d.iter().map(ToString::to_string).collect();
-            Filters::new(&c, &d, max).unwrap()
+        let wanted = |c: &[&str], d: &[&str], max| Wanted {
+            wanted_collections: c.iter().map(ToString::to_string).collect(),
+            wanted_dids: d.iter().map(ToString::to_string).collect(),
+            max_message_size_bytes: max,
+            ..Wanted::default()
         };
+        let f = |c: &[&str], d: &[&str], max| Filters::new(&wanted(c, d, max)).unwrap();
         assert!(f(&[], &[], 0).wants(EVENT));
         assert!(f(&["app.bsky.feed.post"], &[], 0).wants(EVENT));
         assert!(f(&["app.bsky.feed.*"], &[], 0).wants(EVENT));
@@ -561,7 +690,23 @@ mod tests {
         assert!(!f(&["app.bsky.graph.*"], &[], 0).wants(EVENT));
         assert!(!f(&[], &["did:plc:other"], 0).wants(EVENT));
         assert!(!f(&[], &[], 10).wants(EVENT));
-        assert!(Filters::new(&["not an nsid".into()], &[], 0).is_err());
-        assert!(Filters::new(&[], &["alice".into()], 0).is_err());
+        assert!(Filters::new(&wanted(&["not an nsid"], &[], 0)).is_err());
+        assert!(Filters::new(&wanted(&[], &["alice"], 0)).is_err());
+    }
+
+    #[test]
+    fn fields_keep_the_paths_inside_their_objects_and_arrays() {
+        let record = serde_json::json!({"text": "hi", "langs": ["en"],
+            "embed": {"images": [{"alt": "a", "image": 1}, {"image": 2}]}, "n": 3});
+        let paths = |p: &[&str]| p.iter().map(ToString::to_string).collect::<Vec<_>>();
+        assert_eq!(
+            project(&record, &paths(&["text", "embed.images.alt", "missing.x"])),
+            serde_json::json!({"text": "hi", "embed": {"images": [{"alt": "a"}, {}]}})
+        );
+        assert_eq!(
+            project(&record, &paths(&["embed.images.alt", "embed.images.image"])),
+            serde_json::json!({"embed": {"images": [{"alt": "a", "image": 1}, {"image": 2}]}})
+        );
+        assert!(!valid_path("a..b") && !valid_path("a b") && valid_path("$type"));
     }
 }

@@ -35,6 +35,7 @@ mod index_recovery_on_start;
 mod inspect_endpoints;
 mod invite_codes_gate_account_creation;
 mod jetstream_subscribe;
+mod jetstream_where_and_fields;
 mod lexicons_and_collections_over_http;
 mod metrics_follow_private_reads;
 mod private_reads_accept_sessions;

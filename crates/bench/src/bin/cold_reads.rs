@@ -104,9 +104,9 @@ fn wal_files(store: &Path) -> usize {
 }
 
 fn main() {
-    let records: u64 = arg("records", 100_000);
-    let writers: u64 = arg("writers", 16);
-    let reads: usize = arg("reads", 30);
+    let records: u64 = arg("--records", 100_000);
+    let writers: u64 = arg("--writers", 16);
+    let reads: usize = arg("--reads", 30);
     let bin = datarepo_bin();
     let dir = testkit::tempdir("bench-cold-reads");
     let store = dir.path().join("data");
