@@ -10,7 +10,7 @@ use std::{collections::HashMap, sync::Arc};
 
 use bytes::Bytes;
 use keycodec::records;
-use store::{Kv, Store, WriteOp};
+use store::{Kv, Store, StreamEvents, WriteOp};
 
 use crate::{
     account::{Account, Status, check_did, normalize_handle},
@@ -55,6 +55,8 @@ pub struct NewAccount<'a> {
     /// The invite code it is created with, if any: used once more, in
     /// the same write as the account.
     pub invite_code: Option<&'a str>,
+    /// The stream events announcing it, written with it.
+    pub announce: Option<StreamEvents>,
 }
 
 impl<K: Kv> Accounts<K> {
@@ -169,7 +171,9 @@ impl<K: Kv> Accounts<K> {
                 invite.encode(),
             ));
         }
-        self.store.kv().write(ops).await?;
+        self.store
+            .write_with_stream_events(ops, new.announce)
+            .await?;
         self.note_status(&account.did, Some(account.status)).await?;
         Ok(account)
     }
@@ -233,18 +237,24 @@ impl<K: Kv> Accounts<K> {
     ///
     /// [`Error::AccountNotFound`], or a storage error.
     pub async fn set_password_hash(&self, did: &str, hash: String) -> Result<(), Error> {
-        self.update(did, |a| a.password_hash = hash).await?;
+        self.update(did, |a| a.password_hash = hash, None).await?;
         self.close_sessions_where(did, |_| true).await?;
         Ok(())
     }
 
-    /// Sets the status of the account `did`; a takedown ends its sessions.
+    /// Sets the status of the account `did`, with the stream events that
+    /// announce it; a takedown ends its sessions.
     ///
     /// # Errors
     ///
     /// [`Error::AccountNotFound`], or a storage error.
-    pub async fn set_status(&self, did: &str, status: Status) -> Result<(), Error> {
-        self.update(did, |a| a.status = status).await?;
+    pub async fn set_status(
+        &self,
+        did: &str,
+        status: Status,
+        announce: Option<StreamEvents>,
+    ) -> Result<(), Error> {
+        self.update(did, |a| a.status = status, announce).await?;
         self.note_status(did, Some(status)).await?;
         if status == Status::Takendown {
             self.close_sessions_where(did, |_| true).await?;
@@ -252,7 +262,12 @@ impl<K: Kv> Accounts<K> {
         Ok(())
     }
 
-    async fn update(&self, did: &str, change: impl FnOnce(&mut Account)) -> Result<(), Error> {
+    async fn update(
+        &self,
+        did: &str,
+        change: impl FnOnce(&mut Account),
+        announce: Option<StreamEvents>,
+    ) -> Result<(), Error> {
         let _writing = self.writes.lock().await;
         let mut account = self
             .by_did(did)
@@ -260,22 +275,26 @@ impl<K: Kv> Accounts<K> {
             .ok_or_else(|| Error::AccountNotFound(did.to_owned()))?;
         change(&mut account);
         self.store
-            .kv()
-            .write(vec![WriteOp::Put(
-                records::account_key(did),
-                account.encode(),
-            )])
+            .write_with_stream_events(
+                vec![WriteOp::Put(records::account_key(did), account.encode())],
+                announce,
+            )
             .await?;
         Ok(())
     }
 
     /// Deletes the account `did`, its handle, its app passwords and its
-    /// sessions (its repository is the caller's to keep or delete).
+    /// sessions (its repository is the caller's to keep or delete), with
+    /// the stream events that announce it.
     ///
     /// # Errors
     ///
     /// [`Error::AccountNotFound`], or a storage error.
-    pub async fn delete(&self, did: &str) -> Result<Account, Error> {
+    pub async fn delete(
+        &self,
+        did: &str,
+        announce: Option<StreamEvents>,
+    ) -> Result<Account, Error> {
         let _writing = self.writes.lock().await;
         let account = self
             .by_did(did)
@@ -288,7 +307,7 @@ impl<K: Kv> Accounts<K> {
         for app in self.app_passwords(did).await? {
             ops.push(WriteOp::Delete(records::app_password_key(did, &app.name)));
         }
-        self.store.kv().write(ops).await?;
+        self.store.write_with_stream_events(ops, announce).await?;
         self.note_status(did, None).await?;
         self.close_sessions_where(did, |_| true).await?;
         Ok(account)

@@ -17,6 +17,7 @@ fn alice<'a>(handle: &'a str, did: &'a str) -> NewAccount<'a> {
         password_hash: password::hash("alice's password", [1; 16]).unwrap(),
         created_at: "2026-11-27T00:00:00Z",
         invite_code: None,
+        announce: None,
     }
 }
 
@@ -92,7 +93,7 @@ async fn statuses_are_remembered_across_opens() {
         Some(Status::Active)
     );
     accounts
-        .set_status("did:web:alice.example.com", Status::Deactivated)
+        .set_status("did:web:alice.example.com", Status::Deactivated, None)
         .await
         .unwrap();
     let reopened = Accounts::new(store);

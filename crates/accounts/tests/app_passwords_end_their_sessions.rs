@@ -25,6 +25,7 @@ async fn revoking_an_app_password_closes_its_sessions_only() {
             password_hash: password::hash("pw", [1; 16]).unwrap(),
             created_at: "2026-11-27T00:00:00Z",
             invite_code: None,
+            announce: None,
         })
         .await
         .unwrap();
@@ -96,7 +97,7 @@ async fn revoking_an_app_password_closes_its_sessions_only() {
         "{one_more:?}"
     );
     // Deleting the account ends everything it had.
-    accounts.delete(ALICE).await.unwrap();
+    accounts.delete(ALICE, None).await.unwrap();
     assert!(
         accounts
             .session("by-password", ALICE, 1)

@@ -33,6 +33,7 @@ async fn a_code_creates_as_many_accounts_as_it_allows() {
         password_hash: hash.clone(),
         created_at: "2026-11-27T01:00:00Z",
         invite_code: Some(with),
+        announce: None,
     };
     for did in ["did:web:a.example.com", "did:web:b.example.com"] {
         accounts.create(new(did, "two-uses")).await.unwrap();

@@ -116,6 +116,11 @@ fn accounts(s: &Session) -> Accounts<SlateKv> {
     Accounts::new(Arc::clone(s.repos.store()))
 }
 
+/// The stream events announcing `changes` to the account `did`, made now.
+fn announce(s: &Session, did: &str, changes: Vec<repo::AccountChange>) -> store::StreamEvents {
+    repo::account_stream_events(did, changes, s.repos.now_micros())
+}
+
 fn say(e: accounts::Error) -> crate::output::CliError {
     let name = match &e {
         accounts::Error::HandleTaken(_) => "HandleNotAvailable",
@@ -207,12 +212,27 @@ async fn run_on_store(s: &Session, json_mode: bool, cmd: AccountCommand) -> Resu
                     password_hash: hash,
                     created_at: &now(),
                     invite_code: None,
+                    announce: Some(announce(
+                        s,
+                        &did,
+                        vec![
+                            repo::AccountChange::Identity {
+                                handle: Some(handle.clone()),
+                            },
+                            repo::AccountChange::status("active"),
+                        ],
+                    )),
                 })
                 .await
                 .map_err(say)?;
             if let Err(e) = account_repository(s, &account.did, signing_key_dir).await {
                 // No account without its repository.
-                let _ = a.delete(&account.did).await;
+                let gone = announce(
+                    s,
+                    &account.did,
+                    vec![repo::AccountChange::status("deleted")],
+                );
+                let _ = a.delete(&account.did, Some(gone)).await;
                 return Err(e);
             }
             print(json_mode, &account.to_json(), || {
@@ -261,13 +281,13 @@ async fn run_on_store(s: &Session, json_mode: bool, cmd: AccountCommand) -> Resu
             });
         }
         AccountCommand::Deactivate { account } => {
-            set_status(&a, &account, Status::Deactivated, json_mode).await?;
+            set_status(s, &a, &account, Status::Deactivated, json_mode).await?;
         }
         AccountCommand::Activate { account } => {
-            set_status(&a, &account, Status::Active, json_mode).await?;
+            set_status(s, &a, &account, Status::Active, json_mode).await?;
         }
         AccountCommand::Takedown { account } => {
-            set_status(&a, &account, Status::Takendown, json_mode).await?;
+            set_status(s, &a, &account, Status::Takendown, json_mode).await?;
         }
         AccountCommand::Delete {
             account,
@@ -275,7 +295,8 @@ async fn run_on_store(s: &Session, json_mode: bool, cmd: AccountCommand) -> Resu
             ..
         } => {
             let x = find(&a, &account).await?;
-            a.delete(&x.did).await.map_err(say)?;
+            let gone = announce(s, &x.did, vec![repo::AccountChange::status("deleted")]);
+            a.delete(&x.did, Some(gone)).await.map_err(say)?;
             let repository = if delete_repository {
                 match s.repos.delete(&x.did).await {
                     Ok(()) => "deleted",
@@ -349,13 +370,21 @@ async fn account_repository(
 }
 
 async fn set_status(
+    s: &Session,
     a: &Accounts<SlateKv>,
     name: &str,
     status: Status,
     json_mode: bool,
 ) -> Result<()> {
     let x = find(a, name).await?;
-    a.set_status(&x.did, status).await.map_err(say)?;
+    let change = announce(
+        s,
+        &x.did,
+        vec![repo::AccountChange::status(status.as_str())],
+    );
+    a.set_status(&x.did, status, Some(change))
+        .await
+        .map_err(say)?;
     print(
         json_mode,
         &json!({"did": x.did, "status": status.as_str()}),

@@ -87,7 +87,7 @@ pub use search::build::{IndexProgress, MAX_HELD_CHANGES};
 pub use search::query::QueryPage;
 pub use signing::{Curve, KeyError, PublicKey, SignatureError, SigningKey};
 pub use stream::{
-    STREAM_DICTIONARY_VERSION, compress_stream_event, stream_dictionary, stream_dictionary_id,
-    stream_event_forms,
+    AccountChange, STREAM_DICTIONARY_VERSION, account_stream_events, compress_stream_event,
+    stream_dictionary, stream_dictionary_id, stream_event_forms,
 };
 pub use validation::{Validation, ValidationStatus};

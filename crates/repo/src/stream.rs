@@ -88,6 +88,18 @@ pub fn stream_event_forms(stored: &Bytes) -> Option<(Bytes, Bytes)> {
     Some((stored.slice(4..end), stored.slice(end..)))
 }
 
+/// An event's stored value: the JSON's length (u32, big-endian), the JSON,
+/// then its zstd frame.
+fn stored(json: &[u8]) -> Bytes {
+    let frame = compress_stream_event(json);
+    let mut stored = BytesMut::with_capacity(4 + json.len() + frame.len());
+    // An event is far below 4 GiB (a record is at most 1 MB).
+    stored.put_u32(u32::try_from(json.len()).unwrap_or(u32::MAX));
+    stored.extend_from_slice(json);
+    stored.extend_from_slice(&frame);
+    stored.freeze()
+}
+
 /// One record operation's event, all but its time and its commit's rev.
 #[derive(Debug, Clone)]
 pub(crate) struct StreamOp {
@@ -157,13 +169,96 @@ pub(crate) fn stream_events(
             json.extend_from_slice(time.to_string().as_bytes());
             json.extend_from_slice(&middle);
             json.extend_from_slice(tail);
-            let frame = compress_stream_event(&json);
-            let mut stored = BytesMut::with_capacity(4 + json.len() + frame.len());
-            // An event is far below 4 GiB (a record is at most 1 MB).
-            stored.put_u32(u32::try_from(json.len()).unwrap_or(u32::MAX));
-            stored.extend_from_slice(&json);
-            stored.extend_from_slice(&frame);
-            stored.freeze()
+            stored(&json)
+        }),
+    }
+}
+
+/// A change to an account that the stream announces (Jetstream's
+/// `identity` and `account` events; they are not commits).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AccountChange {
+    /// The account's handle, as of now (`identity`).
+    Identity {
+        /// Its handle, if it has one.
+        handle: Option<String>,
+    },
+    /// Whether the account is active, and if not, why (`account`:
+    /// `deactivated`, `takendown`, `deleted`).
+    Status {
+        /// Whether its repository may be written and read.
+        active: bool,
+        /// Why it is not active.
+        status: Option<String>,
+    },
+}
+
+impl AccountChange {
+    /// The account's status by its name: `active`, or why it is not
+    /// (`deactivated`, `takendown`, `deleted`).
+    #[must_use]
+    pub fn status(name: &str) -> Self {
+        let active = name == "active";
+        Self::Status {
+            active,
+            status: (!active).then(|| name.to_owned()),
+        }
+    }
+}
+
+/// The stream events announcing `changes` to the account `did`, in that
+/// order, for the store to stamp with their times (`now_micros`: the
+/// writer's clock), written with the account's change
+/// ([`store::Store::write_with_stream_events`]):
+///
+/// ```text
+/// {"did":"did:…","time_us":…,"kind":"identity","identity":{"did":"did:…","handle":"alice.test","time":"…"}}
+/// {"did":"did:…","time_us":…,"kind":"account","account":{"active":false,"did":"did:…","status":"deactivated","time":"…"}}
+/// ```
+///
+/// `time` is the event's own time as RFC 3339 with milliseconds.
+/// Jetstream's `seq` (the firehose's sequence number) is absent: the
+/// firehose carries no account events.
+#[must_use]
+pub fn account_stream_events(
+    did: &str,
+    changes: Vec<AccountChange>,
+    now_micros: u64,
+) -> store::StreamEvents {
+    let did = did.to_owned();
+    store::StreamEvents {
+        now_micros,
+        count: changes.len(),
+        encode: Arc::new(move |i, time| {
+            let at = i64::try_from(time)
+                .ok()
+                .and_then(|t| jiff::Timestamp::from_microsecond(t).ok())
+                .map(|t| format!("{t:.3}"))
+                .unwrap_or_default();
+            let (kind, body) = match changes.get(i) {
+                Some(AccountChange::Identity { handle }) => (
+                    "identity",
+                    serde_json::json!({"did": did, "handle": handle, "time": at}),
+                ),
+                Some(AccountChange::Status { active, status }) => {
+                    let mut body = serde_json::json!({"active": active, "did": did});
+                    if let Some(status) = status {
+                        body["status"] = Value::from(status.as_str());
+                    }
+                    body["time"] = Value::from(at);
+                    ("account", body)
+                }
+                None => ("account", Value::Null),
+            };
+            let mut json = Vec::with_capacity(256);
+            json.extend_from_slice(b"{\"did\":");
+            let _ = serde_json::to_writer(&mut json, &did);
+            json.extend_from_slice(
+                format!(",\"time_us\":{time},\"kind\":\"{kind}\",\"{kind}\":").as_bytes(),
+            );
+            let _ = serde_json::to_writer(&mut json, &body);
+            json.push(b'}');
+            stored(&json)
         }),
     }
 }

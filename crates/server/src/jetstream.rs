@@ -189,7 +189,11 @@ impl Filters {
         if !self.dids.is_empty() && !event_did(event).is_some_and(|d| self.dids.contains(d)) {
             return false;
         }
-        if self.collections.is_empty() && self.prefixes.is_empty() {
+        // Account and identity events pass collection filters, as
+        // Jetstream's do.
+        if (self.collections.is_empty() && self.prefixes.is_empty())
+            || event_kind(event) != Some("commit")
+        {
             return true;
         }
         event_collection(event).is_some_and(|c| {
@@ -298,6 +302,12 @@ fn event_did(event: &[u8]) -> Option<&str> {
         .starts_with(b"{\"did\":\"")
         .then(|| string_after(event, b"{\"did\":\""))
         .flatten()
+}
+
+/// An event's kind (`commit`, `account`, `identity`): the first `kind`
+/// field, after the DID and the time, which hold no quote.
+fn event_kind(event: &[u8]) -> Option<&str> {
+    string_after(event, b",\"kind\":\"")
 }
 
 /// A commit event's collection: the commit's third field (its rev and
@@ -690,6 +700,10 @@ mod tests {
         assert!(!f(&["app.bsky.graph.*"], &[], 0).wants(EVENT));
         assert!(!f(&[], &["did:plc:other"], 0).wants(EVENT));
         assert!(!f(&[], &[], 10).wants(EVENT));
+        let account = br#"{"did":"did:plc:abc","time_us":6,"kind":"account","account":{"active":true,"did":"did:plc:abc","time":"t"}}"#;
+        assert_eq!(event_kind(account), Some("account"));
+        assert!(f(&["app.bsky.feed.post"], &[], 0).wants(account));
+        assert!(!f(&[], &["did:plc:other"], 0).wants(account));
         assert!(Filters::new(&wanted(&["not an nsid"], &[], 0)).is_err());
         assert!(Filters::new(&wanted(&[], &["alice"], 0)).is_err());
     }

@@ -34,6 +34,7 @@ mod index_builds_are_jobs;
 mod index_recovery_on_start;
 mod inspect_endpoints;
 mod invite_codes_gate_account_creation;
+mod jetstream_account_events;
 mod jetstream_subscribe;
 mod jetstream_where_and_fields;
 mod lexicons_and_collections_over_http;

@@ -64,6 +64,13 @@ impl<K: Kv> Repos<K> {
         &self.env
     }
 
+    /// Now, in microseconds since the Unix epoch, by the clock this
+    /// store's repositories use (for events made beside them).
+    #[must_use]
+    pub fn now_micros(&self) -> u64 {
+        self.env.now_micros()
+    }
+
     /// Every repository, in name order.
     ///
     /// # Errors

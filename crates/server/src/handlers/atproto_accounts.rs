@@ -115,12 +115,27 @@ pub(crate) async fn create_account<K: Kv + 'static>(
             password_hash,
             created_at: &created_at,
             invite_code: invite_code.as_deref(),
+            announce: Some(repo::account_stream_events(
+                &did,
+                vec![
+                    repo::AccountChange::Identity {
+                        handle: Some(handle.clone()),
+                    },
+                    repo::AccountChange::status("active"),
+                ],
+                app.repos.now_micros(),
+            )),
         })
         .await
         .map_err(accounts_error)?;
     if let Err(e) = app.account_repository(&account.did, key, attach).await {
         // No account without its repository.
-        let _ = app.accounts.delete(&account.did).await;
+        let gone = repo::account_stream_events(
+            &account.did,
+            vec![repo::AccountChange::status("deleted")],
+            app.repos.now_micros(),
+        );
+        let _ = app.accounts.delete(&account.did, Some(gone)).await;
         return Err(e);
     }
     tracing::info!(did = %account.did, handle = %account.handle, "created account");

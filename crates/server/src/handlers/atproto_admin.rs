@@ -122,7 +122,7 @@ pub(crate) async fn update_subject_status<K: Kv + 'static>(
         _ => current,
     };
     app.accounts
-        .set_status(&did, status)
+        .set_status(&did, status, Some(announce_status(&app, &did, status)))
         .await
         .map_err(accounts_error)?;
     tracing::info!(%did, status = status.as_str(), "account status changed by the operator");
@@ -171,8 +171,21 @@ async fn own_status<K: Kv + 'static>(
         ));
     }
     app.accounts
-        .set_status(&account.did, status)
+        .set_status(
+            &account.did,
+            status,
+            Some(announce_status(app, &account.did, status)),
+        )
         .await
         .map_err(accounts_error)?;
     Ok(Json(json!({})))
+}
+
+/// The stream event announcing the account `did`'s new `status`.
+fn announce_status<K: Kv>(app: &App<K>, did: &str, status: Status) -> store::StreamEvents {
+    repo::account_stream_events(
+        did,
+        vec![repo::AccountChange::status(status.as_str())],
+        app.repos.now_micros(),
+    )
 }

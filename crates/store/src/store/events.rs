@@ -1,12 +1,74 @@
-//! The firehose event log.
+//! The firehose event log, and the stream's events stamped with times.
 
 use bytes::Bytes;
 use keycodec::{KeyRange, records};
 
-use super::state::{Store, View};
+use super::{
+    commit::StreamEvents,
+    state::{Sequences, Store, View},
+};
 use crate::{error::Error, kv::interface::Kv, kv::interface::WriteOp};
 
 impl<K: Kv> Store<K> {
+    /// Adds `stream`'s events to `ops` under their times: the first at
+    /// the writer's clock or one microsecond after the newest event written,
+    /// whichever is later, each next one more. The newest time they take,
+    /// for the caller to note in `sequences` once `ops` are applied (the
+    /// commit lock held throughout); `None` for no events.
+    pub(super) async fn stamp_stream_events(
+        &self,
+        sequences: &Sequences,
+        stream: &StreamEvents,
+        ops: &mut Vec<WriteOp>,
+    ) -> Result<Option<u64>, Error> {
+        if stream.count == 0 {
+            return Ok(None);
+        }
+        let newest = match sequences.last_stream_time {
+            Some(t) => Some(t),
+            None => self.newest_stream_time_in(View::Written).await?,
+        };
+        let first = newest.map_or(stream.now_micros, |t| stream.now_micros.max(t + 1));
+        for i in 0..stream.count {
+            let time = first + i as u64;
+            ops.push(WriteOp::Put(
+                records::stream_event_key(time),
+                (stream.encode)(i, time),
+            ));
+        }
+        Ok(Some(first + stream.count as u64 - 1))
+    }
+
+    /// Writes `ops` and `stream`'s events in one atomic write, durable when
+    /// this returns, the events stamped as a commit's are (after every
+    /// event before them, in the order writes land): how a change that is
+    /// not a commit (an account's status) reaches the stream.
+    ///
+    /// # Errors
+    ///
+    /// A storage error; nothing is written then.
+    pub async fn write_with_stream_events(
+        &self,
+        mut ops: Vec<WriteOp>,
+        stream: Option<StreamEvents>,
+    ) -> Result<(), Error> {
+        let Some(stream) = stream else {
+            return self.kv.write(ops).await;
+        };
+        let durability = {
+            let mut sequences = self.commit_lock.lock().await;
+            let last = self
+                .stamp_stream_events(&sequences, &stream, &mut ops)
+                .await?;
+            let durability = self.kv.apply(ops).await?;
+            if last.is_some() {
+                sequences.last_stream_time = last;
+            }
+            durability
+        };
+        durability.wait().await
+    }
+
     pub(super) async fn last_event_seq(&self, view: View) -> Result<Option<u64>, Error> {
         let last = self
             .kv_scan(&records::events_range(), true, 1, view)

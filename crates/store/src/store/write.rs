@@ -327,22 +327,13 @@ impl<K: Kv> Store<K> {
                 }
                 None => None,
             };
-            let mut last_time = None;
-            if let Some(stream) = stream.filter(|s| s.count > 0) {
-                let newest = match sequences.last_stream_time {
-                    Some(t) => Some(t),
-                    None => self.newest_stream_time_in(View::Written).await?,
-                };
-                let first = newest.map_or(stream.now_micros, |t| stream.now_micros.max(t + 1));
-                for i in 0..stream.count {
-                    let time = first + i as u64;
-                    ops.push(WriteOp::Put(
-                        records::stream_event_key(time),
-                        (stream.encode)(i, time),
-                    ));
+            let last_time = match &stream {
+                Some(stream) => {
+                    self.stamp_stream_events(&sequences, stream, &mut ops)
+                        .await?
                 }
-                last_time = Some(first + stream.count as u64 - 1);
-            }
+                None => None,
+            };
             let _sweep = self.sweep_order.lock().await;
             self.note_written(written);
             let durability = self.kv.apply(ops).await?;
