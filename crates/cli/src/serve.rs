@@ -142,6 +142,12 @@ pub(crate) struct ServeArgs {
     /// oldest kept.
     #[arg(long, default_value = "72h", value_parser = parse_retention)]
     firehose_retention: server::Retention,
+    /// Whether commits and account changes write events for the
+    /// Jetstream-compatible stream (GET /subscribe). `off`: none are
+    /// written (writes cost nothing for them) and /subscribe answers 501
+    /// StreamOff; the events already kept are pruned as usual.
+    #[arg(long, default_value = "on", value_parser = ["on", "off"])]
+    stream: String,
     /// Collect garbage every N seconds while serving, alongside the writes
     /// (as `datarepo gc` does; off by default).
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..), conflicts_with = "replica")]
@@ -260,8 +266,12 @@ pub(crate) fn run(store: &StoreArgs, args: &ServeArgs) -> Result<ExitCode, Strin
         let listener = socket
             .listen(1024)
             .map_err(|e| format!("cannot listen on {}: {e}", args.addr))?;
+        let mut store_over_kv = Store::new(kv.clone());
+        if args.stream == "off" {
+            store_over_kv = store_over_kv.without_stream_events();
+        }
         let repos = Arc::new(Repos::new(
-            Arc::new(Store::new(kv.clone())),
+            Arc::new(store_over_kv),
             crate::storage::env().map_err(|e| e.message)?,
         ));
         let signing_keys = args

@@ -445,6 +445,13 @@ pub(crate) async fn subscribe<K: Kv + 'static>(
     ws: std::result::Result<WebSocketUpgrade, WebSocketUpgradeRejection>,
 ) -> std::result::Result<Response, XrpcError> {
     app.authorize_read(&headers).await?;
+    if !app.repos.store().keeps_stream_events() {
+        return Err(XrpcError::new(
+            axum::http::StatusCode::NOT_IMPLEMENTED,
+            "StreamOff",
+            "this server keeps no stream events (started with serve --stream off)",
+        ));
+    }
     let params = params(query.as_deref()).map_err(XrpcError::invalid)?;
     let zstd_header = headers
         .get("socket-encoding")

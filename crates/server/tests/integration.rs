@@ -48,6 +48,7 @@ mod records_validated_against_lexicons;
 mod repo_endpoints;
 mod sessions_write_only_their_own_repository;
 mod signed_commits_through_the_api;
+mod stream_off_keeps_no_events;
 mod sync_endpoints;
 mod token_refusals_write_nothing;
 mod uploads_outlast_the_request_timeout;

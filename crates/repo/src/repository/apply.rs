@@ -276,7 +276,8 @@ impl<K: Kv> Repository<K> {
         let mut added_collections: HashMap<String, CollectionInfo> = HashMap::new();
         let mut commit_index = index::CommitIndex::default();
         let mut ops = Vec::with_capacity(checked.len());
-        let mut stream_ops = Vec::with_capacity(checked.len());
+        let keep_stream = self.store.keeps_stream_events();
+        let mut stream_ops = Vec::with_capacity(if keep_stream { checked.len() } else { 0 });
         // Records written earlier in this commit, for the index changes of
         // later writes to the same path.
         let mut written: HashMap<String, Option<Value>> = HashMap::new();
@@ -389,16 +390,27 @@ impl<K: Kv> Repository<K> {
                 cid: new_cid,
                 prev: old,
             });
-            // The record as JSON, once: for the stream, the indexes and
-            // the blob references.
-            let record_json = new.map(Record::to_json);
-            stream_ops.push(crate::stream::StreamOp::new(
-                operation,
-                collection.as_str(),
-                rkey.as_str(),
-                new_cid,
-                record_json.as_ref(),
-            ));
+            // The record as JSON, once, when the stream, the indexes or
+            // the blob references need it.
+            let indexed = state
+                .indexes
+                .get(collection.as_str())
+                .is_some_and(|d| !d.is_empty());
+            let refers = new.is_some_and(|r| crate::blobs::may_refer_to_blobs(r.bytes()));
+            let record_json = if keep_stream || indexed || refers {
+                new.map(Record::to_json)
+            } else {
+                None
+            };
+            if keep_stream {
+                stream_ops.push(crate::stream::StreamOp::new(
+                    operation,
+                    collection.as_str(),
+                    rkey.as_str(),
+                    new_cid,
+                    record_json.as_ref(),
+                ));
+            }
             if let Some(declared) = state.indexes.get(collection.as_str())
                 && !declared.is_empty()
             {
@@ -423,7 +435,6 @@ impl<K: Kv> Repository<K> {
             }
             // Blob references: looked for only in records that may hold
             // one, looked up only where a record may have had one.
-            let refers = new.is_some_and(|r| crate::blobs::may_refer_to_blobs(r.bytes()));
             let before = match blob_changes.current(collection.as_str(), rkey.as_str()) {
                 Some(cids) => Some(cids.to_vec()),
                 None if old.is_some() && state.blob_refs_exist => Some(
@@ -464,12 +475,14 @@ impl<K: Kv> Repository<K> {
         }
         let commit_block = commit.encode();
         let commit_cid = commit_block.cid();
-        let stream = crate::stream::stream_events(
-            &self.id,
-            &commit.rev.to_string(),
-            stream_ops,
-            commit.rev.timestamp_micros(),
-        );
+        let stream = keep_stream.then(|| {
+            crate::stream::stream_events(
+                &self.id,
+                &commit.rev.to_string(),
+                stream_ops,
+                commit.rev.timestamp_micros(),
+            )
+        });
         let event = commit_event(
             &commit,
             commit_cid,
@@ -540,7 +553,7 @@ impl<K: Kv> Repository<K> {
                 index: index_ops,
                 history: store::LogChange::default(),
                 event: Some(event),
-                stream: Some(stream),
+                stream,
             })
             .await?;
         let seq = pending.seq();

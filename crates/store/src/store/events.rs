@@ -21,7 +21,7 @@ impl<K: Kv> Store<K> {
         stream: &StreamEvents,
         ops: &mut Vec<WriteOp>,
     ) -> Result<Option<u64>, Error> {
-        if stream.count == 0 {
+        if stream.count == 0 || !self.keep_stream_events {
             return Ok(None);
         }
         let newest = match sequences.last_stream_time {

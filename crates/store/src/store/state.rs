@@ -58,6 +58,9 @@ pub struct Store<K> {
     pub(crate) sweep_order: tokio::sync::Mutex<()>,
     /// See [`Store::lock_index_scopes`].
     pub(super) index_scopes: tokio::sync::Mutex<()>,
+    /// Whether commits and account changes write stream events
+    /// ([`Store::without_stream_events`]).
+    pub(super) keep_stream_events: bool,
     pub(super) cache: Mutex<ShardCache>,
     pub(super) durability_timeout: std::time::Duration,
 }
@@ -173,9 +176,23 @@ impl<K: Kv> Store<K> {
             written_during_gc: Mutex::new(None),
             sweep_order: tokio::sync::Mutex::new(()),
             index_scopes: tokio::sync::Mutex::new(()),
+            keep_stream_events: true,
             cache: Mutex::new(ShardCache::new(limit)),
             durability_timeout: DEFAULT_DURABILITY_TIMEOUT,
         }
+    }
+
+    /// A store whose writes keep no stream events (`serve --stream off`):
+    /// commits and account changes write none, and cost nothing for them.
+    #[must_use]
+    pub fn without_stream_events(mut self) -> Self {
+        self.keep_stream_events = false;
+        self
+    }
+
+    /// Whether writes keep stream events.
+    pub fn keeps_stream_events(&self) -> bool {
+        self.keep_stream_events
     }
 
     /// Sets how long a commit waits to be confirmed durable.
