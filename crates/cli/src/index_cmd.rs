@@ -188,20 +188,15 @@ pub(crate) async fn query(s: &Session, args: &RepoArgs, query: QueryArgs) -> Res
         });
     } else if let Some(path) = stats {
         let st = repo.stats(&collection, &path, where_).await.map_err(e)?;
-        // Written by hand: the sum may pass 64 bits, which JSON
-        // numbers allow and serde_json's values do not.
-        let mut text = format!("{{\"count\":{},\"sum\":{}", st.count, st.sum);
-        if let (Some(min), Some(max)) = (st.min, st.max) {
-            text.push_str(&format!(",\"min\":{min},\"max\":{max}"));
-        }
-        text.push('}');
         if json_mode {
-            outln!("{text}");
+            outln!("{}", st.to_json_text());
         } else {
-            match (st.min, st.max) {
-                (Some(min), Some(max)) => {
-                    outln!("count {}, sum {}, min {min}, max {max}", st.count, st.sum)
-                }
+            match (st.min, st.max, st.avg()) {
+                (Some(min), Some(max), Some(avg)) => outln!(
+                    "count {}, sum {}, min {min}, max {max}, avg {avg}",
+                    st.count,
+                    st.sum
+                ),
                 _ => outln!("count 0, sum 0"),
             }
         }

@@ -158,7 +158,7 @@ fn indexes_and_queries_from_the_command_line() {
             store,
             &["query", POST, "--where", "likes > 1", "--stats", "likes"]
         ),
-        json!({"count": 3, "sum": 9, "min": 2, "max": 4})
+        json!({"count": 3, "sum": 9, "min": 2, "max": 4, "avg": 3.0})
     );
     assert_eq!(
         run(

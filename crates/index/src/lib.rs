@@ -34,6 +34,7 @@ mod columns;
 mod decl;
 mod error;
 mod eval;
+mod fields;
 mod maintain;
 mod matching;
 mod query;
@@ -60,6 +61,7 @@ pub use decl::{
 };
 pub use eval::{Reader, plan as eval_plan};
 pub use maintain::{CommitIndex, IndexWrite, KNOWN_ROWS_LIMIT, KnownRows, ScopeCounters};
+pub use fields::RecordFields;
 pub use matching::RecordCondition;
 pub use query::{Cmp, Cond, Expr, Literal, Op, parse as parse_where};
 pub use results::{Stats, TopValue};

@@ -23,3 +23,63 @@ pub struct Stats {
     /// The largest, absent when `count` is 0.
     pub max: Option<i64>,
 }
+
+impl Stats {
+    /// The mean of the values (absent when there are none): the exact
+    /// quotient of the sum by the count, rounded once to an `f64`.
+    #[must_use]
+    pub fn avg(&self) -> Option<f64> {
+        if self.count == 0 {
+            return None;
+        }
+        let count = i128::from(self.count);
+        let (whole, rest) = (self.sum.div_euclid(count), self.sum.rem_euclid(count));
+        // `whole` is within the values' range (i64) and `rest / count` in
+        // [0, 1): their sum rounds as the exact quotient does, but for
+        // the last bit of the largest means.
+        #[allow(clippy::cast_precision_loss)]
+        Some(whole as f64 + rest as f64 / count as f64)
+    }
+
+    /// `{"count","sum","min","max","avg"}` (`min`, `max` and `avg` absent
+    /// when there are no values) as JSON text, written by hand: the sum
+    /// may pass 64 bits, which JSON numbers allow and `serde_json`'s
+    /// values do not.
+    #[must_use]
+    pub fn to_json_text(&self) -> String {
+        let mut text = format!("{{\"count\":{},\"sum\":{}", self.count, self.sum);
+        if let (Some(min), Some(max), Some(avg)) = (self.min, self.max, self.avg()) {
+            let avg = serde_json::to_string(&avg).unwrap_or_else(|_| "null".into());
+            text.push_str(&format!(",\"min\":{min},\"max\":{max},\"avg\":{avg}"));
+        }
+        text.push('}');
+        text
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_mean_is_the_exact_quotient_rounded_once() {
+        let stats = |sum: i128, count: u64| Stats {
+            count,
+            sum,
+            min: Some(0),
+            max: Some(0),
+        };
+        assert_eq!(stats(10, 4).avg(), Some(2.5));
+        assert_eq!(stats(-7, 2).avg(), Some(-3.5));
+        assert_eq!(stats(1, 3).avg(), Some(1.0 / 3.0));
+        // Beyond 2^53 a float sum would have lost the last units.
+        let big = i128::from(i64::MAX) * 3;
+        assert_eq!(stats(big, 3).avg(), Some(i64::MAX as f64));
+        assert_eq!(Stats::default().avg(), None);
+        assert_eq!(Stats::default().to_json_text(), r#"{"count":0,"sum":0}"#);
+        assert_eq!(
+            stats(10, 4).to_json_text(),
+            r#"{"count":4,"sum":10,"min":0,"max":0,"avg":2.5}"#
+        );
+    }
+}

@@ -65,7 +65,7 @@ pub use event::{
     stored_event_time,
 };
 pub use index::{
-    Cmp, Cond, Expr, IndexDecl, IndexKind, Keyword, Literal, Op, RecordCondition, Stats, TopValue,
+    Cmp, Cond, Expr, IndexDecl, IndexKind, Keyword, Literal, Op, RecordCondition, RecordFields, Stats, TopValue,
     parse_where,
 };
 pub use inspect::{PailStep, RecordHistory, RecordVersion};

@@ -72,9 +72,6 @@ impl Stream {
     }
 }
 
-/// Most record paths `fields` may name.
-const MAX_FIELDS: usize = 64;
-
 /// What a connection asks for, as its query string or an `options_update`
 /// gives it.
 #[derive(Debug, Default, serde::Deserialize)]
@@ -108,7 +105,7 @@ struct Filters {
     /// (deletes) pass.
     condition: Option<Arc<repo::RecordCondition>>,
     /// The record paths sent (`None`: the whole record).
-    fields: Option<Arc<[String]>>,
+    fields: Option<Arc<repo::RecordFields>>,
 }
 
 /// What a connection is sent of an event its filters let through.
@@ -164,18 +161,8 @@ impl Filters {
             filters.condition = Some(Arc::new(condition));
         }
         if !wanted.fields.is_empty() {
-            if wanted.fields.len() > MAX_FIELDS {
-                return Err(format!(
-                    "fields names {} paths; at most {MAX_FIELDS}",
-                    wanted.fields.len()
-                ));
-            }
-            if let Some(bad) = wanted.fields.iter().find(|p| !valid_path(p)) {
-                return Err(format!(
-                    "fields: {bad:?} is not a record path (segments of letters, digits, _ and $, joined by .)"
-                ));
-            }
-            filters.fields = Some(wanted.fields.clone().into());
+            let fields = repo::RecordFields::new(wanted.fields.clone())?;
+            filters.fields = Some(Arc::new(fields));
         }
         Ok(filters)
     }
@@ -221,60 +208,9 @@ impl Filters {
         let Some(fields) = &self.fields else {
             return Shaped::AsStored;
         };
-        *record = project(record, fields);
+        *record = fields.select(record);
         serde_json::to_vec(&parsed).map_or(Shaped::Skipped, Shaped::Reshaped)
     }
-}
-
-/// A `where` path: segments of `[A-Za-z0-9_$]` joined by dots.
-fn valid_path(path: &str) -> bool {
-    path.len() <= 256
-        && path.split('.').all(|s| {
-            !s.is_empty()
-                && s.bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'$')
-        })
-}
-
-/// `record` with only the values at `paths`, inside the objects and arrays
-/// that hold them (an array keeps its length: an element holding none of
-/// a path is `{}`).
-fn project(record: &serde_json::Value, paths: &[String]) -> serde_json::Value {
-    fn copy(src: &serde_json::Value, segments: &[&str], dst: &mut serde_json::Value) {
-        use serde_json::Value;
-        let Some((first, rest)) = segments.split_first() else {
-            *dst = src.clone();
-            return;
-        };
-        match src {
-            Value::Object(map) => {
-                if !dst.is_object() {
-                    *dst = Value::Object(serde_json::Map::new());
-                }
-                if let (Some(child), Value::Object(out)) = (map.get(*first), dst) {
-                    let slot = out.entry(*first).or_insert(Value::Null);
-                    copy(child, rest, slot);
-                }
-            }
-            Value::Array(items) => {
-                if dst.as_array().is_none_or(|a| a.len() != items.len()) {
-                    *dst = Value::Array(vec![Value::Null; items.len()]);
-                }
-                if let Value::Array(out) = dst {
-                    for (item, slot) in items.iter().zip(out) {
-                        copy(item, segments, slot);
-                    }
-                }
-            }
-            _ => {}
-        }
-    }
-    let mut out = serde_json::Value::Object(serde_json::Map::new());
-    for path in paths {
-        let segments: Vec<&str> = path.split('.').collect();
-        copy(record, &segments, &mut out);
-    }
-    out
 }
 
 /// An NSID prefix: dot-separated segments of letters, digits and hyphens.
@@ -713,21 +649,5 @@ mod tests {
         assert!(!f(&[], &["did:plc:other"], 0).wants(account));
         assert!(Filters::new(&wanted(&["not an nsid"], &[], 0)).is_err());
         assert!(Filters::new(&wanted(&[], &["alice"], 0)).is_err());
-    }
-
-    #[test]
-    fn fields_keep_the_paths_inside_their_objects_and_arrays() {
-        let record = serde_json::json!({"text": "hi", "langs": ["en"],
-            "embed": {"images": [{"alt": "a", "image": 1}, {"image": 2}]}, "n": 3});
-        let paths = |p: &[&str]| p.iter().map(ToString::to_string).collect::<Vec<_>>();
-        assert_eq!(
-            project(&record, &paths(&["text", "embed.images.alt", "missing.x"])),
-            serde_json::json!({"text": "hi", "embed": {"images": [{"alt": "a"}, {}]}})
-        );
-        assert_eq!(
-            project(&record, &paths(&["embed.images.alt", "embed.images.image"])),
-            serde_json::json!({"embed": {"images": [{"alt": "a", "image": 1}, {"image": 2}]}})
-        );
-        assert!(!valid_path("a..b") && !valid_path("a b") && valid_path("$type"));
     }
 }
