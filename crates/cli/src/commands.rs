@@ -174,6 +174,10 @@ pub(crate) enum RepoCommand {
         /// The record as of the commit with this rev.
         #[arg(long)]
         at: Option<String>,
+        /// Show only these paths of each record's value (comma-separated,
+        /// e.g. text,embed.images.alt).
+        #[arg(long, value_name = "PATHS")]
+        fields: Option<String>,
     },
     /// Delete a record.
     Rm {
@@ -197,6 +201,10 @@ pub(crate) enum RepoCommand {
         /// Descending order.
         #[arg(long)]
         reverse: bool,
+        /// Show only these paths of each record's value (comma-separated,
+        /// e.g. text,embed.images.alt).
+        #[arg(long, value_name = "PATHS")]
+        fields: Option<String>,
     },
     /// Field indexes: declare, list, drop (see docs/indexes.md).
     #[command(subcommand)]
@@ -384,10 +392,14 @@ pub(crate) struct QueryArgs {
     /// matching records: {"top": [{"value", "count"}]}.
     #[arg(long, value_name = "PATH", conflicts_with = "stats")]
     pub(crate) top: Option<String>,
-    /// Count, sum, min and max of this integer-indexed path over the
-    /// matching records.
+    /// Count, sum, min, max and mean (avg) of this integer-indexed path
+    /// over the matching records.
     #[arg(long, value_name = "PATH")]
     pub(crate) stats: Option<String>,
+    /// Show only these paths of each record's value (comma-separated,
+    /// e.g. text,embed.images.alt).
+    #[arg(long, value_name = "PATHS", conflicts_with_all = ["count", "top", "stats"])]
+    pub(crate) fields: Option<String>,
 }
 
 impl RepoCommand {

@@ -163,7 +163,10 @@ pub(crate) async fn query(s: &Session, args: &RepoArgs, query: QueryArgs) -> Res
         count,
         top,
         stats,
+        fields,
     } = query;
+    let fields = crate::records_cmd::record_fields(fields.as_deref())?;
+    let fields = fields.as_ref();
     let repo = s.repo(args).await?;
     known_collection(&repo, &collection).await?;
     let where_ = where_.as_deref();
@@ -211,7 +214,7 @@ pub(crate) async fn query(s: &Session, args: &RepoArgs, query: QueryArgs) -> Res
             .iter()
             .map(|(rkey, r)| {
                 json!({"uri": record_uri(repo.id(), &collection, rkey),
-                       "cid": r.cid().to_string(), "value": r.to_json()})
+                       "cid": r.cid().to_string(), "value": crate::records_cmd::shown(r, fields)})
             })
             .collect();
         let mut out = json!({ "records": records });
@@ -222,7 +225,9 @@ pub(crate) async fn query(s: &Session, args: &RepoArgs, query: QueryArgs) -> Res
             let mut lines: Vec<String> = page
                 .records
                 .iter()
-                .map(|(rkey, r)| format!("{rkey}  {}", preview(&r.to_json())))
+                .map(|(rkey, r)| {
+                    format!("{rkey}  {}", preview(&crate::records_cmd::shown(r, fields)))
+                })
                 .collect();
             if let Some(next) = &page.cursor {
                 lines.push(format!("(more: --cursor {next})"));

@@ -172,12 +172,35 @@ pub(crate) async fn put(t: Target<'_>, args: &RepoArgs, put: PutArgs) -> Result<
 }
 
 /// `get`: a record, now or as of a rev.
+/// `--fields PATHS`, checked.
+pub(crate) fn record_fields(list: Option<&str>) -> Result<Option<repo::RecordFields>> {
+    list.map(|l| repo::RecordFields::parse(l).map_err(|e| format!("--fields: {e}").into()))
+        .transpose()
+}
+
+/// A record's value as shown: only `fields` of it, when given.
+pub(crate) fn shown(record: &repo::Record, fields: Option<&repo::RecordFields>) -> Value {
+    let value = record.to_json();
+    match fields {
+        Some(f) => f.select(&value),
+        None => value,
+    }
+}
+
+/// Which page of records `ls` shows.
+pub(crate) struct Page {
+    pub(crate) limit: u64,
+    pub(crate) cursor: Option<String>,
+    pub(crate) reverse: bool,
+}
+
 pub(crate) async fn get(
     s: &Session,
     args: &RepoArgs,
     collection: String,
     rkey: Option<String>,
     at: Option<String>,
+    fields: Option<&repo::RecordFields>,
 ) -> Result<ExitCode> {
     let json_mode = args.json;
     let e = say;
@@ -194,7 +217,7 @@ pub(crate) async fn get(
     let Some(record) = record else {
         return Err(say(repo::Error::RecordNotFound(uri)));
     };
-    let value = record.to_json();
+    let value = shown(&record, fields);
     print(
         json_mode,
         &json!({"uri": uri, "cid": record.cid().to_string(), "value": value}),
@@ -287,9 +310,12 @@ pub(crate) async fn ls(
     s: &Session,
     args: &RepoArgs,
     collection: String,
-    limit: u64,
-    cursor: Option<String>,
-    reverse: bool,
+    Page {
+        limit,
+        cursor,
+        reverse,
+    }: Page,
+    fields: Option<&repo::RecordFields>,
 ) -> Result<ExitCode> {
     let json_mode = args.json;
     let e = say;
@@ -307,7 +333,7 @@ pub(crate) async fn ls(
         .iter()
         .map(|(rkey, r)| {
             json!({"uri": record_uri(repo.id(), &collection, rkey),
-                   "cid": r.cid().to_string(), "value": r.to_json()})
+                   "cid": r.cid().to_string(), "value": shown(r, fields)})
         })
         .collect();
     let mut out = json!({ "records": records });
@@ -318,7 +344,7 @@ pub(crate) async fn ls(
     print(json_mode, &out, || {
         let mut lines: Vec<String> = page
             .iter()
-            .map(|(rkey, r)| format!("{rkey}  {}", preview(&r.to_json())))
+            .map(|(rkey, r)| format!("{rkey}  {}", preview(&shown(r, fields))))
             .collect();
         if let Some(next) = &next {
             lines.push(format!("(more: --cursor {next})"));

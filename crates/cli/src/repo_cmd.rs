@@ -97,13 +97,26 @@ async fn execute(t: Target<'_>, args: &RepoArgs, cmd: RepoCommand) -> Result<Exi
             collection,
             rkey,
             at,
-        } => records_cmd::get(t.session()?, args, collection, rkey, at).await,
+            fields,
+        } => {
+            let fields = records_cmd::record_fields(fields.as_deref())?;
+            records_cmd::get(t.session()?, args, collection, rkey, at, fields.as_ref()).await
+        }
         RepoCommand::Ls {
             collection,
             limit,
             cursor,
             reverse,
-        } => records_cmd::ls(t.session()?, args, collection, limit, cursor, reverse).await,
+            fields,
+        } => {
+            let fields = records_cmd::record_fields(fields.as_deref())?;
+            let page = records_cmd::Page {
+                limit,
+                cursor,
+                reverse,
+            };
+            records_cmd::ls(t.session()?, args, collection, page, fields.as_ref()).await
+        }
         RepoCommand::Query(query) => index_cmd::query(t.session()?, args, query).await,
         RepoCommand::Log {
             limit,

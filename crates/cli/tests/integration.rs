@@ -16,6 +16,7 @@ mod cli_check;
 mod cli_closed_stdout;
 mod cli_completions;
 mod cli_errors_name_what_failed;
+mod cli_fields_choose_what_is_shown;
 mod cli_firehose_after_kill;
 mod cli_firehose_consumers;
 mod cli_follow_filters;

@@ -61,15 +61,19 @@ impl RecordFields {
     }
 
     /// `record` with only the values at the paths, inside the objects and
-    /// arrays that hold them: an object keeps the keys on a path, in the
-    /// record's order; an array keeps its length, an element holding none
-    /// of a path becoming `{}`. A path the record lacks adds nothing.
+    /// arrays that hold them, keys in the record's order. An array on a
+    /// path keeps its length, an element holding nothing of the path
+    /// being `null` (so positions still line up: the alt text of the
+    /// second image is the second element); a path the record lacks adds
+    /// nothing.
     #[must_use]
     pub fn select(&self, record: &Value) -> Value {
         let mut out = Value::Object(Map::new());
         for path in &self.paths {
             let segments: Vec<&str> = path.split('.').collect();
-            copy(record, &segments, &mut out);
+            if let Some(picked) = pick(record, &segments) {
+                merge(&mut out, picked);
+            }
         }
         if let (Value::Object(selected), Value::Object(original)) = (&mut out, record) {
             reorder(selected, original);
@@ -88,32 +92,56 @@ fn valid_path(path: &str) -> bool {
         })
 }
 
-fn copy(src: &Value, segments: &[&str], dst: &mut Value) {
+/// What of `src` lies at `segments`, in the objects and arrays holding it.
+fn pick(src: &Value, segments: &[&str]) -> Option<Value> {
     let Some((first, rest)) = segments.split_first() else {
-        *dst = src.clone();
-        return;
+        return Some(src.clone());
     };
     match src {
         Value::Object(map) => {
-            if !dst.is_object() {
-                *dst = Value::Object(Map::new());
-            }
-            if let (Some(child), Value::Object(out)) = (map.get(*first), dst) {
-                let slot = out.entry(*first).or_insert(Value::Null);
-                copy(child, rest, slot);
-            }
+            let child = pick(map.get(*first)?, rest)?;
+            let mut out = Map::new();
+            out.insert((*first).to_owned(), child);
+            Some(Value::Object(out))
         }
         Value::Array(items) => {
-            if dst.as_array().is_none_or(|a| a.len() != items.len()) {
-                *dst = Value::Array(vec![Value::Null; items.len()]);
-            }
-            if let Value::Array(out) = dst {
-                for (item, slot) in items.iter().zip(out) {
-                    copy(item, segments, slot);
+            let picked: Vec<Option<Value>> = items.iter().map(|i| pick(i, segments)).collect();
+            picked.iter().any(Option::is_some).then(|| {
+                Value::Array(
+                    picked
+                        .into_iter()
+                        .map(|p| p.unwrap_or(Value::Null))
+                        .collect(),
+                )
+            })
+        }
+        _ => None,
+    }
+}
+
+/// Adds `from` (another path's pick of the same record) to `into`.
+fn merge(into: &mut Value, from: Value) {
+    match (into, from) {
+        (Value::Object(a), Value::Object(b)) => {
+            for (key, value) in b {
+                match a.get_mut(&key) {
+                    Some(existing) => merge(existing, value),
+                    None => {
+                        a.insert(key, value);
+                    }
                 }
             }
         }
-        _ => {}
+        (Value::Array(a), Value::Array(b)) if a.len() == b.len() => {
+            for (x, y) in a.iter_mut().zip(b) {
+                if x.is_null() {
+                    *x = y;
+                } else if !y.is_null() {
+                    merge(x, y);
+                }
+            }
+        }
+        (into, from) => *into = from,
     }
 }
 
@@ -145,6 +173,7 @@ fn reorder_value(selected: &mut Value, original: &Value) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
     use serde_json::json;
 
     #[test]
@@ -153,8 +182,8 @@ mod tests {
             "embed": {"images": [{"alt": "a", "image": 1}, {"image": 2}]}, "n": 3});
         let f = |list: &str| RecordFields::parse(list).unwrap().select(&record);
         assert_eq!(
-            f("embed.images.alt,text,missing.x"),
-            json!({"text": "hi", "embed": {"images": [{"alt": "a"}, {}]}})
+            f("embed.images.alt,text,missing.x,langs.x").to_string(),
+            json!({"text": "hi", "embed": {"images": [{"alt": "a"}, null]}}).to_string()
         );
         assert_eq!(
             f("embed.images.image,embed.images.alt").to_string(),
@@ -164,5 +193,109 @@ mod tests {
         assert!(RecordFields::parse("a b").is_err());
         assert!(RecordFields::parse(" , ").is_err());
         assert!(RecordFields::parse("$type,a.b_c").is_ok());
+    }
+
+    /// A step from a value to one inside it.
+    #[derive(Debug, Clone)]
+    enum Step {
+        Key(String),
+        Index(usize, usize),
+    }
+
+    /// Every leaf (a scalar, an empty object or array) with its steps.
+    fn leaves(v: &Value, at: &mut Vec<Step>, out: &mut Vec<(Vec<Step>, Value)>) {
+        match v {
+            Value::Object(m) if !m.is_empty() => {
+                for (k, x) in m {
+                    at.push(Step::Key(k.clone()));
+                    leaves(x, at, out);
+                    at.pop();
+                }
+            }
+            Value::Array(a) if !a.is_empty() => {
+                for (i, x) in a.iter().enumerate() {
+                    at.push(Step::Index(i, a.len()));
+                    leaves(x, at, out);
+                    at.pop();
+                }
+            }
+            leaf => out.push((at.clone(), leaf.clone())),
+        }
+    }
+
+    /// The model: the leaves whose keys (indices dropped) are a path or lie
+    /// under one, put back where they were; arrays at their length, null
+    /// where nothing was kept.
+    fn model(record: &Value, paths: &[String]) -> Value {
+        let mut all = Vec::new();
+        leaves(record, &mut Vec::new(), &mut all);
+        let mut out = json!({});
+        for (steps, leaf) in all {
+            let keys: Vec<&str> = steps
+                .iter()
+                .filter_map(|s| match s {
+                    Step::Key(k) => Some(k.as_str()),
+                    Step::Index(..) => None,
+                })
+                .collect();
+            let key_path = keys.join(".");
+            if !paths
+                .iter()
+                .any(|p| key_path == *p || key_path.starts_with(&format!("{p}.")))
+            {
+                continue;
+            }
+            let mut slot = &mut out;
+            for step in &steps {
+                slot = match step {
+                    Step::Key(k) => {
+                        if !slot.is_object() {
+                            *slot = json!({});
+                        }
+                        slot.as_object_mut()
+                            .unwrap()
+                            .entry(k.clone())
+                            .or_insert(Value::Null)
+                    }
+                    Step::Index(i, len) => {
+                        if !slot.is_array() {
+                            *slot = Value::Array(vec![Value::Null; *len]);
+                        }
+                        &mut slot.as_array_mut().unwrap()[*i]
+                    }
+                };
+            }
+            *slot = leaf;
+        }
+        out
+    }
+
+    fn value() -> impl Strategy<Value = Value> {
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::from),
+            (-5i64..5).prop_map(Value::from),
+            "[a-c]{0,2}".prop_map(Value::from),
+        ];
+        leaf.prop_recursive(4, 40, 4, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+                prop::collection::vec(("[a-c]", inner), 0..4)
+                    .prop_map(|kv| Value::Object(kv.into_iter().collect())),
+            ]
+        })
+    }
+
+    proptest! {
+        #[test]
+        fn select_matches_the_model(
+            record in prop::collection::vec(("[a-c]", value()), 0..5)
+                .prop_map(|kv| Value::Object(kv.into_iter().collect())),
+            paths in prop::collection::vec("[a-c](\\.[a-c]){0,2}", 1..4),
+        ) {
+            let selected = RecordFields::new(paths.clone()).unwrap().select(&record);
+            let want = model(&record, &paths);
+            prop_assert_eq!(selected.to_string(), want.to_string(), "{} with {:?}", record, paths);
+        }
     }
 }

@@ -60,8 +60,8 @@ pub use decl::{
     free_scope, raise_epoch,
 };
 pub use eval::{Reader, plan as eval_plan};
-pub use maintain::{CommitIndex, IndexWrite, KNOWN_ROWS_LIMIT, KnownRows, ScopeCounters};
 pub use fields::RecordFields;
+pub use maintain::{CommitIndex, IndexWrite, KNOWN_ROWS_LIMIT, KnownRows, ScopeCounters};
 pub use matching::RecordCondition;
 pub use query::{Cmp, Cond, Expr, Literal, Op, parse as parse_where};
 pub use results::{Stats, TopValue};

@@ -65,8 +65,8 @@ pub use event::{
     stored_event_time,
 };
 pub use index::{
-    Cmp, Cond, Expr, IndexDecl, IndexKind, Keyword, Literal, Op, RecordCondition, RecordFields, Stats, TopValue,
-    parse_where,
+    Cmp, Cond, Expr, IndexDecl, IndexKind, Keyword, Literal, Op, RecordCondition, RecordFields,
+    Stats, TopValue, parse_where,
 };
 pub use inspect::{PailStep, RecordHistory, RecordVersion};
 pub use keys::{CurrentKey, SigningKeys};

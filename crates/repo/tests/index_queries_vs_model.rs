@@ -426,8 +426,11 @@ async fn check_aggregates(
                     "max {path} where {text:?}"
                 );
                 // The mean: the values' mean in floats, up to their rounding.
-                let want = (!vals.is_empty())
-                    .then(|| vals.iter().map(|v| *v as f64 / vals.len() as f64).sum::<f64>());
+                let want = (!vals.is_empty()).then(|| {
+                    vals.iter()
+                        .map(|v| *v as f64 / vals.len() as f64)
+                        .sum::<f64>()
+                });
                 match (got.avg(), want) {
                     (Some(avg), Some(want)) => assert!(
                         (avg - want).abs() <= 1e-9 * want.abs().max(1.0),

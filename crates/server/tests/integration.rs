@@ -20,6 +20,7 @@ mod engine_metrics;
 mod failed_logins_are_limited;
 mod fenced_writer;
 mod field_index_endpoints;
+mod fields_and_stats_over_http;
 mod firehose_buffer_is_bounded_by_bytes;
 mod firehose_errors_are_xrpc_errors;
 mod firehose_on_a_replica;

@@ -324,6 +324,8 @@ pub(crate) struct ListRecordsParams {
     limit: Option<i64>,
     cursor: Option<String>,
     reverse: Option<bool>,
+    /// Record paths to keep of each value (a datarepo addition).
+    fields: Option<String>,
 }
 
 pub(crate) async fn list_records<K: Kv + 'static>(
@@ -346,6 +348,7 @@ pub(crate) async fn list_records<K: Kv + 'static>(
         }
     };
     rkey::validate_nsid(&p.collection).map_err(|e| XrpcError::invalid(e.to_string()))?;
+    let fields = super::request::record_fields(p.fields.as_deref())?;
     let repo = app.repo(&p.repo).await?;
     let reverse = p.reverse.unwrap_or(false);
     let mut page = repo
@@ -359,7 +362,7 @@ pub(crate) async fn list_records<K: Kv + 'static>(
             json!({
                 "uri": record_uri(repo.id(), &p.collection, rkey),
                 "cid": r.cid().to_string(),
-                "value": r.to_json(),
+                "value": super::request::shown(r, fields.as_ref()),
             })
         })
         .collect();

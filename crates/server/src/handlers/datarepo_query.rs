@@ -1,5 +1,5 @@
-//! `dev.datarepo.queryRecords`, `countRecords` and `topValues`: queries
-//! over the field indexes.
+//! `dev.datarepo.queryRecords`, `countRecords`, `topValues` and
+//! `aggregateRecords`: queries over the field indexes.
 
 use std::sync::Arc;
 
@@ -51,6 +51,8 @@ pub(crate) struct QueryRecordsParams {
     limit: Option<i64>,
     cursor: Option<String>,
     reverse: Option<bool>,
+    /// Record paths to keep of each value.
+    fields: Option<String>,
 }
 
 /// `dev.datarepo.queryRecords`: listRecords' shape, filtered by `where`.
@@ -62,6 +64,7 @@ pub(crate) async fn query_records<K: Kv + 'static>(
     app.authorize_read(&headers).await?;
     let p = query(params)?;
     let limit = page_limit(p.limit, 50, app.config.limits.max_page)?;
+    let fields = super::request::record_fields(p.fields.as_deref())?;
     let repo = app.repo(&p.repo).await?;
     let page = bounded_query(
         &app,
@@ -81,7 +84,7 @@ pub(crate) async fn query_records<K: Kv + 'static>(
             json!({
                 "uri": record_uri(repo.id(), &p.collection, rkey),
                 "cid": r.cid().to_string(),
-                "value": r.to_json(),
+                "value": super::request::shown(r, fields.as_ref()),
             })
         })
         .collect();
@@ -155,4 +158,55 @@ pub(crate) async fn top_values<K: Kv + 'static>(
         .map(|t| json!({"value": t.value.to_json(), "count": t.count}))
         .collect();
     Ok(Json(json!({ "top": top })))
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct AggregateRecordsParams {
+    repo: String,
+    collection: String,
+    #[serde(rename = "where")]
+    where_: Option<String>,
+    stats: Option<String>,
+    group_by: Option<String>,
+    histogram: Option<String>,
+}
+
+/// `dev.datarepo.aggregateRecords?stats=PATH` → `{"count", "sum", "min",
+/// "max", "avg"}`, as `datarepo query --stats` prints it. (`groupBy` and
+/// `histogram` are not here yet.)
+pub(crate) async fn aggregate_records<K: Kv + 'static>(
+    State(app): State<Arc<App<K>>>,
+    headers: HeaderMap,
+    params: std::result::Result<Query<AggregateRecordsParams>, QueryRejection>,
+) -> Result<axum::response::Response> {
+    use axum::response::IntoResponse;
+    app.authorize_read(&headers).await?;
+    let p = query(params)?;
+    if p.group_by.is_some() || p.histogram.is_some() {
+        return Err(XrpcError::new(
+            StatusCode::NOT_IMPLEMENTED,
+            "MethodNotImplemented",
+            "groupBy and histogram are not supported yet; stats is",
+        ));
+    }
+    let Some(path) = p.stats else {
+        return Err(XrpcError::invalid("say what to aggregate: stats=PATH"));
+    };
+    let repo = app.repo(&p.repo).await?;
+    let stats = bounded_query(
+        &app,
+        repo.stats(
+            &p.collection,
+            &path,
+            p.where_.as_deref().filter(|w| !w.trim().is_empty()),
+        ),
+    )
+    .await?;
+    // Written as text: the sum may pass 64 bits.
+    Ok((
+        [(axum::http::header::CONTENT_TYPE, "application/json")],
+        stats.to_json_text(),
+    )
+        .into_response())
 }

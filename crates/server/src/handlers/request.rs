@@ -67,3 +67,23 @@ pub(crate) fn page_limit(limit: Option<i64>, default: usize, max: usize) -> Resu
         ))),
     }
 }
+
+/// A `fields=a,b.c` parameter, checked (`400 InvalidRequest` naming a bad
+/// path).
+pub(super) fn record_fields(list: Option<&str>) -> Result<Option<repo::RecordFields>> {
+    list.filter(|l| !l.trim().is_empty())
+        .map(|l| repo::RecordFields::parse(l).map_err(XrpcError::invalid))
+        .transpose()
+}
+
+/// A record's value as answered: only `fields` of it, when given.
+pub(super) fn shown(
+    record: &repo::Record,
+    fields: Option<&repo::RecordFields>,
+) -> serde_json::Value {
+    let value = record.to_json();
+    match fields {
+        Some(f) => f.select(&value),
+        None => value,
+    }
+}

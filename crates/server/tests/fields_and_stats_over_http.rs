@@ -1,0 +1,112 @@
+//! `fields=` on `listRecords` and `queryRecords` (a datarepo addition)
+//! keeps only those paths of each value; `dev.datarepo.aggregateRecords`
+//! answers `stats` as `datarepo query --stats` prints it, with the mean;
+//! a bad path, or no aggregate asked, is a 400 naming it.
+
+use crate::common;
+
+use common::TestServer;
+use serde_json::{Value, json};
+
+const DID: &str = "did:web:fields.example";
+const POST: &str = "app.bsky.feed.post";
+
+#[tokio::test]
+async fn fields_and_stats() {
+    let s = TestServer::memory().await;
+    let likes = [5_i64, -2, 9, 9, 0, 13];
+    for (i, n) in likes.iter().enumerate() {
+        let (status, out) = s
+            .post(
+                "com.atproto.repo.createRecord",
+                &json!({"repo": DID, "collection": POST, "rkey": format!("p{i}"),
+                        "record": {"$type": POST, "text": format!("post {i}"), "likes": n}}),
+            )
+            .await;
+        assert_eq!(status, 200, "{out}");
+    }
+    let (status, out) = s
+        .post(
+            "dev.datarepo.addIndex",
+            &json!({"repo": DID, "collection": POST, "path": "likes", "kind": "integer"}),
+        )
+        .await;
+    assert_eq!(status, 200, "{out}");
+
+    let values = |page: &Value| -> Vec<Value> {
+        page["records"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["value"].clone())
+            .collect()
+    };
+    let (status, page) = s
+        .get(
+            "com.atproto.repo.listRecords",
+            &[("repo", DID), ("collection", POST), ("fields", "text")],
+        )
+        .await;
+    assert_eq!(status, 200, "{page}");
+    let want: Vec<Value> = (0..likes.len())
+        .map(|i| json!({"text": format!("post {i}")}))
+        .collect();
+    assert_eq!(values(&page), want);
+
+    let (status, page) = s
+        .get(
+            "dev.datarepo.queryRecords",
+            &[
+                ("repo", DID),
+                ("collection", POST),
+                ("where", "likes > 4"),
+                ("fields", "likes"),
+            ],
+        )
+        .await;
+    assert_eq!(status, 200, "{page}");
+    let want: Vec<Value> = likes
+        .iter()
+        .filter(|n| **n > 4)
+        .map(|n| json!({"likes": n}))
+        .collect();
+    assert_eq!(values(&page), want);
+
+    let (status, stats) = s
+        .get(
+            "dev.datarepo.aggregateRecords",
+            &[
+                ("repo", DID),
+                ("collection", POST),
+                ("where", "likes >= 0"),
+                ("stats", "likes"),
+            ],
+        )
+        .await;
+    assert_eq!(status, 200, "{stats}");
+    let kept: Vec<i64> = likes.iter().copied().filter(|n| *n >= 0).collect();
+    assert_eq!(stats["count"], kept.len());
+    assert_eq!(stats["sum"], kept.iter().sum::<i64>());
+    assert_eq!(stats["min"], *kept.iter().min().unwrap());
+    assert_eq!(stats["max"], *kept.iter().max().unwrap());
+    assert_eq!(
+        stats["avg"].as_f64().unwrap(),
+        kept.iter().sum::<i64>() as f64 / kept.len() as f64
+    );
+
+    for (method, query, words) in [
+        (
+            "com.atproto.repo.listRecords",
+            vec![("fields", "a..b")],
+            "not a record path",
+        ),
+        ("dev.datarepo.aggregateRecords", vec![], "stats=PATH"),
+    ] {
+        let mut q = vec![("repo", DID), ("collection", POST)];
+        q.extend(query);
+        let (status, body) = s.get(method, &q).await;
+        assert_eq!(status, 400, "{method}: {body}");
+        assert!(body["message"].as_str().unwrap().contains(words), "{body}");
+    }
+    s.stop().await;
+}
