@@ -425,15 +425,24 @@ async fn check_aggregates(
                     vals.iter().max().copied(),
                     "max {path} where {text:?}"
                 );
-                // The mean: the values' mean in floats, up to their rounding.
+                // The mean: the exact quotient by long division to 24
+                // decimals, read as the nearest double.
                 let want = (!vals.is_empty()).then(|| {
-                    vals.iter()
-                        .map(|v| *v as f64 / vals.len() as f64)
-                        .sum::<f64>()
+                    let sum: i128 = vals.iter().map(|v| i128::from(*v)).sum();
+                    let count = vals.len() as u128;
+                    let (whole, mut rest) =
+                        (sum.unsigned_abs() / count, sum.unsigned_abs() % count);
+                    let mut text = format!("{}{whole}.", if sum < 0 { "-" } else { "" });
+                    for _ in 0..24 {
+                        rest *= 10;
+                        text.push(char::from(b'0' + (rest / count) as u8));
+                        rest %= count;
+                    }
+                    text.parse::<f64>().unwrap()
                 });
                 match (got.avg(), want) {
                     (Some(avg), Some(want)) => assert!(
-                        (avg - want).abs() <= 1e-9 * want.abs().max(1.0),
+                        (avg - want).abs() <= 4.0 * f64::EPSILON * want.abs(),
                         "avg {path} where {text:?}: {avg} vs {want}"
                     ),
                     (got, want) => assert_eq!(got, want, "avg {path} where {text:?}"),
