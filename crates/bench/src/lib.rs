@@ -179,6 +179,66 @@ impl Drop for ServeProcess {
     }
 }
 
+/// What a benchmark does with each acknowledged write: its answer (JSON
+/// text) and when it arrived.
+pub type OnAck = std::sync::Arc<dyn Fn(&str, std::time::Instant) + Send + Sync>;
+
+/// `writers` connections sending durable `createRecord`s to the server at
+/// `base` for `secs`, each as fast as it is answered; writer `w`'s `n`th
+/// body is `body(w, n)` (createRecord's input as JSON text). Each answer
+/// goes to `on_ack`. The number acknowledged.
+///
+/// # Panics
+///
+/// When a request fails or is refused.
+#[allow(clippy::disallowed_methods)] // a benchmark measures wall time
+pub async fn create_records_for(
+    base: &str,
+    token: &str,
+    secs: f64,
+    writers: usize,
+    body: std::sync::Arc<dyn Fn(usize, u64) -> String + Send + Sync>,
+    on_ack: Option<OnAck>,
+) -> u64 {
+    let client = reqwest::Client::new();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs_f64(secs);
+    let mut tasks = Vec::new();
+    for w in 0..writers {
+        let (client, body, on_ack) = (client.clone(), body.clone(), on_ack.clone());
+        let url = format!("{base}/xrpc/com.atproto.repo.createRecord");
+        let token = token.to_owned();
+        tasks.push(tokio::spawn(async move {
+            let mut n = 0u64;
+            while std::time::Instant::now() < deadline {
+                let response = client
+                    .post(&url)
+                    .bearer_auth(&token)
+                    .header("content-type", "application/json")
+                    .body(body(w, n))
+                    .send()
+                    .await
+                    .expect("createRecord is answered");
+                assert!(
+                    response.status().is_success(),
+                    "createRecord: {}",
+                    response.status()
+                );
+                let text = response.text().await.expect("createRecord's answer");
+                if let Some(on_ack) = &on_ack {
+                    on_ack(&text, std::time::Instant::now());
+                }
+                n += 1;
+            }
+            n
+        }));
+    }
+    let mut total = 0;
+    for t in tasks {
+        total += t.await.expect("a writer finishes");
+    }
+    total
+}
+
 /// Sends durable `createRecord`s to the server at `base`, one at a time,
 /// until `stop`; each one's latency. `record(i)` is the `i`th record's JSON.
 ///

@@ -246,14 +246,7 @@ async fn the_stream_follows_the_writes_with_filters_and_cursors() {
         ("?cursor=yesterday", "cursor"),
         ("?compress=maybe", "compress"),
     ] {
-        let resp = s
-            .client
-            .get(format!("{}/subscribe{query}", s.url))
-            .send()
-            .await
-            .unwrap();
-        let status = resp.status().as_u16();
-        let body: Value = resp.json().await.unwrap();
+        let (status, body) = s.get_path(&format!("/subscribe{query}")).await;
         assert_eq!(status, 400, "{query}: {body}");
         assert!(
             body["message"].as_str().unwrap().contains(words),

@@ -201,14 +201,7 @@ async fn where_sends_what_a_query_answers_and_fields_cut_records() {
         ),
         ("fields=a..b", "not a record path"),
     ] {
-        let resp = s
-            .client
-            .get(format!("{}/subscribe?{query}", s.url))
-            .send()
-            .await
-            .unwrap();
-        let status = resp.status().as_u16();
-        let body: Value = resp.json().await.unwrap();
+        let (status, body) = s.get_path(&format!("/subscribe?{query}")).await;
         assert_eq!(status, 400, "{query}: {body}");
         assert!(
             body["message"].as_str().unwrap().contains(words),

@@ -45,14 +45,8 @@ async fn writes_keep_no_stream_events() {
     // The firehose still has the commit.
     assert!(store.newest_event().await.unwrap().is_some());
 
-    let resp = s
-        .client
-        .get(format!("{}/subscribe", s.url))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(resp.status().as_u16(), 501);
-    let body: serde_json::Value = resp.json().await.unwrap();
+    let (status, body) = s.get_path("/subscribe").await;
+    assert_eq!(status, 501, "{body}");
     assert_eq!(body["error"], "StreamOff", "{body}");
     assert!(body["message"].as_str().unwrap().contains("--stream off"));
     s.stop().await;

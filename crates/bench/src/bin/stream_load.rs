@@ -50,50 +50,24 @@ type Acks = Arc<Mutex<HashMap<String, Instant>>>;
 /// `WRITERS` writers creating records for `secs` (every 100th in `RARE`);
 /// the acknowledged count.
 async fn write_load(base: &str, secs: f64, acks: Option<Acks>) -> u64 {
-    let client = reqwest::Client::new();
-    let deadline = Instant::now() + Duration::from_secs_f64(secs);
-    let mut tasks = Vec::new();
-    for w in 0..WRITERS {
-        let client = client.clone();
-        let url = format!("{base}/xrpc/com.atproto.repo.createRecord");
-        let acks = acks.clone();
-        tasks.push(tokio::spawn(async move {
-            let mut n = 0u64;
-            while Instant::now() < deadline {
-                let collection = if (n * WRITERS as u64 + w as u64).is_multiple_of(100) {
-                    RARE
-                } else {
-                    COMMON
-                };
-                let body = format!(
-                    r#"{{"repo":"{REPO}","collection":"{collection}","record":{{"$type":"{collection}","text":"post {w}/{n}: a sentence of ordinary length about nothing much","langs":["en"],"createdAt":"2026-11-27T00:00:00.000Z"}}}}"#
-                );
-                let response = client
-                    .post(&url)
-                    .bearer_auth(TOKEN)
-                    .header("content-type", "application/json")
-                    .body(body)
-                    .send()
-                    .await
-                    .unwrap();
-                assert!(response.status().is_success());
-                let text = response.text().await.unwrap();
-                let at = Instant::now();
-                if let Some(acks) = &acks {
-                    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
-                    let cid = v["cid"].as_str().unwrap().to_owned();
-                    acks.lock().unwrap().insert(cid, at);
-                }
-                n += 1;
-            }
-            n
-        }));
-    }
-    let mut total = 0;
-    for t in tasks {
-        total += t.await.unwrap();
-    }
-    total
+    let body = Arc::new(|w: usize, n: u64| {
+        let collection = if (n * WRITERS as u64 + w as u64).is_multiple_of(100) {
+            RARE
+        } else {
+            COMMON
+        };
+        format!(
+            r#"{{"repo":"{REPO}","collection":"{collection}","record":{{"$type":"{collection}","text":"post {w}/{n}: a sentence of ordinary length about nothing much","langs":["en"],"createdAt":"2026-11-27T00:00:00.000Z"}}}}"#
+        )
+    });
+    let on_ack = acks.map(|acks| -> datarepo_bench::OnAck {
+        Arc::new(move |text, at| {
+            let v: serde_json::Value = serde_json::from_str(text).unwrap();
+            let cid = v["cid"].as_str().unwrap().to_owned();
+            acks.lock().unwrap().insert(cid, at);
+        })
+    });
+    datarepo_bench::create_records_for(base, TOKEN, secs, WRITERS, body, on_ack).await
 }
 
 type Socket =

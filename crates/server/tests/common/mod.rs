@@ -138,6 +138,19 @@ impl TestServer {
         )
     }
 
+    /// `GET path` (with its query string) answered as an XRPC error: the
+    /// status and the body.
+    pub async fn get_path(&self, path: &str) -> (u16, Value) {
+        let resp = self
+            .client
+            .get(format!("{}{path}", self.url))
+            .send()
+            .await
+            .unwrap();
+        let status = resp.status().as_u16();
+        (status, resp.json().await.unwrap_or(Value::Null))
+    }
+
     pub async fn get_bytes(&self, method: &str, query: &[(&str, &str)]) -> (u16, Vec<u8>) {
         let resp = self
             .client
