@@ -205,6 +205,10 @@ pub(crate) enum RepoCommand {
         /// e.g. text,embed.images.alt).
         #[arg(long, value_name = "PATHS")]
         fields: Option<String>,
+        /// How records print: table (the default at a terminal), jsonl or
+        /// csv (RFC 4180); --json without it prints listRecords' shape.
+        #[arg(long, value_enum)]
+        format: Option<crate::record_table::Format>,
     },
     /// Field indexes: declare, list, drop (see docs/indexes.md).
     #[command(subcommand)]
@@ -400,6 +404,10 @@ pub(crate) struct QueryArgs {
     /// e.g. text,embed.images.alt).
     #[arg(long, value_name = "PATHS", conflicts_with_all = ["count", "top", "stats"])]
     pub(crate) fields: Option<String>,
+    /// How records print: table (the default at a terminal), jsonl or csv
+    /// (RFC 4180); --json without it prints listRecords' shape.
+    #[arg(long, value_enum, conflicts_with_all = ["count", "top", "stats"])]
+    pub(crate) format: Option<crate::record_table::Format>,
 }
 
 impl RepoCommand {

@@ -2,14 +2,13 @@
 
 use std::process::ExitCode;
 
-use repo::record_uri;
 use serde_json::{Value, json};
 
 use crate::{
     client::server_repo,
     commands::{IndexCommand, QueryArgs, RepoArgs},
     output::{Result, bar, count, outln, print},
-    session::{Session, Target, known_collection, preview, say},
+    session::{Session, Target, known_collection, say},
 };
 
 /// Runs an `index` command.
@@ -164,6 +163,7 @@ pub(crate) async fn query(s: &Session, args: &RepoArgs, query: QueryArgs) -> Res
         top,
         stats,
         fields,
+        format,
     } = query;
     let fields = crate::records_cmd::record_fields(fields.as_deref())?;
     let fields = fields.as_ref();
@@ -209,31 +209,15 @@ pub(crate) async fn query(s: &Session, args: &RepoArgs, query: QueryArgs) -> Res
             .query(&collection, where_, cursor.as_deref(), reverse, limit)
             .await
             .map_err(e)?;
-        let records: Vec<Value> = page
-            .records
-            .iter()
-            .map(|(rkey, r)| {
-                json!({"uri": record_uri(repo.id(), &collection, rkey),
-                       "cid": r.cid().to_string(), "value": crate::records_cmd::shown(r, fields)})
-            })
-            .collect();
-        let mut out = json!({ "records": records });
-        if let Some(next) = &page.cursor {
-            out["cursor"] = json!(next);
-        }
-        print(json_mode, &out, || {
-            let mut lines: Vec<String> = page
-                .records
-                .iter()
-                .map(|(rkey, r)| {
-                    format!("{rkey}  {}", preview(&crate::records_cmd::shown(r, fields)))
-                })
-                .collect();
-            if let Some(next) = &page.cursor {
-                lines.push(format!("(more: --cursor {next})"));
-            }
-            lines.join("\n")
-        });
+        let rows = crate::records_cmd::rows(repo.id(), &collection, &page.records, fields);
+        crate::record_table::show_page(
+            json_mode,
+            format,
+            &rows,
+            fields.map(repo::RecordFields::paths),
+            page.cursor.as_deref(),
+        )
+        .map_err(|e| e.to_string())?;
     }
     Ok(ExitCode::SUCCESS)
 }

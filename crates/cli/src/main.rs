@@ -31,6 +31,7 @@ mod lexicon_cmd;
 mod logs;
 mod output;
 mod pail_cmd;
+mod record_table;
 mod records_cmd;
 mod repo_cmd;
 mod repos_cmd;

@@ -16,8 +16,8 @@ use crate::{
     commands::{PutArgs, RepoArgs, SwapArgs},
     output::{Result, bar, outln, print},
     session::{
-        JsonLineBatches, Session, Target, batch_stopped, known_collection, parse_rev, preview,
-        read_json, record_uri_parts, say,
+        JsonLineBatches, Session, Target, batch_stopped, known_collection, parse_rev, read_json,
+        record_uri_parts, say,
     },
 };
 
@@ -192,6 +192,7 @@ pub(crate) struct Page {
     pub(crate) limit: u64,
     pub(crate) cursor: Option<String>,
     pub(crate) reverse: bool,
+    pub(crate) format: Option<crate::record_table::Format>,
 }
 
 pub(crate) async fn get(
@@ -314,6 +315,7 @@ pub(crate) async fn ls(
         limit,
         cursor,
         reverse,
+        format,
     }: Page,
     fields: Option<&repo::RecordFields>,
 ) -> Result<ExitCode> {
@@ -329,29 +331,34 @@ pub(crate) async fn ls(
         .map_err(e)?;
     let more = page.len() > limit;
     page.truncate(limit);
-    let records: Vec<Value> = page
-        .iter()
-        .map(|(rkey, r)| {
-            json!({"uri": record_uri(repo.id(), &collection, rkey),
-                   "cid": r.cid().to_string(), "value": shown(r, fields)})
-        })
-        .collect();
-    let mut out = json!({ "records": records });
+    let rows = rows(repo.id(), &collection, &page, fields);
     let next = page.last().filter(|_| more).map(|(k, _)| k.clone());
-    if let Some(next) = &next {
-        out["cursor"] = json!(next);
-    }
-    print(json_mode, &out, || {
-        let mut lines: Vec<String> = page
-            .iter()
-            .map(|(rkey, r)| format!("{rkey}  {}", preview(&shown(r, fields))))
-            .collect();
-        if let Some(next) = &next {
-            lines.push(format!("(more: --cursor {next})"));
-        }
-        lines.join("\n")
-    });
+    crate::record_table::show_page(
+        json_mode,
+        format,
+        &rows,
+        fields.map(repo::RecordFields::paths),
+        next.as_deref(),
+    )
+    .map_err(|e| e.to_string())?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// A page of records as shown: `fields` of each value, when given.
+pub(crate) fn rows(
+    repo: &str,
+    collection: &str,
+    page: &[(String, repo::Record)],
+    fields: Option<&repo::RecordFields>,
+) -> Vec<crate::record_table::Row> {
+    page.iter()
+        .map(|(rkey, r)| crate::record_table::Row {
+            rkey: rkey.clone(),
+            uri: record_uri(repo, collection, rkey),
+            cid: r.cid().to_string(),
+            value: shown(r, fields),
+        })
+        .collect()
 }
 
 /// `put --batch`: JSON Lines of applyWrites-shaped writes from stdin, in

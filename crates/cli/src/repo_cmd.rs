@@ -108,12 +108,14 @@ async fn execute(t: Target<'_>, args: &RepoArgs, cmd: RepoCommand) -> Result<Exi
             cursor,
             reverse,
             fields,
+            format,
         } => {
             let fields = records_cmd::record_fields(fields.as_deref())?;
             let page = records_cmd::Page {
                 limit,
                 cursor,
                 reverse,
+                format,
             };
             records_cmd::ls(t.session()?, args, collection, page, fields.as_ref()).await
         }

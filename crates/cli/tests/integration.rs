@@ -39,6 +39,7 @@ mod cli_python_sdk_logs_in;
 mod cli_python_sdk_sends_images;
 mod cli_reads_beside_server;
 mod cli_reads_use_store_settings;
+mod cli_record_formats;
 mod cli_remote_failures_name_the_cause;
 mod cli_remote_index_add_follows_its_job;
 mod cli_remote_writes;
