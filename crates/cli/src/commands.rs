@@ -383,11 +383,12 @@ pub(crate) struct QueryArgs {
     /// At most this many records (default 50, 1 to 10000), or values with --top (default 10).
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..=10_000))]
     pub(crate) limit: Option<u64>,
-    /// Continue after this cursor (from the previous page).
-    #[arg(long, conflicts_with_all = ["count", "top", "stats"])]
+    /// Continue after this cursor (from the previous page of records or
+    /// groups).
+    #[arg(long, conflicts_with_all = ["count", "top"])]
     pub(crate) cursor: Option<String>,
     /// Descending record key order.
-    #[arg(long, conflicts_with_all = ["count", "top", "stats"])]
+    #[arg(long, conflicts_with_all = ["count", "top", "stats", "group_by"])]
     pub(crate) reverse: bool,
     /// Print only how many records match: {"count": N}.
     #[arg(long, conflicts_with_all = ["top", "stats"])]
@@ -397,16 +398,22 @@ pub(crate) struct QueryArgs {
     #[arg(long, value_name = "PATH", conflicts_with = "stats")]
     pub(crate) top: Option<String>,
     /// Count, sum, min, max and mean (avg) of this integer-indexed path
-    /// over the matching records.
+    /// over the matching records (of each group, with --group-by).
     #[arg(long, value_name = "PATH")]
     pub(crate) stats: Option<String>,
+    /// Count the matching records per value of this keyword-indexed path
+    /// (repeatable, at most 3: per combination of values):
+    /// {"groups": [{"key", "count", "stats"?}], "cursor"?}, by count
+    /// descending then key; --limit groups per page (default 50).
+    #[arg(long = "group-by", value_name = "PATH", conflicts_with_all = ["count", "top"])]
+    pub(crate) group_by: Vec<String>,
     /// Show only these paths of each record's value (comma-separated,
     /// e.g. text,embed.images.alt).
-    #[arg(long, value_name = "PATHS", conflicts_with_all = ["count", "top", "stats"])]
+    #[arg(long, value_name = "PATHS", conflicts_with_all = ["count", "top", "stats", "group_by"])]
     pub(crate) fields: Option<String>,
     /// How records print: table (the default at a terminal), jsonl or csv
     /// (RFC 4180); --json without it prints listRecords' shape.
-    #[arg(long, value_enum, conflicts_with_all = ["count", "top", "stats"])]
+    #[arg(long, value_enum, conflicts_with_all = ["count", "top", "stats", "group_by"])]
     pub(crate) format: Option<crate::record_table::Format>,
 }
 

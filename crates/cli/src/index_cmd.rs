@@ -164,12 +164,45 @@ pub(crate) async fn query(s: &Session, args: &RepoArgs, query: QueryArgs) -> Res
         stats,
         fields,
         format,
+        group_by,
     } = query;
     let fields = crate::records_cmd::record_fields(fields.as_deref())?;
     let fields = fields.as_ref();
     let repo = s.repo(args).await?;
     known_collection(&repo, &collection).await?;
     let where_ = where_.as_deref();
+    if !group_by.is_empty() {
+        let limit = usize::try_from(limit.unwrap_or(50)).unwrap_or(usize::MAX);
+        let groups = repo
+            .group_by(&collection, &group_by, where_, stats.as_deref())
+            .await
+            .map_err(e)?;
+        let (page, next) = repo::groups_page(&groups, cursor.as_deref(), limit)
+            .map_err(|why| format!("--cursor: {why}"))?;
+        if json_mode {
+            outln!("{}", repo::groups_json_text(page, next.as_deref()));
+        } else {
+            for g in page {
+                let key: Vec<String> = g.key.iter().map(|k| k.to_json().to_string()).collect();
+                let stats = g
+                    .stats
+                    .as_ref()
+                    .and_then(|s| Some((s.min?, s.max?, s.avg()?, s.sum)))
+                    .map(|(min, max, avg, sum)| {
+                        format!("  sum {sum}, min {min}, max {max}, avg {avg}")
+                    })
+                    .unwrap_or_default();
+                outln!("{}  {}{stats}", g.count, key.join("  "));
+            }
+            if let Some(next) = &next {
+                outln!("(more: --cursor {next})");
+            }
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    if cursor.is_some() && stats.is_some() {
+        return Err("--cursor pages records or groups, not --stats".into());
+    }
     if count {
         let n = repo.count(&collection, where_).await.map_err(e)?;
         print(json_mode, &json!({ "count": n }), || n.to_string());

@@ -39,15 +39,27 @@ fn records_print_as_csv_jsonl_and_tables() {
     for (i, text) in texts.iter().enumerate() {
         let record = json!({"$type": POST, "text": text, "n": i, "tags": ["x", text]});
         let out = datarepo(
-            &["--store", store, "--repo", DID, "put", POST, &format!("p{i}")],
+            &[
+                "--store",
+                store,
+                "--repo",
+                DID,
+                "put",
+                POST,
+                &format!("p{i}"),
+            ],
             &record.to_string(),
         );
         assert!(out.status.success(), "{out:?}");
     }
 
     // CSV, read by Python.
-    let out = run(store, &["ls", POST, "--format", "csv", "--fields", "text,n,tags"]);
-    let script = "import csv, json, sys\nprint(json.dumps(list(csv.reader(sys.stdin, strict=True))))";
+    let out = run(
+        store,
+        &["ls", POST, "--format", "csv", "--fields", "text,n,tags"],
+    );
+    let script =
+        "import csv, json, sys\nprint(json.dumps(list(csv.reader(sys.stdin, strict=True))))";
     let mut python = std::process::Command::new(testkit::python_sdk())
         .args(["-c", script])
         .stdin(std::process::Stdio::piped())
@@ -58,7 +70,12 @@ fn records_print_as_csv_jsonl_and_tables() {
     let parsed = python.wait_with_output().unwrap();
     assert!(parsed.status.success(), "{parsed:?}");
     let rows: Vec<Vec<String>> = serde_json::from_slice(&parsed.stdout).unwrap();
-    let mut want = vec![vec!["rkey".to_owned(), "text".into(), "n".into(), "tags".into()]];
+    let mut want = vec![vec![
+        "rkey".to_owned(),
+        "text".into(),
+        "n".into(),
+        "tags".into(),
+    ]];
     for (i, text) in texts.iter().enumerate() {
         want.push(vec![
             format!("p{i}"),
@@ -98,6 +115,13 @@ fn records_print_as_csv_jsonl_and_tables() {
     for (i, line) in lines[1..].iter().enumerate() {
         assert!(line.starts_with(&format!("p{i} ")), "{text}");
         let n = i.to_string();
-        assert_eq!(line.chars().skip(header_n).take(n.len()).collect::<String>(), n, "{text}");
+        assert_eq!(
+            line.chars()
+                .skip(header_n)
+                .take(n.len())
+                .collect::<String>(),
+            n,
+            "{text}"
+        );
     }
 }

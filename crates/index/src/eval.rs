@@ -15,7 +15,7 @@ use crate::{
     decl::Declared,
     error::{Error, malformed},
     query::{Cmp, Cond, Expr, Literal, Op, conditions},
-    results::{Stats, TopValue},
+    results::{Group, Stats, TopValue},
     rows::{
         BSI_ROWS_PER_SLOT, RowId, SHARD_BITS, decode_column, decode_container, row_range,
         view_range,
@@ -435,6 +435,73 @@ impl<'a, K: Kv> Reader<'a, K> {
         Ok(stats)
     }
 
+    /// The keyword index at `path`'s dictionary: each row's value.
+    async fn dictionary(&self, path: &str) -> Result<HashMap<u64, Keyword>, Error> {
+        let mut names: HashMap<u64, Keyword> = HashMap::new();
+        let range = records::scope_range(records::RecordType::KeywordValue, self.scope, Some(path));
+        for (k, v) in self.kv.scan(&range, false, usize::MAX).await? {
+            let Ok(records::DecodedKey::KeywordValue { row, .. }) = records::decode_key(&k) else {
+                return Err(malformed("a keyword-value key does not decode"));
+            };
+            let value = Keyword::from_tagged(&v)
+                .ok_or_else(|| malformed(format!("keyword value of row {row} in {path}")))?;
+            names.insert(row, value);
+        }
+        Ok(names)
+    }
+
+    /// `--group-by`: each combination of values at `paths` (keyword
+    /// indexes) that some columns of `within` have, with how many
+    /// (a column with several values at a path is in each of their
+    /// groups) and, with `stats_path` (an integer index), the stats of
+    /// its values over them; by count descending, then by key.
+    pub async fn groups(
+        &self,
+        paths: &[String],
+        within: &RoaringBitmap,
+        stats_path: Option<&str>,
+    ) -> Result<Vec<Group>, Error> {
+        let mut groups: Vec<(Vec<Keyword>, RoaringBitmap)> = vec![(Vec::new(), within.clone())];
+        for path in paths {
+            let r = RowId::keyword(path, 0);
+            let view = self.view(&r.field, &r.view).await?;
+            let Cached::View(rows) = &*view else {
+                return Err(malformed("a keyword view cached as a row"));
+            };
+            let names = self.dictionary(path).await?;
+            let mut next = Vec::new();
+            for (key, bits) in &groups {
+                for (row, values) in rows {
+                    let both = bits & values;
+                    if both.is_empty() {
+                        continue;
+                    }
+                    let value = names.get(row).cloned().ok_or_else(|| {
+                        malformed(format!("row {row} of {path} has no dictionary value"))
+                    })?;
+                    let mut key = key.clone();
+                    key.push(value);
+                    next.push((key, both));
+                }
+            }
+            groups = next;
+        }
+        let mut out = Vec::with_capacity(groups.len());
+        for (key, bits) in groups {
+            let stats = match stats_path {
+                Some(p) => Some(self.stats(p, &bits).await?),
+                None => None,
+            };
+            out.push(Group {
+                key,
+                count: bits.len(),
+                stats,
+            });
+        }
+        out.sort_by(|a, b| b.count.cmp(&a.count).then_with(|| a.key.cmp(&b.key)));
+        Ok(out)
+    }
+
     /// `--top`: the `limit` most frequent values at `path` among `within`.
     pub async fn top(
         &self,
@@ -453,16 +520,7 @@ impl<'a, K: Kv> Reader<'a, K> {
             .filter(|(_, n)| *n > 0)
             .collect();
         // The dictionary names each counted row.
-        let mut names: HashMap<u64, Keyword> = HashMap::new();
-        let range = records::scope_range(records::RecordType::KeywordValue, self.scope, Some(path));
-        for (k, v) in self.kv.scan(&range, false, usize::MAX).await? {
-            let Ok(records::DecodedKey::KeywordValue { row, .. }) = records::decode_key(&k) else {
-                return Err(malformed("a keyword-value key does not decode"));
-            };
-            let value = Keyword::from_tagged(&v)
-                .ok_or_else(|| malformed(format!("keyword value of row {row} in {path}")))?;
-            names.insert(row, value);
-        }
+        let names = self.dictionary(path).await?;
         let mut out = Vec::with_capacity(counted.len());
         for (row, count) in counted.drain(..) {
             let value = names

@@ -64,7 +64,7 @@ pub use fields::RecordFields;
 pub use maintain::{CommitIndex, IndexWrite, KNOWN_ROWS_LIMIT, KnownRows, ScopeCounters};
 pub use matching::RecordCondition;
 pub use query::{Cmp, Cond, Expr, Literal, Op, parse as parse_where};
-pub use results::{Stats, TopValue};
+pub use results::{Group, Stats, TopValue, groups_json_text, groups_page};
 pub use rows::{
     RowDeltas, RowId, container_key, decode_column, decode_container, delete_index_data,
     delete_range, delete_scope, field_name, for_each_stored_container, is_bsi_row, put_rows,

@@ -11,6 +11,76 @@ pub struct TopValue {
     pub count: u64,
 }
 
+/// `--group-by`: one combination of values and the matching records that
+/// have it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Group {
+    /// A value for each grouped path, in their order.
+    pub key: Vec<Keyword>,
+    /// Matching records with all of them.
+    pub count: u64,
+    /// With `--stats`, over those records.
+    pub stats: Option<Stats>,
+}
+
+impl Group {
+    /// `{"key": [...], "count": N, "stats"?: {...}}` as JSON text (a sum
+    /// may pass 64 bits).
+    #[must_use]
+    pub fn to_json_text(&self) -> String {
+        let key: Vec<serde_json::Value> = self.key.iter().map(Keyword::to_json).collect();
+        let mut text = format!(
+            "{{\"key\":{},\"count\":{}",
+            serde_json::Value::Array(key),
+            self.count
+        );
+        if let Some(stats) = &self.stats {
+            text.push_str(",\"stats\":");
+            text.push_str(&stats.to_json_text());
+        }
+        text.push('}');
+        text
+    }
+}
+
+/// One page of groups, `limit` from the `cursor` (`g` and an offset into
+/// the ordered groups of the same query: a write between pages may shift
+/// them) on, and the next page's cursor.
+///
+/// # Errors
+///
+/// A message when `cursor` is not a groups cursor.
+pub fn groups_page<'a>(
+    groups: &'a [Group],
+    cursor: Option<&str>,
+    limit: usize,
+) -> Result<(&'a [Group], Option<String>), String> {
+    let offset = match cursor {
+        None => 0,
+        Some(c) => c
+            .strip_prefix('g')
+            .and_then(|n| n.parse::<usize>().ok())
+            .ok_or_else(|| format!("cursor {c:?} is not a cursor of grouped pages"))?,
+    };
+    let start = offset.min(groups.len());
+    let end = start.saturating_add(limit).min(groups.len());
+    let next = (end < groups.len()).then(|| format!("g{end}"));
+    Ok((&groups[start..end], next))
+}
+
+/// `{"groups": [...], "cursor"?}` as JSON text.
+#[must_use]
+pub fn groups_json_text(page: &[Group], cursor: Option<&str>) -> String {
+    let items: Vec<String> = page.iter().map(Group::to_json_text).collect();
+    let mut text = format!("{{\"groups\":[{}]", items.join(","));
+    if let Some(next) = cursor {
+        text.push_str(",\"cursor\":");
+        text.push_str(&serde_json::Value::from(next).to_string());
+    }
+    text.push('}');
+    text
+}
+
 /// `--stats`: over the indexed values of the matching records.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Stats {

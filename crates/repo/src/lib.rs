@@ -65,8 +65,8 @@ pub use event::{
     stored_event_time,
 };
 pub use index::{
-    Cmp, Cond, Expr, IndexDecl, IndexKind, Keyword, Literal, Op, RecordCondition, RecordFields,
-    Stats, TopValue, parse_where,
+    Cmp, Cond, Expr, Group, IndexDecl, IndexKind, Keyword, Literal, Op, RecordCondition,
+    RecordFields, Stats, TopValue, groups_json_text, groups_page, parse_where,
 };
 pub use inspect::{PailStep, RecordHistory, RecordVersion};
 pub use keys::{CurrentKey, SigningKeys};
@@ -84,7 +84,7 @@ pub use repository::repos::Repos;
 pub use repository::state::{DEFAULT_INDEX_CACHE_BYTES, Repository};
 pub use repository::write::{CommitResult, Write, WriteResult};
 pub use search::build::{IndexProgress, MAX_HELD_CHANGES};
-pub use search::query::QueryPage;
+pub use search::query::{MAX_GROUP_PATHS, QueryPage};
 pub use signing::{Curve, KeyError, PublicKey, SignatureError, SigningKey};
 pub use stream::{
     AccountChange, STREAM_DICTIONARY_VERSION, account_stream_events, compress_stream_event,

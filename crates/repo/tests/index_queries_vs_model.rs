@@ -451,6 +451,91 @@ async fn check_aggregates(
             IndexKind::Datetime => {}
         }
     }
+    check_groups(repo, &matching, declared, text.as_deref()).await;
+}
+
+/// `--group-by` every declared keyword path (with `--stats` of the first
+/// integer one) against the model: each matching record counted in every
+/// combination of its values, once.
+async fn check_groups(
+    repo: &Repository<MemoryKv>,
+    matching: &[&Value],
+    declared: &[(&'static str, IndexKind)],
+    text: Option<&str>,
+) {
+    let paths: Vec<String> = declared
+        .iter()
+        .filter(|(_, k)| *k == IndexKind::Keyword)
+        .map(|(p, _)| (*p).to_owned())
+        .collect();
+    if paths.is_empty() {
+        return;
+    }
+    let stats_path = declared
+        .iter()
+        .find(|(_, k)| *k == IndexKind::Integer)
+        .map(|(p, _)| *p);
+    let mut model: BTreeMap<Vec<Kw>, (u64, Vec<i64>)> = BTreeMap::new();
+    for r in matching {
+        let mut combos: Vec<Vec<Kw>> = vec![Vec::new()];
+        for p in &paths {
+            let mut values = keywords(r, p);
+            values.sort();
+            values.dedup();
+            combos = combos
+                .iter()
+                .flat_map(|c| {
+                    values.iter().map(move |k| {
+                        let mut c = c.clone();
+                        c.push(k.clone());
+                        c
+                    })
+                })
+                .collect();
+        }
+        for c in combos {
+            let entry = model.entry(c).or_default();
+            entry.0 += 1;
+            if let Some(p) = stats_path {
+                entry.1.extend(numbers(r, p, IndexKind::Integer));
+            }
+        }
+    }
+    type Summary = (u64, i128, Option<i64>, Option<i64>);
+    let mut want: Vec<(Vec<Kw>, u64, Option<Summary>)> = model
+        .into_iter()
+        .map(|(key, (count, values))| {
+            let stats = stats_path.map(|_| {
+                (
+                    values.len() as u64,
+                    values.iter().map(|v| i128::from(*v)).sum(),
+                    values.iter().min().copied(),
+                    values.iter().max().copied(),
+                )
+            });
+            (key, count, stats)
+        })
+        .collect();
+    want.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    let got: Vec<(Vec<Kw>, u64, Option<Summary>)> = repo
+        .group_by(COLLECTION, &paths, text, stats_path)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|g| {
+            let key = g
+                .key
+                .into_iter()
+                .map(|k| match k {
+                    repo::Keyword::Str(s) => Kw::S(s),
+                    repo::Keyword::Bool(b) => Kw::B(b),
+                })
+                .collect();
+            let stats = g.stats.map(|s| (s.count, s.sum, s.min, s.max));
+            (key, g.count, stats)
+        })
+        .collect();
+    assert_eq!(got, want, "group by {paths:?} where {text:?}");
 }
 
 /// `initial` records are written before the first index is added, so its

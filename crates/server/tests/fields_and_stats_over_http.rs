@@ -1,7 +1,8 @@
 //! `fields=` on `listRecords` and `queryRecords` (a datarepo addition)
 //! keeps only those paths of each value; `dev.datarepo.aggregateRecords`
-//! answers `stats` as `datarepo query --stats` prints it, with the mean;
-//! a bad path, or no aggregate asked, is a 400 naming it.
+//! answers `stats` as `datarepo query --stats` prints it, with the mean,
+//! and `groupBy` (with `stats` per group) in pages; a bad path, or no
+//! aggregate asked, is a 400 naming it.
 
 use crate::common;
 
@@ -10,6 +11,7 @@ use serde_json::{Value, json};
 
 const DID: &str = "did:web:fields.example";
 const POST: &str = "app.bsky.feed.post";
+const LANGS: [&str; 3] = ["en", "fr", "en"];
 
 #[tokio::test]
 async fn fields_and_stats() {
@@ -20,18 +22,21 @@ async fn fields_and_stats() {
             .post(
                 "com.atproto.repo.createRecord",
                 &json!({"repo": DID, "collection": POST, "rkey": format!("p{i}"),
-                        "record": {"$type": POST, "text": format!("post {i}"), "likes": n}}),
+                        "record": {"$type": POST, "text": format!("post {i}"), "likes": n,
+                                   "lang": LANGS[i % 3]}}),
             )
             .await;
         assert_eq!(status, 200, "{out}");
     }
-    let (status, out) = s
-        .post(
-            "dev.datarepo.addIndex",
-            &json!({"repo": DID, "collection": POST, "path": "likes", "kind": "integer"}),
-        )
-        .await;
-    assert_eq!(status, 200, "{out}");
+    for (path, kind) in [("likes", "integer"), ("lang", "keyword")] {
+        let (status, out) = s
+            .post(
+                "dev.datarepo.addIndex",
+                &json!({"repo": DID, "collection": POST, "path": path, "kind": kind}),
+            )
+            .await;
+        assert_eq!(status, 200, "{out}");
+    }
 
     let values = |page: &Value| -> Vec<Value> {
         page["records"]
@@ -93,6 +98,40 @@ async fn fields_and_stats() {
         stats["avg"].as_f64().unwrap(),
         kept.iter().sum::<i64>() as f64 / kept.len() as f64
     );
+
+    // groupBy=lang with stats of likes, a group per page.
+    let mut groups = Vec::new();
+    let mut cursor = String::new();
+    loop {
+        let mut q = vec![
+            ("repo", DID),
+            ("collection", POST),
+            ("groupBy", "lang"),
+            ("stats", "likes"),
+            ("limit", "1"),
+        ];
+        if !cursor.is_empty() {
+            q.push(("cursor", &cursor));
+        }
+        let (status, page) = s.get("dev.datarepo.aggregateRecords", &q).await;
+        assert_eq!(status, 200, "{page}");
+        groups.extend(page["groups"].as_array().unwrap().iter().cloned());
+        match page["cursor"].as_str() {
+            Some(c) => cursor = c.to_owned(),
+            None => break,
+        }
+    }
+    let group = |lang: &str| {
+        let of: Vec<i64> = (0..likes.len())
+            .filter(|i| LANGS[i % 3] == lang)
+            .map(|i| likes[i])
+            .collect();
+        let sum: i64 = of.iter().sum();
+        json!({"key": [lang], "count": of.len(), "stats": {"count": of.len(), "sum": sum,
+               "min": of.iter().min(), "max": of.iter().max(),
+               "avg": sum as f64 / of.len() as f64}})
+    };
+    assert_eq!(groups, vec![group("en"), group("fr")]);
 
     for (method, query, words) in [
         (

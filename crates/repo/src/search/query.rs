@@ -6,7 +6,7 @@ use std::sync::Arc;
 use roaring::RoaringBitmap;
 use store::Kv;
 
-use index::{Declared, IndexDecl, IndexKind, Reader, Stats, TopValue};
+use index::{Declared, Group, IndexDecl, IndexKind, Reader, Stats, TopValue};
 
 use crate::{error::Error, record::Record, repository::state::Repository};
 
@@ -338,4 +338,57 @@ impl<K: Kv> Repository<K> {
         };
         Ok(reader.stats(path, &bits).await?)
     }
+
+    /// Every combination of values at `paths` (keyword indexes, at most
+    /// [`MAX_GROUP_PATHS`]) among the records matching `where_`, with how
+    /// many records have it and, with `stats_path` (an integer index),
+    /// the stats of its values over them: by count descending, then key.
+    /// A record with several values at a path is in each of their groups.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidQuery`] when a path has no index of the kind it
+    /// needs, or there are no paths or too many; as [`Repository::query`].
+    pub async fn group_by(
+        &self,
+        collection: &str,
+        paths: &[String],
+        where_: Option<&str>,
+        stats_path: Option<&str>,
+    ) -> Result<Vec<Group>, Error> {
+        if paths.is_empty() || paths.len() > MAX_GROUP_PATHS {
+            return Err(Error::InvalidQuery(format!(
+                "--group-by takes 1 to {MAX_GROUP_PATHS} paths, not {}",
+                paths.len()
+            )));
+        }
+        let _search = self.search.read().await;
+        rkey::validate_nsid(collection)?;
+        self.sync_cache().await?;
+        let declared: Vec<IndexDecl> = self
+            .declared(collection)
+            .await?
+            .iter()
+            .map(|d| d.decl.clone())
+            .collect();
+        for path in paths {
+            Self::index_of(
+                &declared,
+                collection,
+                path,
+                IndexKind::Keyword,
+                "--group-by",
+            )?;
+        }
+        if let Some(p) = stats_path {
+            Self::index_of(&declared, collection, p, IndexKind::Integer, "--stats")?;
+        }
+        let Some((reader, bits)) = self.matching(collection, where_).await? else {
+            return Ok(Vec::new());
+        };
+        Ok(reader.groups(paths, &bits, stats_path).await?)
+    }
 }
+
+/// Most paths one `--group-by` takes.
+pub const MAX_GROUP_PATHS: usize = 3;

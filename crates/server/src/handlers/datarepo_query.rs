@@ -168,13 +168,18 @@ pub(crate) struct AggregateRecordsParams {
     #[serde(rename = "where")]
     where_: Option<String>,
     stats: Option<String>,
+    /// Comma-separated keyword paths.
     group_by: Option<String>,
     histogram: Option<String>,
+    limit: Option<i64>,
+    cursor: Option<String>,
 }
 
-/// `dev.datarepo.aggregateRecords?stats=PATH` → `{"count", "sum", "min",
-/// "max", "avg"}`, as `datarepo query --stats` prints it. (`groupBy` and
-/// `histogram` are not here yet.)
+/// `dev.datarepo.aggregateRecords`: `stats=PATH` → `{"count", "sum",
+/// "min", "max", "avg"}`; `groupBy=P1,P2` (with `stats`, per group) →
+/// `{"groups": [{"key", "count", "stats"?}], "cursor"?}`; as `datarepo
+/// query --stats` / `--group-by` print them. (`histogram` is not here
+/// yet.)
 pub(crate) async fn aggregate_records<K: Kv + 'static>(
     State(app): State<Arc<App<K>>>,
     headers: HeaderMap,
@@ -183,30 +188,46 @@ pub(crate) async fn aggregate_records<K: Kv + 'static>(
     use axum::response::IntoResponse;
     app.authorize_read(&headers).await?;
     let p = query(params)?;
-    if p.group_by.is_some() || p.histogram.is_some() {
+    if p.histogram.is_some() {
         return Err(XrpcError::new(
             StatusCode::NOT_IMPLEMENTED,
             "MethodNotImplemented",
-            "groupBy and histogram are not supported yet; stats is",
+            "histogram is not supported yet; stats and groupBy are",
         ));
     }
+    let where_ = p.where_.as_deref().filter(|w| !w.trim().is_empty());
+    let json = |text: String| {
+        (
+            [(axum::http::header::CONTENT_TYPE, "application/json")],
+            text,
+        )
+            .into_response()
+    };
+    if let Some(group_by) = &p.group_by {
+        let paths: Vec<String> = group_by
+            .split(',')
+            .map(str::trim)
+            .filter(|p| !p.is_empty())
+            .map(str::to_owned)
+            .collect();
+        let limit = page_limit(p.limit, 50, app.config.limits.max_page)?;
+        let repo = app.repo(&p.repo).await?;
+        let groups = bounded_query(
+            &app,
+            repo.group_by(&p.collection, &paths, where_, p.stats.as_deref()),
+        )
+        .await?;
+        let (page, next) =
+            repo::groups_page(&groups, p.cursor.as_deref(), limit).map_err(XrpcError::invalid)?;
+        return Ok(json(repo::groups_json_text(page, next.as_deref())));
+    }
     let Some(path) = p.stats else {
-        return Err(XrpcError::invalid("say what to aggregate: stats=PATH"));
+        return Err(XrpcError::invalid(
+            "say what to aggregate: stats=PATH, groupBy=PATH[,PATH]",
+        ));
     };
     let repo = app.repo(&p.repo).await?;
-    let stats = bounded_query(
-        &app,
-        repo.stats(
-            &p.collection,
-            &path,
-            p.where_.as_deref().filter(|w| !w.trim().is_empty()),
-        ),
-    )
-    .await?;
+    let stats = bounded_query(&app, repo.stats(&p.collection, &path, where_)).await?;
     // Written as text: the sum may pass 64 bits.
-    Ok((
-        [(axum::http::header::CONTENT_TYPE, "application/json")],
-        stats.to_json_text(),
-    )
-        .into_response())
+    Ok(json(stats.to_json_text()))
 }
