@@ -407,6 +407,23 @@ pub(crate) struct QueryArgs {
     /// descending then key; --limit groups per page (default 50).
     #[arg(long = "group-by", value_name = "PATH", conflicts_with_all = ["count", "top"])]
     pub(crate) group_by: Vec<String>,
+    /// How many matching records have a value of this integer- or
+    /// datetime-indexed path in each bucket of --interval:
+    /// {"buckets": [{"start", "count"}]}, empty buckets included.
+    #[arg(long, value_name = "PATH", requires = "interval",
+          conflicts_with_all = ["count", "top", "stats", "group_by", "cursor", "reverse", "fields", "format"])]
+    pub(crate) histogram: Option<String>,
+    /// The buckets' width: for a datetime, 1s, 15m, 1h, 1d, 1w (from
+    /// Monday), 1mo, 1y (UTC calendar); for an integer, a positive width.
+    #[arg(long, value_name = "I", requires = "histogram")]
+    pub(crate) interval: Option<String>,
+    /// With --histogram: only values from this one (a datetime or an
+    /// integer), the first bucket holding it.
+    #[arg(long, value_name = "VALUE", requires = "histogram")]
+    pub(crate) from: Option<String>,
+    /// With --histogram: only values before this one.
+    #[arg(long, value_name = "VALUE", requires = "histogram")]
+    pub(crate) to: Option<String>,
     /// Show only these paths of each record's value (comma-separated,
     /// e.g. text,embed.images.alt).
     #[arg(long, value_name = "PATHS", conflicts_with_all = ["count", "top", "stats", "group_by"])]

@@ -165,12 +165,45 @@ pub(crate) async fn query(s: &Session, args: &RepoArgs, query: QueryArgs) -> Res
         fields,
         format,
         group_by,
+        histogram,
+        interval,
+        from,
+        to,
     } = query;
     let fields = crate::records_cmd::record_fields(fields.as_deref())?;
     let fields = fields.as_ref();
     let repo = s.repo(args).await?;
     known_collection(&repo, &collection).await?;
     let where_ = where_.as_deref();
+    if let Some(path) = histogram {
+        let (kind, buckets) = repo
+            .histogram(
+                &collection,
+                &path,
+                where_,
+                interval.as_deref().unwrap_or_default(),
+                from.as_deref(),
+                to.as_deref(),
+            )
+            .await
+            .map_err(e)?;
+        let out = repo::buckets_json(kind, &buckets);
+        print(json_mode, &out, || {
+            out["buckets"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|b| {
+                    let start = b["start"]
+                        .as_str()
+                        .map_or_else(|| b["start"].to_string(), str::to_owned);
+                    format!("{start}  {}", b["count"])
+                })
+                .collect::<Vec<_>>()
+                .join("\n")
+        });
+        return Ok(ExitCode::SUCCESS);
+    }
     if !group_by.is_empty() {
         let limit = usize::try_from(limit.unwrap_or(50)).unwrap_or(usize::MAX);
         let groups = repo

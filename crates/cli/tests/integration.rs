@@ -23,6 +23,7 @@ mod cli_follow_filters;
 mod cli_follow_jetstream;
 mod cli_gc;
 mod cli_gc_dry_run_and_repo;
+mod cli_histograms;
 mod cli_human_output;
 mod cli_index_query;
 mod cli_json_errors;

@@ -435,6 +435,52 @@ impl<'a, K: Kv> Reader<'a, K> {
         Ok(stats)
     }
 
+    /// Every value of the integer or datetime index at `path` held by the
+    /// columns `within`, as (column, value) in slot order (a column with
+    /// several values appears once per value): the bit-sliced rows read
+    /// back, no record read.
+    pub async fn values(
+        &self,
+        path: &str,
+        within: &RoaringBitmap,
+    ) -> Result<Vec<(u32, i64)>, Error> {
+        let view = self.bsi(path).await?;
+        let Cached::View(rows) = &*view else {
+            return Err(malformed("a bit-sliced view cached as a row"));
+        };
+        let mut out = Vec::new();
+        for slot in 0..slots(rows) {
+            tokio::task::yield_now().await;
+            let s = Slot::new(rows, slot);
+            let present = s.exists & within;
+            if present.is_empty() {
+                continue;
+            }
+            let columns: Vec<u32> = present.iter().collect();
+            let mut magnitudes = vec![0u64; columns.len()];
+            for i in 0..64 {
+                for column in s.bit(i) & &present {
+                    // `rank` counts the columns up to and including this one.
+                    let at = usize::try_from(present.rank(column) - 1).unwrap_or(usize::MAX);
+                    if let Some(m) = magnitudes.get_mut(at) {
+                        *m |= 1 << i;
+                    }
+                }
+            }
+            let negative = s.sign & &present;
+            for (column, magnitude) in columns.into_iter().zip(magnitudes) {
+                let value = if negative.contains(column) {
+                    // i64::MIN's magnitude does not fit an i64.
+                    0i64.wrapping_sub_unsigned(magnitude)
+                } else {
+                    magnitude.cast_signed()
+                };
+                out.push((column, value));
+            }
+        }
+        Ok(out)
+    }
+
     /// The keyword index at `path`'s dictionary: each row's value.
     async fn dictionary(&self, path: &str) -> Result<HashMap<u64, Keyword>, Error> {
         let mut names: HashMap<u64, Keyword> = HashMap::new();

@@ -35,6 +35,7 @@ mod decl;
 mod error;
 mod eval;
 mod fields;
+mod histogram;
 mod maintain;
 mod matching;
 mod query;
@@ -61,6 +62,7 @@ pub use decl::{
 };
 pub use eval::{Reader, plan as eval_plan};
 pub use fields::RecordFields;
+pub use histogram::{Bucket, Interval, MAX_BUCKETS, buckets_json, histogram, parse_bound};
 pub use maintain::{CommitIndex, IndexWrite, KNOWN_ROWS_LIMIT, KnownRows, ScopeCounters};
 pub use matching::RecordCondition;
 pub use query::{Cmp, Cond, Expr, Literal, Op, parse as parse_where};

@@ -65,8 +65,8 @@ pub use event::{
     stored_event_time,
 };
 pub use index::{
-    Cmp, Cond, Expr, Group, IndexDecl, IndexKind, Keyword, Literal, Op, RecordCondition,
-    RecordFields, Stats, TopValue, groups_json_text, groups_page, parse_where,
+    Bucket, Cmp, Cond, Expr, Group, IndexDecl, IndexKind, Keyword, Literal, Op, RecordCondition,
+    RecordFields, Stats, TopValue, buckets_json, groups_json_text, groups_page, parse_where,
 };
 pub use inspect::{PailStep, RecordHistory, RecordVersion};
 pub use keys::{CurrentKey, SigningKeys};

@@ -452,6 +452,61 @@ async fn check_aggregates(
         }
     }
     check_groups(repo, &matching, declared, text.as_deref()).await;
+    check_histograms(repo, &matching, declared, text.as_deref()).await;
+}
+
+/// `--histogram` of every declared integer path, with a width giving about
+/// 40 buckets over the matching values, against the model: each record
+/// counted once in each bucket `[k·w, (k+1)·w)` it has a value in, every
+/// bucket from the first to the last (the lowest one's start clamped to
+/// the smallest 64-bit integer).
+async fn check_histograms(
+    repo: &Repository<MemoryKv>,
+    matching: &[&Value],
+    declared: &[(&'static str, IndexKind)],
+    text: Option<&str>,
+) {
+    for (path, _) in declared.iter().filter(|(_, k)| *k == IndexKind::Integer) {
+        let all: Vec<i64> = matching
+            .iter()
+            .flat_map(|r| numbers(r, path, IndexKind::Integer))
+            .collect();
+        let (Some(lo), Some(hi)) = (all.iter().min(), all.iter().max()) else {
+            continue;
+        };
+        let span = i128::from(*hi) - i128::from(*lo);
+        let width = i64::try_from((span / 40 + 1).max(3)).unwrap_or(i64::MAX);
+        let w = i128::from(width);
+        let mut counts: BTreeMap<i128, u64> = BTreeMap::new();
+        for r in matching {
+            let mut starts: Vec<i128> = numbers(r, path, IndexKind::Integer)
+                .into_iter()
+                .map(|v| i128::from(v).div_euclid(w) * w)
+                .collect();
+            starts.sort_unstable();
+            starts.dedup();
+            for s in starts {
+                *counts.entry(s).or_default() += 1;
+            }
+        }
+        let (first, last) = (
+            *counts.keys().next().unwrap(),
+            *counts.keys().next_back().unwrap(),
+        );
+        let mut want = Vec::new();
+        let mut start = first;
+        while start <= last {
+            let shown = i64::try_from(start.max(i128::from(i64::MIN))).unwrap();
+            want.push((shown, counts.get(&start).copied().unwrap_or(0)));
+            start += w;
+        }
+        let (_, buckets) = repo
+            .histogram(COLLECTION, path, text, &width.to_string(), None, None)
+            .await
+            .unwrap();
+        let got: Vec<(i64, u64)> = buckets.iter().map(|b| (b.start, b.count)).collect();
+        assert_eq!(got, want, "histogram {path} width {width} where {text:?}");
+    }
 }
 
 /// `--group-by` every declared keyword path (with `--stats` of the first

@@ -133,6 +133,34 @@ async fn fields_and_stats() {
     };
     assert_eq!(groups, vec![group("en"), group("fr")]);
 
+    // histogram=likes, width 5: buckets [5k, 5k+5) from the lowest value's
+    // to the highest's.
+    let (status, out) = s
+        .get(
+            "dev.datarepo.aggregateRecords",
+            &[
+                ("repo", DID),
+                ("collection", POST),
+                ("histogram", "likes"),
+                ("interval", "5"),
+            ],
+        )
+        .await;
+    assert_eq!(status, 200, "{out}");
+    let floor = |v: i64| v.div_euclid(5) * 5;
+    let (lo, hi) = (
+        floor(*likes.iter().min().unwrap()),
+        floor(*likes.iter().max().unwrap()),
+    );
+    let want: Vec<Value> = (lo..=hi)
+        .step_by(5)
+        .map(|start| {
+            let count = likes.iter().filter(|v| floor(**v) == start).count();
+            json!({"start": start, "count": count})
+        })
+        .collect();
+    assert_eq!(out, json!({"buckets": want}));
+
     for (method, query, words) in [
         (
             "com.atproto.repo.listRecords",

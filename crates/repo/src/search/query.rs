@@ -6,7 +6,7 @@ use std::sync::Arc;
 use roaring::RoaringBitmap;
 use store::Kv;
 
-use index::{Declared, Group, IndexDecl, IndexKind, Reader, Stats, TopValue};
+use index::{Bucket, Declared, Group, IndexDecl, IndexKind, Interval, Reader, Stats, TopValue};
 
 use crate::{error::Error, record::Record, repository::state::Repository};
 
@@ -387,6 +387,59 @@ impl<K: Kv> Repository<K> {
             return Ok(Vec::new());
         };
         Ok(reader.groups(paths, &bits, stats_path).await?)
+    }
+}
+
+impl<K: Kv> Repository<K> {
+    /// `--histogram`: how many records matching `where_` have a value of
+    /// the integer or datetime index at `path` in each bucket of
+    /// `interval` (`docs/indexes.md`), from the first bucket to the last
+    /// (or over `[from, to)`), empty ones included; and the index's kind.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidQuery`] when `path` has no integer or datetime
+    /// index, the interval or a bound does not fit it, or there would be
+    /// too many buckets; as [`Repository::query`].
+    pub async fn histogram(
+        &self,
+        collection: &str,
+        path: &str,
+        where_: Option<&str>,
+        interval: &str,
+        from: Option<&str>,
+        to: Option<&str>,
+    ) -> Result<(IndexKind, Vec<Bucket>), Error> {
+        let _search = self.search.read().await;
+        rkey::validate_nsid(collection)?;
+        self.sync_cache().await?;
+        let declared = self.declared(collection).await?;
+        let kind = match declared.iter().find(|d| d.decl.path == path) {
+            Some(d) if d.decl.kind != IndexKind::Keyword => d.decl.kind,
+            Some(_) => {
+                return Err(Error::InvalidQuery(format!(
+                    "--histogram needs an integer or datetime index; {path} of {collection} has a keyword index"
+                )));
+            }
+            None => {
+                return Err(Error::InvalidQuery(format!(
+                    "{path} has no index in {collection}; add one with `datarepo index add {collection} {path} --kind datetime` (or integer)"
+                )));
+            }
+        };
+        let interval = Interval::parse(kind, interval).map_err(Error::InvalidQuery)?;
+        let bound = |flag: &str, text: Option<&str>| {
+            text.map(|t| index::parse_bound(kind, flag, t))
+                .transpose()
+                .map_err(Error::InvalidQuery)
+        };
+        let (from, to) = (bound("--from", from)?, bound("--to", to)?);
+        let Some((reader, bits)) = self.matching(collection, where_).await? else {
+            return Ok((kind, Vec::new()));
+        };
+        let values = reader.values(path, &bits).await?;
+        let buckets = index::histogram(&values, interval, from, to).map_err(Error::InvalidQuery)?;
+        Ok((kind, buckets))
     }
 }
 

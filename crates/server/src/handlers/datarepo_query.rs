@@ -171,15 +171,18 @@ pub(crate) struct AggregateRecordsParams {
     /// Comma-separated keyword paths.
     group_by: Option<String>,
     histogram: Option<String>,
+    interval: Option<String>,
+    from: Option<String>,
+    to: Option<String>,
     limit: Option<i64>,
     cursor: Option<String>,
 }
 
 /// `dev.datarepo.aggregateRecords`: `stats=PATH` → `{"count", "sum",
 /// "min", "max", "avg"}`; `groupBy=P1,P2` (with `stats`, per group) →
-/// `{"groups": [{"key", "count", "stats"?}], "cursor"?}`; as `datarepo
-/// query --stats` / `--group-by` print them. (`histogram` is not here
-/// yet.)
+/// `{"groups": [{"key", "count", "stats"?}], "cursor"?}`; `histogram=PATH
+/// &interval=I[&from&to]` → `{"buckets": [{"start", "count"}]}`; as
+/// `datarepo query --stats` / `--group-by` / `--histogram` print them.
 pub(crate) async fn aggregate_records<K: Kv + 'static>(
     State(app): State<Arc<App<K>>>,
     headers: HeaderMap,
@@ -188,13 +191,6 @@ pub(crate) async fn aggregate_records<K: Kv + 'static>(
     use axum::response::IntoResponse;
     app.authorize_read(&headers).await?;
     let p = query(params)?;
-    if p.histogram.is_some() {
-        return Err(XrpcError::new(
-            StatusCode::NOT_IMPLEMENTED,
-            "MethodNotImplemented",
-            "histogram is not supported yet; stats and groupBy are",
-        ));
-    }
     let where_ = p.where_.as_deref().filter(|w| !w.trim().is_empty());
     let json = |text: String| {
         (
@@ -203,6 +199,27 @@ pub(crate) async fn aggregate_records<K: Kv + 'static>(
         )
             .into_response()
     };
+    if let Some(path) = &p.histogram {
+        let Some(interval) = &p.interval else {
+            return Err(XrpcError::invalid(
+                "histogram needs an interval (1d, 1h, 1mo, …; a width for integers)",
+            ));
+        };
+        let repo = app.repo(&p.repo).await?;
+        let (kind, buckets) = bounded_query(
+            &app,
+            repo.histogram(
+                &p.collection,
+                path,
+                where_,
+                interval,
+                p.from.as_deref(),
+                p.to.as_deref(),
+            ),
+        )
+        .await?;
+        return Ok(json(repo::buckets_json(kind, &buckets).to_string()));
+    }
     if let Some(group_by) = &p.group_by {
         let paths: Vec<String> = group_by
             .split(',')
@@ -223,7 +240,7 @@ pub(crate) async fn aggregate_records<K: Kv + 'static>(
     }
     let Some(path) = p.stats else {
         return Err(XrpcError::invalid(
-            "say what to aggregate: stats=PATH, groupBy=PATH[,PATH]",
+            "say what to aggregate: stats=PATH, groupBy=PATH[,PATH] or histogram=PATH&interval=I",
         ));
     };
     let repo = app.repo(&p.repo).await?;
