@@ -390,6 +390,16 @@ pub(crate) struct QueryArgs {
     /// Descending record key order.
     #[arg(long, conflicts_with_all = ["count", "top", "stats", "group_by"])]
     pub(crate) reverse: bool,
+    /// Order the records by their value at this indexed path (integer,
+    /// datetime or keyword), ties by record key, records without a value
+    /// last; a record with several values sorts by its smallest (its
+    /// largest with --desc). A page's cursor holds for the head it was
+    /// read at.
+    #[arg(long, value_name = "PATH", conflicts_with_all = ["count", "top", "stats", "group_by", "reverse"])]
+    pub(crate) sort: Option<String>,
+    /// With --sort: largest first.
+    #[arg(long, requires = "sort")]
+    pub(crate) desc: bool,
     /// Print only how many records match: {"count": N}.
     #[arg(long, conflicts_with_all = ["top", "stats"])]
     pub(crate) count: bool,

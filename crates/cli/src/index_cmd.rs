@@ -159,6 +159,8 @@ pub(crate) async fn query(s: &Session, args: &RepoArgs, query: QueryArgs) -> Res
         limit,
         cursor,
         reverse,
+        sort,
+        desc,
         count,
         top,
         stats,
@@ -271,10 +273,16 @@ pub(crate) async fn query(s: &Session, args: &RepoArgs, query: QueryArgs) -> Res
         }
     } else {
         let limit = usize::try_from(limit.unwrap_or(50)).unwrap_or(usize::MAX);
-        let page = repo
-            .query(&collection, where_, cursor.as_deref(), reverse, limit)
-            .await
-            .map_err(e)?;
+        let page = match &sort {
+            Some(path) => repo
+                .query_sorted(&collection, where_, path, desc, cursor.as_deref(), limit)
+                .await
+                .map_err(e)?,
+            None => repo
+                .query(&collection, where_, cursor.as_deref(), reverse, limit)
+                .await
+                .map_err(e)?,
+        };
         let rows = crate::records_cmd::rows(repo.id(), &collection, &page.records, fields);
         crate::record_table::show_page(
             json_mode,

@@ -54,6 +54,7 @@ mod cli_serve_raises_open_file_limit;
 mod cli_serve_signing_key_dir;
 mod cli_signed_backup_restore;
 mod cli_signed_commits;
+mod cli_sorted_queries;
 mod cli_syntax;
 mod cli_tutorial;
 mod cli_unwritable_stores;

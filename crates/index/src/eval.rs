@@ -481,6 +481,32 @@ impl<'a, K: Kv> Reader<'a, K> {
         Ok(out)
     }
 
+    /// Every value of the keyword index at `path` held by the columns
+    /// `within`, as (column, value) (a column with several values appears
+    /// once per value).
+    pub async fn keyword_values(
+        &self,
+        path: &str,
+        within: &RoaringBitmap,
+    ) -> Result<Vec<(u32, Keyword)>, Error> {
+        let r = RowId::keyword(path, 0);
+        let view = self.view(&r.field, &r.view).await?;
+        let Cached::View(rows) = &*view else {
+            return Err(malformed("a keyword view cached as a row"));
+        };
+        let names = self.dictionary(path).await?;
+        let mut out = Vec::new();
+        for (row, bits) in rows {
+            let value = names
+                .get(row)
+                .ok_or_else(|| malformed(format!("row {row} of {path} has no dictionary value")))?;
+            for column in bits & within {
+                out.push((column, value.clone()));
+            }
+        }
+        Ok(out)
+    }
+
     /// The keyword index at `path`'s dictionary: each row's value.
     async fn dictionary(&self, path: &str) -> Result<HashMap<u64, Keyword>, Error> {
         let mut names: HashMap<u64, Keyword> = HashMap::new();

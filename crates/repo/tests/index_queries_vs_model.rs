@@ -345,6 +345,82 @@ async fn check_query(repo: &Repository<MemoryKv>, model: &Model, q: &Q, rng: &mu
     }
 }
 
+/// `query --sort` by a random declared path, both ways, paged, against
+/// the model: records by their smallest value ascending (largest
+/// descending), ties by record key, records without a value last.
+async fn check_sorted(
+    repo: &Repository<MemoryKv>,
+    model: &Model,
+    q: &Q,
+    declared: &[(&'static str, IndexKind)],
+    rng: &mut Rng,
+) {
+    let text = render(q);
+    let (path, kind) = rng.pick(declared);
+    let descending = rng.chance(50);
+    #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+    enum V {
+        N(i64),
+        K(Kw),
+    }
+    let mut want: Vec<(Option<V>, &String)> = model
+        .iter()
+        .filter(|(_, r)| matches(q, r))
+        .map(|(rkey, r)| {
+            let values: Vec<V> = match kind {
+                IndexKind::Keyword => keywords(r, path).into_iter().map(V::K).collect(),
+                k => numbers(r, path, k).into_iter().map(V::N).collect(),
+            };
+            let value = if descending {
+                values.into_iter().max()
+            } else {
+                values.into_iter().min()
+            };
+            (value, rkey)
+        })
+        .collect();
+    want.sort_by(|a, b| {
+        let by_value = match (&a.0, &b.0) {
+            (Some(x), Some(y)) if descending => y.cmp(x),
+            (Some(x), Some(y)) => x.cmp(y),
+            (Some(_), None) => std::cmp::Ordering::Less,
+            (None, Some(_)) => std::cmp::Ordering::Greater,
+            (None, None) => std::cmp::Ordering::Equal,
+        };
+        by_value.then_with(|| a.1.cmp(b.1))
+    });
+    let want: Vec<&String> = want.into_iter().map(|(_, k)| k).collect();
+    let limit = 1 + rng.below(7);
+    let mut got = Vec::new();
+    let mut cursor: Option<String> = None;
+    loop {
+        let page = repo
+            .query_sorted(
+                COLLECTION,
+                Some(&text),
+                path,
+                descending,
+                cursor.as_deref(),
+                limit,
+            )
+            .await
+            .unwrap();
+        for (rkey, record) in &page.records {
+            assert_eq!(&record.to_json(), &model[rkey]);
+            got.push(rkey.clone());
+        }
+        match page.cursor {
+            Some(c) => cursor = Some(c),
+            None => break,
+        }
+    }
+    assert_eq!(
+        got.iter().collect::<Vec<_>>(),
+        want,
+        "sort by {path} (descending {descending}, pages of {limit}) where {text}"
+    );
+}
+
 /// Whether every value at an integer or datetime index's path is one
 /// (a keyword index takes strings and booleans, which `record` always
 /// writes there): what a filter with no index cannot tell apart.
@@ -704,6 +780,8 @@ fn run(seed: u64, ordered_keys: bool, initial: usize) {
                 let q = query(&mut rng, &declared, 2);
                 check_query(&repo, &model, &q, &mut rng).await;
             }
+            let q = query(&mut rng, &declared, 1);
+            check_sorted(&repo, &model, &q, &declared, &mut rng).await;
             let q = query(&mut rng, &declared, 1);
             check_aggregates(
                 &repo,

@@ -99,6 +99,47 @@ async fn fields_and_stats() {
         kept.iter().sum::<i64>() as f64 / kept.len() as f64
     );
 
+    // sort=likes&order=desc: by value, ties by record key.
+    let (status, page) = s
+        .get(
+            "dev.datarepo.queryRecords",
+            &[
+                ("repo", DID),
+                ("collection", POST),
+                ("sort", "likes"),
+                ("order", "desc"),
+                ("fields", "likes"),
+            ],
+        )
+        .await;
+    assert_eq!(status, 200, "{page}");
+    let mut by_likes: Vec<(i64, String)> = likes
+        .iter()
+        .enumerate()
+        .map(|(i, n)| (*n, format!("p{i}")))
+        .collect();
+    by_likes.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
+    let want: Vec<Value> = by_likes.iter().map(|(n, _)| json!({"likes": n})).collect();
+    assert_eq!(values(&page), want);
+    let uris: Vec<String> = page["records"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            r["uri"]
+                .as_str()
+                .unwrap()
+                .rsplit('/')
+                .next()
+                .unwrap()
+                .to_owned()
+        })
+        .collect();
+    assert_eq!(
+        uris,
+        by_likes.iter().map(|(_, k)| k.clone()).collect::<Vec<_>>()
+    );
+
     // groupBy=lang with stats of likes, a group per page.
     let mut groups = Vec::new();
     let mut cursor = String::new();
@@ -168,6 +209,11 @@ async fn fields_and_stats() {
             "not a record path",
         ),
         ("dev.datarepo.aggregateRecords", vec![], "stats=PATH"),
+        (
+            "dev.datarepo.queryRecords",
+            vec![("sort", "likes"), ("order", "up")],
+            "asc or desc",
+        ),
     ] {
         let mut q = vec![("repo", DID), ("collection", POST)];
         q.extend(query);

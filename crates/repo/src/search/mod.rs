@@ -6,3 +6,4 @@
 pub(crate) mod build;
 pub(crate) mod differences;
 pub(crate) mod query;
+pub(crate) mod sorted;

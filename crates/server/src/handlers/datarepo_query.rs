@@ -53,6 +53,10 @@ pub(crate) struct QueryRecordsParams {
     reverse: Option<bool>,
     /// Record paths to keep of each value.
     fields: Option<String>,
+    /// An indexed path to order the records by.
+    sort: Option<String>,
+    /// `asc` (the default) or `desc`, with `sort`.
+    order: Option<String>,
 }
 
 /// `dev.datarepo.queryRecords`: listRecords' shape, filtered by `where`.
@@ -66,17 +70,43 @@ pub(crate) async fn query_records<K: Kv + 'static>(
     let limit = page_limit(p.limit, 50, app.config.limits.max_page)?;
     let fields = super::request::record_fields(p.fields.as_deref())?;
     let repo = app.repo(&p.repo).await?;
-    let page = bounded_query(
-        &app,
-        repo.query(
-            &p.collection,
-            p.where_.as_deref().filter(|w| !w.trim().is_empty()),
-            p.cursor.as_deref(),
-            p.reverse.unwrap_or(false),
-            limit,
-        ),
-    )
-    .await?;
+    let where_ = p.where_.as_deref().filter(|w| !w.trim().is_empty());
+    let descending = match p.order.as_deref() {
+        None | Some("asc") => false,
+        Some("desc") => true,
+        Some(other) => {
+            return Err(XrpcError::invalid(format!("order {other:?}: asc or desc")));
+        }
+    };
+    let page = match &p.sort {
+        Some(path) => {
+            bounded_query(
+                &app,
+                repo.query_sorted(
+                    &p.collection,
+                    where_,
+                    path,
+                    descending,
+                    p.cursor.as_deref(),
+                    limit,
+                ),
+            )
+            .await?
+        }
+        None => {
+            bounded_query(
+                &app,
+                repo.query(
+                    &p.collection,
+                    where_,
+                    p.cursor.as_deref(),
+                    p.reverse.unwrap_or(false),
+                    limit,
+                ),
+            )
+            .await?
+        }
+    };
     let records: Vec<Value> = page
         .records
         .iter()
