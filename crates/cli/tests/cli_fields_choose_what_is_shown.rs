@@ -42,19 +42,7 @@ fn fields_keep_only_the_paths_asked() {
         let record = json!({"$type": POST, "text": format!("post {i}"), "likes": i * 3,
             "createdAt": "2026-11-27T00:00:00Z",
             "embed": {"images": [{"alt": format!("a{i}"), "size": i}, {"size": 0}]}});
-        let out = datarepo(
-            &[
-                "--store",
-                store,
-                "--repo",
-                DID,
-                "put",
-                POST,
-                &format!("p{i}"),
-            ],
-            &record.to_string(),
-        );
-        assert!(out.status.success(), "{out:?}");
+        common::put_record(store, DID, POST, &format!("p{i}"), &record);
         records.push(record);
     }
     let got = run(store, &["get", POST, "p1", "--fields", "text,likes"]);

@@ -34,19 +34,7 @@ fn weekly_and_monthly_buckets() {
     ];
     for (i, t) in times.iter().enumerate() {
         let record = json!({"$type": POST, "text": "t", "createdAt": t});
-        let out = datarepo(
-            &[
-                "--store",
-                store,
-                "--repo",
-                DID,
-                "put",
-                POST,
-                &format!("p{i}"),
-            ],
-            &record.to_string(),
-        );
-        assert!(out.status.success(), "{out:?}");
+        common::put_record(store, DID, POST, &format!("p{i}"), &record);
     }
     run(
         store,

@@ -38,19 +38,7 @@ fn records_print_as_csv_jsonl_and_tables() {
     ];
     for (i, text) in texts.iter().enumerate() {
         let record = json!({"$type": POST, "text": text, "n": i, "tags": ["x", text]});
-        let out = datarepo(
-            &[
-                "--store",
-                store,
-                "--repo",
-                DID,
-                "put",
-                POST,
-                &format!("p{i}"),
-            ],
-            &record.to_string(),
-        );
-        assert!(out.status.success(), "{out:?}");
+        common::put_record(store, DID, POST, &format!("p{i}"), &record);
     }
 
     // CSV, read by Python.

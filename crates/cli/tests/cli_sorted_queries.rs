@@ -18,11 +18,7 @@ fn run(store: &str, args: &[&str]) -> std::process::Output {
 }
 
 fn put(store: &str, rkey: &str, record: &Value) {
-    let out = datarepo(
-        &["--store", store, "--repo", DID, "put", POST, rkey],
-        &record.to_string(),
-    );
-    assert!(out.status.success(), "{out:?}");
+    common::put_record(store, DID, POST, rkey, record);
 }
 
 #[test]

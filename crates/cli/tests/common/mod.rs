@@ -169,3 +169,13 @@ pub fn follow(port: u16, cursor: u64, count: usize) -> Vec<Value> {
     assert!(out.status.success(), "{out:?}");
     json_lines(&out)
 }
+
+/// `datarepo --store STORE --repo DID put COLLECTION RKEY` of `record`,
+/// which must succeed.
+pub fn put_record(store: &str, did: &str, collection: &str, rkey: &str, record: &Value) {
+    let out = datarepo(
+        &["--store", store, "--repo", did, "put", collection, rkey],
+        &record.to_string(),
+    );
+    assert!(out.status.success(), "put {collection}/{rkey}: {out:?}");
+}

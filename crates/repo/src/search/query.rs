@@ -98,6 +98,16 @@ impl<K: Kv> Repository<K> {
         Ok(d)
     }
 
+    /// The index declarations of `collection`, without their scopes.
+    async fn declared_indexes(&self, collection: &str) -> Result<Vec<IndexDecl>, Error> {
+        Ok(self
+            .declared(collection)
+            .await?
+            .iter()
+            .map(|d| d.decl.clone())
+            .collect())
+    }
+
     pub(super) fn lock_cache(&self) -> std::sync::MutexGuard<'_, index::IndexCache> {
         self.cache
             .lock()
@@ -297,12 +307,7 @@ impl<K: Kv> Repository<K> {
         let _search = self.search.read().await;
         rkey::validate_nsid(collection)?;
         self.sync_cache().await?;
-        let declared: Vec<IndexDecl> = self
-            .declared(collection)
-            .await?
-            .iter()
-            .map(|d| d.decl.clone())
-            .collect();
+        let declared = self.declared_indexes(collection).await?;
         Self::index_of(&declared, collection, path, IndexKind::Keyword, "--top")?;
         let Some((reader, bits)) = self.matching(collection, where_).await? else {
             return Ok(Vec::new());
@@ -326,12 +331,7 @@ impl<K: Kv> Repository<K> {
         let _search = self.search.read().await;
         rkey::validate_nsid(collection)?;
         self.sync_cache().await?;
-        let declared: Vec<IndexDecl> = self
-            .declared(collection)
-            .await?
-            .iter()
-            .map(|d| d.decl.clone())
-            .collect();
+        let declared = self.declared_indexes(collection).await?;
         Self::index_of(&declared, collection, path, IndexKind::Integer, "--stats")?;
         let Some((reader, bits)) = self.matching(collection, where_).await? else {
             return Ok(Stats::default());
@@ -365,12 +365,7 @@ impl<K: Kv> Repository<K> {
         let _search = self.search.read().await;
         rkey::validate_nsid(collection)?;
         self.sync_cache().await?;
-        let declared: Vec<IndexDecl> = self
-            .declared(collection)
-            .await?
-            .iter()
-            .map(|d| d.decl.clone())
-            .collect();
+        let declared = self.declared_indexes(collection).await?;
         for path in paths {
             Self::index_of(
                 &declared,
