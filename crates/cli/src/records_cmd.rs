@@ -178,15 +178,6 @@ pub(crate) fn record_fields(list: Option<&str>) -> Result<Option<repo::RecordFie
         .transpose()
 }
 
-/// A record's value as shown: only `fields` of it, when given.
-pub(crate) fn shown(record: &repo::Record, fields: Option<&repo::RecordFields>) -> Value {
-    let value = record.to_json();
-    match fields {
-        Some(f) => f.select(&value),
-        None => value,
-    }
-}
-
 /// Which page of records `ls` shows.
 pub(crate) struct Page {
     pub(crate) limit: u64,
@@ -218,7 +209,7 @@ pub(crate) async fn get(
     let Some(record) = record else {
         return Err(say(repo::Error::RecordNotFound(uri)));
     };
-    let value = shown(&record, fields);
+    let value = record.to_json_fields(fields);
     print(
         json_mode,
         &json!({"uri": uri, "cid": record.cid().to_string(), "value": value}),
@@ -356,7 +347,7 @@ pub(crate) fn rows(
             rkey: rkey.clone(),
             uri: record_uri(repo, collection, rkey),
             cid: r.cid().to_string(),
-            value: shown(r, fields),
+            value: r.to_json_fields(fields),
         })
         .collect()
 }

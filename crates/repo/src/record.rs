@@ -160,6 +160,16 @@ impl Record {
     pub fn to_json(&self) -> Value {
         datamodel::dag_cbor_to_json(self.bytes())
     }
+
+    /// The record as AT Protocol JSON, only `fields` of it when given
+    /// (`--fields`, `fields=`).
+    pub fn to_json_fields(&self, fields: Option<&index::RecordFields>) -> Value {
+        let value = self.to_json();
+        match fields {
+            Some(f) => f.select(&value),
+            None => value,
+        }
+    }
 }
 
 /// Whether `cid` is a CIDv1 with sha2-256 (the only hash the store verifies).

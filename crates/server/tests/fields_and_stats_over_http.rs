@@ -28,7 +28,11 @@ async fn fields_and_stats() {
             .await;
         assert_eq!(status, 200, "{out}");
     }
-    for (path, kind) in [("likes", "integer"), ("lang", "keyword")] {
+    for (path, kind) in [
+        ("likes", "integer"),
+        ("lang", "keyword"),
+        ("text", "keyword"),
+    ] {
         let (status, out) = s
             .post(
                 "dev.datarepo.addIndex",
@@ -173,6 +177,24 @@ async fn fields_and_stats() {
                "avg": sum as f64 / of.len() as f64}})
     };
     assert_eq!(groups, vec![group("en"), group("fr")]);
+    // groupBy is an array: repeated, one group per pair of values.
+    let (status, page) = s
+        .get(
+            "dev.datarepo.aggregateRecords",
+            &[
+                ("repo", DID),
+                ("collection", POST),
+                ("groupBy", "lang"),
+                ("groupBy", "text"),
+            ],
+        )
+        .await;
+    assert_eq!(status, 200, "{page}");
+    let mut pairs: Vec<Value> = (0..likes.len())
+        .map(|i| json!({"key": [LANGS[i % 3], format!("post {i}")], "count": 1}))
+        .collect();
+    pairs.sort_by_key(|g| g["key"].to_string());
+    assert_eq!(page["groups"], json!(pairs));
 
     // histogram=likes, width 5: buckets [5k, 5k+5) from the lowest value's
     // to the highest's.

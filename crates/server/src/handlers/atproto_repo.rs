@@ -362,7 +362,7 @@ pub(crate) async fn list_records<K: Kv + 'static>(
             json!({
                 "uri": record_uri(repo.id(), &p.collection, rkey),
                 "cid": r.cid().to_string(),
-                "value": super::request::shown(r, fields.as_ref()),
+                "value": r.to_json_fields(fields.as_ref()),
             })
         })
         .collect();

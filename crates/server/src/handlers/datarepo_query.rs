@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use axum::{
     Json,
-    extract::{Query, State, rejection::QueryRejection},
+    extract::{Query, RawQuery, State, rejection::QueryRejection},
     http::{HeaderMap, StatusCode},
 };
 use repo::record_uri;
@@ -114,7 +114,7 @@ pub(crate) async fn query_records<K: Kv + 'static>(
             json!({
                 "uri": record_uri(repo.id(), &p.collection, rkey),
                 "cid": r.cid().to_string(),
-                "value": super::request::shown(r, fields.as_ref()),
+                "value": r.to_json_fields(fields.as_ref()),
             })
         })
         .collect();
@@ -198,8 +198,8 @@ pub(crate) struct AggregateRecordsParams {
     #[serde(rename = "where")]
     where_: Option<String>,
     stats: Option<String>,
-    /// Comma-separated keyword paths.
-    group_by: Option<String>,
+    // `groupBy` is an array (repeated, or comma-separated): read from the
+    // raw query string, which a struct field cannot hold.
     histogram: Option<String>,
     interval: Option<String>,
     from: Option<String>,
@@ -209,18 +209,30 @@ pub(crate) struct AggregateRecordsParams {
 }
 
 /// `dev.datarepo.aggregateRecords`: `stats=PATH` → `{"count", "sum",
-/// "min", "max", "avg"}`; `groupBy=P1,P2` (with `stats`, per group) →
+/// "min", "max", "avg"}`; `groupBy=P1&groupBy=P2` (or `P1,P2`; with
+/// `stats`, per group) →
 /// `{"groups": [{"key", "count", "stats"?}], "cursor"?}`; `histogram=PATH
 /// &interval=I[&from&to]` → `{"buckets": [{"start", "count"}]}`; as
 /// `datarepo query --stats` / `--group-by` / `--histogram` print them.
 pub(crate) async fn aggregate_records<K: Kv + 'static>(
     State(app): State<Arc<App<K>>>,
     headers: HeaderMap,
+    RawQuery(raw): RawQuery,
     params: std::result::Result<Query<AggregateRecordsParams>, QueryRejection>,
 ) -> Result<axum::response::Response> {
     use axum::response::IntoResponse;
     app.authorize_read(&headers).await?;
     let p = query(params)?;
+    let group_by: Vec<String> = form_urlencoded::parse(raw.unwrap_or_default().as_bytes())
+        .filter(|(k, _)| k == "groupBy")
+        .flat_map(|(_, v)| {
+            v.split(',')
+                .map(str::trim)
+                .filter(|p| !p.is_empty())
+                .map(str::to_owned)
+                .collect::<Vec<_>>()
+        })
+        .collect();
     let where_ = p.where_.as_deref().filter(|w| !w.trim().is_empty());
     let json = |text: String| {
         (
@@ -250,13 +262,8 @@ pub(crate) async fn aggregate_records<K: Kv + 'static>(
         .await?;
         return Ok(json(repo::buckets_json(kind, &buckets).to_string()));
     }
-    if let Some(group_by) = &p.group_by {
-        let paths: Vec<String> = group_by
-            .split(',')
-            .map(str::trim)
-            .filter(|p| !p.is_empty())
-            .map(str::to_owned)
-            .collect();
+    if !group_by.is_empty() {
+        let paths = group_by;
         let limit = page_limit(p.limit, 50, app.config.limits.max_page)?;
         let repo = app.repo(&p.repo).await?;
         let groups = bounded_query(

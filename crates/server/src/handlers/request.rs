@@ -75,15 +75,3 @@ pub(super) fn record_fields(list: Option<&str>) -> Result<Option<repo::RecordFie
         .map(|l| repo::RecordFields::parse(l).map_err(XrpcError::invalid))
         .transpose()
 }
-
-/// A record's value as answered: only `fields` of it, when given.
-pub(super) fn shown(
-    record: &repo::Record,
-    fields: Option<&repo::RecordFields>,
-) -> serde_json::Value {
-    let value = record.to_json();
-    match fields {
-        Some(f) => f.select(&value),
-        None => value,
-    }
-}
