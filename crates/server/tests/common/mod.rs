@@ -206,13 +206,15 @@ pub async fn subscribe(addr: &str, cursor: Option<u64>) -> Socket {
     tokio_tungstenite::connect_async(url).await.unwrap().0
 }
 
-/// The next frame (failing after 20 s), or `None` when the stream ended.
+/// The next frame (failing after 60 s: a guard against a hang, long
+/// enough for a debug build replaying thousands of events while the rest
+/// of the suite runs beside it), or `None` when the stream ended.
 pub async fn next_frame(socket: &mut Socket) -> Option<repo::Frame> {
     use futures_util::StreamExt;
     loop {
-        let message = tokio::time::timeout(std::time::Duration::from_secs(20), socket.next())
+        let message = tokio::time::timeout(std::time::Duration::from_secs(60), socket.next())
             .await
-            .expect("a frame within 20 s")?
+            .expect("a frame within 60 s")?
             .ok()?;
         if let tokio_tungstenite::tungstenite::Message::Binary(bytes) = message {
             return Some(repo::decode_frame(&bytes).unwrap());
