@@ -12,7 +12,9 @@
 //!   cargo build --release --bin datarepo
 //!   cargo run --release -p datarepo-bench --bin cold-reads -- [--records 100000 --writers 16 --reads 30]
 //!
-//! `DATAREPO_BIN` names another binary.
+//! `DATAREPO_BIN` names another binary. `TRACE_FIRST=<RUST_LOG filter>`
+//! runs each command's first read with that log filter and prints its
+//! stderr (where a slow first read spends its time).
 
 #![allow(clippy::disallowed_methods, clippy::unwrap_used)] // a benchmark measures wall time
 
@@ -77,9 +79,15 @@ fn measure(bin: &Path, store: &Path, rkey: &str, reads: usize, phase: &str) {
     ];
     for (name, args) in commands {
         let mut times = Vec::with_capacity(reads);
-        for _ in 0..reads {
+        for i in 0..reads {
             let started = Instant::now();
-            let out = std::process::Command::new(bin)
+            let mut command = std::process::Command::new(bin);
+            if i == 0
+                && let Ok(filter) = std::env::var("TRACE_FIRST")
+            {
+                command.env("RUST_LOG", filter);
+            }
+            let out = command
                 .arg("--store")
                 .arg(store)
                 .args(["--repo", DID])
@@ -88,6 +96,10 @@ fn measure(bin: &Path, store: &Path, rkey: &str, reads: usize, phase: &str) {
                 .unwrap();
             times.push(started.elapsed());
             assert!(out.status.success(), "{name}: {out:?}");
+            if i == 0 && std::env::var_os("TRACE_FIRST").is_some() {
+                eprintln!("--- first {name} ({phase}): {:?}", started.elapsed());
+                eprintln!("{}", String::from_utf8_lossy(&out.stderr));
+            }
         }
         times.sort();
         println!(
