@@ -1,8 +1,9 @@
 //! What a stream consumer or a query's caller sends, as any strings: a
 //! `where` expression evaluated on a record (`RecordCondition`), a
 //! `fields` list selecting from it (`RecordFields`), a histogram interval
-//! and bound of every index kind, and a groups cursor. Never a panic; a
-//! selection is an object.
+//! and bound of every index kind, a groups cursor, and text as a text
+//! index and a `matches` query cut it into words. Never a panic; a
+//! selection is an object; words are never empty and are their own words.
 #![no_main]
 
 use index::{IndexKind, Interval, RecordCondition, RecordFields, groups_page, parse_bound};
@@ -29,9 +30,23 @@ fuzz_target!(|data: &[u8]| {
         let selected = fields.select(&record);
         assert!(selected.is_object());
     }
-    for kind in [IndexKind::Integer, IndexKind::Datetime, IndexKind::Keyword] {
+    for kind in [
+        IndexKind::Integer,
+        IndexKind::Datetime,
+        IndexKind::Keyword,
+        IndexKind::Text,
+    ] {
         let _ = Interval::parse(kind, expr);
         let _ = parse_bound(kind, "--from", fields);
     }
     let _ = groups_page(&[], Some(expr), 10);
+    for word in index::words(text) {
+        assert!(!word.is_empty());
+        assert_eq!(
+            index::words(&word),
+            std::slice::from_ref(&word),
+            "a word is one word"
+        );
+    }
+    let _ = index::query_words(expr);
 });

@@ -118,9 +118,10 @@ pub(crate) enum IndexCommand {
         collection: String,
         /// The path into its records: keys joined by dots (arrays are entered).
         path: String,
-        /// What to index: keyword (strings, booleans), integer, or datetime
-        /// (AT Protocol datetimes).
-        #[arg(long, value_parser = ["keyword", "integer", "datetime"])]
+        /// What to index: keyword (strings, booleans), integer, datetime
+        /// (AT Protocol datetimes), or text (the words of strings, for
+        /// `--where 'path matches "words"'`).
+        #[arg(long, value_parser = ["keyword", "integer", "datetime", "text"])]
         kind: String,
     },
     /// List the declared field indexes.

@@ -1,9 +1,6 @@
 //! The crate's integration tests: one behaviour per file, each file a module
 //! of this one test binary (one link instead of one per file).
 
-mod common;
-mod web;
-
 mod cli_accounts;
 mod cli_accounts_in_backups;
 mod cli_accounts_through_a_server;
@@ -56,6 +53,7 @@ mod cli_signed_backup_restore;
 mod cli_signed_commits;
 mod cli_sorted_queries;
 mod cli_syntax;
+mod cli_text_search;
 mod cli_tutorial;
 mod cli_unwritable_stores;
 mod cli_upload_killed_mid_body;
@@ -66,3 +64,5 @@ mod cli_web_interface_private_reads;
 mod cli_web_shows_blobs;
 mod cli_web_sign_in;
 mod cli_writes_agree_with_the_server;
+mod common;
+mod web;

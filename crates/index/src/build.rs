@@ -20,7 +20,11 @@ use crate::{
     columns::{self, Packed},
     decl::Declared,
     rows::{BSI_ROWS_PER_SLOT, COLUMNS_FIELD, RowId, put_rows},
-    values::{IndexKind, Keyword, MAX_KEYWORD_BYTES, keywords, numbers, numbers_of_leaves},
+    values::{
+        IndexKind, Keyword, MAX_KEYWORD_BYTES, has_string, keywords, numbers, numbers_of_leaves,
+        text_words,
+    },
+    words::words,
 };
 
 /// One index's rows while a build reads the records.
@@ -126,6 +130,16 @@ impl Accumulator {
             }
         }
         true
+    }
+
+    /// Adds a text index's word (already within the keyword limit).
+    fn word(&mut self, w: String, column: u32) {
+        match self.strings.get_mut(&w) {
+            Some(bits) => add(bits, column),
+            None => {
+                self.strings.insert(w, RoaringBitmap::from_iter([column]));
+            }
+        }
     }
 
     fn boolean(&mut self, b: bool, column: u32) {
@@ -303,6 +317,27 @@ impl<'d> ScopeBuilder<'d> {
                     }
                     kept
                 }
+                IndexKind::Text if walked => {
+                    let mut kept = false;
+                    for leaf in leaves {
+                        if let cbor::Leaf::Str(s) = leaf {
+                            kept = true;
+                            for w in words(s) {
+                                acc.word(w, column);
+                            }
+                        }
+                    }
+                    kept
+                }
+                IndexKind::Text => {
+                    let json = json.get_or_insert_with(|| datamodel::dag_cbor_to_json(bytes));
+                    for w in text_words(json, path) {
+                        if let Keyword::Str(w) = w {
+                            acc.word(w, column);
+                        }
+                    }
+                    has_string(json, path)
+                }
                 IndexKind::Keyword => {
                     let json = json.get_or_insert_with(|| datamodel::dag_cbor_to_json(bytes));
                     let vals = keywords(json, path);
@@ -365,7 +400,7 @@ impl<'d> ScopeBuilder<'d> {
                 later.sort_unstable();
                 built.later_slots.insert(path.to_owned(), later);
             }
-            if d.decl.kind == IndexKind::Keyword {
+            if matches!(d.decl.kind, IndexKind::Keyword | IndexKind::Text) {
                 let keywords = acc.keywords();
                 let mut dict = Vec::with_capacity(keywords.len());
                 for (row, (value, bits)) in keywords.into_iter().enumerate() {

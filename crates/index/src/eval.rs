@@ -21,7 +21,12 @@ use crate::{
         view_range,
     },
     values::{IndexKind, Keyword, datetime_micros},
+    words::QueryWord,
 };
+
+/// Above this many words, a prefix reads its text index's whole view
+/// rather than a row per word.
+const PREFIX_ROWS_ONE_BY_ONE: usize = 32;
 
 /// A query, checked against the collection's indexes.
 #[derive(Debug, Clone)]
@@ -32,6 +37,8 @@ pub enum Plan {
     Exists(String),
     Keywords(String, Vec<Keyword>),
     Compare(String, Cmp, i64),
+    /// Records with every one of these words (a text index).
+    Words(String, Vec<QueryWord>),
 }
 
 fn no_index(collection: &str, c: &Cond, kind_hint: &str) -> Error {
@@ -46,6 +53,7 @@ fn hint(op: &Op) -> &'static str {
         Op::Compare(_, l) => Some(l),
         Op::In(ls) => ls.first(),
         Op::Exists => None,
+        Op::Matches(_) => return "text",
     };
     match (op, lit) {
         (Op::Compare(c, _), _) if !matches!(c, Cmp::Eq | Cmp::Ne) => "integer|datetime",
@@ -126,6 +134,22 @@ fn to_plan(e: &Expr, kinds: &HashMap<&str, IndexKind>) -> Result<Plan, Error> {
             let path = c.path.clone();
             match (&c.op, kind) {
                 (Op::Exists, _) => Plan::Exists(path),
+                (Op::Matches(words), IndexKind::Text) => Plan::Words(path, words.clone()),
+                (Op::Matches(_), kind) => {
+                    return Err(Error::InvalidQuery(format!(
+                        "at position {}: {} has {} index; matches needs a text index (datarepo index add <collection> {} --kind text)",
+                        c.at,
+                        c.path,
+                        kind.with_article(),
+                        c.path
+                    )));
+                }
+                (_, IndexKind::Text) => {
+                    return Err(Error::InvalidQuery(format!(
+                        "at position {}: {} has a text index, which answers matches and exists; for = != and in, index it with --kind keyword",
+                        c.at, c.path
+                    )));
+                }
                 (Op::Compare(cmp, lit), IndexKind::Keyword) => {
                     let v = keyword_literal(c, lit)?;
                     match cmp {
@@ -327,6 +351,50 @@ impl<'a, K: Kv> Reader<'a, K> {
         }
     }
 
+    /// The records having one word of a text index: its row, or for a
+    /// prefix the union of the rows of the dictionary's words with it.
+    async fn word(&self, path: &str, w: &QueryWord) -> Result<RoaringBitmap, Error> {
+        match w {
+            QueryWord::Whole(word) => Ok(
+                match self.keyword_row(path, &Keyword::Str(word.clone())).await? {
+                    Some(row) => self.row_bits(&RowId::keyword(path, row)).await?,
+                    None => RoaringBitmap::new(),
+                },
+            ),
+            QueryWord::Prefix(prefix) => {
+                let tagged = Keyword::Str(prefix.clone()).tagged();
+                let range = records::keyword_rows_with_prefix(self.scope, path, &tagged);
+                let rows = self
+                    .kv
+                    .scan(&range, false, usize::MAX)
+                    .await?
+                    .iter()
+                    .map(|(_, row)| decode_column(row).map(u64::from))
+                    .collect::<Result<Vec<u64>, _>>()?;
+                let mut out = RoaringBitmap::new();
+                if rows.len() <= PREFIX_ROWS_ONE_BY_ONE {
+                    for row in rows {
+                        out |= self.row_bits(&RowId::keyword(path, row)).await?;
+                    }
+                } else {
+                    // Many words: the index's whole view in one scan (and
+                    // cached) costs less than a scan per word.
+                    let r = RowId::keyword(path, 0);
+                    let view = self.view(&r.field, &r.view).await?;
+                    let Cached::View(all) = &*view else {
+                        return Err(malformed("a text index's view cached as a row"));
+                    };
+                    for row in rows {
+                        if let Some(bits) = all.get(&row) {
+                            out |= bits;
+                        }
+                    }
+                }
+                Ok(out)
+            }
+        }
+    }
+
     /// Evaluates a plan to the matching columns.
     pub fn eval<'b>(
         &'b self,
@@ -370,6 +438,21 @@ impl<'a, K: Kv> Reader<'a, K> {
                         }
                     }
                     out
+                }
+                Plan::Words(path, words) => {
+                    let mut out: Option<RoaringBitmap> = None;
+                    for w in words {
+                        let b = self.word(path, w).await?;
+                        let acc = match out {
+                            None => b,
+                            Some(acc) => acc & b,
+                        };
+                        if acc.is_empty() {
+                            return Ok(acc);
+                        }
+                        out = Some(acc);
+                    }
+                    out.unwrap_or_default()
                 }
                 Plan::Compare(path, cmp, v) => {
                     // A comparison is CPU over cached rows: let other tasks

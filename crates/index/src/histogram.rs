@@ -71,7 +71,9 @@ impl Interval {
                     )
                 })
             }
-            IndexKind::Keyword => Err("--histogram needs an integer or datetime index".into()),
+            IndexKind::Keyword | IndexKind::Text => {
+                Err("--histogram needs an integer or datetime index".into())
+            }
         }
     }
 

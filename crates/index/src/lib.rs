@@ -42,6 +42,7 @@ mod query;
 mod results;
 mod rows;
 mod values;
+mod words;
 
 pub use error::Error;
 
@@ -73,3 +74,4 @@ pub use rows::{
     split_containers,
 };
 pub use values::{IndexKind, Keyword};
+pub use words::{QueryWord, query_words, words};

@@ -16,7 +16,7 @@ use crate::{
     decl::Declared,
     error::{Error, malformed},
     rows::{BSI_ROWS_PER_SLOT, RowDeltas, RowId, decode_column},
-    values::{IndexKind, Keyword, keywords, numbers},
+    values::{IndexKind, Keyword, has_string, keywords, numbers, text_words},
 };
 
 /// A scope's allocation state, as the writer keeps it between commits.
@@ -351,9 +351,13 @@ impl CommitIndex {
         for d in declared {
             let path = d.decl.path.as_str();
             match d.decl.kind {
-                IndexKind::Keyword => {
-                    let before = old.map(|v| keywords(v, path)).unwrap_or_default();
-                    let after = new.map(|v| keywords(v, path)).unwrap_or_default();
+                kind @ (IndexKind::Keyword | IndexKind::Text) => {
+                    let of = |v: &Value| match kind {
+                        IndexKind::Text => text_words(v, path),
+                        _ => keywords(v, path),
+                    };
+                    let before = old.map(of).unwrap_or_default();
+                    let after = new.map(of).unwrap_or_default();
                     let mut set = Vec::new();
                     for v in &after {
                         if let Some(row) = self
@@ -379,7 +383,16 @@ impl CommitIndex {
                     for row in set {
                         deltas.set(RowId::keyword(path, row), column);
                     }
-                    existence(deltas, path, column, !before.is_empty(), !after.is_empty());
+                    let (had, has) = match kind {
+                        // A text index's records are those with a string
+                        // at the path, words or not.
+                        IndexKind::Text => (
+                            old.is_some_and(|v| has_string(v, path)),
+                            new.is_some_and(|v| has_string(v, path)),
+                        ),
+                        _ => (!before.is_empty(), !after.is_empty()),
+                    };
+                    existence(deltas, path, column, had, has);
                 }
                 kind => {
                     let before = old.map(|v| numbers(v, path, kind)).unwrap_or_default();

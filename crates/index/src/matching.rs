@@ -14,13 +14,16 @@
 //!   path: equal strings, or two datetimes naming the same instant (so a
 //!   keyword index and a datetime index both agree);
 //! - a boolean literal against the booleans at the path (a keyword index);
-//! - `exists`: a string, boolean or integer at the path.
+//! - `exists`: a string, boolean or integer at the path;
+//! - `matches`: every word asked for is among the words of the strings at
+//!   the path (a text index; `words`), a prefix among their beginnings.
 
 use serde_json::Value;
 
 use crate::{
     query::{Cmp, Cond, Expr, Literal, Op, conditions, parse},
     values::{datetime_micros, values_at},
+    words::words,
 };
 
 /// A parsed `--where` expression whose literals can be compared with a
@@ -102,6 +105,14 @@ fn cond_holds(c: &Cond, record: &Value) -> bool {
         Op::Compare(Cmp::Eq, lit) => values.iter().any(|v| equals(v, lit)),
         Op::Compare(cmp, lit) => values.iter().any(|v| ordered(v, *cmp, lit)),
         Op::In(lits) => lits.iter().any(|l| values.iter().any(|v| equals(v, l))),
+        Op::Matches(asked) => {
+            let have: Vec<String> = values
+                .iter()
+                .filter_map(|v| v.as_str())
+                .flat_map(words)
+                .collect();
+            asked.iter().all(|q| have.iter().any(|w| q.accepts(w)))
+        }
     }
 }
 
@@ -163,6 +174,15 @@ mod tests {
         assert!(m("pinned = true and not missing exists", &r));
         assert!(m(r#"missing != "x""#, &r));
         assert!(!m("missing exists", &r));
+    }
+
+    #[test]
+    fn matches_asks_for_every_word_of_any_string() {
+        let r = json!({"text": ["Fast storage in Rust", "über"], "n": 1});
+        assert!(m(r#"text matches "rust STORAGE""#, &r));
+        assert!(m(r#"text matches "stor* Über""#, &r));
+        assert!(!m(r#"text matches "rust go""#, &r));
+        assert!(!m(r#"n matches "1x""#, &r));
     }
 
     #[test]

@@ -8,6 +8,7 @@
 //! cond  := path "exists"
 //!        | path ("=" | "!=" | "<" | "<=" | ">" | ">=") literal
 //!        | path "in" "[" literal ("," literal)* "]"
+//!        | path "matches" string      (a text index: every word; `w*` a prefix)
 //! path  := segment ("." segment)*      segment: one or more of [A-Za-z0-9_$]
 //! literal := a JSON string, a JSON integer, true or false
 //! ```
@@ -45,6 +46,8 @@ pub enum Op {
     Compare(Cmp, Literal),
     /// `in [...]`.
     In(Vec<Literal>),
+    /// `matches "…"`: the words asked for (each present; see `words`).
+    Matches(Vec<crate::words::QueryWord>),
 }
 
 /// A comparison.
@@ -365,6 +368,20 @@ impl Parser {
             }
             self.expect(&Token::CloseBracket, "\",\" or \"]\"")?;
             Op::In(items)
+        } else if self.keyword("matches") {
+            let at = self.at();
+            let Some((_, Token::Str(query))) = self.peek() else {
+                return Err(error(
+                    at,
+                    format!(
+                        "expected the words to match, in double quotes, after matches, found {}",
+                        describe(self.peek())
+                    ),
+                ));
+            };
+            let words = crate::words::query_words(query).map_err(|e| error(at, e))?;
+            self.pos += 1;
+            Op::Matches(words)
         } else if let Some((_, Token::Op(cmp))) = self.peek() {
             let cmp = *cmp;
             self.pos += 1;
@@ -373,7 +390,7 @@ impl Parser {
             return Err(error(
                 self.at(),
                 format!(
-                    "expected exists, in or a comparison (= != < <= > >=) after {path}, found {}",
+                    "expected exists, in, matches or a comparison (= != < <= > >=) after {path}, found {}",
                     describe(self.peek())
                 ),
             ));
@@ -413,9 +430,12 @@ impl Parser {
 /// A message naming the byte position and what was expected there.
 pub fn parse(src: &str) -> Result<Expr, String> {
     if src.len() > MAX_WHERE_BYTES {
-        return Err(format!(
-            "the expression has {} bytes; at most {MAX_WHERE_BYTES}",
-            src.len()
+        return Err(error(
+            MAX_WHERE_BYTES,
+            format!(
+                "the expression has {} bytes; at most {MAX_WHERE_BYTES}",
+                src.len()
+            ),
         ));
     }
     let tokens = tokenize(src)?;
@@ -439,13 +459,17 @@ pub fn parse(src: &str) -> Result<Expr, String> {
         .iter()
         .map(|c| match &c.op {
             Op::In(items) => items.len(),
+            Op::Matches(words) => words.len(),
             _ => 1,
         })
         .sum();
     if terms > MAX_TERMS {
-        return Err(format!(
-            "the expression has {terms} values and exists conditions; at most {MAX_TERMS} \
-             (a value costs a pass over the index: ask for a range, or in several queries)"
+        return Err(error(
+            0,
+            format!(
+                "the expression has {terms} values, words and exists conditions; at most {MAX_TERMS} \
+                 (a value costs a pass over the index: ask for a range, or in several queries)"
+            ),
         ));
     }
     Ok(e)

@@ -13,6 +13,9 @@ pub enum IndexKind {
     Integer,
     /// AT Protocol datetimes, bit-sliced as microseconds since the epoch.
     Datetime,
+    /// The words of strings (`words`), one bitmap row per distinct word,
+    /// laid out as a keyword index's rows.
+    Text,
 }
 
 impl IndexKind {
@@ -23,6 +26,7 @@ impl IndexKind {
             Self::Keyword => "keyword",
             Self::Integer => "integer",
             Self::Datetime => "datetime",
+            Self::Text => "text",
         }
     }
 
@@ -34,6 +38,7 @@ impl IndexKind {
             Self::Keyword => "a keyword",
             Self::Integer => "an integer",
             Self::Datetime => "a datetime",
+            Self::Text => "a text",
         }
     }
 }
@@ -52,8 +57,9 @@ impl std::str::FromStr for IndexKind {
             "keyword" => Ok(Self::Keyword),
             "integer" => Ok(Self::Integer),
             "datetime" => Ok(Self::Datetime),
+            "text" => Ok(Self::Text),
             other => Err(format!(
-                "unknown index kind {other:?} (use keyword, integer or datetime)"
+                "unknown index kind {other:?} (use keyword, integer, datetime or text)"
             )),
         }
     }
@@ -129,6 +135,25 @@ pub(crate) fn values_at<'a>(record: &'a Value, path: &str) -> Vec<&'a Value> {
 /// Strings longer than this many bytes are not indexed (each distinct
 /// value is part of a storage key, which SlateDB bounds).
 pub(crate) const MAX_KEYWORD_BYTES: usize = 1024;
+
+/// The words of the strings at `path` (a text index's values), each once,
+/// in order.
+pub(crate) fn text_words(record: &Value, path: &str) -> Vec<Keyword> {
+    let mut out: Vec<Keyword> = values_at(record, path)
+        .into_iter()
+        .filter_map(Value::as_str)
+        .flat_map(crate::words::words)
+        .map(Keyword::Str)
+        .collect();
+    out.sort_unstable();
+    out.dedup();
+    out
+}
+
+/// Whether a string is at `path` (a text index's `exists`).
+pub(crate) fn has_string(record: &Value, path: &str) -> bool {
+    values_at(record, path).iter().any(|v| v.is_string())
+}
 
 /// The keyword values at `path`, each once, in order.
 pub(crate) fn keywords(record: &Value, path: &str) -> Vec<Keyword> {

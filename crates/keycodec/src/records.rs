@@ -612,6 +612,22 @@ pub fn keyword_row_key(scope: u32, path: &str, value: &[u8]) -> Vec<u8> {
         .finish()
 }
 
+/// The dictionary keys of the index at `path` whose values' tagged bytes
+/// start with `value_prefix`, in value order (a text index's words with a
+/// prefix).
+#[must_use]
+pub fn keyword_rows_with_prefix(scope: u32, path: &str, value_prefix: &[u8]) -> KeyRange {
+    let mut key = KeyBuilder::new(RecordType::KeywordRow.prefix())
+        .u32(scope)
+        .str(path)
+        .finish();
+    // The value's escaped bytes without their terminator: every longer
+    // value's key extends them.
+    crate::encode_terminated(&mut key, value_prefix);
+    key.pop();
+    KeyRange::prefix(&key)
+}
+
 /// The key naming the value of a keyword index's row.
 #[must_use]
 pub fn keyword_value_key(scope: u32, path: &str, row: u64) -> Vec<u8> {

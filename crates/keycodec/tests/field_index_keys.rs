@@ -4,12 +4,14 @@
 
 use std::borrow::Cow;
 
+use proptest::strategy::Just;
+
 use keycodec::{
     RecordType,
     records::{
         COLUMN_FENCES, COLUMN_PACKED, DecodedKey, bitmap_key, column_key, column_rkey_key,
         decode_key, field_index_key, field_index_range, index_epoch_key, keyword_row_key,
-        keyword_value_key, scope_range,
+        keyword_rows_with_prefix, keyword_value_key, scope_range,
     },
     txkey,
 };
@@ -122,6 +124,25 @@ fn scope_ranges_hold_their_scope_only() {
     let r = scope_range(RecordType::KeywordRow, 7, Some("t"));
     assert!(r.contains(&keyword_row_key(7, "t", b"\x01x")));
     assert!(!r.contains(&keyword_row_key(7, "tt", b"\x01x")));
+}
+
+proptest::proptest! {
+    /// A prefix range holds exactly the dictionary keys of its path whose
+    /// values start with the prefix, escaped bytes (`00`, `01`, `ff`)
+    /// included.
+    #[test]
+    fn prefix_ranges_hold_the_values_with_the_prefix(
+        prefix in proptest::collection::vec(proptest::prop_oneof![Just(0u8), Just(1), Just(0xff), Just(b'a'), Just(b'b')], 0..4),
+        value in proptest::collection::vec(proptest::prop_oneof![Just(0u8), Just(1), Just(0xff), Just(b'a'), Just(b'b')], 0..6),
+    ) {
+        let r = keyword_rows_with_prefix(7, "t", &prefix);
+        proptest::prop_assert_eq!(
+            r.contains(&keyword_row_key(7, "t", &value)),
+            value.starts_with(&prefix)
+        );
+        proptest::prop_assert!(!r.contains(&keyword_row_key(7, "t.u", &value)));
+        proptest::prop_assert!(!r.contains(&keyword_row_key(8, "t", &value)));
+    }
 }
 
 #[test]

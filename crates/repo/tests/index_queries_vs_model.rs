@@ -105,16 +105,87 @@ fn record(rng: &mut Rng) -> Value {
             .collect();
         r.insert("meta".into(), json!(items));
     }
+    if rng.chance(75) {
+        let v = match rng.below(10) {
+            0 => json!(7),
+            1 => json!([sentence(rng), sentence(rng)]),
+            _ => json!(sentence(rng)),
+        };
+        r.insert("text".into(), v);
+    }
     Value::Object(r)
 }
 
+/// Words as written in a text, each with its word as a text index keeps
+/// it, written by hand from the rules (`docs/indexes.md`: NFKC, lowercase,
+/// diacritics kept).
+const VOCABULARY: [(&str, &str); 12] = [
+    ("Rust", "rust"),
+    ("rust", "rust"),
+    ("ＲＵＳＴ", "rust"),
+    ("storage", "storage"),
+    ("STORE", "store"),
+    ("Störage", "störage"),
+    ("café", "café"),
+    ("CAFÉ", "café"),
+    ("ﬁle", "file"),
+    ("don't", "don't"),
+    ("3.14", "3.14"),
+    ("Ωmega", "ωmega"),
+];
+
+/// Separators between words (never part of one).
+const SEPARATORS: [&str; 4] = [" ", ", ", "; ", " — "];
+
+/// A text of 0 to 6 words: from the vocabulary, or `w0`…`w99` (enough
+/// words with one prefix to take the many-words path).
+fn sentence(rng: &mut Rng) -> String {
+    let mut out = String::new();
+    if rng.chance(5) {
+        return "!!".into();
+    }
+    for i in 0..rng.below(7) {
+        if i > 0 {
+            out.push_str(rng.pick(&SEPARATORS));
+        }
+        if rng.chance(40) {
+            out.push_str(&format!("W{}", rng.below(100)));
+        } else {
+            out.push_str(rng.pick(&VOCABULARY).0);
+        }
+    }
+    out
+}
+
+/// The model's words of the texts at `path`: each written word mapped
+/// through the vocabulary (or `wN` lowercased).
+fn text_words(v: &Value, path: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for text in values(v, path).into_iter().filter_map(Value::as_str) {
+        for written in text
+            .split([' ', ',', ';', '—'])
+            .filter(|w| !w.is_empty() && *w != "!!")
+        {
+            match VOCABULARY.iter().find(|(w, _)| *w == written) {
+                Some((_, word)) => out.push((*word).to_owned()),
+                None => {
+                    assert!(written.starts_with('W'), "{written:?}");
+                    out.push(written.to_lowercase());
+                }
+            }
+        }
+    }
+    out
+}
+
 /// The indexes the test may declare.
-const INDEXES: [(&str, IndexKind); 5] = [
+const INDEXES: [(&str, IndexKind); 6] = [
     ("lang", IndexKind::Keyword),
     ("tags", IndexKind::Keyword),
     ("n", IndexKind::Integer),
     ("at", IndexKind::Datetime),
     ("meta.score", IndexKind::Integer),
+    ("text", IndexKind::Text),
 ];
 
 /// Every value at `path`, arrays entered at every step (the model's own
@@ -178,6 +249,8 @@ enum Q {
     Exists(&'static str),
     KwIn(&'static str, Vec<Kw>, bool),
     Cmp(&'static str, IndexKind, &'static str, i64, String),
+    /// `matches`: the terms as written, and each as (word, is a prefix).
+    Matches(&'static str, String, Vec<(String, bool)>),
 }
 
 fn kw_literal(k: &Kw) -> String {
@@ -211,6 +284,9 @@ fn render(q: &Q) -> String {
             vals.iter().map(kw_literal).collect::<Vec<_>>().join(", ")
         ),
         Q::Cmp(p, _, op, _, lit) => format!("{p} {op} {lit}"),
+        Q::Matches(p, written, _) => {
+            format!("{p} matches {}", serde_json::to_string(written).unwrap())
+        }
     }
 }
 
@@ -223,8 +299,21 @@ fn matches(q: &Q, r: &Value) -> bool {
             let kind = INDEXES.iter().find(|(x, _)| x == p).unwrap().1;
             match kind {
                 IndexKind::Keyword => !keywords(r, p).is_empty(),
+                IndexKind::Text => values(r, p).iter().any(|v| v.is_string()),
                 k => !numbers(r, p, k).is_empty(),
             }
+        }
+        Q::Matches(p, _, asked) => {
+            let have = text_words(r, p);
+            asked.iter().all(|(w, prefix)| {
+                have.iter().any(|h| {
+                    if *prefix {
+                        h.starts_with(w.as_str())
+                    } else {
+                        h == w
+                    }
+                })
+            })
         }
         Q::KwIn(p, vals, negate) => keywords(r, p).iter().any(|k| vals.contains(k)) != *negate,
         Q::Cmp(p, kind, op, c, _) => {
@@ -257,6 +346,31 @@ fn query(rng: &mut Rng, declared: &[(&'static str, IndexKind)], depth: u32) -> Q
         return Q::Exists(path);
     }
     match kind {
+        IndexKind::Text => {
+            // Terms as a user writes them, with the words they ask for.
+            const TERMS: [(&str, &str, bool); 12] = [
+                ("RUST", "rust", false),
+                ("Storage", "storage", false),
+                ("stor*", "stor", true),
+                ("STÖR*", "stör", true),
+                ("Café", "café", false),
+                ("caf*", "caf", true),
+                ("ﬁle", "file", false),
+                ("DON'T", "don't", false),
+                ("w*", "w", true),
+                ("w1*", "w1", true),
+                ("w42", "w42", false),
+                ("zz", "zz", false),
+            ];
+            let n = 1 + rng.below(3);
+            let picked: Vec<(&str, &str, bool)> = (0..n).map(|_| rng.pick(&TERMS)).collect();
+            let written = picked.iter().map(|t| t.0).collect::<Vec<_>>().join(" ");
+            Q::Matches(
+                path,
+                written,
+                picked.iter().map(|t| (t.1.to_owned(), t.2)).collect(),
+            )
+        }
         IndexKind::Keyword => {
             let domain: Vec<Kw> = LANGS
                 .iter()
@@ -356,7 +470,15 @@ async fn check_sorted(
     rng: &mut Rng,
 ) {
     let text = render(q);
-    let (path, kind) = rng.pick(declared);
+    let sortable: Vec<(&'static str, IndexKind)> = declared
+        .iter()
+        .filter(|(_, k)| *k != IndexKind::Text)
+        .copied()
+        .collect();
+    if sortable.is_empty() {
+        return;
+    }
+    let (path, kind) = rng.pick(&sortable);
     let descending = rng.chance(50);
     #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
     enum V {
@@ -369,6 +491,7 @@ async fn check_sorted(
         .map(|(rkey, r)| {
             let values: Vec<V> = match kind {
                 IndexKind::Keyword => keywords(r, path).into_iter().map(V::K).collect(),
+                IndexKind::Text => unreachable!("text indexes are not sortable"),
                 k => numbers(r, path, k).into_iter().map(V::N).collect(),
             };
             let value = if descending {
@@ -431,6 +554,7 @@ fn of_the_indexes_kinds(r: &Value) -> bool {
         && values(r, "at")
             .iter()
             .all(|v| DATETIMES.iter().any(|(t, _)| v.as_str() == Some(t)))
+        && values(r, "text").iter().all(|v| v.is_string())
 }
 
 async fn check_aggregates(
@@ -523,6 +647,32 @@ async fn check_aggregates(
                     ),
                     (got, want) => assert_eq!(got, want, "avg {path} where {text:?}"),
                 }
+            }
+            IndexKind::Text => {
+                // `--top` of a text index: the most frequent words.
+                let mut counts: BTreeMap<String, u64> = BTreeMap::new();
+                for r in &matching {
+                    let mut ws = text_words(r, path);
+                    ws.sort();
+                    ws.dedup();
+                    for w in ws {
+                        *counts.entry(w).or_default() += 1;
+                    }
+                }
+                let mut want: Vec<(String, u64)> = counts.into_iter().collect();
+                want.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+                want.truncate(3);
+                let got: Vec<(String, u64)> = repo
+                    .top_values(COLLECTION, path, text.as_deref(), 3)
+                    .await
+                    .unwrap()
+                    .into_iter()
+                    .map(|t| match t.value {
+                        repo::Keyword::Str(s) => (s, t.count),
+                        repo::Keyword::Bool(b) => panic!("a word that is a boolean: {b}"),
+                    })
+                    .collect();
+                assert_eq!(got, want, "top words of {path} where {text:?}");
             }
             IndexKind::Datetime => {}
         }

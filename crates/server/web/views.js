@@ -200,7 +200,7 @@ export async function collection(ctx) {
     info.textContent = `key type ${c.keyType} · ${c.indexes.length} index${c.indexes.length === 1 ? '' : 'es'}`;
     // The example names this collection's own indexes, or says there are none.
     box.placeholder = c.indexes.length
-      ? `e.g. ${c.indexes.slice(0, 2).map((i) => `${i.path} ${{ keyword: '= "…"', integer: '>= 1', datetime: '>= "2026-01-01T00:00:00Z"' }[i.kind] || 'exists'}`).join(' and ')}`
+      ? `e.g. ${c.indexes.slice(0, 2).map((i) => `${i.path} ${{ keyword: '= "…"', integer: '>= 1', datetime: '>= "2026-01-01T00:00:00Z"', text: 'matches "word"' }[i.kind] || 'exists'}`).join(' and ')}`
       : 'No field indexes: add one (datarepo index add) to query';
     if (!c.lexicon) return;
     // The Lexicon document, read when the person opens it.

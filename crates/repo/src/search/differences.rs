@@ -115,7 +115,7 @@ impl<K: Kv> Repository<K> {
                 std::collections::HashMap::new();
             for d in declared
                 .iter()
-                .filter(|d| d.decl.kind == IndexKind::Keyword)
+                .filter(|d| matches!(d.decl.kind, IndexKind::Keyword | IndexKind::Text))
             {
                 let range = records::scope_range(
                     records::RecordType::KeywordValue,

@@ -308,7 +308,14 @@ impl<K: Kv> Repository<K> {
         rkey::validate_nsid(collection)?;
         self.sync_cache().await?;
         let declared = self.declared_indexes(collection).await?;
-        Self::index_of(&declared, collection, path, IndexKind::Keyword, "--top")?;
+        // A text index's values are its words: `--top` gives the most
+        // frequent words among the matches.
+        if !declared
+            .iter()
+            .any(|d| d.path == path && d.kind == IndexKind::Text)
+        {
+            Self::index_of(&declared, collection, path, IndexKind::Keyword, "--top")?;
+        }
         let Some((reader, bits)) = self.matching(collection, where_).await? else {
             return Ok(Vec::new());
         };
@@ -410,10 +417,13 @@ impl<K: Kv> Repository<K> {
         self.sync_cache().await?;
         let declared = self.declared(collection).await?;
         let kind = match declared.iter().find(|d| d.decl.path == path) {
-            Some(d) if d.decl.kind != IndexKind::Keyword => d.decl.kind,
-            Some(_) => {
+            Some(d) if matches!(d.decl.kind, IndexKind::Integer | IndexKind::Datetime) => {
+                d.decl.kind
+            }
+            Some(d) => {
                 return Err(Error::InvalidQuery(format!(
-                    "--histogram needs an integer or datetime index; {path} of {collection} has a keyword index"
+                    "--histogram needs an integer or datetime index; {path} of {collection} has {} index",
+                    d.decl.kind.with_article()
                 )));
             }
             None => {

@@ -124,6 +124,12 @@ impl<K: Kv> Repository<K> {
                 "--sort {path}: it has no index in {collection}; add one with `datarepo index add {collection} {path} --kind integer` (or datetime, keyword)"
             )));
         };
+        if kind == IndexKind::Text {
+            return Err(Error::InvalidQuery(format!(
+                "--sort {path}: it has a text index, whose values are words, not an order; \
+                 sort by an integer, datetime or keyword index"
+            )));
+        }
         let head = self
             .store
             .head(&self.id)
@@ -175,6 +181,7 @@ impl<K: Kv> Repository<K> {
                     keep(column, SortValue::Number(value));
                 }
             }
+            IndexKind::Text => {}
         }
         let columns: Vec<u32> = bits.iter().collect();
         let rkeys = reader.rkeys(&columns).await?;
