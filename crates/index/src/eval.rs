@@ -564,6 +564,85 @@ impl<'a, K: Kv> Reader<'a, K> {
         Ok(out)
     }
 
+    /// The columns of `within` having some value at the integer or
+    /// datetime index `path` that compares so with `v` (`Cmp::Ne`: some
+    /// value other than `v`).
+    pub async fn compare_columns(
+        &self,
+        path: &str,
+        cmp: Cmp,
+        v: i64,
+        within: &RoaringBitmap,
+    ) -> Result<RoaringBitmap, Error> {
+        let view = self.bsi(path).await?;
+        let Cached::View(rows) = &*view else {
+            return Err(malformed("a bit-sliced view cached as a row"));
+        };
+        let mut out = RoaringBitmap::new();
+        for slot in 0..slots(rows) {
+            out |= Slot::new(rows, slot).compare(cmp, v) & within;
+        }
+        Ok(out)
+    }
+
+    /// The columns of `within` with a value at `path`.
+    pub async fn existing_columns(
+        &self,
+        path: &str,
+        within: &RoaringBitmap,
+    ) -> Result<RoaringBitmap, Error> {
+        Ok(self.row_bits(&RowId::existence(path)).await? & within)
+    }
+
+    /// A superset of the `k` columns of `within` first in the order of
+    /// their best value at the integer or datetime index `path` (the
+    /// largest when `descending`, else the smallest), holding every column
+    /// whose best value is at least as good as the `k`-th's: the union over
+    /// slots of each slot's first `k` with ties, found by walking the
+    /// bit-sliced rows from the top bit and narrowing the candidates
+    /// (O'Neil's top-k over a bit-sliced index, as FeatureBase does); no
+    /// value is read back.
+    pub async fn top_columns(
+        &self,
+        path: &str,
+        within: &RoaringBitmap,
+        k: u64,
+        descending: bool,
+    ) -> Result<RoaringBitmap, Error> {
+        let view = self.bsi(path).await?;
+        let Cached::View(rows) = &*view else {
+            return Err(malformed("a bit-sliced view cached as a row"));
+        };
+        let mut out = RoaringBitmap::new();
+        for slot in 0..slots(rows) {
+            tokio::task::yield_now().await;
+            out |= Slot::new(rows, slot).first(within, k, descending);
+        }
+        Ok(out)
+    }
+
+    /// The keyword index at `path`'s rows in value order: (value, row),
+    /// from the dictionary's keys, which sort by value.
+    pub async fn rows_in_value_order(&self, path: &str) -> Result<Vec<(Keyword, u64)>, Error> {
+        let range = records::scope_range(records::RecordType::KeywordRow, self.scope, Some(path));
+        let mut out = Vec::new();
+        for (k, v) in self.kv.scan(&range, false, usize::MAX).await? {
+            let Ok(records::DecodedKey::KeywordRow { value, .. }) = records::decode_key(&k) else {
+                return Err(malformed("a keyword-row key does not decode"));
+            };
+            let value = Keyword::from_tagged(&value)
+                .ok_or_else(|| malformed(format!("a keyword of {path} does not decode")))?;
+            out.push((value, u64::from(decode_column(&v)?)));
+        }
+        Ok(out)
+    }
+
+    /// The columns holding dictionary row `row` of the keyword index at
+    /// `path`.
+    pub async fn keyword_columns(&self, path: &str, row: u64) -> Result<RoaringBitmap, Error> {
+        self.row_bits(&RowId::keyword(path, row)).await
+    }
+
     /// Every value of the keyword index at `path` held by the columns
     /// `within`, as (column, value) (a column with several values appears
     /// once per value).
@@ -794,6 +873,55 @@ impl<'a> Slot<'a> {
         self.rows
             .get(&(self.base + 2 + u64::from(i)))
             .unwrap_or(&EMPTY)
+    }
+
+    /// The first `k` columns of `within` by this slot's value (largest
+    /// first when `descending`), with every column tied with the `k`-th.
+    fn first(&self, within: &RoaringBitmap, k: u64, descending: bool) -> RoaringBitmap {
+        let present = self.exists & within;
+        let negative = &present & self.sign;
+        let positive = present - &negative;
+        // Descending: non-negative values by magnitude, largest first, then
+        // negative ones by magnitude, smallest first; ascending the mirror.
+        let (front, back) = if descending {
+            (positive, negative)
+        } else {
+            (negative, positive)
+        };
+        let front_len = front.len();
+        if front_len >= k {
+            self.first_by_magnitude(front, k, true)
+        } else {
+            front | self.first_by_magnitude(back, k - front_len, false)
+        }
+    }
+
+    /// The first `k` of `set` by magnitude (largest first when `largest`),
+    /// ties with the `k`-th included.
+    fn first_by_magnitude(&self, set: RoaringBitmap, k: u64, largest: bool) -> RoaringBitmap {
+        let mut chosen = RoaringBitmap::new();
+        let mut tied = set;
+        if k == 0 {
+            return chosen;
+        }
+        for i in (0..64).rev() {
+            if tied.is_empty() {
+                break;
+            }
+            let bit = self.bit(i);
+            let better = if largest { &tied & bit } else { &tied - bit };
+            let with = chosen.len() + better.len();
+            if with > k {
+                tied = better;
+            } else {
+                tied -= &better;
+                chosen |= better;
+                if with == k {
+                    return chosen;
+                }
+            }
+        }
+        chosen | tied
     }
 
     /// Splits `within` by magnitude against `mag`: (less, equal, greater).

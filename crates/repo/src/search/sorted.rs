@@ -8,7 +8,8 @@
 use std::cmp::Ordering;
 use std::collections::HashMap;
 
-use index::{IndexKind, Keyword};
+use index::{Cmp, IndexKind, Keyword, Reader};
+use roaring::RoaringBitmap;
 use store::Kv;
 
 use super::query::QueryPage;
@@ -158,50 +159,35 @@ impl<K: Kv> Repository<K> {
                 cursor: None,
             });
         };
-        // Each matching column's value: its smallest ascending, largest
-        // descending.
-        let mut best: HashMap<u32, SortValue> = HashMap::new();
-        let mut keep = |column: u32, value: SortValue| {
-            best.entry(column)
-                .and_modify(|b| {
-                    if (descending && value > *b) || (!descending && value < *b) {
-                        *b = value.clone();
-                    }
-                })
-                .or_insert(value);
-        };
-        match kind {
+        // One more than the page, to know whether another follows.
+        let want = limit.saturating_add(1);
+        let mut places = match kind {
             IndexKind::Keyword => {
-                for (column, value) in reader.keyword_values(path, &bits).await? {
-                    keep(column, SortValue::Keyword(value));
-                }
+                keyword_places(&reader, path, &bits, after.as_ref(), descending, want).await?
             }
-            IndexKind::Integer | IndexKind::Datetime => {
-                for (column, value) in reader.values(path, &bits).await? {
-                    keep(column, SortValue::Number(value));
-                }
-            }
-            IndexKind::Text => {}
-        }
-        let columns: Vec<u32> = bits.iter().collect();
-        let rkeys = reader.rkeys(&columns).await?;
-        let mut places: Vec<Place> = columns
-            .iter()
-            .zip(rkeys)
-            .map(|(column, rkey)| Place {
-                value: best.remove(column),
-                rkey,
-            })
-            .collect();
-        places.sort_by(|a, b| compare(a, b, descending));
-        let start = match &after {
-            Some(last) => {
-                places.partition_point(|p| compare(p, last, descending) != Ordering::Greater)
-            }
-            None => 0,
+            _ => number_places(&reader, path, &bits, after.as_ref(), descending, want).await?,
         };
-        let end = start.saturating_add(limit).min(places.len());
-        let page = &places[start..end];
+        if places.len() < want {
+            // Records without a value, last, by record key.
+            let rest = &bits - reader.existing_columns(path, &bits).await?;
+            let columns: Vec<u32> = rest.iter().collect();
+            let mut missing: Vec<Place> = reader
+                .rkeys(&columns)
+                .await?
+                .into_iter()
+                .map(|rkey| Place { value: None, rkey })
+                .filter(|p| {
+                    after
+                        .as_ref()
+                        .is_none_or(|a| compare(p, a, descending) == Ordering::Greater)
+                })
+                .collect();
+            missing.sort_by(|a, b| a.rkey.cmp(&b.rkey));
+            missing.truncate(want - places.len());
+            places.extend(missing);
+        }
+        let end = limit.min(places.len());
+        let page = &places[..end];
         let next = (end < places.len())
             .then(|| page.last().map(|last| encode_cursor(&head, last)))
             .flatten();
@@ -212,4 +198,146 @@ impl<K: Kv> Repository<K> {
             cursor: next,
         })
     }
+}
+
+/// The columns of `set` whose record key sorts after `rkey`.
+async fn rkeys_after<K: Kv>(
+    reader: &Reader<'_, K>,
+    set: &RoaringBitmap,
+    rkey: &str,
+) -> Result<RoaringBitmap, Error> {
+    let columns: Vec<u32> = set.iter().collect();
+    let rkeys = reader.rkeys(&columns).await?;
+    Ok(columns
+        .into_iter()
+        .zip(rkeys)
+        .filter(|(_, k)| k.as_str() > rkey)
+        .map(|(c, _)| c)
+        .collect())
+}
+
+/// Sorts `columns` (with their best values) into places and keeps the
+/// first `want` after `after`.
+async fn first_places<K: Kv>(
+    reader: &Reader<'_, K>,
+    best: HashMap<u32, SortValue>,
+    after: Option<&Place>,
+    descending: bool,
+    want: usize,
+) -> Result<Vec<Place>, Error> {
+    let columns: Vec<u32> = best.keys().copied().collect();
+    let rkeys = reader.rkeys(&columns).await?;
+    let mut best = best;
+    let mut places: Vec<Place> = columns
+        .iter()
+        .zip(rkeys)
+        .map(|(column, rkey)| Place {
+            value: best.remove(column),
+            rkey,
+        })
+        .filter(|p| after.is_none_or(|a| compare(p, a, descending) == Ordering::Greater))
+        .collect();
+    places.sort_by(|a, b| compare(a, b, descending));
+    places.truncate(want);
+    Ok(places)
+}
+
+/// The first `want` records of `bits` with a value at the integer or
+/// datetime index `path`, after `after`: those whose best value is past
+/// the cursor's are dropped with one comparison over the bit-sliced rows,
+/// the ties at the cursor's value kept for their record keys, then the
+/// first of the rest found by the top-k walk ([`Reader::top_columns`]);
+/// only those candidates' values are read back.
+async fn number_places<K: Kv>(
+    reader: &Reader<'_, K>,
+    path: &str,
+    bits: &RoaringBitmap,
+    after: Option<&Place>,
+    descending: bool,
+    want: usize,
+) -> Result<Vec<Place>, Error> {
+    let mut pool = reader.existing_columns(path, bits).await?;
+    let mut places = Vec::new();
+    match after {
+        Some(Place {
+            value: Some(SortValue::Number(v)),
+            rkey,
+        }) => {
+            // A record's best value is past the cursor's when some value is.
+            let past = if descending { Cmp::Gt } else { Cmp::Lt };
+            pool -= reader.compare_columns(path, past, *v, &pool).await?;
+            let tied = reader.compare_columns(path, Cmp::Eq, *v, &pool).await?;
+            pool -= &tied;
+            let tied = rkeys_after(reader, &tied, rkey).await?;
+            let best = tied.iter().map(|c| (c, SortValue::Number(*v))).collect();
+            places = first_places(reader, best, None, descending, want).await?;
+        }
+        Some(_) => return Ok(Vec::new()),
+        None => {}
+    }
+    if places.len() < want && !pool.is_empty() {
+        let need = (want - places.len()) as u64;
+        let candidates = reader.top_columns(path, &pool, need, descending).await?;
+        let mut best: HashMap<u32, SortValue> = HashMap::new();
+        for (column, value) in reader.values(path, &candidates).await? {
+            let value = SortValue::Number(value);
+            best.entry(column)
+                .and_modify(|b| {
+                    if (descending && value > *b) || (!descending && value < *b) {
+                        *b = value.clone();
+                    }
+                })
+                .or_insert(value);
+        }
+        places.extend(first_places(reader, best, None, descending, want - places.len()).await?);
+    }
+    Ok(places)
+}
+
+/// The first `want` records of `bits` with a value at the keyword index
+/// `path`, after `after`: the dictionary's rows walked in value order
+/// (reversed descending), each record taking the value of the first row
+/// it is in (its smallest ascending, largest descending), until the page
+/// is full with the last row's ties.
+async fn keyword_places<K: Kv>(
+    reader: &Reader<'_, K>,
+    path: &str,
+    bits: &RoaringBitmap,
+    after: Option<&Place>,
+    descending: bool,
+    want: usize,
+) -> Result<Vec<Place>, Error> {
+    if after.is_some_and(|a| a.value.is_none()) {
+        return Ok(Vec::new());
+    }
+    let mut rows = reader.rows_in_value_order(path).await?;
+    if descending {
+        rows.reverse();
+    }
+    let mut seen = RoaringBitmap::new();
+    let mut best: HashMap<u32, SortValue> = HashMap::new();
+    let mut kept = 0usize;
+    for (value, row) in rows {
+        let value = SortValue::Keyword(value);
+        let columns = (reader.keyword_columns(path, row).await? & bits) - &seen;
+        seen |= &columns;
+        if let Some(a) = after.and_then(|a| a.value.as_ref()) {
+            let before = if descending { value > *a } else { value < *a };
+            if before {
+                continue;
+            }
+        }
+        let columns = match after {
+            Some(a) if a.value.as_ref() == Some(&value) => {
+                rkeys_after(reader, &columns, &a.rkey).await?
+            }
+            _ => columns,
+        };
+        kept += columns.len() as usize;
+        best.extend(columns.iter().map(|c| (c, value.clone())));
+        if kept >= want {
+            break;
+        }
+    }
+    first_places(reader, best, None, descending, want).await
 }
