@@ -101,7 +101,7 @@ pub(crate) fn print(
             csv.write_record(header).map_err(io::Error::other)?;
             for row in rows {
                 let cells = std::iter::once(row.rkey.clone())
-                    .chain(columns.iter().map(|c| cell(&row.value, c)));
+                    .chain(columns.iter().map(|c| repo::field_text(&row.value, c)));
                 csv.write_record(cells).map_err(io::Error::other)?;
             }
             csv.flush()?;
@@ -117,7 +117,8 @@ pub(crate) fn print(
                 lines.push(
                     std::iter::once(row.rkey.clone())
                         .chain(columns.iter().map(|c| {
-                            let text = cell(&row.value, c).replace(['\n', '\r', '\t'], " ");
+                            let text =
+                                repo::field_text(&row.value, c).replace(['\n', '\r', '\t'], " ");
                             truncate(&text, TABLE_CELL_CHARS)
                         }))
                         .collect(),
@@ -168,31 +169,6 @@ fn columns(rows: &[Row], paths: Option<&[String]>, limit: usize) -> Vec<String> 
 /// The value at `path` as text: a string as itself, anything else as JSON
 /// text, nothing for no value (or `null`); several values (arrays on the
 /// way) as a JSON array.
-fn cell(value: &Value, path: &str) -> String {
-    let mut current = vec![value];
-    for segment in path.split('.') {
-        let mut next = Vec::new();
-        for v in current {
-            match v {
-                Value::Object(o) => next.extend(o.get(segment)),
-                Value::Array(items) => next.extend(
-                    items
-                        .iter()
-                        .filter_map(|i| i.as_object().and_then(|o| o.get(segment))),
-                ),
-                _ => {}
-            }
-        }
-        current = next;
-    }
-    match current.as_slice() {
-        [] | [Value::Null] => String::new(),
-        [Value::String(s)] => s.clone(),
-        [one] => one.to_string(),
-        many => Value::Array(many.iter().map(|v| (*v).clone()).collect()).to_string(),
-    }
-}
-
 /// Columns `s` takes at a terminal.
 fn width(s: &str) -> usize {
     unicode_width::UnicodeWidthStr::width(s)
@@ -203,25 +179,5 @@ fn truncate(s: &str, max: usize) -> String {
     match s.char_indices().nth(max) {
         Some((at, _)) => format!("{}…", &s[..at]),
         None => s.to_owned(),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    #[test]
-    fn cells_are_text_or_json() {
-        let v = json!({"a": "x,y", "n": 3, "t": [1, 2], "o": {"k": "v"}, "z": null,
-                       "imgs": [{"alt": "p"}, {"alt": "q"}, {}]});
-        assert_eq!(cell(&v, "a"), "x,y");
-        assert_eq!(cell(&v, "n"), "3");
-        assert_eq!(cell(&v, "t"), "[1,2]");
-        assert_eq!(cell(&v, "o"), r#"{"k":"v"}"#);
-        assert_eq!(cell(&v, "o.k"), "v");
-        assert_eq!(cell(&v, "z"), "");
-        assert_eq!(cell(&v, "missing"), "");
-        assert_eq!(cell(&v, "imgs.alt"), r#"["p","q"]"#);
     }
 }

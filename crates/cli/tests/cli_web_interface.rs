@@ -76,6 +76,7 @@ fn every_view_shows_what_the_api_answers() {
         repositories_and_repository(&c, &base, port).await;
         collection_paging_and_history(&c, &base, port).await;
         queries_and_facets(&c, &base, port).await;
+        columns_sorting_charts_and_downloads(&c, &base, port).await;
         record_and_history(&c, &base, port).await;
         commits(&c, &base, port).await;
         pail_tree(&c, &base, port).await;
@@ -399,6 +400,191 @@ async fn queries_and_facets(c: &Client, base: &str, port: u16) {
         "{shown} lacks {message}"
     );
     screenshot(c, "query-error").await;
+}
+
+/// The body of `href`, fetched by the page (as following the link would).
+async fn fetched(c: &Client, href: &Value) -> String {
+    let body = c
+        .execute(
+            "return fetch(arguments[0]).then(r => r.ok ? r.text() : 'HTTP ' + r.status)",
+            vec![href.clone()],
+        )
+        .await
+        .unwrap();
+    body.as_str().unwrap().to_owned()
+}
+
+/// The collection page's chosen columns, sortable headers of indexed
+/// fields, the histogram of the datetime index, the group-by view and the
+/// downloads, each compared with the API's answer.
+async fn columns_sorting_charts_and_downloads(c: &Client, base: &str, port: u16) {
+    let coll_path = format!("/repo/{}/{POSTS}", q(REPO));
+    c.goto(&format!("{base}{coll_path}")).await.unwrap();
+    shown_rkeys(c).await;
+
+    // Columns chosen by path: one column each, the values the API selects.
+    let columns = c
+        .find(Locator::Css("input[data-fields-box]"))
+        .await
+        .unwrap();
+    columns.send_keys("text, createdAt").await.unwrap();
+    click(c, ".fields-form button[type=submit]").await;
+    wait_for(
+        c,
+        "the chosen columns",
+        "location.search.includes('fields=')",
+    )
+    .await;
+    shown_rkeys(c).await;
+    let page = api(
+        port,
+        &format!(
+            "/xrpc/com.atproto.repo.listRecords?repo={}&collection={POSTS}&limit={PAGE}&fields=text,createdAt",
+            q(REPO)
+        ),
+    );
+    let texts_shown = texts(c, "table.record-list tbody td[data-field=text]").await;
+    let texts_api: Vec<String> = page["records"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["value"]["text"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(texts_shown, texts_api);
+    let headers = texts(c, "table.record-list thead th").await;
+    assert_eq!(headers, ["Record key ↑", "text", "createdAt", "CID"]);
+
+    // An indexed column's header sorts by it, then the other way.
+    for (dir, order) in [(None, "asc"), (Some("desc"), "desc")] {
+        click(c, "table.record-list thead a[data-sort-by=createdAt]").await;
+        let want = match dir {
+            None => "sort=createdAt".to_owned(),
+            Some(d) => format!("sort=createdAt&dir={d}"),
+        };
+        wait_for(
+            c,
+            "the sorted page",
+            &format!(
+                "location.search.endsWith({})",
+                serde_json::to_string(&want).unwrap()
+            ),
+        )
+        .await;
+        let sorted = api(
+            port,
+            &format!(
+                "/xrpc/dev.datarepo.queryRecords?repo={}&collection={POSTS}&limit={PAGE}&sort=createdAt&order={order}",
+                q(REPO)
+            ),
+        );
+        assert_eq!(shown_rkeys(c).await, rkeys_of(&sorted), "sorted {order}");
+        // The next page follows the sorted cursor.
+        if order == "desc" {
+            click(c, "nav.pager a[rel=next]").await;
+            wait_for(
+                c,
+                "the next sorted page",
+                "location.search.includes('cursor=')",
+            )
+            .await;
+            let next = api(
+                port,
+                &format!(
+                    "/xrpc/dev.datarepo.queryRecords?repo={}&collection={POSTS}&limit={PAGE}&sort=createdAt&order=desc&cursor={}",
+                    q(REPO),
+                    q(sorted["cursor"].as_str().unwrap())
+                ),
+            );
+            assert_eq!(
+                shown_rkeys(c).await,
+                rkeys_of(&next),
+                "the second sorted page"
+            );
+        }
+    }
+
+    // The histogram of createdAt by day: a bar per bucket, as the API counts.
+    c.goto(&format!("{base}{coll_path}")).await.unwrap();
+    shown_rkeys(c).await;
+    let bars = wait_for(
+        c,
+        "the histogram",
+        "[...document.querySelectorAll('figure.histogram svg rect')].map(r => [r.dataset.start, Number(r.dataset.count)])",
+    )
+    .await;
+    let buckets = api(
+        port,
+        &format!(
+            "/xrpc/dev.datarepo.aggregateRecords?repo={}&collection={POSTS}&histogram=createdAt&interval=1d",
+            q(REPO)
+        ),
+    );
+    let want: Vec<Value> = buckets["buckets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| json!([b["start"], b["count"]]))
+        .collect();
+    assert_eq!(bars, Value::Array(want));
+    assert!(bars.as_array().unwrap().len() >= 28);
+
+    // Counts per language, opened from "Group by".
+    click(c, "details[data-group-by] summary").await;
+    let shown = wait_for(
+        c,
+        "the groups",
+        "[...document.querySelectorAll('.group-table tbody tr')].map(r => [...r.children].map(td => td.textContent))",
+    )
+    .await;
+    let groups = api(
+        port,
+        &format!(
+            "/xrpc/dev.datarepo.aggregateRecords?repo={}&collection={POSTS}&groupBy=langs&limit=50",
+            q(REPO)
+        ),
+    );
+    let want: Vec<Value> = groups["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| json!([g["key"][0], fmt_thousands(g["count"].as_u64().unwrap())]))
+        .collect();
+    assert_eq!(shown, Value::Array(want));
+
+    // The downloads: the whole answer, streamed; the CSV has a header row
+    // and one row per record, the JSON Lines one record per line.
+    let href = wait_for(
+        c,
+        "the CSV download",
+        "document.querySelector('a[data-download=csv]').getAttribute('href')",
+    )
+    .await;
+    let csv = fetched(c, &href).await;
+    let lines: Vec<&str> = csv.split("\r\n").filter(|l| !l.is_empty()).collect();
+    assert_eq!(lines[0], "uri,cid,value");
+    let href = wait_for(
+        c,
+        "the JSON Lines download",
+        "document.querySelector('a[data-download=jsonl]').getAttribute('href')",
+    )
+    .await;
+    let jsonl = fetched(c, &href).await;
+    let records: Vec<Value> = jsonl
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let count = api(
+        port,
+        &format!(
+            "/xrpc/dev.datarepo.countRecords?repo={}&collection={POSTS}",
+            q(REPO)
+        ),
+    )["count"]
+        .as_u64()
+        .unwrap();
+    assert_eq!(records.len() as u64, count);
+    assert_eq!(lines.len() as u64, count + 1);
+    screenshot(c, "collection-explore").await;
 }
 
 async fn record_and_history(c: &Client, base: &str, port: u16) {

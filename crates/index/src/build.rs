@@ -24,7 +24,7 @@ use crate::{
         IndexKind, Keyword, MAX_KEYWORD_BYTES, has_string, keywords, numbers, numbers_of_leaves,
         text_words,
     },
-    words::words,
+    words::for_each_word,
 };
 
 /// One index's rows while a build reads the records.
@@ -133,11 +133,12 @@ impl Accumulator {
     }
 
     /// Adds a text index's word (already within the keyword limit).
-    fn word(&mut self, w: String, column: u32) {
-        match self.strings.get_mut(&w) {
+    fn word(&mut self, w: &str, column: u32) {
+        match self.strings.get_mut(w) {
             Some(bits) => add(bits, column),
             None => {
-                self.strings.insert(w, RoaringBitmap::from_iter([column]));
+                self.strings
+                    .insert(w.to_owned(), RoaringBitmap::from_iter([column]));
             }
         }
     }
@@ -322,9 +323,7 @@ impl<'d> ScopeBuilder<'d> {
                     for leaf in leaves {
                         if let cbor::Leaf::Str(s) = leaf {
                             kept = true;
-                            for w in words(s) {
-                                acc.word(w, column);
-                            }
+                            for_each_word(s, |w| acc.word(w, column));
                         }
                     }
                     kept
@@ -333,7 +332,7 @@ impl<'d> ScopeBuilder<'d> {
                     let json = json.get_or_insert_with(|| datamodel::dag_cbor_to_json(bytes));
                     for w in text_words(json, path) {
                         if let Keyword::Str(w) = w {
-                            acc.word(w, column);
+                            acc.word(&w, column);
                         }
                     }
                     has_string(json, path)

@@ -14,6 +14,7 @@ use crate::{
     columns::{self, Packed},
     decl::Declared,
     error::{Error, malformed},
+    histogram::{Bucket, Interval},
     query::{Cmp, Cond, Expr, Literal, Op, conditions},
     results::{Group, Stats, TopValue},
     rows::{
@@ -23,6 +24,10 @@ use crate::{
     values::{IndexKind, Keyword, datetime_micros},
     words::QueryWord,
 };
+
+/// At most this many buckets are counted by comparisons over the
+/// bit-sliced rows; more are counted from the values read back.
+pub(crate) const RANGED_BUCKETS: usize = 1024;
 
 /// Above this many words, a prefix reads its text index's whole view
 /// rather than a row per word.
@@ -641,6 +646,88 @@ impl<'a, K: Kv> Reader<'a, K> {
     /// `path`.
     pub async fn keyword_columns(&self, path: &str, row: u64) -> Result<RoaringBitmap, Error> {
         self.row_bits(&RowId::keyword(path, row)).await
+    }
+
+    /// `--histogram` of the integer or datetime index at `path` over the
+    /// columns `within` (as [`crate::histogram`] buckets values). With one
+    /// value per record and at most `RANGED_BUCKETS` (1,024) buckets, each
+    /// bucket's count is the difference of two "at least" comparisons over
+    /// the bit-sliced rows (about 64 bitmap operations a boundary, no value
+    /// read back); otherwise every value is read back and bucketed.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidQuery`] past [`crate::MAX_BUCKETS`] buckets.
+    pub async fn histogram(
+        &self,
+        path: &str,
+        within: &RoaringBitmap,
+        interval: Interval,
+        from: Option<i64>,
+        to: Option<i64>,
+    ) -> Result<Vec<Bucket>, Error> {
+        let view = self.bsi(path).await?;
+        let Cached::View(rows) = &*view else {
+            return Err(malformed("a bit-sliced view cached as a row"));
+        };
+        if slots(rows) <= 1 {
+            let slot = Slot::new(rows, 0);
+            let at_least = |bound: i128| -> RoaringBitmap {
+                match i64::try_from(bound) {
+                    Ok(b) => slot.compare(Cmp::Ge, b) & within,
+                    Err(_) if bound < 0 => slot.exists & within,
+                    Err(_) => RoaringBitmap::new(),
+                }
+            };
+            let mut present = slot.exists & within;
+            if let Some(f) = from {
+                present &= at_least(i128::from(f));
+            }
+            if let Some(t) = to {
+                present -= at_least(i128::from(t));
+            }
+            let negative = &present & slot.sign;
+            let positive = &present - &negative;
+            let first = match from {
+                Some(f) => interval.start(f),
+                None => slot
+                    .extreme(&positive, &negative, false)
+                    .and_then(|m| interval.start(m)),
+            };
+            let last = match to {
+                Some(t) => t.checked_sub(1).and_then(|t| interval.start(t)),
+                None => slot
+                    .extreme(&positive, &negative, true)
+                    .and_then(|m| interval.start(m)),
+            };
+            let (Some(first), Some(last)) = (first, last) else {
+                return Ok(Vec::new());
+            };
+            let mut starts = vec![first];
+            while starts.len() <= RANGED_BUCKETS {
+                match starts.last().and_then(|s| interval.next(*s)) {
+                    Some(next) if next <= last => starts.push(next),
+                    _ => break,
+                }
+            }
+            if starts.len() <= RANGED_BUCKETS {
+                let mut out = Vec::with_capacity(starts.len());
+                let mut above = present.len();
+                for s in &starts {
+                    tokio::task::yield_now().await;
+                    let end = interval.next(*s);
+                    let beyond = end.map_or(0, |e| (at_least(e) & &present).len());
+                    out.push(Bucket {
+                        start: i64::try_from((*s).max(i128::from(i64::MIN))).unwrap_or(i64::MAX),
+                        count: above - beyond,
+                    });
+                    above = beyond;
+                }
+                return Ok(out);
+            }
+        }
+        let values = self.values(path, within).await?;
+        crate::histogram::histogram(&values, interval, from, to).map_err(Error::InvalidQuery)
     }
 
     /// Every value of the keyword index at `path` held by the columns

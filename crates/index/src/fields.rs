@@ -170,8 +170,53 @@ fn reorder_value(selected: &mut Value, original: &Value) {
     }
 }
 
+/// The value at `path` of a record as one table cell's text: a string as
+/// it is, any other value (a number, a boolean, an array, an object) as
+/// JSON, several values (arrays entered on the way) as a JSON array of
+/// them, nothing (or `null`) as the empty string. What `--format csv` and
+/// the server's CSV export write.
+#[must_use]
+pub fn field_text(value: &Value, path: &str) -> String {
+    let mut current = vec![value];
+    for segment in path.split('.') {
+        let mut next = Vec::new();
+        for v in current {
+            match v {
+                Value::Object(o) => next.extend(o.get(segment)),
+                Value::Array(items) => next.extend(
+                    items
+                        .iter()
+                        .filter_map(|i| i.as_object().and_then(|o| o.get(segment))),
+                ),
+                _ => {}
+            }
+        }
+        current = next;
+    }
+    match current.as_slice() {
+        [] | [Value::Null] => String::new(),
+        [Value::String(s)] => s.clone(),
+        [one] => one.to_string(),
+        many => Value::Array(many.iter().map(|v| (*v).clone()).collect()).to_string(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn cells_are_text_or_json() {
+        let v = serde_json::json!({"a": "x,y", "n": 3, "t": [1, 2], "o": {"k": "v"}, "z": null,
+                       "imgs": [{"alt": "p"}, {"alt": "q"}, {}]});
+        assert_eq!(super::field_text(&v, "a"), "x,y");
+        assert_eq!(super::field_text(&v, "n"), "3");
+        assert_eq!(super::field_text(&v, "t"), "[1,2]");
+        assert_eq!(super::field_text(&v, "o"), r#"{"k":"v"}"#);
+        assert_eq!(super::field_text(&v, "o.k"), "v");
+        assert_eq!(super::field_text(&v, "z"), "");
+        assert_eq!(super::field_text(&v, "missing"), "");
+        assert_eq!(super::field_text(&v, "imgs.alt"), r#"["p","q"]"#);
+    }
+
     use super::*;
     use proptest::prelude::*;
     use serde_json::json;

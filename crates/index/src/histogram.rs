@@ -79,7 +79,7 @@ impl Interval {
 
     /// The start of the bucket holding `value` (below the smallest 64-bit
     /// integer for the lowest integer buckets).
-    fn start(self, value: i64) -> Option<i128> {
+    pub(crate) fn start(self, value: i64) -> Option<i128> {
         let value = i128::from(value);
         match self {
             Self::Width(w) => Some(value.div_euclid(i128::from(w)) * i128::from(w)),
@@ -95,7 +95,7 @@ impl Interval {
     }
 
     /// The start of the bucket after the one starting at `start`.
-    fn next(self, start: i128) -> Option<i128> {
+    pub(crate) fn next(self, start: i128) -> Option<i128> {
         match self {
             Self::Width(w) | Self::Weeks(w) => Some(start + i128::from(w)),
             Self::Months(n) => {

@@ -62,7 +62,7 @@ pub use decl::{
     free_scope, raise_epoch,
 };
 pub use eval::{Reader, plan as eval_plan};
-pub use fields::RecordFields;
+pub use fields::{RecordFields, field_text};
 pub use histogram::{Bucket, Interval, MAX_BUCKETS, buckets_json, histogram, parse_bound};
 pub use maintain::{CommitIndex, IndexWrite, KNOWN_ROWS_LIMIT, KnownRows, ScopeCounters};
 pub use matching::RecordCondition;

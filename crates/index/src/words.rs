@@ -13,13 +13,28 @@ use unicode_segmentation::UnicodeSegmentation;
 
 use crate::values::MAX_KEYWORD_BYTES;
 
-/// The normalized form words are taken from.
+/// The normalized form words are taken from. ASCII text is its own NFKC
+/// form, so it is only lowercased.
 fn normalize(text: &str) -> String {
+    if text.is_ascii() {
+        return text.to_ascii_lowercase();
+    }
     text.nfkc()
         .collect::<String>()
         .to_lowercase()
         .nfkc()
         .collect()
+}
+
+/// Calls `each` with every word of `text` (as [`words`] gives them),
+/// without allocating a string per word.
+pub(crate) fn for_each_word(text: &str, mut each: impl FnMut(&str)) {
+    for w in normalize(text).unicode_words() {
+        let w = w.trim_start();
+        if w.len() <= MAX_KEYWORD_BYTES {
+            each(w);
+        }
+    }
 }
 
 /// The words of `text`, in order, repeats included; a segment's leading
@@ -29,12 +44,9 @@ fn normalize(text: &str) -> String {
 /// query for it matches nothing.
 #[must_use]
 pub fn words(text: &str) -> Vec<String> {
-    normalize(text)
-        .unicode_words()
-        .map(str::trim_start)
-        .filter(|w| w.len() <= MAX_KEYWORD_BYTES)
-        .map(str::to_owned)
-        .collect()
+    let mut out = Vec::new();
+    for_each_word(text, |w| out.push(w.to_owned()));
+    out
 }
 
 /// One word of a `matches` query.

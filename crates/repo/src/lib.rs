@@ -66,7 +66,8 @@ pub use event::{
 };
 pub use index::{
     Bucket, Cmp, Cond, Expr, Group, IndexDecl, IndexKind, Keyword, Literal, Op, RecordCondition,
-    RecordFields, Stats, TopValue, buckets_json, groups_json_text, groups_page, parse_where,
+    RecordFields, Stats, TopValue, buckets_json, field_text, groups_json_text, groups_page,
+    parse_where,
 };
 pub use inspect::{PailStep, RecordHistory, RecordVersion};
 pub use keys::{CurrentKey, SigningKeys};

@@ -331,6 +331,10 @@ fn router_for<K: Kv + 'static>(app: Arc<App<K>>) -> Router {
             get(handlers::datarepo_query::top_values::<K>),
         )
         .route(
+            "/xrpc/dev.datarepo.exportRecords",
+            get(handlers::datarepo_export::export_records::<K>),
+        )
+        .route(
             "/xrpc/dev.datarepo.aggregateRecords",
             get(handlers::datarepo_query::aggregate_records::<K>),
         )

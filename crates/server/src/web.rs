@@ -68,6 +68,7 @@ static ASSETS: &[Asset] = &[
     asset!("pail.js", JS),
     asset!("edit.js", JS),
     asset!("blobs.js", JS),
+    asset!("explore.js", JS),
     asset!("favicon.svg", "image/svg+xml"),
 ];
 

@@ -45,6 +45,7 @@ mod profiles_show_their_avatar;
 mod query_cost_is_bounded;
 mod racing_deletes_of_one_record;
 mod read_only_replica;
+mod records_export;
 mod records_validated_against_lexicons;
 mod repo_endpoints;
 mod sessions_write_only_their_own_repository;

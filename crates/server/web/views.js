@@ -7,6 +7,7 @@ import { h, a, repoPath, withQuery, cidText, timeText, num, loading, errorBox, f
 import { jsonView, preview } from './json.js';
 import { recordEditor, deleteButton } from './edit.js';
 import { blobRefs, blobView, previewImage } from './blobs.js';
+import { histogram, groups, cellText, parseFields } from './explore.js';
 
 let navigate = (href) => { location.href = href; };
 /** Set by the router: how views move to another path. */
@@ -168,6 +169,11 @@ export async function collection(ctx) {
   const before = ctx.query.get('before');
   // Record-key order, ascending unless `order=desc` (newest first for TID keys).
   const order = ctx.query.get('order') === 'desc' ? 'desc' : undefined;
+  // Or by an indexed field (`sort=PATH&dir=asc|desc`), and chosen columns.
+  const sort = ctx.query.get('sort') || undefined;
+  const dir = sort && ctx.query.get('dir') === 'desc' ? 'desc' : undefined;
+  const fieldsText = ctx.query.get('fields') || '';
+  const fields = parseFields(fieldsText);
   const here = repoPath(did, coll);
   document.title = `${coll} · ${did} · datarepo`;
   ctx.crumbs([did, repoPath(did)], [coll]);
@@ -178,8 +184,19 @@ export async function collection(ctx) {
   });
   const form = h('form', {
     class: 'query-form', role: 'search',
-    onsubmit: (e) => { e.preventDefault(); navigate(withQuery(here, { where: box.value.trim(), order })); },
-  }, box, h('button', { type: 'submit' }, 'Query'), where ? a(withQuery(here, { order }), 'Clear') : null);
+    onsubmit: (e) => { e.preventDefault(); navigate(withQuery(here, { where: box.value.trim(), order, sort, dir, fields: fieldsText })); },
+  }, box, h('button', { type: 'submit' }, 'Query'), where ? a(withQuery(here, { order, sort, dir, fields: fieldsText }), 'Clear') : null);
+  // The column chooser: paths of the records' values, comma-separated.
+  const columns = h('input', {
+    type: 'text', name: 'fields', value: fieldsText, class: 'fields', 'aria-label': 'Columns (paths, comma-separated)',
+    placeholder: 'Columns: e.g. text, createdAt', spellcheck: 'false', dataset: { fieldsBox: '' },
+  });
+  const columnsForm = h('form', {
+    class: 'fields-form',
+    onsubmit: (e) => { e.preventDefault(); navigate(withQuery(here, { where: where.trim(), order, sort, dir, fields: parseFields(columns.value).join(',') })); },
+  }, columns, h('button', { type: 'submit' }, 'Show columns'));
+  const explore = h('div', { class: 'explore' });
+  const downloads = h('p', { class: 'downloads' });
   const queryError = h('div', { class: 'query-error' });
   const count = h('p', { class: 'count', role: 'status' }, '');
   const facets = h('aside', { class: 'facets', 'aria-label': 'Facets' });
@@ -189,8 +206,8 @@ export async function collection(ctx) {
     type: 'button', class: 'write-only',
     onclick: () => editor.replaceChildren(recordEditor({ did, collection: coll, onDone: (r) => navigate(new URL(r.path, location.href).pathname) })),
   }, 'New record');
-  ctx.page.append(h('h1', {}, coll), h('p', { class: 'sub muted', dataset: { info: '' } }), form, queryError,
-    h('div', { class: 'actions' }, create), editor, count, h('div', { class: 'with-facets' }, facets, records));
+  ctx.page.append(h('h1', {}, coll), h('p', { class: 'sub muted', dataset: { info: '' } }), form, columnsForm, queryError,
+    h('div', { class: 'actions' }, create), editor, count, explore, downloads, h('div', { class: 'with-facets' }, facets, records));
 
   const decl = api.get('dev.datarepo.describeCollections', { repo: did })
     .then((r) => r.collections.find((c) => c.collection === coll));
@@ -222,8 +239,11 @@ export async function collection(ctx) {
   const w = where.trim() || undefined;
   // A page before a key is read the other way from the key, then turned.
   const reverse = Boolean(before) !== Boolean(order);
-  const page = { repo: did, collection: coll, limit: PAGE, cursor: before || cursor || undefined, reverse: reverse || undefined };
-  const method = w ? 'dev.datarepo.queryRecords' : 'com.atproto.repo.listRecords';
+  const page = sort
+    ? { repo: did, collection: coll, limit: PAGE, cursor: cursor || undefined, sort, order: dir || 'asc' }
+    : { repo: did, collection: coll, limit: PAGE, cursor: before || cursor || undefined, reverse: reverse || undefined };
+  if (fields.length) page.fields = fields.join(',');
+  const method = w || sort ? 'dev.datarepo.queryRecords' : 'com.atproto.repo.listRecords';
   let res;
   try {
     res = await api.get(method, w ? { ...page, where: w } : page);
@@ -234,34 +254,70 @@ export async function collection(ctx) {
     return;
   }
   if (!ctx.current()) return;
-  const list = before ? [...res.records].reverse() : res.records;
+  const list = before && !sort ? [...res.records].reverse() : res.records;
   const rkeyOf = (r) => r.uri.slice(r.uri.lastIndexOf('/') + 1);
   const rows = list.map((r) => {
     const rkey = rkeyOf(r);
+    const cells = fields.length
+      ? fields.map((f) => h('td', { dataset: { field: f } }, cellText(r.value, f)))
+      : [h('td', { class: 'preview' }, previewImage(did, r.value), preview(r.value))];
     return h('tr', { dataset: { rkey } },
       h('td', {}, a(repoPath(did, coll, rkey), h('code', {}, rkey))),
-      h('td', { class: 'preview' }, previewImage(did, r.value), preview(r.value)),
+      ...cells,
       h('td', {}, cidText(r.cid)));
   });
   const nav = h('nav', { class: 'pager', 'aria-label': 'Pages' });
-  const params = (extra) => withQuery(here, { where: w, order, ...extra });
-  const hasPrev = before ? Boolean(res.cursor) : Boolean(cursor);
-  const hasNext = before ? true : Boolean(res.cursor);
+  const view = { where: w, order, sort, dir, fields: fieldsText || undefined };
+  const params = (extra) => withQuery(here, { ...view, ...extra });
+  // Sorted pages have opaque cursors that go forward only.
+  const hasPrev = !sort && (before ? Boolean(res.cursor) : Boolean(cursor));
+  const hasNext = before && !sort ? true : Boolean(res.cursor);
   if (list.length && hasPrev) nav.append(h('a', { href: params({ before: rkeyOf(list[0]) }), rel: 'prev' }, '← Previous'));
   if (cursor || before) nav.append(a(params({}), 'First'));
-  const flip = withQuery(here, { where: w, order: order ? undefined : 'desc' });
-  if (list.length && hasNext) nav.append(h('a', { href: params({ cursor: rkeyOf(list[list.length - 1]) }), rel: 'next' }, 'Next →'));
+  const flip = withQuery(here, { where: w, order: order ? undefined : 'desc', fields: fieldsText || undefined });
+  const next = sort ? res.cursor : list.length && rkeyOf(list[list.length - 1]);
+  if (list.length && hasNext) nav.append(h('a', { href: params({ cursor: next }), rel: 'next' }, 'Next →'));
+  const c0 = await decl.catch(() => null);
+  const sortable = new Set((c0 ? c0.indexes : []).filter((i) => ['integer', 'datetime', 'keyword'].includes(i.kind)).map((i) => i.path));
+  // A header of an indexed column sorts by it: ascending, then descending.
+  const header = (f) => {
+    if (!sortable.has(f)) return f;
+    const now = sort === f ? (dir === 'desc' ? '↓' : '↑') : '';
+    const nextDir = sort === f && dir !== 'desc' ? 'desc' : undefined;
+    return h('a', {
+      href: withQuery(here, { where: w, fields: fieldsText || undefined, sort: f, dir: nextDir }),
+      class: 'field-sort', dataset: { sortBy: f }, title: `Sort by ${f}${nextDir ? ' (descending)' : ''}`,
+    }, `${f} ${now}`.trim());
+  };
+  const keyHeader = h('a', { href: flip, class: 'sort', title: order ? 'Ascending record keys' : 'Descending record keys (newest first for TIDs)' }, `Record key ${!sort ? (order ? '↓' : '↑') : ''}`.trim());
+  // Without chosen columns, the indexed fields to sort by are listed above.
+  if (!fields.length && sortable.size) {
+    explore.before(h('p', { class: 'sort-by muted' }, 'Sort by: ', [...sortable].map((f) => [header(f), ' '])));
+  }
   records.replaceChildren(list.length
-    ? table([h('a', { href: flip, class: 'sort', title: order ? 'Ascending record keys' : 'Descending record keys (newest first for TIDs)' }, `Record key ${order ? '↓' : '↑'}`), 'Fields', 'CID'], rows, { class: 'record-list' })
+    ? table([keyHeader, ...(fields.length ? fields.map(header) : ['Fields']), 'CID'], rows, { class: 'record-list' })
     : h('p', { class: 'empty' }, w ? 'No records match.' : 'No records.'), nav);
   performance.mark('records-shown');
   ctx.page.dataset.ready = 'records';
 
+  // The whole answer as a file, streamed by the server page by page.
+  const exportHref = (format) => withQuery('/xrpc/dev.datarepo.exportRecords',
+    { repo: did, collection: coll, where: w, fields: fields.join(','), sort, order: sort ? dir || 'asc' : undefined, format });
+  downloads.replaceChildren('Download: ',
+    h('a', { href: exportHref('csv'), download: `${coll}.csv`, dataset: { download: 'csv' } }, 'CSV'), ' · ',
+    h('a', { href: exportHref('jsonl'), download: `${coll}.jsonl`, dataset: { download: 'jsonl' } }, 'JSON Lines'));
   count.textContent = 'counting…';
   api.get('dev.datarepo.countRecords', { repo: did, collection: coll, where: w }).then(
     (c) => { count.textContent = `${num(c.count)} ${w ? 'matching ' : ''}record${c.count === 1 ? '' : 's'}`; count.dataset.count = c.count; },
     (e) => { count.replaceChildren(errorBox(e, 'Count')); });
   const c = await decl.catch(() => null);
+  const indexed = (kind) => (c ? c.indexes : []).filter((i) => i.kind === kind).map((i) => i.path);
+  if (ctx.current() && indexed('datetime').length) {
+    explore.append(histogram({ did, collection: coll, where: w, paths: indexed('datetime') }));
+  }
+  if (ctx.current() && indexed('keyword').length) {
+    explore.append(groups({ did, collection: coll, where: w, keywords: indexed('keyword'), integers: indexed('integer') }));
+  }
   const keywords = (c ? c.indexes : []).filter((i) => i.kind === 'keyword');
   if (!keywords.length || !ctx.current()) return;
   facets.append(h('h2', {}, 'Facets'));

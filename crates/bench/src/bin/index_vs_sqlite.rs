@@ -269,7 +269,7 @@ const SQL_RANGE: &str = "SELECT count(*) FROM posts WHERE json_extract(record, '
 const SQL_PAGE: &str = "SELECT p.rkey, p.record FROM posts p JOIN post_tags t ON t.post_id = p.id \
                         WHERE t.tag = ?2 AND json_extract(p.record, '$.lang') = ?1 AND p.rkey > ?3 \
                         ORDER BY p.rkey LIMIT 50";
-const SQL_SORTED: &str = "SELECT rkey FROM posts WHERE json_extract(record, '$.lang') = ?1 \
+const SQL_SORTED: &str = "SELECT rkey, record FROM posts WHERE json_extract(record, '$.lang') = ?1 \
                           ORDER BY json_extract(record, '$.likes') DESC, rkey LIMIT 50";
 const SQL_SUM: &str = "SELECT count(json_extract(record, '$.likes')), sum(json_extract(record, '$.likes')), \
                        avg(json_extract(record, '$.likes')) FROM posts \
@@ -280,7 +280,7 @@ const SQL_GROUPS: &str = "SELECT json_extract(p.record, '$.lang') AS l, count(*)
 const SQL_DAYS: &str = "SELECT strftime('%Y-%m-%d', json_extract(record, '$.createdAt')) AS d, count(*) \
                         FROM posts GROUP BY d ORDER BY d";
 const SQL_FTS_COUNT: &str = "SELECT count(*) FROM posts_fts WHERE posts_fts MATCH ?1";
-const SQL_FTS_PAGE: &str = "SELECT p.rkey FROM posts_fts f JOIN posts p ON p.id = f.rowid \
+const SQL_FTS_PAGE: &str = "SELECT p.rkey, p.record FROM posts_fts f JOIN posts p ON p.id = f.rowid \
                             WHERE posts_fts MATCH ?1 ORDER BY f.rowid LIMIT 50";
 const SQL_TOP: &str =
     "SELECT tag, count(*) AS c FROM post_tags GROUP BY tag ORDER BY c DESC, tag LIMIT 10";
@@ -715,7 +715,14 @@ fn main() {
         let (ours, page) = timed_async(runs, || repo.query_sorted(COLLECTION, Some(&by_likes), "likes", true, None, 50)).await;
         let (peer, s_page) = timed(runs, || {
             let mut st = sqlite.conn.prepare_cached(SQL_SORTED).unwrap();
-            st.query_map([lang], |r| r.get::<_, String>(0)).unwrap().map(Result::unwrap).collect::<Vec<_>>()
+            // The records too, as a page of ours has them.
+            st.query_map([lang], |r| {
+                let _: String = r.get(1)?;
+                r.get::<_, String>(0)
+            })
+            .unwrap()
+            .map(Result::unwrap)
+            .collect::<Vec<_>>()
         });
         let keys: Vec<String> = page.unwrap().records.into_iter().map(|(k, _)| k).collect();
         assert_eq!(keys, s_page);
@@ -764,7 +771,13 @@ fn main() {
         let (ours, page) = timed_async(runs, || repo.query(COLLECTION, Some(&words), None, false, 50)).await;
         let (peer, s_page) = timed(runs, || {
             let mut st = sqlite.conn.prepare_cached(SQL_FTS_PAGE).unwrap();
-            st.query_map([&fts_words], |r| r.get::<_, String>(0)).unwrap().map(Result::unwrap).collect::<Vec<_>>()
+            st.query_map([&fts_words], |r| {
+                let _: String = r.get(1)?;
+                r.get::<_, String>(0)
+            })
+            .unwrap()
+            .map(Result::unwrap)
+            .collect::<Vec<_>>()
         });
         let keys: Vec<String> = page.unwrap().records.into_iter().map(|(k, _)| k).collect();
         assert_eq!(keys, s_page);

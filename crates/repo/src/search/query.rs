@@ -442,8 +442,7 @@ impl<K: Kv> Repository<K> {
         let Some((reader, bits)) = self.matching(collection, where_).await? else {
             return Ok((kind, Vec::new()));
         };
-        let values = reader.values(path, &bits).await?;
-        let buckets = index::histogram(&values, interval, from, to).map_err(Error::InvalidQuery)?;
+        let buckets = reader.histogram(path, &bits, interval, from, to).await?;
         Ok((kind, buckets))
     }
 }

@@ -18,7 +18,7 @@ use crate::{app::App, error::XrpcError};
 
 /// Runs a query in its turn (at most `max_concurrent_queries` at once) and
 /// within its budget (`query_timeout`).
-async fn bounded_query<K: Kv, T>(
+pub(super) async fn bounded_query<K: Kv, T>(
     app: &App<K>,
     query: impl Future<Output = std::result::Result<T, repo::Error>>,
 ) -> Result<T> {

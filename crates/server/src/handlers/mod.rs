@@ -22,6 +22,7 @@ pub(crate) mod atproto_blobs;
 pub(crate) mod atproto_repo;
 pub(crate) mod atproto_server;
 pub(crate) mod atproto_sync;
+pub(crate) mod datarepo_export;
 pub(crate) mod datarepo_index;
 pub(crate) mod datarepo_query;
 pub(crate) mod datarepo_schema;
