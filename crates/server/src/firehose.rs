@@ -240,11 +240,20 @@ pub(crate) async fn subscribe_repos<K: Kv + 'static>(
                 .map_err(|_| XrpcError::invalid(format!("cursor {c:?} is not a sequence number")))
         })
         .transpose()?;
+    // "From now on" is fixed before the handshake answers: a commit the
+    // client makes once connected is always sent to it.
+    let now = app
+        .repos
+        .store()
+        .newest_event()
+        .await
+        .map_err(|e| XrpcError::from(repo::Error::from(e)))?
+        .unwrap_or(0);
     Ok(ws.on_upgrade(move |socket| async move {
         // Held until the socket closes: the connection counts against
         // --max-connections, the subscriber against --max-subscribers.
         let _admitted = admitted;
-        if let Err(e) = stream(app, socket, cursor).await {
+        if let Err(e) = stream(app, socket, cursor, now).await {
             tracing::debug!(error = %e, "firehose connection ended");
         }
     }))
@@ -265,12 +274,13 @@ async fn stream<K: Kv + 'static>(
     app: Arc<App<K>>,
     mut socket: WebSocket,
     cursor: Option<u64>,
+    now: u64,
 ) -> std::result::Result<(), axum::Error> {
     let store = app.repos.store();
     let failed = |e: store::Error| axum::Error::new(e);
     let mut last = match cursor {
-        // No cursor: from now on.
-        None => store.newest_event().await.map_err(failed)?.unwrap_or(0),
+        // No cursor: from the newest event when the request came.
+        None => now,
         Some(cursor) => {
             let newest = store.newest_event().await.map_err(failed)?.unwrap_or(0);
             if cursor > newest {

@@ -419,10 +419,19 @@ pub(crate) async fn subscribe<K: Kv + 'static>(
         connection.map(|axum::Extension(slot)| slot),
     )?;
     start_publisher(&app);
+    // "Live" is fixed before the handshake answers: an event of a commit
+    // the client makes once connected is always sent to it.
+    let now = app
+        .repos
+        .store()
+        .newest_stream_time()
+        .await
+        .map_err(|e| XrpcError::from(repo::Error::from(e)))?
+        .unwrap_or(0);
     Ok(ws.on_upgrade(move |socket| async move {
         let _admitted = admitted;
         let sink = Sink { socket, compress };
-        if let Err(e) = stream(app, sink, params, filters).await {
+        if let Err(e) = stream(app, sink, params, filters, now).await {
             tracing::debug!(error = %e, "stream connection ended");
         }
     }))
@@ -527,9 +536,9 @@ async fn stream<K: Kv + 'static>(
     mut sink: Sink,
     params: Params,
     mut filters: Filters,
+    now: u64,
 ) -> std::result::Result<(), axum::Error> {
     let store = app.repos.store();
-    let failed = |e: store::Error| axum::Error::new(e);
     if params.require_hello {
         loop {
             match incoming(sink.socket.recv().await) {
@@ -543,16 +552,11 @@ async fn stream<K: Kv + 'static>(
             }
         }
     }
-    let newest = store
-        .newest_stream_time()
-        .await
-        .map_err(failed)?
-        .unwrap_or(0);
-    // No cursor, or one in the future: from now on. One older than what
-    // is kept: from the oldest kept.
+    // No cursor, or one in the future: from the newest event when the
+    // request came. One older than what is kept: from the oldest kept.
     let mut last = match params.cursor {
-        Some(cursor) if cursor <= newest => cursor,
-        _ => newest,
+        Some(cursor) if cursor <= now => cursor,
+        _ => now,
     };
     let live = &app.stream.live;
     replay(store, &mut sink, &filters, &mut last).await?;

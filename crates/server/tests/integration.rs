@@ -39,6 +39,7 @@ mod jetstream_account_events;
 mod jetstream_subscribe;
 mod jetstream_where_and_fields;
 mod lexicons_and_collections_over_http;
+mod live_from_the_handshake;
 mod metrics_follow_private_reads;
 mod private_reads_accept_sessions;
 mod profiles_show_their_avatar;
