@@ -231,31 +231,39 @@ fn valid_prefix(prefix: &str) -> bool {
 }
 
 /// The string after `marker` up to the next quote (DIDs and NSIDs hold no
-/// quote or escape).
-fn string_after<'a>(event: &'a [u8], marker: &[u8]) -> Option<&'a str> {
-    let start = memchr::memmem::find(event, marker)? + marker.len();
+/// quote or escape). The markers' searchers are built once: building one
+/// per search cost more than the search, per event per connection.
+fn string_after<'a>(event: &'a [u8], marker: &memchr::memmem::Finder<'static>) -> Option<&'a str> {
+    let start = marker.find(event)? + marker.needle().len();
     let len = memchr::memchr(b'"', &event[start..])?;
     std::str::from_utf8(&event[start..start + len]).ok()
 }
+
+static DID_MARKER: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+    std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b"{\"did\":\""));
+static KIND_MARKER: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+    std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b",\"kind\":\""));
+static COLLECTION_MARKER: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+    std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b",\"collection\":\""));
 
 /// An event's DID: its first field.
 fn event_did(event: &[u8]) -> Option<&str> {
     event
         .starts_with(b"{\"did\":\"")
-        .then(|| string_after(event, b"{\"did\":\""))
+        .then(|| string_after(event, &DID_MARKER))
         .flatten()
 }
 
 /// An event's kind (`commit`, `account`, `identity`): the first `kind`
 /// field, after the DID and the time, which hold no quote.
 fn event_kind(event: &[u8]) -> Option<&str> {
-    string_after(event, b",\"kind\":\"")
+    string_after(event, &KIND_MARKER)
 }
 
 /// A commit event's collection: the commit's third field (its rev and
 /// operation before it hold no quote).
 fn event_collection(event: &[u8]) -> Option<&str> {
-    string_after(event, b",\"collection\":\"")
+    string_after(event, &COLLECTION_MARKER)
 }
 
 /// A client's `options_update`: the filters it replaces the connection's
