@@ -216,12 +216,11 @@ async fn rkeys_after<K: Kv>(
         .collect())
 }
 
-/// Sorts `columns` (with their best values) into places and keeps the
-/// first `want` after `after`.
+/// The columns of `best` (each with its best value) as places in sort
+/// order, the first `want` of them.
 async fn first_places<K: Kv>(
     reader: &Reader<'_, K>,
     best: HashMap<u32, SortValue>,
-    after: Option<&Place>,
     descending: bool,
     want: usize,
 ) -> Result<Vec<Place>, Error> {
@@ -235,7 +234,6 @@ async fn first_places<K: Kv>(
             value: best.remove(column),
             rkey,
         })
-        .filter(|p| after.is_none_or(|a| compare(p, a, descending) == Ordering::Greater))
         .collect();
     places.sort_by(|a, b| compare(a, b, descending));
     places.truncate(want);
@@ -270,7 +268,7 @@ async fn number_places<K: Kv>(
             pool -= &tied;
             let tied = rkeys_after(reader, &tied, rkey).await?;
             let best = tied.iter().map(|c| (c, SortValue::Number(*v))).collect();
-            places = first_places(reader, best, None, descending, want).await?;
+            places = first_places(reader, best, descending, want).await?;
         }
         Some(_) => return Ok(Vec::new()),
         None => {}
@@ -289,7 +287,7 @@ async fn number_places<K: Kv>(
                 })
                 .or_insert(value);
         }
-        places.extend(first_places(reader, best, None, descending, want - places.len()).await?);
+        places.extend(first_places(reader, best, descending, want - places.len()).await?);
     }
     Ok(places)
 }
@@ -339,5 +337,5 @@ async fn keyword_places<K: Kv>(
             break;
         }
     }
-    first_places(reader, best, None, descending, want).await
+    first_places(reader, best, descending, want).await
 }
