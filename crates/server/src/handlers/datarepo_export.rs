@@ -17,7 +17,7 @@ use store::Kv;
 use tokio::io::AsyncWriteExt;
 
 use super::{
-    datarepo_query::bounded_query,
+    datarepo_query::{descending, records_page},
     request::{Result, query, record_fields},
 };
 use crate::{app::App, error::XrpcError};
@@ -62,30 +62,17 @@ impl Export {
         repo: &Repository<K>,
         cursor: Option<&str>,
     ) -> Result<QueryPage> {
-        let where_ = self.where_.as_deref();
-        match &self.sort {
-            Some(path) => {
-                bounded_query(
-                    app,
-                    repo.query_sorted(
-                        &self.collection,
-                        where_,
-                        path,
-                        self.descending,
-                        cursor,
-                        EXPORT_PAGE,
-                    ),
-                )
-                .await
-            }
-            None => {
-                bounded_query(
-                    app,
-                    repo.query(&self.collection, where_, cursor, false, EXPORT_PAGE),
-                )
-                .await
-            }
-        }
+        records_page(
+            app,
+            repo,
+            &self.collection,
+            self.where_.as_deref(),
+            self.sort.as_deref(),
+            (self.descending, false),
+            cursor,
+            EXPORT_PAGE,
+        )
+        .await
     }
 
     fn header(&self) -> Vec<u8> {
@@ -169,11 +156,7 @@ pub(crate) async fn export_records<K: Kv + 'static>(
             )));
         }
     };
-    let descending = match p.order.as_deref() {
-        None | Some("asc") => false,
-        Some("desc") => true,
-        Some(other) => return Err(XrpcError::invalid(format!("order {other:?}: asc or desc"))),
-    };
+    let descending = descending(p.order.as_deref())?;
     let fields = record_fields(p.fields.as_deref())?;
     let columns = match &fields {
         Some(_) => p

@@ -18,7 +18,7 @@ use crate::{app::App, error::XrpcError};
 
 /// Runs a query in its turn (at most `max_concurrent_queries` at once) and
 /// within its budget (`query_timeout`).
-pub(super) async fn bounded_query<K: Kv, T>(
+async fn bounded_query<K: Kv, T>(
     app: &App<K>,
     query: impl Future<Output = std::result::Result<T, repo::Error>>,
 ) -> Result<T> {
@@ -39,6 +39,41 @@ pub(super) async fn bounded_query<K: Kv, T>(
                  rarer value)"
             ),
         )),
+    }
+}
+
+/// `order`: `asc` (the default) or `desc`; whether descending.
+pub(super) fn descending(order: Option<&str>) -> Result<bool> {
+    match order {
+        None | Some("asc") => Ok(false),
+        Some("desc") => Ok(true),
+        Some(other) => Err(XrpcError::invalid(format!("order {other:?}: asc or desc"))),
+    }
+}
+
+/// One page of matching records: ordered by the indexed path `sort`
+/// (descending with `descending`) when given, else by record key
+/// (backwards with `reverse`).
+#[allow(clippy::too_many_arguments)]
+pub(super) async fn records_page<K: Kv + 'static>(
+    app: &App<K>,
+    repo: &repo::Repository<K>,
+    collection: &str,
+    where_: Option<&str>,
+    sort: Option<&str>,
+    (descending, reverse): (bool, bool),
+    cursor: Option<&str>,
+    limit: usize,
+) -> Result<repo::QueryPage> {
+    match sort {
+        Some(path) => {
+            bounded_query(
+                app,
+                repo.query_sorted(collection, where_, path, descending, cursor, limit),
+            )
+            .await
+        }
+        None => bounded_query(app, repo.query(collection, where_, cursor, reverse, limit)).await,
     }
 }
 
@@ -71,42 +106,18 @@ pub(crate) async fn query_records<K: Kv + 'static>(
     let fields = super::request::record_fields(p.fields.as_deref())?;
     let repo = app.repo(&p.repo).await?;
     let where_ = p.where_.as_deref().filter(|w| !w.trim().is_empty());
-    let descending = match p.order.as_deref() {
-        None | Some("asc") => false,
-        Some("desc") => true,
-        Some(other) => {
-            return Err(XrpcError::invalid(format!("order {other:?}: asc or desc")));
-        }
-    };
-    let page = match &p.sort {
-        Some(path) => {
-            bounded_query(
-                &app,
-                repo.query_sorted(
-                    &p.collection,
-                    where_,
-                    path,
-                    descending,
-                    p.cursor.as_deref(),
-                    limit,
-                ),
-            )
-            .await?
-        }
-        None => {
-            bounded_query(
-                &app,
-                repo.query(
-                    &p.collection,
-                    where_,
-                    p.cursor.as_deref(),
-                    p.reverse.unwrap_or(false),
-                    limit,
-                ),
-            )
-            .await?
-        }
-    };
+    let descending = descending(p.order.as_deref())?;
+    let page = records_page(
+        &app,
+        &repo,
+        &p.collection,
+        where_,
+        p.sort.as_deref(),
+        (descending, p.reverse.unwrap_or(false)),
+        p.cursor.as_deref(),
+        limit,
+    )
+    .await?;
     let records: Vec<Value> = page
         .records
         .iter()
