@@ -324,6 +324,15 @@ pub(crate) fn run(store: &StoreArgs, args: &ServeArgs) -> Result<ExitCode, Strin
             max_connections = connections.max_connections,
             "datarepo serving on http://{addr}"
         );
+        // Other processes' reads of a local store (CLI commands beside the
+        // server) are answered from this process's memory rather than by
+        // replaying its WAL; without the socket they still work, slower.
+        let read_socket = match store.local_dir() {
+            Some(dir) if !args.replica => store::ReadSocket::serve(kv.clone(), &dir)
+                .inspect_err(|e| tracing::warn!(error = %e, "reads by other processes will open the store"))
+                .ok(),
+            _ => None,
+        };
         let server = server::Server::new(repos, config);
         if !args.replica {
             server.spawn_firehose_pruner(args.firehose_retention);
@@ -346,6 +355,7 @@ pub(crate) fn run(store: &StoreArgs, args: &ServeArgs) -> Result<ExitCode, Strin
         if let Some(gc) = gc {
             gc.stop().await;
         }
+        drop(read_socket);
         // The memtable goes to an L0 SST, so the next open (a CLI read, the
         // next server) replays no WAL. Every acknowledged write is already
         // durable, so a close that hangs (an object store gone, a data

@@ -24,6 +24,11 @@ pub(crate) struct StoreArgs {
     /// A SlateDB settings file (.toml, .json or .yaml); its fields override datarepo's defaults.
     #[arg(long, global = true, env = "DATAREPO_STORE_SETTINGS")]
     store_settings: Option<PathBuf>,
+    /// Reading commands open a local store themselves even when the
+    /// `datarepo serve` writing it answers reads (on `datarepo.sock` in the
+    /// store's directory), which is faster beside a busy server.
+    #[arg(long, global = true, env = "DATAREPO_DIRECT_READS")]
+    direct_reads: bool,
 }
 
 impl StoreArgs {
@@ -60,6 +65,8 @@ impl StoreArgs {
 
     /// Opens the store read-only, with SlateDB's reader: it sees every
     /// durable commit and fences no one, so it can run beside a server.
+    /// Beside a server writing a local store, reads go to that server
+    /// (its socket in the store's directory) unless `--direct-reads`.
     pub(crate) async fn open_reader(&self) -> Result<SlateKv, String> {
         self.open_reader_refreshing(READER_REFRESH).await
     }
@@ -78,6 +85,7 @@ impl StoreArgs {
     fn options(&self) -> SlateOptions {
         let mut options = SlateOptions::default();
         options.settings_file.clone_from(&self.store_settings);
+        options.direct_reads = self.direct_reads;
         options
     }
 }

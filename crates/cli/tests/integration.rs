@@ -36,6 +36,7 @@ mod cli_put_batch_prints_each_write;
 mod cli_python_sdk_logs_in;
 mod cli_python_sdk_sends_images;
 mod cli_reads_beside_server;
+mod cli_reads_through_the_servers_socket;
 mod cli_reads_use_store_settings;
 mod cli_record_formats;
 mod cli_remote_failures_name_the_cause;

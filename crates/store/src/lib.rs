@@ -43,6 +43,8 @@ pub use kv::options::{
     DEFAULT_S3_FLUSH_INTERVAL, DEFAULT_SCAN_READ_AHEAD, LOCAL_COMPACTION_POLL,
     LOCAL_WAL_FENCE_MIN_AGE, SlateOptions,
 };
+#[cfg(unix)]
+pub use kv::read_socket::{READ_SOCKET, ReadSocket};
 pub use kv::slate::SlateKv;
 pub use record_counts::{record_count_change, record_count_op};
 pub use store::commit::{Commit, Head, IndexRow, LogChange, RecordChange, StreamEvents};

@@ -13,6 +13,7 @@ mod garbage_collection;
 mod memory_kv_bulk;
 mod one_writer_many_readers;
 mod reads_see_only_durable_commits;
+mod reads_through_the_writers_socket;
 mod record_index_inline;
 mod shard_cache;
 mod short_lived_writers;

@@ -4,10 +4,14 @@
 //!
 //! One direction of use: [`interface`] and [`location`] import no sibling;
 //! [`options`] reads a [`Location`](location::Location)'s medium;
-//! [`memory`] and [`slate`] implement the interface.
+//! [`memory`] and [`slate`] implement the interface; [`read_socket`] lets
+//! a local store's writer answer other processes' reads, and [`slate`]'s
+//! reader use it.
 
 pub(crate) mod interface;
 pub(crate) mod location;
 pub(crate) mod memory;
 pub(crate) mod options;
+#[cfg(unix)]
+pub(crate) mod read_socket;
 pub(crate) mod slate;

@@ -21,6 +21,10 @@ pub struct SlateOptions {
     /// its blocks ahead of the repository's state (default
     /// [`DEFAULT_BULK_BATCH_BYTES`]).
     pub bulk_batch_bytes: Option<usize>,
+    /// A reader of a local store opens the database itself even when the
+    /// store's writer answers reads on its socket
+    /// ([`READ_SOCKET`](crate::READ_SOCKET)).
+    pub direct_reads: bool,
 }
 
 /// Bytes a range scan fetches ahead from an SST file. SlateDB's default

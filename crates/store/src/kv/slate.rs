@@ -14,6 +14,8 @@ use slatedb::{
 };
 use slatedb_common::metrics::DefaultMetricsRecorder;
 
+#[cfg(unix)]
+use super::read_socket::SocketReads;
 use super::{
     interface::{Durability, EngineMetric, Kv, WriteOp},
     location::{DB_PATH, Location, object_store, probe_writable},
@@ -72,6 +74,9 @@ struct Collect {
 enum Handle {
     Writer(Arc<Db>),
     Reader(Arc<DbReader>),
+    /// A local store read through its writer's socket.
+    #[cfg(unix)]
+    Socket(Arc<SocketReads>),
 }
 
 impl std::fmt::Debug for SlateKv {
@@ -207,6 +212,12 @@ impl SlateKv {
     /// (`object_store_cache_options`); the file is still read and checked,
     /// so a mistake in it is an error here as it is for the writer.
     ///
+    /// A local store whose writer answers reads on its socket
+    /// ([`READ_SOCKET`](crate::READ_SOCKET)) is read through it (unless
+    /// `options.direct_reads`): the same durable data, without replaying
+    /// the writer's WAL or starting from cold caches. Such a reader sees new
+    /// commits at once rather than within `refresh`.
+    ///
     /// # Errors
     ///
     /// As [`SlateKv::open_reader`], and [`Error::Settings`] for a settings
@@ -228,6 +239,26 @@ impl SlateKv {
             });
         }
         let (path, store) = object_store(location).await?;
+        let mut blobs = blobs_beside(&path, &store);
+        if let Location::Local(dir) = location {
+            blobs = blobs.on_local_disk(dir.join("blobs"));
+        }
+        #[cfg(unix)]
+        if let Location::Local(dir) = location
+            && !options.direct_reads
+            && let Some(socket) = SocketReads::connect(dir).await
+        {
+            return Ok(Self {
+                db: Handle::Socket(Arc::new(socket)),
+                collect: None,
+                local_dir: Some(Arc::new(dir.clone())),
+                read_ahead: 0,
+                bulk_batch_bytes: DEFAULT_BULK_BATCH_BYTES,
+                metrics: None,
+                backlog: None,
+                blobs,
+            });
+        }
         let reader_options = DbReaderOptions {
             manifest_poll_interval: refresh,
             object_store_cache_options: settings.object_store_cache_options,
@@ -252,10 +283,6 @@ impl SlateKv {
             },
             Location::S3 { .. } => DbReaderMode::ManagedCheckpoint,
         };
-        let mut blobs = blobs_beside(&path, &store);
-        if let Location::Local(dir) = location {
-            blobs = blobs.on_local_disk(dir.join("blobs"));
-        }
         let reader = DbReader::builder(path, store)
             .with_options(reader_options)
             .with_reader_mode(mode)
@@ -290,6 +317,17 @@ impl SlateKv {
         Self::open(&Location::Local(dir.to_path_buf())).await
     }
 
+    /// The writer's socket this reader reads through, if it does (see
+    /// [`SlateKv::open_reader_with`]).
+    #[must_use]
+    pub fn read_socket(&self) -> Option<&Path> {
+        match &self.db {
+            #[cfg(unix)]
+            Handle::Socket(socket) => Some(socket.path()),
+            _ => None,
+        }
+    }
+
     /// Makes every write applied so far durable now, rather than at the
     /// next WAL flush interval; a read-only opener has nothing to flush.
     ///
@@ -300,6 +338,8 @@ impl SlateKv {
         match &self.db {
             Handle::Writer(db) => db.flush().await.map_err(Error::from),
             Handle::Reader(_) => Ok(()),
+            #[cfg(unix)]
+            Handle::Socket(_) => Ok(()),
         }
     }
 
@@ -353,6 +393,8 @@ impl SlateKv {
                 Ok(())
             }
             Handle::Reader(r) => r.close().await.map_err(Error::from),
+            #[cfg(unix)]
+            Handle::Socket(_) => Ok(()),
         }
     }
 }
@@ -365,6 +407,8 @@ impl SlateKv {
         Ok(match &self.db {
             Handle::Writer(db) => db.get_with_options(key, &options).await?,
             Handle::Reader(r) => r.get_with_options(key, &options).await?,
+            #[cfg(unix)]
+            Handle::Socket(socket) => socket.get(key).await?,
         })
     }
 
@@ -385,16 +429,23 @@ impl SlateKv {
             durability_filter: level,
             ..ScanOptions::default()
         };
+        // SlateDB refuses an empty range (it panics).
+        if range.end.as_ref().is_some_and(|end| *end <= range.start) {
+            return Ok(Vec::new());
+        }
         let start = range.start.clone();
-        let mut iter = match (&self.db, &range.end) {
-            (Handle::Writer(db), Some(end)) => {
-                db.scan_with_options(start..end.clone(), &options).await?
-            }
-            (Handle::Writer(db), None) => db.scan_with_options(start.., &options).await?,
-            (Handle::Reader(r), Some(end)) => {
-                r.scan_with_options(start..end.clone(), &options).await?
-            }
-            (Handle::Reader(r), None) => r.scan_with_options(start.., &options).await?,
+        let end = range.end.clone();
+        let mut iter = match &self.db {
+            Handle::Writer(db) => match end {
+                Some(end) => db.scan_with_options(start..end, &options).await?,
+                None => db.scan_with_options(start.., &options).await?,
+            },
+            Handle::Reader(r) => match end {
+                Some(end) => r.scan_with_options(start..end, &options).await?,
+                None => r.scan_with_options(start.., &options).await?,
+            },
+            #[cfg(unix)]
+            Handle::Socket(socket) => return socket.scan(range, reverse, limit).await,
         };
         let mut out = Vec::new();
         while out.len() < limit {
@@ -466,6 +517,8 @@ impl Kv for SlateKv {
         match &self.db {
             Handle::Writer(db) => Ok(Durability(Some(db.write(batch).await?))),
             Handle::Reader(_) => Err(Error::ReadOnly),
+            #[cfg(unix)]
+            Handle::Socket(_) => Err(Error::ReadOnly),
         }
     }
 
