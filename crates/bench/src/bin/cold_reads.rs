@@ -1,13 +1,16 @@
 //! Fresh-process reads of a store a server wrote one record per commit:
-//! `datarepo get`, `ls` and `query --count`, each a new process that opens
-//! the store read-only, beside the running server and again after its
-//! clean shutdown (SIGTERM). What the user runs, on the real storage path
-//! (SlateDB on a local directory).
+//! `datarepo get`, `ls` and `query --count`, each a new process, beside the
+//! running server (while writers keep writing, then quiet, then quiet with
+//! `--direct-reads`) and again after its clean shutdown (SIGTERM). What the
+//! user runs, on the real storage path (SlateDB on a local directory).
 //!
-//! A reader replays every WAL file written since the writer's last memtable
-//! flush; before the writer bounded that backlog, ~1,400 commits made these
-//! reads take 0.4–2.3 s. Target: p99 ≤ 100 ms for every command, in both
-//! phases, after 100,000 single-record `createRecord`s.
+//! Beside the server a command reads through it (its socket in the store's
+//! directory); with `--direct-reads`, or after the shutdown, it opens the
+//! store, replaying every WAL file written since the writer's last memtable
+//! flush (before the writer bounded that backlog, ~1,400 commits made these
+//! reads take 0.4–2.3 s). Target: p99 ≤ 100 ms for every command, beside
+//! the server and after its shutdown, after 100,000 single-record
+//! `createRecord`s.
 //!
 //!   cargo build --release --bin datarepo
 //!   cargo run --release -p datarepo-bench --bin cold-reads -- [--records 100000 --writers 16 --reads 30]
@@ -20,6 +23,10 @@
 
 use std::{
     path::Path,
+    sync::{
+        Arc,
+        atomic::{AtomicBool, AtomicU64, Ordering},
+    },
     time::{Duration, Instant},
 };
 
@@ -70,8 +77,45 @@ fn percentile(sorted: &[Duration], p: f64) -> f64 {
     sorted[i].as_secs_f64() * 1000.0
 }
 
-/// Each command `reads` times as a fresh process: p50, p99, max in ms.
-fn measure(bin: &Path, store: &Path, rkey: &str, reads: usize, phase: &str) {
+/// Writers creating records until `stop`; they count them in `written`.
+fn keep_writing(
+    rt: &tokio::runtime::Runtime,
+    base: &str,
+    writers: u64,
+    stop: &Arc<AtomicBool>,
+    written: &Arc<AtomicU64>,
+) -> Vec<tokio::task::JoinHandle<()>> {
+    let client = reqwest::Client::new();
+    (0..writers)
+        .map(|w| {
+            let (client, stop, written) = (client.clone(), Arc::clone(stop), Arc::clone(written));
+            let url = format!("{base}/xrpc/com.atproto.repo.createRecord");
+            rt.spawn(async move {
+                let mut i = 0;
+                while !stop.load(Ordering::Relaxed) {
+                    let body = format!(
+                        r#"{{"repo":"{DID}","collection":"{POST}","record":{{"text":"more {w}-{i}","createdAt":"2026-11-28T00:00:00Z"}}}}"#
+                    );
+                    let response = client
+                        .post(&url)
+                        .bearer_auth(TOKEN)
+                        .header("content-type", "application/json")
+                        .body(body)
+                        .send()
+                        .await
+                        .unwrap();
+                    assert!(response.status().is_success());
+                    written.fetch_add(1, Ordering::Relaxed);
+                    i += 1;
+                }
+            })
+        })
+        .collect()
+}
+
+/// Each command `reads` times as a fresh process (with `extra` arguments):
+/// p50, p99, max in ms.
+fn measure(bin: &Path, store: &Path, rkey: &str, reads: usize, phase: &str, extra: &[&str]) {
     let commands: [(&str, Vec<&str>); 3] = [
         ("get", vec!["get", POST, rkey]),
         ("ls", vec!["ls", POST, "--limit", "10"]),
@@ -91,6 +135,7 @@ fn measure(bin: &Path, store: &Path, rkey: &str, reads: usize, phase: &str) {
                 .arg("--store")
                 .arg(store)
                 .args(["--repo", DID])
+                .args(extra)
                 .args(&args)
                 .output()
                 .unwrap();
@@ -103,7 +148,7 @@ fn measure(bin: &Path, store: &Path, rkey: &str, reads: usize, phase: &str) {
         }
         times.sort();
         println!(
-            "{phase:<22} {name:<14} p50 {:>7.1} ms  p99 {:>7.1} ms  max {:>7.1} ms",
+            "{phase:<24} {name:<14} p50 {:>7.1} ms  p99 {:>7.1} ms  max {:>7.1} ms",
             percentile(&times, 0.5),
             percentile(&times, 0.99),
             percentile(&times, 1.0)
@@ -133,12 +178,34 @@ fn main() {
         records as f64 / secs,
         wal_files(&store)
     );
-    measure(&bin, &store, &rkey, reads, "beside the server");
+    let stop = Arc::new(AtomicBool::new(false));
+    let written = Arc::new(AtomicU64::new(0));
+    let writing = keep_writing(&rt, &server.base, writers, &stop, &written);
+    let started = Instant::now();
+    measure(&bin, &store, &rkey, reads, "beside, during writes", &[]);
+    stop.store(true, Ordering::Relaxed);
+    for w in writing {
+        rt.block_on(w).unwrap();
+    }
+    println!(
+        "  (meanwhile {writers} writers created {} records, {:.0}/s)",
+        written.load(Ordering::Relaxed),
+        written.load(Ordering::Relaxed) as f64 / started.elapsed().as_secs_f64()
+    );
+    measure(&bin, &store, &rkey, reads, "beside the server", &[]);
+    measure(
+        &bin,
+        &store,
+        &rkey,
+        reads,
+        "beside, --direct-reads",
+        &["--direct-reads"],
+    );
     let status = server.stop();
     assert!(status.success(), "serve exited with {status}");
     println!(
         "after shutdown: {} WAL files in the store",
         wal_files(&store)
     );
-    measure(&bin, &store, &rkey, reads, "after its shutdown");
+    measure(&bin, &store, &rkey, reads, "after its shutdown", &[]);
 }
