@@ -61,9 +61,24 @@ pub(crate) struct ServeArgs {
     /// (for example the same s3:// location).
     #[arg(long)]
     replica: bool,
-    /// How often a replica looks for new commits, in milliseconds.
-    #[arg(long, default_value_t = 1000, requires = "replica")]
+    /// How often a replica (or a standby) looks for new commits, in
+    /// milliseconds.
+    #[arg(long, default_value_t = 1000)]
     refresh_ms: u64,
+    /// Serve reads as a replica of a store on S3-compatible storage and
+    /// take over as its writer when the writer's lease lapses (see
+    /// docs/server.md, "High availability").
+    #[arg(long, conflicts_with = "replica")]
+    standby: bool,
+    /// How often a writer on S3-compatible storage renews its lease (and a
+    /// standby reads it), in milliseconds.
+    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(10..))]
+    lease_renew_ms: u64,
+    /// How long after its last renewal a writer's lease may be taken over
+    /// by a standby, in milliseconds; the writer stops acknowledging writes
+    /// a fifth of it earlier. At least twice --lease-renew-ms.
+    #[arg(long, default_value_t = 5000)]
+    lease_ttl_ms: u64,
     /// Largest request body, in bytes.
     #[arg(long, default_value_t = server::Limits::default().max_body_bytes)]
     max_body_bytes: usize,
@@ -226,6 +241,109 @@ fn subscriber_limit(wanted: usize, max_connections: usize) -> usize {
     lowered
 }
 
+/// This process's name in the writer lease: its process id and random
+/// bytes, unique per start.
+fn holder_id() -> String {
+    let mut bytes = [0u8; 32];
+    crate::key_files::os_random(&mut bytes);
+    let host = std::env::var("HOSTNAME").unwrap_or_default();
+    let random: String = bytes[..6].iter().map(|b| format!("{b:02x}")).collect();
+    if host.is_empty() {
+        format!("{}-{random}", std::process::id())
+    } else {
+        format!("{host}-{}-{random}", std::process::id())
+    }
+}
+
+/// What only the writer runs: pruning old stream events, finishing
+/// interrupted index rebuilds, garbage collection when asked for.
+struct WriterTasks {
+    server: server::Server<store::SlateKv>,
+    retention: server::Retention,
+    gc_interval_secs: Option<u64>,
+    gc_keep_last: Option<u64>,
+    gc: Arc<tokio::sync::Mutex<Option<server::GcTask>>>,
+}
+
+impl WriterTasks {
+    async fn start(self) {
+        self.server.spawn_firehose_pruner(self.retention);
+        self.server.spawn_index_recovery();
+        if let Some(secs) = self.gc_interval_secs {
+            let schedule = server::GcSchedule {
+                interval: Duration::from_secs(secs),
+                retention: storage::retention(self.gc_keep_last),
+            };
+            tracing::info!(
+                every_secs = secs,
+                keep_last = self.gc_keep_last,
+                "collecting garbage while serving"
+            );
+            *self.gc.lock().await = Some(self.server.spawn_gc(schedule));
+        }
+    }
+}
+
+/// Renews the writer lease until it is lost, then says why the process
+/// must stop.
+async fn keep_lease(
+    lease: store::Lease,
+    held: server::lease::HeldLease,
+    timing: server::lease::LeaseTiming,
+    roles: Arc<server::Roles>,
+    fatal: tokio::sync::watch::Sender<Option<String>>,
+) {
+    let end = server::lease::keep(lease, held, timing, roles).await;
+    let message = format!("{end}: this server acknowledges no more writes and stops");
+    tracing::error!("{message}");
+    fatal.send_replace(Some(message));
+}
+
+/// A standby's takeover: waits for the writer's lease to lapse, takes it,
+/// opens the store as its writer, and becomes the writer.
+struct Takeover {
+    lease: store::Lease,
+    me: store::LeaseHolder,
+    timing: server::lease::LeaseTiming,
+    kv: store::SlateKv,
+    location: store::Location,
+    options: store::SlateOptions,
+    fatal: tokio::sync::watch::Sender<Option<String>>,
+}
+
+impl Takeover {
+    async fn run(self, tasks: WriterTasks) {
+        let roles = tasks.server.roles();
+        tracing::info!("standing by: watching the writer lease");
+        let held =
+            server::lease::wait_for_takeover(&self.lease, &self.me, self.timing, &roles).await;
+        let term = held.holder.term;
+        // Renewed from now on, while the store opens too.
+        tokio::spawn(keep_lease(
+            self.lease,
+            held,
+            self.timing,
+            Arc::clone(&roles),
+            self.fatal.clone(),
+        ));
+        let started = tokio::time::Instant::now();
+        if let Err(e) = self.kv.promote(&self.location, &self.options).await {
+            let message =
+                format!("took the writer lease but cannot open the store as its writer: {e}");
+            tracing::error!("{message}");
+            self.fatal.send_replace(Some(message));
+            return;
+        }
+        tasks.server.promote().await;
+        tracing::warn!(
+            term,
+            open_ms = started.elapsed().as_millis(),
+            "took over as the writer"
+        );
+        tasks.start().await;
+    }
+}
+
 fn parse_retention(s: &str) -> Result<server::Retention, String> {
     s.parse()
 }
@@ -241,6 +359,27 @@ pub(crate) fn run(store: &StoreArgs, args: &ServeArgs) -> Result<ExitCode, Strin
         header_read_timeout: Duration::from_secs(args.header_read_timeout_secs),
         idle_timeout: Duration::from_secs(args.idle_timeout_secs),
     };
+    let location = store.parse()?;
+    let on_object_storage = matches!(location, store::Location::S3 { .. });
+    if args.standby && !on_object_storage {
+        return Err(
+            "--standby needs a store on S3-compatible storage (s3://...): a local \
+                    directory is one machine's, and its lock already keeps a second writer out"
+                .to_owned(),
+        );
+    }
+    let timing = server::lease::LeaseTiming {
+        renew: Duration::from_millis(args.lease_renew_ms),
+        ttl: Duration::from_millis(args.lease_ttl_ms),
+    };
+    if timing.ttl < timing.renew * 2 {
+        return Err(format!(
+            "--lease-ttl-ms {} must be at least twice --lease-renew-ms {}",
+            args.lease_ttl_ms, args.lease_renew_ms
+        ));
+    }
+    // A writer on object storage holds the lease; a standby waits for it.
+    let leased = on_object_storage && !args.replica;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -252,9 +391,53 @@ pub(crate) fn run(store: &StoreArgs, args: &ServeArgs) -> Result<ExitCode, Strin
         // store is open, so that no client connects to a server that cannot
         // answer yet (or ever: a full disk).
         let socket = bind(args.addr).map_err(|e| format!("cannot listen on {}: {e}", args.addr))?;
+        let me = store::LeaseHolder {
+            id: holder_id(),
+            address: match &args.public_url {
+                Some(url) => url.trim_end_matches('/').to_owned(),
+                None => format!("http://{}", socket.local_addr().map_err(|e| e.to_string())?),
+            },
+            renew_ms: args.lease_renew_ms,
+            ttl_ms: args.lease_ttl_ms,
+            term: 0,
+            renewal: 0,
+        };
+        let lease = if leased {
+            Some(
+                store::Lease::at(&location)
+                    .await
+                    .map_err(|e| format!("the writer lease at {location}: {e}"))?,
+            )
+        } else {
+            None
+        };
+        // A writer takes the lease before it opens the store (and so fences
+        // the writer there was, which then exits on its next renewal).
+        let held = match &lease {
+            Some(lease) if !args.standby => Some(
+                server::lease::take(lease, &me)
+                    .await
+                    .map_err(|e| format!("cannot take the writer lease at {location}: {e}"))?,
+            ),
+            _ => None,
+        };
+        let roles = Arc::new(server::Roles::new(if args.replica {
+            server::Role::Replica
+        } else if args.standby {
+            server::Role::Standby { writer: None }
+        } else {
+            server::Role::Writer
+        }));
+        // Why the process must stop (its lease lost): said once, ends serving.
+        let (fatal_tx, mut fatal_rx) = tokio::sync::watch::channel(None::<String>);
+        // Renewed from now on, while the store opens too.
+        if let (Some(lease), Some(held)) = (lease.clone(), held) {
+            tracing::info!(term = held.holder.term, "holding the writer lease");
+            tokio::spawn(keep_lease(lease, held, timing, Arc::clone(&roles), fatal_tx.clone()));
+        }
         tracing::info!(store = store.location(), "opening the store");
         let opening = async {
-            if args.replica {
+            if args.replica || args.standby {
                 store
                     .open_reader_refreshing(Duration::from_millis(args.refresh_ms))
                     .await
@@ -288,6 +471,7 @@ pub(crate) fn run(store: &StoreArgs, args: &ServeArgs) -> Result<ExitCode, Strin
             token: args.token.clone().filter(|t| !t.is_empty()),
             private_reads: args.private_reads,
             read_only: args.replica,
+            roles: Some(Arc::clone(&roles)),
             limits: server::Limits {
                 max_body_bytes: args.max_body_bytes,
                 max_record_bytes: args.max_record_bytes,
@@ -334,26 +518,44 @@ pub(crate) fn run(store: &StoreArgs, args: &ServeArgs) -> Result<ExitCode, Strin
             _ => None,
         };
         let server = server::Server::new(repos, config);
-        if !args.replica {
-            server.spawn_firehose_pruner(args.firehose_retention);
-            server.spawn_index_recovery();
-        }
-        let gc = args.gc_interval_secs.map(|secs| {
-            let schedule = server::GcSchedule {
-                interval: Duration::from_secs(secs),
-                retention: storage::retention(args.gc_keep_last),
+        let gc = Arc::new(tokio::sync::Mutex::new(None));
+        let writer_tasks = WriterTasks {
+            server: server.clone(),
+            retention: args.firehose_retention,
+            gc_interval_secs: args.gc_interval_secs,
+            gc_keep_last: args.gc_keep_last,
+            gc: Arc::clone(&gc),
+        };
+        if args.standby {
+            let lease = lease.clone().ok_or("a standby without a lease")?;
+            let takeover = Takeover {
+                lease,
+                me: me.clone(),
+                timing,
+                kv: kv.clone(),
+                location: location.clone(),
+                options: store.options(),
+                fatal: fatal_tx.clone(),
             };
-            tracing::info!(
-                every_secs = secs,
-                keep_last = args.gc_keep_last,
-                "collecting garbage while serving"
-            );
-            server.spawn_gc(schedule)
-        });
-        let served =
-            server::serve_with(listener, server.router(), connections, shutdown_signal()).await;
-        if let Some(gc) = gc {
+            tokio::spawn(takeover.run(writer_tasks));
+        } else if !args.replica {
+            writer_tasks.start().await;
+        }
+        let stop = async move {
+            tokio::select! {
+                () = shutdown_signal() => {}
+                _ = fatal_rx.wait_for(Option::is_some) => {}
+            }
+        };
+        let served = server::serve_with(listener, server.router(), connections, stop).await;
+        if let Some(gc) = gc.lock().await.take() {
             gc.stop().await;
+        }
+        let fatal = fatal_tx.borrow().clone();
+        if let Some(fatal) = fatal {
+            // Fenced or about to be: the store is another process's now.
+            let _ = tokio::time::timeout(CLOSE_TIMEOUT, kv.close()).await;
+            return Err(fatal);
         }
         drop(read_socket);
         // The memtable goes to an L0 SST, so the next open (a CLI read, the

@@ -45,7 +45,7 @@ impl StoreArgs {
         }
     }
 
-    fn parse(&self) -> Result<Location, String> {
+    pub(crate) fn parse(&self) -> Result<Location, String> {
         self.store.parse().map_err(|e: store::Error| e.to_string())
     }
 
@@ -82,7 +82,7 @@ impl StoreArgs {
             .map_err(|e| format!("cannot open the store at {location} read-only: {e}"))
     }
 
-    fn options(&self) -> SlateOptions {
+    pub(crate) fn options(&self) -> SlateOptions {
         let mut options = SlateOptions::default();
         options.settings_file.clone_from(&self.store_settings);
         options.direct_reads = self.direct_reads;

@@ -148,6 +148,9 @@ pub struct Config {
     pub private_reads: bool,
     /// Whether this server is a read-only replica.
     pub read_only: bool,
+    /// Its role, shared with whoever changes it (a standby's takeover, a
+    /// writer's lease); default: the writer, or a replica when `read_only`.
+    pub roles: Option<Arc<crate::role::Roles>>,
     /// Request limits.
     pub limits: Limits,
     /// Accounts and sessions (`None`: none; `com.atproto.server.*` answers
@@ -213,6 +216,8 @@ pub(crate) struct App<K> {
     pub(crate) firehose: crate::frames::Firehose,
     /// The Jetstream-compatible stream's shared state.
     pub(crate) stream: crate::jetstream::Stream,
+    /// Writer, standby or replica, now.
+    pub(crate) roles: Arc<crate::role::Roles>,
     pub(crate) config: Config,
     pub(crate) metrics: crate::metrics::Metrics,
     pub(crate) body_budget: crate::body_budget::BodyBudget,

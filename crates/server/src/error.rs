@@ -16,6 +16,8 @@ pub struct XrpcError {
     pub error: &'static str,
     /// What went wrong, for a person.
     pub message: String,
+    /// Headers the answer carries besides (`Retry-After`, ...).
+    pub headers: Vec<(axum::http::HeaderName, String)>,
 }
 
 impl XrpcError {
@@ -24,7 +26,15 @@ impl XrpcError {
             status,
             error,
             message: message.into(),
+            headers: Vec::new(),
         }
+    }
+
+    /// The error, answered with header `name: value` too.
+    #[must_use]
+    pub(crate) fn with_header(mut self, name: axum::http::HeaderName, value: String) -> Self {
+        self.headers.push((name, value));
+        self
     }
 
     pub(crate) fn invalid(message: impl Into<String>) -> Self {
@@ -50,11 +60,17 @@ impl XrpcError {
 
 impl IntoResponse for XrpcError {
     fn into_response(self) -> Response {
-        (
+        let mut response = (
             self.status,
             Json(json!({ "error": self.error, "message": self.message })),
         )
-            .into_response()
+            .into_response();
+        for (name, value) in self.headers {
+            if let Ok(value) = axum::http::HeaderValue::try_from(value) {
+                response.headers_mut().append(name, value);
+            }
+        }
+        response
     }
 }
 

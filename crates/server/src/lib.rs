@@ -24,7 +24,9 @@ mod handlers;
 mod inspect;
 mod jetstream;
 mod jobs;
+pub mod lease;
 mod metrics;
+mod role;
 mod web;
 
 use std::{sync::Arc, time::Duration};
@@ -43,6 +45,7 @@ pub use connections::{ConnectionLimits, serve_with};
 pub use error::XrpcError;
 pub use gc::{GcSchedule, GcTask};
 use repo::Repos;
+pub use role::{Role, Roles, WRITER_HEADER};
 use store::Kv;
 use tower_http::{cors::CorsLayer, trace::TraceLayer};
 
@@ -63,6 +66,14 @@ fn hashes_at_once() -> usize {
 /// garbage collection alongside the requests.
 pub struct Server<K> {
     app: Arc<App<K>>,
+}
+
+impl<K> Clone for Server<K> {
+    fn clone(&self) -> Self {
+        Self {
+            app: Arc::clone(&self.app),
+        }
+    }
 }
 
 impl<K> std::fmt::Debug for Server<K> {
@@ -91,6 +102,13 @@ impl<K: Kv + 'static> Server<K> {
                     config.limits.firehose_buffer_bytes,
                 ),
                 stream: jetstream::Stream::new(config.limits.firehose_buffer_bytes),
+                roles: config.roles.clone().unwrap_or_else(|| {
+                    Arc::new(Roles::new(if config.read_only {
+                        Role::Replica
+                    } else {
+                        Role::Writer
+                    }))
+                }),
                 body_budget,
                 queries: tokio::sync::Semaphore::new(config.limits.max_concurrent_queries.max(1)),
                 jobs: jobs::Jobs::default(),
@@ -158,6 +176,21 @@ impl<K: Kv + 'static> Server<K> {
                 }
             }
         })
+    }
+
+    /// The server's role, which its owner may change while it serves
+    /// (a standby taking over).
+    #[must_use]
+    pub fn roles(&self) -> Arc<Roles> {
+        Arc::clone(&self.app.roles)
+    }
+
+    /// Makes a standby that has just opened the store as its writer the
+    /// writer: repositories are read again from the store, and writes are
+    /// taken from now on.
+    pub async fn promote(&self) {
+        self.app.repos.forget_open().await;
+        self.app.roles.set(Role::Writer);
     }
 
     /// The HTTP routes.
@@ -408,7 +441,7 @@ fn router_for<K: Kv + 'static>(app: Arc<App<K>>) -> Router {
             "/xrpc/dev.datarepo.getPailPath",
             get(inspect::get_pail_path::<K>),
         )
-        .route("/xrpc/_health", get(handlers::service::health))
+        .route("/xrpc/_health", get(handlers::service::health::<K>))
         .route("/", get(web::page))
         .route("/repo/{*view}", get(web::page))
         .route("/ui/{name}", get(web::asset))
@@ -462,7 +495,8 @@ async fn observe<K: Kv + 'static>(
     } else {
         app.config.limits.request_timeout
     };
-    let response = match tokio::time::timeout(timeout, next.run(request)).await {
+    let procedure = http_method == Method::POST;
+    let mut response = match tokio::time::timeout(timeout, next.run(request)).await {
         Ok(response) => response,
         Err(_) => XrpcError::new(
             axum::http::StatusCode::SERVICE_UNAVAILABLE,
@@ -473,6 +507,11 @@ async fn observe<K: Kv + 'static>(
         )
         .into_response(),
     };
+    // A writer whose lease has lapsed acknowledges nothing (a standby may
+    // already be the writer): what it did is as if it timed out.
+    if procedure && response.status().is_success() && !app.roles.may_acknowledge() {
+        response = role::not_acknowledged(&app.roles.role()).into_response();
+    }
     let elapsed = clock.elapsed();
     tracing::info!(
         target: "datarepo::access",

@@ -22,6 +22,7 @@ mod delta;
 mod error;
 mod gc;
 mod kv;
+mod lease;
 mod record_counts;
 mod shard_cache;
 mod store;
@@ -46,6 +47,7 @@ pub use kv::options::{
 #[cfg(unix)]
 pub use kv::read_socket::{READ_SOCKET, ReadSocket};
 pub use kv::slate::SlateKv;
+pub use lease::{LEASE_OBJECT, Lease, LeaseHolder, LeaseVersion};
 pub use record_counts::{record_count_change, record_count_op};
 pub use store::commit::{Commit, Head, IndexRow, LogChange, RecordChange, StreamEvents};
 pub use store::index_value::INLINE_RECORD_BYTES;

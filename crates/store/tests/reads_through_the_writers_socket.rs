@@ -35,10 +35,7 @@ async fn reads_through_the_socket_equal_a_model_of_what_was_written() {
     let writer = SlateKv::open_local(dir.path()).await.unwrap();
     let _socket = ReadSocket::serve(writer.clone(), dir.path()).unwrap();
     let reader = open_reader(dir.path(), false).await;
-    assert_eq!(
-        reader.read_socket(),
-        Some(dir.path().join(READ_SOCKET).as_path())
-    );
+    assert_eq!(reader.read_socket(), Some(dir.path().join(READ_SOCKET)));
     // A reader of the database itself, opened before the writes.
     let direct = open_reader(dir.path(), true).await;
 

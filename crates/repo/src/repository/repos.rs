@@ -54,6 +54,13 @@ impl<K: Kv> Repos<K> {
         self
     }
 
+    /// Forgets every open repository, so that each is read again from the
+    /// store when next used: what a standby that has just become the
+    /// writer does, since what it read as a replica may be behind.
+    pub async fn forget_open(&self) {
+        self.open.lock().await.clear();
+    }
+
     /// The store.
     pub fn store(&self) -> &Arc<Store<K>> {
         &self.store

@@ -55,10 +55,9 @@ impl<K: Kv + 'static> App<K> {
     /// [`Writer::may_write`]). Reads no store: a token's signature and
     /// expiry are checked in memory, an account's status is remembered.
     pub(crate) async fn authorize_write(&self, headers: &HeaderMap) -> Result<Writer> {
-        if self.config.read_only {
-            return Err(XrpcError::invalid(
-                "this server is a read-only replica; send writes to the writer",
-            ));
+        match self.roles.role() {
+            crate::role::Role::Writer if self.roles.may_acknowledge() => {}
+            role => return Err(crate::role::not_acknowledged(&role)),
         }
         if let Some(did) = self.session_did(headers).await? {
             return Ok(Writer::Account(did));
@@ -141,7 +140,7 @@ impl<K: Kv + 'static> App<K> {
     /// made after it started, so it checks none.
     async fn check_available(&self, id: &str) -> Result<()> {
         use accounts::account::Status;
-        if self.config.read_only {
+        if self.roles.role() != crate::role::Role::Writer {
             return Ok(());
         }
         let status = self

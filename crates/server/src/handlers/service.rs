@@ -4,11 +4,11 @@ use std::sync::Arc;
 
 use axum::{
     Json,
-    extract::State,
+    extract::{Query, State},
     http::{HeaderMap, StatusCode},
     response::{IntoResponse, Response},
 };
-use serde_json::{Value, json};
+use serde_json::json;
 use store::Kv;
 
 use crate::{
@@ -16,8 +16,34 @@ use crate::{
     error::XrpcError,
 };
 
-pub(crate) async fn health() -> Json<Value> {
-    Json(json!({ "version": env!("CARGO_PKG_VERSION") }))
+/// The health check: the version and the server's role (`writer`,
+/// `standby`, `replica`; a standby also names the writer). With
+/// `?writer=true` it answers `503` unless this server takes writes now, so
+/// that a load balancer can send writes to the writer alone.
+pub(crate) async fn health<K: Kv + 'static>(
+    State(app): State<Arc<App<K>>>,
+    Query(query): Query<HealthQuery>,
+) -> Response {
+    let role = app.roles.role();
+    let mut body = json!({ "version": env!("CARGO_PKG_VERSION"), "role": role.name() });
+    if let crate::role::Role::Standby {
+        writer: Some(address),
+    } = &role
+    {
+        body["writer"] = json!(address);
+    }
+    let status = if query.writer && !app.roles.may_acknowledge() {
+        StatusCode::SERVICE_UNAVAILABLE
+    } else {
+        StatusCode::OK
+    };
+    (status, Json(body)).into_response()
+}
+
+#[derive(Debug, Default, serde::Deserialize)]
+pub(crate) struct HealthQuery {
+    #[serde(default)]
+    writer: bool,
 }
 
 /// Prometheus metrics: a read like the others (`--private-reads` covers it).

@@ -104,7 +104,7 @@ pub(crate) fn probe_writable(dir: &Path) -> std::io::Result<()> {
     written
 }
 
-pub(super) async fn object_store(
+pub(crate) async fn object_store(
     location: &Location,
 ) -> Result<(String, Arc<dyn ObjectStore>), Error> {
     let invalid = |reason: String| Error::Location {

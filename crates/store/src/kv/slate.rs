@@ -35,20 +35,39 @@ use crate::wal_backlog::{WAL_REPLAY_LIMIT, WalBacklog};
 /// number of read-only openers ([`SlateKv::open_reader`]) may follow it.
 #[derive(Clone)]
 pub struct SlateKv {
+    /// The database as opened; every clone shares it, so that a reader
+    /// promoted to writer ([`SlateKv::promote`]) is one for all of them.
+    opened: Arc<std::sync::RwLock<Arc<Opened>>>,
+    /// The directory of a local store.
+    local_dir: Option<Arc<PathBuf>>,
+    read_ahead: usize,
+    /// Blob bytes, beside the database in the same object store.
+    blobs: crate::Blobs,
+}
+
+/// A database handle and what comes with a writer's.
+struct Opened {
     db: Handle,
     /// A writer's path and object store, for the garbage collection pass
     /// after a close that flushed the memtable.
     collect: Option<Collect>,
-    /// The directory of a local store.
-    local_dir: Option<Arc<PathBuf>>,
-    read_ahead: usize,
     bulk_batch_bytes: usize,
     /// SlateDB's metrics (a writer's; a reader records none).
     metrics: Option<Arc<DefaultMetricsRecorder>>,
     /// A writer's WAL SSTs not yet in an L0 SST.
     backlog: Option<Arc<WalBacklog>>,
-    /// Blob bytes, beside the database in the same object store.
-    blobs: crate::Blobs,
+}
+
+impl Opened {
+    fn reader(db: Handle) -> Self {
+        Self {
+            db,
+            collect: None,
+            bulk_batch_bytes: DEFAULT_BULK_BATCH_BYTES,
+            metrics: None,
+            backlog: None,
+        }
+    }
 }
 
 /// The blobs of the database at `path` (`<prefix>/db`): `<prefix>/blobs`.
@@ -180,17 +199,20 @@ impl SlateKv {
         let db = Arc::new(db);
         let backlog = Arc::new(WalBacklog::new(&db, Arc::clone(&metrics)));
         Arc::clone(&backlog).spawn_flusher(Arc::downgrade(&db));
-        Ok(Self {
+        let opened = Opened {
             db: Handle::Writer(db),
             collect,
-            local_dir: None,
+            bulk_batch_bytes: options.bulk_batch_bytes.unwrap_or(DEFAULT_BULK_BATCH_BYTES),
             metrics: Some(metrics),
             backlog: Some(backlog),
+        };
+        Ok(Self {
+            opened: Arc::new(std::sync::RwLock::new(Arc::new(opened))),
+            local_dir: None,
             blobs,
             read_ahead: options
                 .scan_read_ahead_bytes
                 .unwrap_or(DEFAULT_SCAN_READ_AHEAD),
-            bulk_batch_bytes: options.bulk_batch_bytes.unwrap_or(DEFAULT_BULK_BATCH_BYTES),
         })
     }
 
@@ -249,13 +271,11 @@ impl SlateKv {
             && let Some(socket) = SocketReads::connect(dir).await
         {
             return Ok(Self {
-                db: Handle::Socket(Arc::new(socket)),
-                collect: None,
+                opened: Arc::new(std::sync::RwLock::new(Arc::new(Opened::reader(
+                    Handle::Socket(Arc::new(socket)),
+                )))),
                 local_dir: Some(Arc::new(dir.clone())),
                 read_ahead: 0,
-                bulk_batch_bytes: DEFAULT_BULK_BATCH_BYTES,
-                metrics: None,
-                backlog: None,
                 blobs,
             });
         }
@@ -290,8 +310,9 @@ impl SlateKv {
             .build()
             .await?;
         Ok(Self {
-            db: Handle::Reader(Arc::new(reader)),
-            collect: None,
+            opened: Arc::new(std::sync::RwLock::new(Arc::new(Opened::reader(
+                Handle::Reader(Arc::new(reader)),
+            )))),
             local_dir: match location {
                 Location::Local(dir) => Some(Arc::new(dir.clone())),
                 Location::S3 { .. } => None,
@@ -299,9 +320,6 @@ impl SlateKv {
             read_ahead: options
                 .scan_read_ahead_bytes
                 .unwrap_or(DEFAULT_SCAN_READ_AHEAD),
-            bulk_batch_bytes: DEFAULT_BULK_BATCH_BYTES,
-            metrics: None,
-            backlog: None,
             blobs,
         })
     }
@@ -317,13 +335,55 @@ impl SlateKv {
         Self::open(&Location::Local(dir.to_path_buf())).await
     }
 
+    /// The database as opened now.
+    fn opened(&self) -> Arc<Opened> {
+        Arc::clone(
+            &self
+                .opened
+                .read()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        )
+    }
+
+    /// Makes this reader of the database at `location` its writer, for
+    /// every clone of it: opens the database as its writer (fencing the
+    /// writer there was: its next write fails with [`Error::Fenced`]),
+    /// then reads and writes go to it, and the reader is closed. A
+    /// standby's takeover, once it holds the writer's lease.
+    ///
+    /// # Errors
+    ///
+    /// As [`SlateKv::open_with`]; the reader is then left as it was.
+    pub async fn promote(&self, location: &Location, options: &SlateOptions) -> Result<(), Error> {
+        let writer = Self::open_with(location, options).await?;
+        let writer = writer.opened();
+        let reader = std::mem::replace(
+            &mut *self
+                .opened
+                .write()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+            writer,
+        );
+        match &reader.db {
+            Handle::Reader(r) => {
+                if let Err(e) = r.close().await {
+                    tracing::warn!(error = %e, "closing the reader after promotion");
+                }
+            }
+            Handle::Writer(_) => {}
+            #[cfg(unix)]
+            Handle::Socket(_) => {}
+        }
+        Ok(())
+    }
+
     /// The writer's socket this reader reads through, if it does (see
     /// [`SlateKv::open_reader_with`]).
     #[must_use]
-    pub fn read_socket(&self) -> Option<&Path> {
-        match &self.db {
+    pub fn read_socket(&self) -> Option<PathBuf> {
+        match &self.opened().db {
             #[cfg(unix)]
-            Handle::Socket(socket) => Some(socket.path()),
+            Handle::Socket(socket) => Some(socket.path().to_path_buf()),
             _ => None,
         }
     }
@@ -335,7 +395,7 @@ impl SlateKv {
     ///
     /// [`Error::Unavailable`] when the flush fails.
     pub async fn flush(&self) -> Result<(), Error> {
-        match &self.db {
+        match &self.opened().db {
             Handle::Writer(db) => db.flush().await.map_err(Error::from),
             Handle::Reader(_) => Ok(()),
             #[cfg(unix)]
@@ -372,9 +432,10 @@ impl SlateKv {
     }
 
     async fn close_inner(&self, always_flush: bool) -> Result<(), Error> {
-        match &self.db {
+        let opened = self.opened();
+        match &opened.db {
             Handle::Writer(db) => {
-                let backlog = self.backlog.as_ref().map_or(0, |b| b.now().0);
+                let backlog = opened.backlog.as_ref().map_or(0, |b| b.now().0);
                 let flush = always_flush || backlog > WAL_REPLAY_LIMIT;
                 db.close_with_options(slatedb::config::CloseOptions {
                     flush_type: Some(if flush {
@@ -384,7 +445,7 @@ impl SlateKv {
                     }),
                 })
                 .await?;
-                if flush && let Some(c) = &self.collect {
+                if flush && let Some(c) = &opened.collect {
                     slatedb::admin::AdminBuilder::new(c.path.clone(), Arc::clone(&c.store))
                         .build()
                         .run_gc_once(c.options.clone())
@@ -404,7 +465,7 @@ impl SlateKv {
     /// reader sees only durable data whatever the level.
     async fn get_at(&self, key: &[u8], level: DurabilityLevel) -> Result<Option<Bytes>, Error> {
         let options = ReadOptions::new().with_durability_filter(level);
-        Ok(match &self.db {
+        Ok(match &self.opened().db {
             Handle::Writer(db) => db.get_with_options(key, &options).await?,
             Handle::Reader(r) => r.get_with_options(key, &options).await?,
             #[cfg(unix)]
@@ -435,7 +496,7 @@ impl SlateKv {
         }
         let start = range.start.clone();
         let end = range.end.clone();
-        let mut iter = match &self.db {
+        let mut iter = match &self.opened().db {
             Handle::Writer(db) => match end {
                 Some(end) => db.scan_with_options(start..end, &options).await?,
                 None => db.scan_with_options(start.., &options).await?,
@@ -464,11 +525,11 @@ impl Kv for SlateKv {
     }
 
     fn sole_writer(&self) -> bool {
-        matches!(self.db, Handle::Writer(_))
+        matches!(self.opened().db, Handle::Writer(_))
     }
 
     fn bulk_batch_bytes(&self) -> Option<usize> {
-        Some(self.bulk_batch_bytes)
+        Some(self.opened().bulk_batch_bytes)
     }
 
     fn local_dir(&self) -> Option<Arc<PathBuf>> {
@@ -476,15 +537,18 @@ impl Kv for SlateKv {
     }
 
     fn engine_metrics(&self) -> Vec<EngineMetric> {
-        self.metrics.as_ref().map_or_else(Vec::new, |recorder| {
-            recorder
-                .snapshot()
-                .all()
-                .iter()
-                .cloned()
-                .map(EngineMetric::from)
-                .collect()
-        })
+        self.opened()
+            .metrics
+            .as_ref()
+            .map_or_else(Vec::new, |recorder| {
+                recorder
+                    .snapshot()
+                    .all()
+                    .iter()
+                    .cloned()
+                    .map(EngineMetric::from)
+                    .collect()
+            })
     }
 
     async fn get(&self, key: &[u8]) -> Result<Option<Bytes>, Error> {
@@ -514,7 +578,7 @@ impl Kv for SlateKv {
                 WriteOp::Merge(k, v) => batch.merge(k, v),
             }
         }
-        match &self.db {
+        match &self.opened().db {
             Handle::Writer(db) => Ok(Durability(Some(db.write(batch).await?))),
             Handle::Reader(_) => Err(Error::ReadOnly),
             #[cfg(unix)]

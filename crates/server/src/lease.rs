@@ -1,0 +1,241 @@
+//! The writer's lease, kept: a writer renews it and stops acknowledging
+//! writes when it cannot; a standby watches it and takes it over when it
+//! has not been renewed for its time to live.
+//!
+//! The timing (`docs/server.md`, "High availability"): a standby takes
+//! over a lease only after the version it read has stayed the same for
+//! `ttl` on its own clock, and it read that version after it was written,
+//! so after the writer *started* that renewal. The writer acknowledges
+//! nothing after the start of its last successful renewal plus `ttl` less
+//! a margin ([`LeaseTiming::margin`]). So, with clocks that run at the same
+//! rate within the margin's share of `ttl`, the writer has stopped before a
+//! standby can take over. SlateDB's fencing stands behind it: once the new
+//! writer opens the database, the old one's writes fail.
+
+use std::{sync::Arc, time::Duration};
+
+use store::{Lease, LeaseHolder, LeaseVersion};
+use tokio::time::Instant;
+
+use crate::role::{Role, Roles};
+
+/// How often a lease is renewed, and for how long it holds unrenewed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LeaseTiming {
+    /// How often the writer renews (and a standby reads) the lease.
+    pub renew: Duration,
+    /// How long after its last renewal a lease may be taken over.
+    pub ttl: Duration,
+}
+
+impl LeaseTiming {
+    /// What a writer takes off its lease's time to live: a fifth of it
+    /// (covers clock-rate differences up to 20% and the time between
+    /// checking the lease and answering).
+    #[must_use]
+    pub fn margin(&self) -> Duration {
+        self.ttl / 5
+    }
+
+    /// When a writer whose renewal started at `started` stops
+    /// acknowledging unless it renews again.
+    #[must_use]
+    pub fn acknowledge_until(&self, started: Instant) -> Instant {
+        started + self.ttl - self.margin()
+    }
+}
+
+/// A lease this process holds: who it says holds it, and its version.
+#[derive(Debug, Clone)]
+pub struct HeldLease {
+    /// What the lease object says.
+    pub holder: LeaseHolder,
+    /// Its version, for the next renewal.
+    pub version: LeaseVersion,
+    /// When the write that took or renewed it started.
+    pub started: Instant,
+}
+
+/// Why a writer stopped holding its lease.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LeaseEnd {
+    /// Another process holds it now.
+    TakenOver {
+        /// Who, when it could be read.
+        by: Option<LeaseHolder>,
+    },
+    /// It could not be renewed before it lapsed.
+    Lapsed {
+        /// The last renewal's error.
+        error: String,
+    },
+}
+
+impl std::fmt::Display for LeaseEnd {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::TakenOver { by: Some(by) } => write!(
+                f,
+                "the writer lease was taken over by {} at {} (term {})",
+                by.id, by.address, by.term
+            ),
+            Self::TakenOver { by: None } => write!(f, "the writer lease was taken over"),
+            Self::Lapsed { error } => write!(
+                f,
+                "the writer lease could not be renewed before it lapsed ({error})"
+            ),
+        }
+    }
+}
+
+/// Takes the lease for `me` whatever holds it now, the term one past the
+/// last: a writer started by its operator (it then fences the database's
+/// writer, if any, by opening it).
+///
+/// # Errors
+///
+/// The object store's error when the lease cannot be read or written.
+pub async fn take(lease: &Lease, me: &LeaseHolder) -> Result<HeldLease, store::Error> {
+    loop {
+        let started = Instant::now();
+        let current = lease.read().await?;
+        let mut holder = me.clone();
+        holder.renewal = 0;
+        let written = match &current {
+            None => {
+                holder.term = 1;
+                lease.create(&holder).await?
+            }
+            Some((previous, version)) => {
+                holder.term = previous.term + 1;
+                lease.replace(version, &holder).await?
+            }
+        };
+        if let Some(version) = written {
+            return Ok(HeldLease {
+                holder,
+                version,
+                started,
+            });
+        }
+        // Renewed or taken between the read and the write: read again.
+    }
+}
+
+/// Renews `held` every `timing.renew` until it is taken over or lapses,
+/// keeping `roles`' acknowledgement deadline; returns why it stopped (the
+/// process must then stop taking writes: it no longer acknowledges any).
+pub async fn keep(
+    lease: Lease,
+    mut held: HeldLease,
+    timing: LeaseTiming,
+    roles: Arc<Roles>,
+) -> LeaseEnd {
+    roles.acknowledge_until(timing.acknowledge_until(held.started));
+    let mut deadline = timing.acknowledge_until(held.started);
+    let mut last_error = String::from("no renewal attempted");
+    loop {
+        tokio::time::sleep(timing.renew).await;
+        let started = Instant::now();
+        if started >= deadline {
+            return LeaseEnd::Lapsed { error: last_error };
+        }
+        let mut next = held.holder.clone();
+        next.renewal += 1;
+        // A renewal that takes past the deadline is as good as failed.
+        let renewal = tokio::time::timeout_at(deadline, lease.replace(&held.version, &next)).await;
+        match renewal {
+            Ok(Ok(Some(version))) => {
+                held = HeldLease {
+                    holder: next,
+                    version,
+                    started,
+                };
+                deadline = timing.acknowledge_until(started);
+                roles.acknowledge_until(deadline);
+            }
+            Ok(Ok(None)) => {
+                let by = lease.read().await.ok().flatten().map(|(h, _)| h);
+                return LeaseEnd::TakenOver { by };
+            }
+            Ok(Err(e)) => {
+                tracing::warn!(error = %e, "cannot renew the writer lease; retrying");
+                last_error = e.to_string();
+            }
+            Err(_) => {
+                return LeaseEnd::Lapsed {
+                    error: "the renewal did not finish in time".to_owned(),
+                };
+            }
+        }
+    }
+}
+
+/// A standby's wait: reads the lease every `timing.renew` (keeping the
+/// writer's address in `roles`) until it has not changed for the lease's
+/// time to live (the larger of the holder's and `timing.ttl`), then takes
+/// it over for `me`; returns once it holds it. Several standbys may try
+/// at once: exactly one wins, and the others go on watching the winner.
+pub async fn wait_for_takeover(
+    lease: &Lease,
+    me: &LeaseHolder,
+    timing: LeaseTiming,
+    roles: &Roles,
+) -> HeldLease {
+    // The version last read (`None`: no lease object) and when it was
+    // first read.
+    let mut seen: Option<(Option<LeaseVersion>, Instant)> = None;
+    loop {
+        let now = Instant::now();
+        match lease.read().await {
+            Err(e) => tracing::warn!(error = %e, "cannot read the writer lease"),
+            Ok(current) => {
+                let version = current.as_ref().map(|(_, v)| v.clone());
+                let changed = seen.as_ref().is_none_or(|(v, _)| *v != version);
+                if changed {
+                    seen = Some((version, now));
+                    roles.set(Role::Standby {
+                        writer: current.as_ref().map(|(h, _)| h.address.clone()),
+                    });
+                }
+                let ttl = current.as_ref().map_or(timing.ttl, |(h, _)| {
+                    timing.ttl.max(Duration::from_millis(h.ttl_ms))
+                });
+                let since = seen.as_ref().map_or(now, |(_, t)| *t);
+                if now.duration_since(since) >= ttl {
+                    let mut holder = me.clone();
+                    holder.renewal = 0;
+                    let started = Instant::now();
+                    let written = match &current {
+                        None => {
+                            holder.term = 1;
+                            lease.create(&holder).await
+                        }
+                        Some((previous, version)) => {
+                            holder.term = previous.term + 1;
+                            tracing::warn!(
+                                writer = %previous.address,
+                                term = previous.term,
+                                "the writer lease has not been renewed for {} ms; taking it over",
+                                ttl.as_millis()
+                            );
+                            lease.replace(version, &holder).await
+                        }
+                    };
+                    match written {
+                        Ok(Some(version)) => {
+                            return HeldLease {
+                                holder,
+                                version,
+                                started,
+                            };
+                        }
+                        Ok(None) => tracing::info!("another standby took the writer lease first"),
+                        Err(e) => tracing::warn!(error = %e, "cannot take the writer lease"),
+                    }
+                }
+            }
+        }
+        tokio::time::sleep(timing.renew).await;
+    }
+}
