@@ -541,11 +541,13 @@ pub(crate) fn run(store: &StoreArgs, args: &ServeArgs) -> Result<ExitCode, Strin
         } else if !args.replica {
             writer_tasks.start().await;
         }
+        let stopping = server.clone();
         let stop = async move {
             tokio::select! {
                 () = shutdown_signal() => {}
                 _ = fatal_rx.wait_for(Option::is_some) => {}
             }
+            stopping.close_streams();
         };
         let served = server::serve_with(listener, server.router(), connections, stop).await;
         if let Some(gc) = gc.lock().await.take() {

@@ -218,6 +218,9 @@ pub(crate) struct App<K> {
     pub(crate) stream: crate::jetstream::Stream,
     /// Writer, standby or replica, now.
     pub(crate) roles: Arc<crate::role::Roles>,
+    /// Set when the server stops: stream connections close (going away)
+    /// instead of holding the shutdown up for as long as they stay.
+    pub(crate) closing: tokio::sync::watch::Sender<bool>,
     pub(crate) config: Config,
     pub(crate) metrics: crate::metrics::Metrics,
     pub(crate) body_budget: crate::body_budget::BodyBudget,

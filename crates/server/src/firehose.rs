@@ -307,6 +307,7 @@ async fn stream<K: Kv + 'static>(
         replay(store, &mut socket, &mut last).await?;
     }
     let mut newest = live.newest.subscribe();
+    let mut closing = app.closing.subscribe();
     loop {
         // Every frame after `last`, a batch to a write: under load, a
         // write per frame per connection would cost more than the frames.
@@ -334,6 +335,9 @@ async fn stream<K: Kv + 'static>(
         tokio::select! {
             changed = newest.changed() => if changed.is_err() {
                 return close(&mut socket).await;
+            },
+            _ = async { closing.wait_for(|closing| *closing).await.is_ok() } => {
+                return socket.send(crate::jetstream::going_away()).await;
             },
             incoming = socket.recv() => match incoming {
                 // A consumer sends nothing but pings and its close.

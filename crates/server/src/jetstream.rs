@@ -466,6 +466,16 @@ pub(crate) async fn dictionary() -> Response {
         .into_response()
 }
 
+/// The close message of a stream connection when the server stops.
+pub(crate) fn going_away() -> Message {
+    Message::Close(Some(CloseFrame {
+        code: axum::extract::ws::close_code::AWAY,
+        reason: Utf8Bytes::from_static(
+            "the server is shutting down; reconnect with your cursor to resume",
+        ),
+    }))
+}
+
 async fn close_with(socket: &mut WebSocket, reason: &str) -> std::result::Result<(), axum::Error> {
     socket
         .send(Message::Close(Some(CloseFrame {
@@ -572,6 +582,7 @@ async fn stream<K: Kv + 'static>(
         replay(store, &mut sink, &filters, &mut last).await?;
     }
     let mut newest = live.newest.subscribe();
+    let mut closing = app.closing.subscribe();
     loop {
         loop {
             let batch = match live.after(last, CONSUMER_BATCH_BYTES) {
@@ -596,6 +607,9 @@ async fn stream<K: Kv + 'static>(
                     return sink.socket.send(Message::Close(None)).await;
                 }
                 tokio::time::sleep(GATHER).await;
+            }
+            _ = async { closing.wait_for(|closing| *closing).await.is_ok() } => {
+                return sink.socket.send(going_away()).await;
             }
             message = sink.socket.recv() => match incoming(message) {
                 Incoming::Filters(f) => filters = f,

@@ -133,12 +133,19 @@ pub async fn keep(
 ) -> LeaseEnd {
     roles.acknowledge_until(timing.acknowledge_until(held.started));
     let mut deadline = timing.acknowledge_until(held.started);
-    let mut last_error = String::from("no renewal attempted");
+    let mut last_error = None;
     loop {
         tokio::time::sleep(timing.renew).await;
         let started = Instant::now();
         if started >= deadline {
-            return LeaseEnd::Lapsed { error: last_error };
+            return LeaseEnd::Lapsed {
+                error: last_error.unwrap_or_else(|| {
+                    format!(
+                        "no renewal was attempted for {} ms: the process was paused or starved",
+                        started.duration_since(held.started).as_millis()
+                    )
+                }),
+            };
         }
         let mut next = held.holder.clone();
         next.renewal += 1;
@@ -160,7 +167,7 @@ pub async fn keep(
             }
             Ok(Err(e)) => {
                 tracing::warn!(error = %e, "cannot renew the writer lease; retrying");
-                last_error = e.to_string();
+                last_error = Some(e.to_string());
             }
             Err(_) => {
                 return LeaseEnd::Lapsed {

@@ -102,6 +102,7 @@ impl<K: Kv + 'static> Server<K> {
                     config.limits.firehose_buffer_bytes,
                 ),
                 stream: jetstream::Stream::new(config.limits.firehose_buffer_bytes),
+                closing: tokio::sync::watch::channel(false).0,
                 roles: config.roles.clone().unwrap_or_else(|| {
                     Arc::new(Roles::new(if config.read_only {
                         Role::Replica
@@ -191,6 +192,15 @@ impl<K: Kv + 'static> Server<K> {
     pub async fn promote(&self) {
         self.app.repos.forget_open().await;
         self.app.roles.set(Role::Writer);
+    }
+
+    /// Closes every stream connection (the firehose, `/subscribe`) with
+    /// WebSocket close code 1001, "going away", and every one opened from
+    /// now on: a consumer reconnects (to another server, or this one when
+    /// it is back) and resumes from its cursor. Call it when shutting
+    /// down, or the shutdown waits for every consumer to leave.
+    pub fn close_streams(&self) {
+        self.app.closing.send_replace(true);
     }
 
     /// The HTTP routes.

@@ -38,6 +38,7 @@ mod invite_codes_gate_account_creation;
 mod jetstream_account_events;
 mod jetstream_subscribe;
 mod jetstream_where_and_fields;
+mod lease_renewals_delayed;
 mod lexicons_and_collections_over_http;
 mod live_from_the_handshake;
 mod metrics_follow_private_reads;

@@ -56,6 +56,26 @@ pub fn store_locations(name: &str) -> (TempDir, Vec<String>) {
     (tmp, out)
 }
 
+/// A fresh location `name` on the S3-compatible test server
+/// (`DATAREPO_TEST_S3`), or `None` when there is none.
+///
+/// # Panics
+///
+/// Under CI (`CI` set) without `DATAREPO_TEST_S3`.
+#[must_use]
+pub fn s3_location(name: &str) -> Option<String> {
+    match std::env::var("DATAREPO_TEST_S3") {
+        Ok(base) => Some(format!("{base}/{name}-{}", std::process::id())),
+        Err(_) => {
+            assert!(
+                std::env::var_os("CI").is_none(),
+                "CI must provide DATAREPO_TEST_S3"
+            );
+            None
+        }
+    }
+}
+
 /// Runs `node tests/oracles/<script>` with `input` on stdin and returns its
 /// stdout lines.
 ///

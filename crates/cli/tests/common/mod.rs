@@ -8,6 +8,8 @@ use std::{
 
 use serde_json::Value;
 
+pub mod ha;
+
 /// A runtime for tests that open the store themselves.
 pub fn rt() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread()
@@ -141,6 +143,81 @@ pub fn http(port: u16, method: &str, path: &str, token: &str, body: &str) -> Opt
     let status = response.split(' ').nth(1)?.parse().ok()?;
     let (_, body) = response.split_once("\r\n\r\n")?;
     Some((status, body.to_owned()))
+}
+
+/// An HTTP answer: status, headers (names lower-cased) and body.
+#[derive(Debug, Clone)]
+pub struct Answer {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: String,
+}
+
+impl Answer {
+    /// The value of header `name` (lower-case).
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// The body as JSON.
+    pub fn json(&self) -> Value {
+        serde_json::from_str(&self.body).unwrap_or(Value::Null)
+    }
+}
+
+/// One HTTP/1.1 request to `port`, waiting at most `timeout` for the
+/// answer; `None` when nothing answers in time.
+pub fn http_within(
+    port: u16,
+    method: &str,
+    path: &str,
+    token: &str,
+    body: &str,
+    timeout: std::time::Duration,
+) -> Option<Answer> {
+    use std::io::Read;
+    let mut conn = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
+    conn.set_read_timeout(Some(timeout)).ok()?;
+    let request = format!(
+        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {token}\r\n\
+         Content-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    conn.write_all(request.as_bytes()).ok()?;
+    let mut response = String::new();
+    conn.read_to_string(&mut response).ok()?;
+    let (head, body) = response.split_once("\r\n\r\n")?;
+    let mut lines = head.split("\r\n");
+    let status = lines.next()?.split(' ').nth(1)?.parse().ok()?;
+    let headers = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(n, v)| (n.trim().to_ascii_lowercase(), v.trim().to_owned()))
+        .collect();
+    Some(Answer {
+        status,
+        headers,
+        body: body.to_owned(),
+    })
+}
+
+/// `datarepo serve` of the store at `location` on 127.0.0.1:`port` with
+/// `token` and `extra` arguments, its standard error to `log`.
+pub fn spawn_serve(
+    location: &str,
+    port: u16,
+    token: &str,
+    extra: &[&str],
+    log: &std::path::Path,
+) -> ServerProcess {
+    let mut cmd = serve(location, port, token);
+    cmd.args(extra)
+        .env("RUST_LOG", "info")
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(log).unwrap());
+    ServerProcess(cmd.spawn().unwrap())
 }
 
 /// Waits up to 30 s for the server on `port` to answer its health check.

@@ -1,0 +1,160 @@
+//! Helpers for the high-availability tests: servers of one store on the
+//! S3-compatible test server, writers that write through whichever of
+//! them acknowledges, and the checks of what was acknowledged.
+
+use super::{Answer, http_within};
+
+use std::{
+    collections::HashMap,
+    sync::{
+        Arc, Mutex,
+        atomic::{AtomicBool, Ordering},
+    },
+    time::Duration,
+};
+
+pub const TOKEN: &str = "ha-token";
+pub const DID: &str = "did:web:ha.example";
+pub const POST: &str = "app.bsky.feed.post";
+pub const LEASE: [&str; 4] = ["--lease-renew-ms", "200", "--lease-ttl-ms", "1000"];
+
+/// An acknowledged write: which server answered, and what.
+#[derive(Debug, Clone)]
+pub struct Ack {
+    pub port: u16,
+    pub uri: String,
+    pub cid: String,
+    pub rev: String,
+}
+
+pub fn create(port: u16, text: &str, timeout: Duration) -> Option<Answer> {
+    let body = serde_json::json!({"repo": DID, "collection": POST, "record": {"text": text}});
+    http_within(
+        port,
+        "POST",
+        "/xrpc/com.atproto.repo.createRecord",
+        TOKEN,
+        &body.to_string(),
+        timeout,
+    )
+}
+
+pub fn role(port: u16) -> Option<String> {
+    let answer = http_within(port, "GET", "/xrpc/_health", "", "", Duration::from_secs(5))?;
+    answer.json()["role"].as_str().map(str::to_owned)
+}
+
+/// Writers writing distinct records, each to whichever of `ports`
+/// acknowledges it, until `stop`.
+pub fn writers(
+    count: usize,
+    ports: [u16; 2],
+    stop: &Arc<AtomicBool>,
+    acks: &Arc<Mutex<Vec<Ack>>>,
+) -> Vec<std::thread::JoinHandle<()>> {
+    (0..count)
+        .map(|w| {
+            let (stop, acks) = (Arc::clone(stop), Arc::clone(acks));
+            std::thread::spawn(move || {
+                let mut i = 0;
+                while !stop.load(Ordering::Relaxed) {
+                    let text = format!("w{w}-{i}");
+                    'attempts: while !stop.load(Ordering::Relaxed) {
+                        for port in ports {
+                            let Some(answer) = create(port, &text, Duration::from_secs(3)) else {
+                                continue;
+                            };
+                            if answer.status == 200 {
+                                let v = answer.json();
+                                acks.lock().unwrap().push(Ack {
+                                    port,
+                                    uri: v["uri"].as_str().unwrap().to_owned(),
+                                    cid: v["cid"].as_str().unwrap().to_owned(),
+                                    rev: v["commit"]["rev"].as_str().unwrap().to_owned(),
+                                });
+                                break 'attempts;
+                            }
+                        }
+                        std::thread::sleep(Duration::from_millis(20));
+                    }
+                    i += 1;
+                }
+            })
+        })
+        .collect()
+}
+
+/// Every record of the collection, by URI: its CID.
+fn records(port: u16) -> HashMap<String, String> {
+    let mut out = HashMap::new();
+    let mut cursor = String::new();
+    loop {
+        let path = format!(
+            "/xrpc/com.atproto.repo.listRecords?repo={DID}&collection={POST}&limit=100{cursor}"
+        );
+        let answer = http_within(port, "GET", &path, TOKEN, "", Duration::from_secs(30))
+            .expect("listRecords answers");
+        assert_eq!(answer.status, 200, "{}", answer.body);
+        let v = answer.json();
+        for r in v["records"].as_array().unwrap() {
+            out.insert(
+                r["uri"].as_str().unwrap().to_owned(),
+                r["cid"].as_str().unwrap().to_owned(),
+            );
+        }
+        match v["cursor"].as_str() {
+            Some(c) => cursor = format!("&cursor={c}"),
+            None => return out,
+        }
+    }
+}
+
+/// Checks that every acknowledged write is stored, and that the old
+/// writer's commits all precede the new writer's.
+pub fn check_acknowledged(acks: &[Ack], old: u16, new: u16) {
+    let stored = records(new);
+    for ack in acks {
+        assert_eq!(
+            stored.get(&ack.uri),
+            Some(&ack.cid),
+            "acknowledged by :{} but not stored: {ack:?}",
+            ack.port
+        );
+    }
+    let revs = |port: u16| {
+        acks.iter()
+            .filter(|a| a.port == port)
+            .map(|a| a.rev.clone())
+            .collect::<Vec<_>>()
+    };
+    let (old_revs, new_revs) = (revs(old), revs(new));
+    assert!(!old_revs.is_empty(), "the old writer acknowledged nothing");
+    assert!(!new_revs.is_empty(), "the new writer acknowledged nothing");
+    let last_old = old_revs.iter().max().unwrap();
+    let first_new = new_revs.iter().min().unwrap();
+    assert!(
+        last_old < first_new,
+        "the old writer acknowledged commit {last_old} after the new writer's {first_new}"
+    );
+}
+
+/// Whether the server on `port` takes writes now (`_health?writer=true`).
+pub fn writable(port: u16) -> Option<u16> {
+    http_within(
+        port,
+        "GET",
+        "/xrpc/_health?writer=true",
+        "",
+        "",
+        Duration::from_secs(5),
+    )
+    .map(|a| a.status)
+}
+
+/// Waits up to 30 s for the server on `port` to become the writer.
+pub fn wait_for_writer(port: u16) -> bool {
+    (0..300).any(|_| {
+        std::thread::sleep(Duration::from_millis(100));
+        role(port).as_deref() == Some("writer")
+    })
+}
