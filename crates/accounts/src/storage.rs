@@ -28,9 +28,12 @@ use crate::password;
 pub struct Accounts<K> {
     pub(crate) store: Arc<Store<K>>,
     pub(crate) writes: tokio::sync::Mutex<()>,
-    /// Every account's status, read from the store on first use.
-    statuses: tokio::sync::OnceCell<std::sync::RwLock<HashMap<String, Status>>>,
+    /// Every account's status, read from the store on first use (again
+    /// after [`Accounts::forget_statuses`]).
+    statuses: std::sync::RwLock<Arc<StatusCell>>,
 }
+
+type StatusCell = tokio::sync::OnceCell<std::sync::RwLock<HashMap<String, Status>>>;
 
 impl<K> std::fmt::Debug for Accounts<K> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -66,24 +69,40 @@ impl<K: Kv> Accounts<K> {
         Self {
             store,
             writes: tokio::sync::Mutex::new(()),
-            statuses: tokio::sync::OnceCell::new(),
+            statuses: std::sync::RwLock::new(Arc::new(StatusCell::new())),
         }
     }
 
-    async fn statuses(&self) -> Result<&std::sync::RwLock<HashMap<String, Status>>, Error> {
-        self.statuses
-            .get_or_try_init(|| async {
-                let all = self.list().await?;
-                Ok::<_, Error>(std::sync::RwLock::new(
-                    all.into_iter().map(|a| (a.did, a.status)).collect(),
-                ))
-            })
-            .await
+    /// Forgets the statuses remembered, so that the next use reads them
+    /// from the store again: what a standby that has just become the
+    /// writer does, since another process changed them until then.
+    pub fn forget_statuses(&self) {
+        *self
+            .statuses
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Arc::new(StatusCell::new());
+    }
+
+    fn status_cell(&self) -> Arc<StatusCell> {
+        Arc::clone(
+            &self
+                .statuses
+                .read()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        )
+    }
+
+    async fn load_statuses(&self) -> Result<std::sync::RwLock<HashMap<String, Status>>, Error> {
+        let all = self.list().await?;
+        Ok(std::sync::RwLock::new(
+            all.into_iter().map(|a| (a.did, a.status)).collect(),
+        ))
     }
 
     pub(crate) async fn note_status(&self, did: &str, status: Option<Status>) -> Result<(), Error> {
-        let mut statuses = self
-            .statuses()
+        let cell = self.status_cell();
+        let mut statuses = cell
+            .get_or_try_init(|| self.load_statuses())
             .await?
             .write()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
@@ -101,8 +120,9 @@ impl<K: Kv> Accounts<K> {
     ///
     /// A storage error, or [`Error::Malformed`], on the first call.
     pub async fn status(&self, did: &str) -> Result<Option<Status>, Error> {
-        Ok(self
-            .statuses()
+        let cell = self.status_cell();
+        Ok(cell
+            .get_or_try_init(|| self.load_statuses())
             .await?
             .read()
             .unwrap_or_else(std::sync::PoisonError::into_inner)

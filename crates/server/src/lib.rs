@@ -187,10 +187,11 @@ impl<K: Kv + 'static> Server<K> {
     }
 
     /// Makes a standby that has just opened the store as its writer the
-    /// writer: repositories are read again from the store, and writes are
-    /// taken from now on.
+    /// writer: repositories and account statuses are read again from the
+    /// store, and writes are taken from now on.
     pub async fn promote(&self) {
         self.app.repos.forget_open().await;
+        self.app.accounts.forget_statuses();
         self.app.roles.set(Role::Writer);
     }
 
