@@ -3,10 +3,7 @@
 //! the requests it was holding), says why and exits; every acknowledged
 //! write is stored, and the old writer's commits all precede the new one's.
 
-use crate::common::{
-    self,
-    ha::{LEASE, TOKEN, check_acknowledged, create, role, wait_for_writer, writers},
-};
+use crate::common::ha::{self, check_acknowledged, create, wait_for_writer, writers};
 
 use std::{
     process::Command,
@@ -27,26 +24,17 @@ fn signal(pid: u32, signal: &str) {
 
 #[test]
 fn a_paused_writer_acknowledges_nothing_after_a_standby_takes_over() {
-    let Some(location) = testkit::s3_location("standby-pause") else {
-        eprintln!("skipped: no S3-compatible test server (DATAREPO_TEST_S3)");
+    let Some(ha::Pair {
+        mut writer,
+        mut standby,
+        wport,
+        sport,
+        writer_log,
+        ..
+    }) = ha::start_pair("standby-pause", &[])
+    else {
         return;
     };
-    let tmp = testkit::tempdir("standby-pause");
-    let (wport, sport) = (common::free_port(), common::free_port());
-    let writer_log = tmp.path().join("w.log");
-    let mut writer = common::spawn_serve(&location, wport, TOKEN, &LEASE, &writer_log);
-    assert!(common::wait_until_up(wport), "the writer did not start");
-    let mut standby_args = vec!["--standby"];
-    standby_args.extend(LEASE);
-    let mut standby = common::spawn_serve(
-        &location,
-        sport,
-        TOKEN,
-        &standby_args,
-        &tmp.path().join("s.log"),
-    );
-    assert!(common::wait_until_up(sport), "the standby did not start");
-    assert_eq!(role(sport).as_deref(), Some("standby"));
 
     let stop = Arc::new(AtomicBool::new(false));
     let acks = Arc::new(Mutex::new(Vec::new()));

@@ -5,7 +5,7 @@
 
 use crate::common::{
     self,
-    ha::{LEASE, TOKEN, create, wait_for_writer},
+    ha::{self, create, wait_for_writer},
 };
 
 use std::time::Duration;
@@ -47,25 +47,16 @@ fn write(port: u16, n: usize, tag: &str) -> Vec<String> {
 
 #[test]
 fn a_standbys_streams_continue_across_its_takeover() {
-    let Some(location) = testkit::s3_location("standby-streams") else {
-        eprintln!("skipped: no S3-compatible test server (DATAREPO_TEST_S3)");
+    let Some(ha::Pair {
+        mut writer,
+        mut standby,
+        wport,
+        sport,
+        ..
+    }) = ha::start_pair("standby-streams", &["--refresh-ms", "100"])
+    else {
         return;
     };
-    let tmp = testkit::tempdir("standby-streams");
-    let (wport, sport) = (common::free_port(), common::free_port());
-    let mut writer =
-        common::spawn_serve(&location, wport, TOKEN, &LEASE, &tmp.path().join("w.log"));
-    assert!(common::wait_until_up(wport), "the writer did not start");
-    let mut standby_args = vec!["--standby", "--refresh-ms", "100"];
-    standby_args.extend(LEASE);
-    let mut standby = common::spawn_serve(
-        &location,
-        sport,
-        TOKEN,
-        &standby_args,
-        &tmp.path().join("s.log"),
-    );
-    assert!(common::wait_until_up(sport), "the standby did not start");
 
     let rt = common::rt();
     // Every event from the start, on one connection each.

@@ -7,7 +7,7 @@
 
 use crate::common::{
     self,
-    ha::{LEASE, TOKEN, check_acknowledged, create, role, wait_for_writer, writable, writers},
+    ha::{self, check_acknowledged, create, wait_for_writer, writable, writers},
 };
 
 use std::{
@@ -20,27 +20,17 @@ use std::{
 
 #[test]
 fn a_standby_takes_over_a_killed_writer_and_loses_no_acknowledged_write() {
-    let Some(location) = testkit::s3_location("standby-kill") else {
-        eprintln!("skipped: no S3-compatible test server (DATAREPO_TEST_S3)");
+    let Some(ha::Pair {
+        location,
+        mut writer,
+        mut standby,
+        wport,
+        sport,
+        ..
+    }) = ha::start_pair("standby-kill", &[])
+    else {
         return;
     };
-    let tmp = testkit::tempdir("standby-kill");
-    let (wport, sport) = (common::free_port(), common::free_port());
-    let mut writer =
-        common::spawn_serve(&location, wport, TOKEN, &LEASE, &tmp.path().join("w.log"));
-    assert!(common::wait_until_up(wport), "the writer did not start");
-    let mut standby_args = vec!["--standby"];
-    standby_args.extend(LEASE);
-    let mut standby = common::spawn_serve(
-        &location,
-        sport,
-        TOKEN,
-        &standby_args,
-        &tmp.path().join("s.log"),
-    );
-    assert!(common::wait_until_up(sport), "the standby did not start");
-    assert_eq!(role(wport).as_deref(), Some("writer"));
-    assert_eq!(role(sport).as_deref(), Some("standby"));
     assert!(create(wport, "first", Duration::from_secs(10)).is_some_and(|a| a.status == 200));
 
     // A standby refuses a write, naming the writer.

@@ -89,7 +89,10 @@ async fn run(bin: &Path, location: &str, burst: bool, writers: usize) -> Parts {
         }
         if writer_at.is_some() {
             let answer = client
-                .post(format!("{}/xrpc/com.atproto.repo.createRecord", standby.base))
+                .post(format!(
+                    "{}/xrpc/com.atproto.repo.createRecord",
+                    standby.base
+                ))
                 .bearer_auth(TOKEN)
                 .header("content-type", "application/json")
                 .body(body()(0, 0))
@@ -119,14 +122,19 @@ fn ms(d: Duration) -> f64 {
 fn main() {
     let runs: usize = arg("--runs", 3);
     let writers: usize = arg("--writers", 16);
-    let base = std::env::var("DATAREPO_TEST_S3")
-        .expect("DATAREPO_TEST_S3=s3://bucket/prefix and the AWS_* settings (scripts/s3-test-server.sh)");
+    let base = std::env::var("DATAREPO_TEST_S3").expect(
+        "DATAREPO_TEST_S3=s3://bucket/prefix and the AWS_* settings (scripts/s3-test-server.sh)",
+    );
     let bin = datarepo_bin();
     let rt = tokio::runtime::Runtime::new().unwrap();
     println!("lease: renewed every 1000 ms, 5000 ms to live (the defaults)");
     for (name, burst) in [("quiet store", false), ("right after a burst", true)] {
         for r in 0..runs {
-            let location = format!("{base}/takeover-{}-{r}-{}", u8::from(burst), std::process::id());
+            let location = format!(
+                "{base}/takeover-{}-{r}-{}",
+                u8::from(burst),
+                std::process::id()
+            );
             let parts = rt.block_on(run(&bin, &location, burst, writers));
             println!(
                 "{name:<20} run {r}: lease taken {:>7.0} ms, open as writer {:>6.0} ms, first write acknowledged {:>7.0} ms after SIGKILL",

@@ -158,3 +158,53 @@ pub fn wait_for_writer(port: u16) -> bool {
         role(port).as_deref() == Some("writer")
     })
 }
+
+/// A writer and a standby of one store on the S3-compatible test server,
+/// both answering, the standby standing by.
+pub struct Pair {
+    pub location: String,
+    pub writer: super::ServerProcess,
+    pub standby: super::ServerProcess,
+    pub wport: u16,
+    pub sport: u16,
+    /// The writer's standard error.
+    pub writer_log: std::path::PathBuf,
+    _tmp: testkit::TempDir,
+}
+
+/// Starts a [`Pair`] on a fresh location `name` (the standby with
+/// `standby_extra` arguments too); `None`, saying so, without the test
+/// server.
+pub fn start_pair(name: &str, standby_extra: &[&str]) -> Option<Pair> {
+    let Some(location) = testkit::s3_location(name) else {
+        eprintln!("skipped: no S3-compatible test server (DATAREPO_TEST_S3)");
+        return None;
+    };
+    let tmp = testkit::tempdir(name);
+    let (wport, sport) = (super::free_port(), super::free_port());
+    let writer_log = tmp.path().join("writer.log");
+    let writer = super::spawn_serve(&location, wport, TOKEN, &LEASE, &writer_log);
+    assert!(super::wait_until_up(wport), "the writer did not start");
+    let mut args = vec!["--standby"];
+    args.extend(LEASE);
+    args.extend(standby_extra);
+    let standby = super::spawn_serve(
+        &location,
+        sport,
+        TOKEN,
+        &args,
+        &tmp.path().join("standby.log"),
+    );
+    assert!(super::wait_until_up(sport), "the standby did not start");
+    assert_eq!(role(wport).as_deref(), Some("writer"));
+    assert_eq!(role(sport).as_deref(), Some("standby"));
+    Some(Pair {
+        location,
+        writer,
+        standby,
+        wport,
+        sport,
+        writer_log,
+        _tmp: tmp,
+    })
+}

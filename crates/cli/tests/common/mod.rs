@@ -128,21 +128,15 @@ pub fn listed_rkeys(store: &str, repo: &str, collection: &str) -> Vec<String> {
 /// One HTTP/1.1 request to `port` with `token`: its status and body, or
 /// `None` when nothing answers.
 pub fn http(port: u16, method: &str, path: &str, token: &str, body: &str) -> Option<(u16, String)> {
-    use std::io::Read;
-    let mut conn = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
-    conn.set_read_timeout(Some(std::time::Duration::from_secs(30)))
-        .ok()?;
-    let request = format!(
-        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {token}\r\n\
-         Content-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    );
-    conn.write_all(request.as_bytes()).ok()?;
-    let mut response = String::new();
-    conn.read_to_string(&mut response).ok()?;
-    let status = response.split(' ').nth(1)?.parse().ok()?;
-    let (_, body) = response.split_once("\r\n\r\n")?;
-    Some((status, body.to_owned()))
+    http_within(
+        port,
+        method,
+        path,
+        token,
+        body,
+        std::time::Duration::from_secs(30),
+    )
+    .map(|a| (a.status, a.body))
 }
 
 /// An HTTP answer: status, headers (names lower-cased) and body.
