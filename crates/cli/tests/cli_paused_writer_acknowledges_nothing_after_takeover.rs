@@ -24,23 +24,17 @@ fn signal(pid: u32, signal: &str) {
 
 #[test]
 fn a_paused_writer_acknowledges_nothing_after_a_standby_takes_over() {
-    let Some(ha::Pair {
-        mut writer,
-        mut standby,
-        wport,
-        sport,
-        writer_log,
-        ..
-    }) = ha::start_pair("standby-pause", &[])
-    else {
+    // Bound whole: its temporary directory lives as long as the test.
+    let Some(mut pair) = ha::start_pair("standby-pause", &[]) else {
         return;
     };
+    let (wport, sport) = (pair.wport, pair.sport);
 
     let stop = Arc::new(AtomicBool::new(false));
     let acks = Arc::new(Mutex::new(Vec::new()));
     let threads = writers(8, [wport, sport], &stop, &acks);
     std::thread::sleep(Duration::from_millis(1_000));
-    let pid = writer.0.id();
+    let pid = pair.writer.0.id();
     signal(pid, "-STOP");
     // Requests the paused writer holds, waiting for as long as it takes.
     let held: Vec<_> = (0..4)
@@ -60,11 +54,11 @@ fn a_paused_writer_acknowledges_nothing_after_a_standby_takes_over() {
 
     let exited = (0..200).find_map(|_| {
         std::thread::sleep(Duration::from_millis(100));
-        writer.0.try_wait().unwrap()
+        pair.writer.0.try_wait().unwrap()
     });
     let status = exited.expect("the resumed writer did not exit within 20 s");
     assert!(!status.success(), "{status}");
-    let log = std::fs::read_to_string(&writer_log).unwrap();
+    let log = std::fs::read_to_string(&pair.writer_log).unwrap();
     assert!(log.contains("writer lease"), "{log}");
     for h in held {
         let answer = h.join().unwrap();
@@ -81,5 +75,8 @@ fn a_paused_writer_acknowledges_nothing_after_a_standby_takes_over() {
     }
     let acks = acks.lock().unwrap().clone();
     check_acknowledged(&acks, wport, sport);
-    assert!(standby.terminate(), "the new writer did not stop cleanly");
+    assert!(
+        pair.standby.terminate(),
+        "the new writer did not stop cleanly"
+    );
 }

@@ -47,16 +47,11 @@ fn write(port: u16, n: usize, tag: &str) -> Vec<String> {
 
 #[test]
 fn a_standbys_streams_continue_across_its_takeover() {
-    let Some(ha::Pair {
-        mut writer,
-        mut standby,
-        wport,
-        sport,
-        ..
-    }) = ha::start_pair("standby-streams", &["--refresh-ms", "100"])
-    else {
+    // Bound whole: its temporary directory lives as long as the test.
+    let Some(mut pair) = ha::start_pair("standby-streams", &["--refresh-ms", "100"]) else {
         return;
     };
+    let (wport, sport) = (pair.wport, pair.sport);
 
     let rt = common::rt();
     // Every event from the start, on one connection each.
@@ -70,8 +65,8 @@ fn a_standbys_streams_continue_across_its_takeover() {
         )
     });
     let mut acked = write(wport, 10, "before");
-    writer.0.kill().unwrap();
-    writer.0.wait().unwrap();
+    pair.writer.0.kill().unwrap();
+    pair.writer.0.wait().unwrap();
     assert!(
         wait_for_writer(sport),
         "the standby did not take over within 30 s"
@@ -119,5 +114,8 @@ fn a_standbys_streams_continue_across_its_takeover() {
             "the Jetstream-compatible stream across the takeover"
         );
     });
-    assert!(standby.terminate(), "the new writer did not stop cleanly");
+    assert!(
+        pair.standby.terminate(),
+        "the new writer did not stop cleanly"
+    );
 }

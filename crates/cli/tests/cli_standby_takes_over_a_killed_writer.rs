@@ -20,17 +20,11 @@ use std::{
 
 #[test]
 fn a_standby_takes_over_a_killed_writer_and_loses_no_acknowledged_write() {
-    let Some(ha::Pair {
-        location,
-        mut writer,
-        mut standby,
-        wport,
-        sport,
-        ..
-    }) = ha::start_pair("standby-kill", &[])
-    else {
+    // Bound whole: its temporary directory lives as long as the test.
+    let Some(mut pair) = ha::start_pair("standby-kill", &[]) else {
         return;
     };
+    let (wport, sport) = (pair.wport, pair.sport);
     assert!(create(wport, "first", Duration::from_secs(10)).is_some_and(|a| a.status == 200));
 
     // A standby refuses a write, naming the writer.
@@ -57,8 +51,8 @@ fn a_standby_takes_over_a_killed_writer_and_loses_no_acknowledged_write() {
     let acks = Arc::new(Mutex::new(Vec::new()));
     let threads = writers(32, [wport, sport], &stop, &acks);
     std::thread::sleep(Duration::from_millis(1_500));
-    writer.0.kill().unwrap();
-    writer.0.wait().unwrap();
+    pair.writer.0.kill().unwrap();
+    pair.writer.0.wait().unwrap();
     assert!(
         wait_for_writer(sport),
         "the standby did not take over within 30 s"
@@ -73,7 +67,10 @@ fn a_standby_takes_over_a_killed_writer_and_loses_no_acknowledged_write() {
     let acks = acks.lock().unwrap().clone();
     check_acknowledged(&acks, wport, sport);
     // The store is whole.
-    let out = common::datarepo(&["--store", &location, "check"], "");
+    let out = common::datarepo(&["--store", &pair.location, "check"], "");
     assert!(out.status.success(), "{out:?}");
-    assert!(standby.terminate(), "the new writer did not stop cleanly");
+    assert!(
+        pair.standby.terminate(),
+        "the new writer did not stop cleanly"
+    );
 }

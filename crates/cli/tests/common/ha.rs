@@ -153,9 +153,18 @@ pub fn writable(port: u16) -> Option<u16> {
 
 /// Waits up to 30 s for the server on `port` to become the writer.
 pub fn wait_for_writer(port: u16) -> bool {
+    wait_for_role(port, "writer")
+}
+
+/// Asks the server on `port` up to 300 times, 100 ms apart, until it says
+/// it is `wanted`.
+pub fn wait_for_role(port: u16, wanted: &str) -> bool {
     (0..300).any(|_| {
+        if role(port).as_deref() == Some(wanted) {
+            return true;
+        }
         std::thread::sleep(Duration::from_millis(100));
-        role(port).as_deref() == Some("writer")
+        false
     })
 }
 
@@ -196,8 +205,15 @@ pub fn start_pair(name: &str, standby_extra: &[&str]) -> Option<Pair> {
         &tmp.path().join("standby.log"),
     );
     assert!(super::wait_until_up(sport), "the standby did not start");
-    assert_eq!(role(wport).as_deref(), Some("writer"));
-    assert_eq!(role(sport).as_deref(), Some("standby"));
+    // (The machine may be busy with other tests: health checks get time.)
+    assert!(
+        wait_for_role(wport, "writer"),
+        "the writer is not the writer"
+    );
+    assert!(
+        wait_for_role(sport, "standby"),
+        "the standby is not standing by"
+    );
     Some(Pair {
         location,
         writer,
