@@ -40,6 +40,7 @@ mod session;
 mod signing_cmd;
 mod storage;
 mod syntax;
+mod writer_lease;
 
 /// datarepo: a content-addressed data repository of records.
 #[derive(Debug, Parser)]

@@ -6,7 +6,7 @@ use clap::Args;
 use repo::Repos;
 use store::Store;
 
-use crate::storage::{self, StoreArgs};
+use crate::storage::StoreArgs;
 
 /// `datarepo serve`.
 #[derive(Debug, Args)]
@@ -241,109 +241,6 @@ fn subscriber_limit(wanted: usize, max_connections: usize) -> usize {
     lowered
 }
 
-/// This process's name in the writer lease: its process id and random
-/// bytes, unique per start.
-fn holder_id() -> String {
-    let mut bytes = [0u8; 32];
-    crate::key_files::os_random(&mut bytes);
-    let host = std::env::var("HOSTNAME").unwrap_or_default();
-    let random: String = bytes[..6].iter().map(|b| format!("{b:02x}")).collect();
-    if host.is_empty() {
-        format!("{}-{random}", std::process::id())
-    } else {
-        format!("{host}-{}-{random}", std::process::id())
-    }
-}
-
-/// What only the writer runs: pruning old stream events, finishing
-/// interrupted index rebuilds, garbage collection when asked for.
-struct WriterTasks {
-    server: server::Server<store::SlateKv>,
-    retention: server::Retention,
-    gc_interval_secs: Option<u64>,
-    gc_keep_last: Option<u64>,
-    gc: Arc<tokio::sync::Mutex<Option<server::GcTask>>>,
-}
-
-impl WriterTasks {
-    async fn start(self) {
-        self.server.spawn_firehose_pruner(self.retention);
-        self.server.spawn_index_recovery();
-        if let Some(secs) = self.gc_interval_secs {
-            let schedule = server::GcSchedule {
-                interval: Duration::from_secs(secs),
-                retention: storage::retention(self.gc_keep_last),
-            };
-            tracing::info!(
-                every_secs = secs,
-                keep_last = self.gc_keep_last,
-                "collecting garbage while serving"
-            );
-            *self.gc.lock().await = Some(self.server.spawn_gc(schedule));
-        }
-    }
-}
-
-/// Renews the writer lease until it is lost, then says why the process
-/// must stop.
-async fn keep_lease(
-    lease: store::Lease,
-    held: server::lease::HeldLease,
-    timing: server::lease::LeaseTiming,
-    roles: Arc<server::Roles>,
-    fatal: tokio::sync::watch::Sender<Option<String>>,
-) {
-    let end = server::lease::keep(lease, held, timing, roles).await;
-    let message = format!("{end}: this server acknowledges no more writes and stops");
-    tracing::error!("{message}");
-    fatal.send_replace(Some(message));
-}
-
-/// A standby's takeover: waits for the writer's lease to lapse, takes it,
-/// opens the store as its writer, and becomes the writer.
-struct Takeover {
-    lease: store::Lease,
-    me: store::LeaseHolder,
-    timing: server::lease::LeaseTiming,
-    kv: store::SlateKv,
-    location: store::Location,
-    options: store::SlateOptions,
-    fatal: tokio::sync::watch::Sender<Option<String>>,
-}
-
-impl Takeover {
-    async fn run(self, tasks: WriterTasks) {
-        let roles = tasks.server.roles();
-        tracing::info!("standing by: watching the writer lease");
-        let held =
-            server::lease::wait_for_takeover(&self.lease, &self.me, self.timing, &roles).await;
-        let term = held.holder.term;
-        // Renewed from now on, while the store opens too.
-        tokio::spawn(keep_lease(
-            self.lease,
-            held,
-            self.timing,
-            Arc::clone(&roles),
-            self.fatal.clone(),
-        ));
-        let started = tokio::time::Instant::now();
-        if let Err(e) = self.kv.promote(&self.location, &self.options).await {
-            let message =
-                format!("took the writer lease but cannot open the store as its writer: {e}");
-            tracing::error!("{message}");
-            self.fatal.send_replace(Some(message));
-            return;
-        }
-        tasks.server.promote().await;
-        tracing::warn!(
-            term,
-            open_ms = started.elapsed().as_millis(),
-            "took over as the writer"
-        );
-        tasks.start().await;
-    }
-}
-
 fn parse_retention(s: &str) -> Result<server::Retention, String> {
     s.parse()
 }
@@ -392,7 +289,7 @@ pub(crate) fn run(store: &StoreArgs, args: &ServeArgs) -> Result<ExitCode, Strin
         // answer yet (or ever: a full disk).
         let socket = bind(args.addr).map_err(|e| format!("cannot listen on {}: {e}", args.addr))?;
         let me = store::LeaseHolder {
-            id: holder_id(),
+            id: crate::writer_lease::holder_id(),
             address: match &args.public_url {
                 Some(url) => url.trim_end_matches('/').to_owned(),
                 None => format!("http://{}", socket.local_addr().map_err(|e| e.to_string())?),
@@ -433,7 +330,7 @@ pub(crate) fn run(store: &StoreArgs, args: &ServeArgs) -> Result<ExitCode, Strin
         // Renewed from now on, while the store opens too.
         if let (Some(lease), Some(held)) = (lease.clone(), held) {
             tracing::info!(term = held.holder.term, "holding the writer lease");
-            tokio::spawn(keep_lease(lease, held, timing, Arc::clone(&roles), fatal_tx.clone()));
+            tokio::spawn(crate::writer_lease::keep_lease(lease, held, timing, Arc::clone(&roles), fatal_tx.clone()));
         }
         tracing::info!(store = store.location(), "opening the store");
         let opening = async {
@@ -519,7 +416,7 @@ pub(crate) fn run(store: &StoreArgs, args: &ServeArgs) -> Result<ExitCode, Strin
         };
         let server = server::Server::new(repos, config);
         let gc = Arc::new(tokio::sync::Mutex::new(None));
-        let writer_tasks = WriterTasks {
+        let writer_tasks = crate::writer_lease::WriterTasks {
             server: server.clone(),
             retention: args.firehose_retention,
             gc_interval_secs: args.gc_interval_secs,
@@ -528,7 +425,7 @@ pub(crate) fn run(store: &StoreArgs, args: &ServeArgs) -> Result<ExitCode, Strin
         };
         if args.standby {
             let lease = lease.clone().ok_or("a standby without a lease")?;
-            let takeover = Takeover {
+            let takeover = crate::writer_lease::Takeover {
                 lease,
                 me: me.clone(),
                 timing,
