@@ -36,6 +36,30 @@ const TOKEN: &str = "bench";
 const DID: &str = "did:web:cold-reads.example";
 const POST: &str = "app.bsky.feed.post";
 
+/// One durable `createRecord` of a post with `text`: its record key.
+async fn create(client: &reqwest::Client, url: &str, text: &str) -> String {
+    let body = format!(
+        r#"{{"repo":"{DID}","collection":"{POST}","record":{{"text":"{text}","createdAt":"2026-11-27T00:00:00Z"}}}}"#
+    );
+    let response = client
+        .post(url)
+        .bearer_auth(TOKEN)
+        .header("content-type", "application/json")
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    assert!(response.status().is_success());
+    let v: serde_json::Value = response.json().await.unwrap();
+    v["uri"]
+        .as_str()
+        .unwrap()
+        .rsplit('/')
+        .next()
+        .unwrap()
+        .to_owned()
+}
+
 async fn write(base: &str, records: u64, writers: u64) -> String {
     let client = reqwest::Client::new();
     let mut tasks = Vec::new();
@@ -46,20 +70,7 @@ async fn write(base: &str, records: u64, writers: u64) -> String {
             let mut last = String::new();
             let mut i = w;
             while i < records {
-                let body = format!(
-                    r#"{{"repo":"{DID}","collection":"{POST}","record":{{"text":"post {i}","createdAt":"2026-11-27T00:00:00Z"}}}}"#
-                );
-                let response = client
-                    .post(&url)
-                    .bearer_auth(TOKEN)
-                    .header("content-type", "application/json")
-                    .body(body)
-                    .send()
-                    .await
-                    .unwrap();
-                assert!(response.status().is_success());
-                let v: serde_json::Value = response.json().await.unwrap();
-                last = v["uri"].as_str().unwrap().rsplit('/').next().unwrap().to_owned();
+                last = create(&client, &url, &format!("post {i}")).await;
                 i += writers;
             }
             last
@@ -93,18 +104,7 @@ fn keep_writing(
             rt.spawn(async move {
                 let mut i = 0;
                 while !stop.load(Ordering::Relaxed) {
-                    let body = format!(
-                        r#"{{"repo":"{DID}","collection":"{POST}","record":{{"text":"more {w}-{i}","createdAt":"2026-11-28T00:00:00Z"}}}}"#
-                    );
-                    let response = client
-                        .post(&url)
-                        .bearer_auth(TOKEN)
-                        .header("content-type", "application/json")
-                        .body(body)
-                        .send()
-                        .await
-                        .unwrap();
-                    assert!(response.status().is_success());
+                    create(&client, &url, &format!("more {w}-{i}")).await;
                     written.fetch_add(1, Ordering::Relaxed);
                     i += 1;
                 }
