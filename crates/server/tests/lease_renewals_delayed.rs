@@ -104,16 +104,16 @@ impl ObjectStore for DelayedPuts {
 }
 
 const TIMING: LeaseTiming = LeaseTiming {
-    renew: Duration::from_millis(50),
-    ttl: Duration::from_millis(500),
+    renew: Duration::from_millis(100),
+    ttl: Duration::from_millis(1_000),
 };
 
 fn holder(id: &str) -> LeaseHolder {
     LeaseHolder {
         id: id.to_owned(),
         address: format!("http://{id}.example"),
-        renew_ms: 50,
-        ttl_ms: 500,
+        renew_ms: 100,
+        ttl_ms: 1_000,
         term: 0,
         renewal: 0,
     }
@@ -166,7 +166,7 @@ async fn a_writer_whose_renewals_are_delayed_stops_before_a_standby_takes_over()
     );
 
     // Every put of the writer now takes four times the ttl.
-    delayed.delay_ms.store(2_000, Ordering::Relaxed);
+    delayed.delay_ms.store(4_000, Ordering::Relaxed);
     let stopped = tokio::spawn(stopped_acknowledging(Arc::clone(&writer_roles)));
     let taken = tokio::time::timeout(Duration::from_secs(10), waiting)
         .await
@@ -195,7 +195,7 @@ async fn a_writer_whose_renewals_are_delayed_stops_before_a_standby_takes_over()
 
     // The writer's delayed renewal, landing late, did not undo the
     // takeover.
-    tokio::time::sleep(Duration::from_millis(2_500)).await;
+    tokio::time::sleep(Duration::from_millis(4_500)).await;
     let (now, _) = Lease::beside(shared, "db").read().await.unwrap().unwrap();
     assert_eq!((now.id.as_str(), now.term), ("standby", 2));
 }
