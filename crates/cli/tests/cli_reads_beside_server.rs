@@ -12,18 +12,7 @@ const POST: &str = "app.bsky.feed.post";
 /// Creates a record through the server; its rkey.
 fn create(port: u16, text: &str) -> String {
     let body = serde_json::json!({"repo": DID, "collection": POST, "record": {"text": text}});
-    let (status, reply) = common::http(
-        port,
-        "POST",
-        "/xrpc/com.atproto.repo.createRecord",
-        TOKEN,
-        &body.to_string(),
-    )
-    .unwrap();
-    assert_eq!(status, 200, "{reply}");
-    let reply: serde_json::Value = serde_json::from_str(&reply).unwrap();
-    let uri = reply["uri"].as_str().unwrap();
-    uri.rsplit('/').next().unwrap().to_owned()
+    common::create_record(port, TOKEN, &body)
 }
 
 #[test]

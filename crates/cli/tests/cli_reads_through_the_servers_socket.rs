@@ -46,25 +46,7 @@ fn reading_commands_beside_a_server_read_through_it_and_print_the_same() {
             "repo": DID, "collection": POST,
             "record": {"text": format!("post {n}"), "lang": lang, "createdAt": "2024-05-01T00:00:00Z"},
         });
-        let (status, reply) = common::http(
-            port,
-            "POST",
-            "/xrpc/com.atproto.repo.createRecord",
-            TOKEN,
-            &body.to_string(),
-        )
-        .unwrap();
-        assert_eq!(status, 200, "{reply}");
-        let reply: serde_json::Value = serde_json::from_str(&reply).unwrap();
-        rkeys.push(
-            reply["uri"]
-                .as_str()
-                .unwrap()
-                .rsplit('/')
-                .next()
-                .unwrap()
-                .to_owned(),
-        );
+        rkeys.push(common::create_record(port, TOKEN, &body));
     }
     let car_through = tmp.path().join("through.car");
     let car_direct = tmp.path().join("direct.car");

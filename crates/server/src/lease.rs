@@ -131,8 +131,8 @@ pub async fn keep(
     timing: LeaseTiming,
     roles: Arc<Roles>,
 ) -> LeaseEnd {
-    roles.acknowledge_until(timing.acknowledge_until(held.started));
     let mut deadline = timing.acknowledge_until(held.started);
+    roles.acknowledge_until(deadline);
     let mut last_error = None;
     loop {
         tokio::time::sleep(timing.renew).await;

@@ -214,6 +214,23 @@ pub fn spawn_serve(
     ServerProcess(cmd.spawn().unwrap())
 }
 
+/// `com.atproto.repo.createRecord` of `body` (its input, as JSON) through
+/// the server on `port` with `token`: the new record's key.
+pub fn create_record(port: u16, token: &str, body: &Value) -> String {
+    let (status, reply) = http(
+        port,
+        "POST",
+        "/xrpc/com.atproto.repo.createRecord",
+        token,
+        &body.to_string(),
+    )
+    .expect("the server answers");
+    assert_eq!(status, 200, "{reply}");
+    let reply: Value = serde_json::from_str(&reply).unwrap();
+    let uri = reply["uri"].as_str().unwrap();
+    uri.rsplit('/').next().unwrap().to_owned()
+}
+
 /// Waits up to 30 s for the server on `port` to answer its health check.
 pub fn wait_until_up(port: u16) -> bool {
     (0..600).any(|_| {
