@@ -145,12 +145,19 @@ pub(crate) enum IndexCommand {
 /// A repository command.
 #[derive(Debug, Subcommand)]
 pub(crate) enum RepoCommand {
-    /// Create the repository (--repo).
+    /// Create the repository (--repo); with --partitions, first create the
+    /// store itself, split into partitions.
     Init {
         /// Sign every commit with this private key (from `datarepo key
         /// generate`); its path is kept in the store, the key stays in the file.
         #[arg(long)]
         signing_key: Option<PathBuf>,
+        /// Create the store as P partitions (1 to 1024), each its own
+        /// database holding the repositories whose ID hashes to it
+        /// (docs/server.md, "Partitions"). The count is fixed for the
+        /// store's life. Without --repo only the store is created.
+        #[arg(long, value_name = "P", value_parser = clap::value_parser!(u32).range(1..=1024))]
+        partitions: Option<u32>,
     },
     /// Declare or list collections.
     #[command(subcommand)]

@@ -36,6 +36,34 @@ pub(crate) fn run(store: &StoreArgs, args: &RepoArgs, cmd: RepoCommand) -> Resul
         if !cmd.needs_store() {
             return execute_without_store(args, cmd).await;
         }
+        if let RepoCommand::Init {
+            partitions: Some(count),
+            ..
+        } = &cmd
+        {
+            repos_cmd::init_partitions(store, *count, args).await?;
+            if args.repo.is_none() {
+                return Ok(ExitCode::SUCCESS);
+            }
+        }
+        let partition;
+        let store = match store.partitions().await? {
+            None => store,
+            Some(partitions) => {
+                if matches!(cmd, RepoCommand::Repo(RepoListCommand::List)) {
+                    return repos_cmd::list_partitions(store, partitions, args).await;
+                }
+                let id = named_repo(args, &cmd).ok_or_else(|| {
+                    format!(
+                        "this store has {} partitions: name the repository with --repo \
+                         (or DATAREPO_REPO) so that its partition is known",
+                        partitions.count()
+                    )
+                })?;
+                partition = store.partition(partitions.of(&id));
+                &partition
+            }
+        };
         let session = Session::open(store, cmd.writes()).await?;
         let result = execute(Target::Store(&session), args, cmd).await;
         let closed = session.kv.close().await;
@@ -43,6 +71,22 @@ pub(crate) fn run(store: &StoreArgs, args: &RepoArgs, cmd: RepoCommand) -> Resul
         closed.map_err(|e| format!("closing the store: {e}"))?;
         Ok(code)
     })
+}
+
+/// The repository a command names: `--repo`, or the repository of the
+/// record URI it was given.
+fn named_repo(args: &RepoArgs, cmd: &RepoCommand) -> Option<String> {
+    if let Some(repo) = &args.repo {
+        return Some(repo.clone());
+    }
+    match cmd {
+        RepoCommand::Get { collection, .. } => collection
+            .strip_prefix("at://")
+            .and_then(|rest| rest.split('/').next())
+            .filter(|did| !did.is_empty())
+            .map(str::to_owned),
+        _ => None,
+    }
 }
 
 /// The commands that need no store: `key generate`, and `verify` /
@@ -87,7 +131,9 @@ async fn execute(t: Target<'_>, args: &RepoArgs, cmd: RepoCommand) -> Result<Exi
         RepoCommand::Lexicon(cmd) => lexicon_cmd::run(t, args, cmd).await,
         RepoCommand::Account(cmd) => account_cmd::run(t, args, cmd).await,
         RepoCommand::Blob(cmd) => blob_cmd::run(t, args, cmd).await,
-        RepoCommand::Init { signing_key } => repos_cmd::init(t.session()?, args, signing_key).await,
+        RepoCommand::Init { signing_key, .. } => {
+            repos_cmd::init(t.session()?, args, signing_key).await
+        }
         RepoCommand::Repo(RepoListCommand::List) => repos_cmd::list(t.session()?, args).await,
         RepoCommand::Repo(RepoListCommand::Delete { id, .. }) => {
             repos_cmd::delete(t.session()?, args, &id).await

@@ -5,10 +5,13 @@ use std::{path::PathBuf, process::ExitCode};
 use rkey::Tid;
 use serde_json::json;
 
+use store::Partitions;
+
 use crate::{
     commands::RepoArgs,
     output::{Result, count, print},
     session::{Session, count_records, say},
+    storage::StoreArgs,
 };
 
 /// `init`: creates the repository, signed or not.
@@ -44,11 +47,67 @@ pub(crate) async fn init(
     Ok(ExitCode::SUCCESS)
 }
 
+/// `init --partitions P`: the store at `store` made a store of `count`
+/// partitions, each partition's database created (so that every reader
+/// finds one).
+pub(crate) async fn init_partitions(store: &StoreArgs, count: u32, args: &RepoArgs) -> Result<()> {
+    let location = store.parse()?;
+    let partitions = Partitions::new(count).map_err(|e| e.to_string())?;
+    partitions
+        .create(&location)
+        .await
+        .map_err(|e| format!("cannot create the store: {e}"))?;
+    let bar = indicatif::ProgressBar::new(u64::from(count)).with_style(
+        crate::output::progress_style("creating partitions [{bar:40}] {pos}/{len}"),
+    );
+    if args.json {
+        bar.set_draw_target(indicatif::ProgressDrawTarget::hidden());
+    }
+    for p in partitions.all() {
+        let kv = store.partition(p).open().await?;
+        kv.close()
+            .await
+            .map_err(|e| format!("closing partition {p}: {e}"))?;
+        bar.inc(1);
+    }
+    bar.finish_and_clear();
+    if args.repo.is_none() {
+        print(
+            args.json,
+            &json!({"store": location.to_string(), "partitions": count}),
+            || format!("created the store at {location}: {count} partitions"),
+        );
+    }
+    Ok(())
+}
+
+/// `repo list` of a partitioned store: every partition's repositories, in
+/// one list ordered by ID.
+pub(crate) async fn list_partitions(
+    store: &StoreArgs,
+    partitions: Partitions,
+    args: &RepoArgs,
+) -> Result<ExitCode> {
+    let mut all = Vec::new();
+    for p in partitions.all() {
+        let session = Session::open(&store.partition(p), false).await?;
+        all.extend(session.repos.list().await.map_err(say)?);
+        session
+            .kv
+            .close()
+            .await
+            .map_err(|e| format!("closing partition {p}: {e}"))?;
+    }
+    all.sort_by(|a, b| a.0.cmp(&b.0));
+    print_list(all, args.json)
+}
+
 /// `repo list`: every repository in the store.
 pub(crate) async fn list(s: &Session, args: &RepoArgs) -> Result<ExitCode> {
-    let json_mode = args.json;
-    let e = say;
-    let all = s.repos.list().await.map_err(e)?;
+    print_list(s.repos.list().await.map_err(say)?, args.json)
+}
+
+fn print_list(all: Vec<(String, store::Head)>, json_mode: bool) -> Result<ExitCode> {
     let mut repos = Vec::with_capacity(all.len());
     let mut lines = Vec::with_capacity(all.len());
     for (id, head) in all {

@@ -171,6 +171,13 @@ pub(crate) struct ServeArgs {
     /// repository and what they reach (by default every commit is kept).
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..), requires = "gc_interval_secs")]
     gc_keep_last: Option<u64>,
+    /// On a partitioned store (`datarepo init --partitions P`): the
+    /// partitions this process writes, as a list and ranges (`0-15,32`) or
+    /// `all` (the default). It serves the others' reads: as a standby on
+    /// S3-compatible storage (taking over one whose writer's lease lapses),
+    /// as a reader of a local store.
+    #[arg(long, value_name = "LIST")]
+    partitions_owned: Option<String>,
     /// Log format: text or json.
     #[arg(long, default_value = "text", value_parser = ["text", "json"])]
     log_format: String,
@@ -275,8 +282,6 @@ pub(crate) fn run(store: &StoreArgs, args: &ServeArgs) -> Result<ExitCode, Strin
             args.lease_ttl_ms, args.lease_renew_ms
         ));
     }
-    // A writer on object storage holds the lease; a standby waits for it.
-    let leased = on_object_storage && !args.replica;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -288,18 +293,211 @@ pub(crate) fn run(store: &StoreArgs, args: &ServeArgs) -> Result<ExitCode, Strin
         // store is open, so that no client connects to a server that cannot
         // answer yet (or ever: a full disk).
         let socket = bind(args.addr).map_err(|e| format!("cannot listen on {}: {e}", args.addr))?;
+        let bound = socket.local_addr().map_err(|e| e.to_string())?;
+        let partitions = store.partitions().await?;
+        let owned = match &partitions {
+            Some(partitions) => owned_partitions(args, *partitions)?,
+            None => Vec::new(),
+        };
         let me = store::LeaseHolder {
             id: crate::writer_lease::holder_id(),
             address: match &args.public_url {
                 Some(url) => url.trim_end_matches('/').to_owned(),
-                None => format!("http://{}", socket.local_addr().map_err(|e| e.to_string())?),
+                None => format!("http://{bound}"),
             },
             renew_ms: args.lease_renew_ms,
             ttl_ms: args.lease_ttl_ms,
             term: 0,
             renewal: 0,
         };
-        let lease = if leased {
+        // Why the process must stop (a lease lost): said once, ends serving.
+        let (fatal_tx, mut fatal_rx) = tokio::sync::watch::channel(None::<String>);
+        let config = config(args, store, bound, connections.max_connections)?;
+        let opening = Opening {
+            args,
+            me: &me,
+            timing,
+            fatal: &fatal_tx,
+            config: &config,
+        };
+        let mut served = Vec::new();
+        match partitions {
+            None => served.push(
+                opening
+                    .open(store, StoreRole::from_args(args), None)
+                    .await?,
+            ),
+            Some(partitions) => {
+                let cache = store::SharedCache::new(
+                    store::PARTITIONS_BLOCK_CACHE_BYTES,
+                    store::PARTITIONS_META_CACHE_BYTES,
+                );
+                let sharing = Sharing {
+                    cache,
+                    databases: partitions.count(),
+                };
+                tracing::info!(
+                    partitions = partitions.count(),
+                    owned = ?owned,
+                    "opening a partitioned store"
+                );
+                for p in partitions.all() {
+                    let role = match StoreRole::from_args(args) {
+                        StoreRole::Writer if !owned.contains(&p) && on_object_storage => {
+                            StoreRole::Standby
+                        }
+                        StoreRole::Writer if !owned.contains(&p) => StoreRole::Replica,
+                        role => role,
+                    };
+                    let part = store.partition(p);
+                    served.push(opening.open(&part, role, Some(&sharing)).await?);
+                }
+            }
+        }
+        let listener = socket
+            .listen(1024)
+            .map_err(|e| format!("cannot listen on {}: {e}", args.addr))?;
+        if config.token.is_none() && !args.replica {
+            tracing::warn!(
+                "no write token: writes will be refused (set DATAREPO_TOKEN or pass --token)"
+            );
+        }
+        tracing::info!(
+            addr = %bound,
+            store = store.location(),
+            replica = args.replica,
+            max_connections = connections.max_connections,
+            "datarepo serving on http://{bound}"
+        );
+        let (router, front) = match partitions {
+            None => (served[0].server.router(), None),
+            Some(partitions) => {
+                let front = server::PartitionedServer::new(
+                    partitions,
+                    served.iter().map(|s| s.server.clone()).collect(),
+                );
+                (front.router(), Some(front))
+            }
+        };
+        let closing: Vec<_> = served.iter().map(|s| s.server.clone()).collect();
+        let stop = async move {
+            tokio::select! {
+                () = shutdown_signal() => {}
+                _ = fatal_rx.wait_for(Option::is_some) => {}
+            }
+            drop(front);
+            for server in closing {
+                server.close_streams();
+            }
+        };
+        let result = server::serve_with(listener, router, connections, stop).await;
+        let fatal = fatal_tx.borrow().clone();
+        let mut failures = Vec::new();
+        for one in served {
+            if let Err(e) = one.close(fatal.is_some()).await {
+                failures.push(e);
+            }
+        }
+        if let Some(fatal) = fatal {
+            return Err(fatal);
+        }
+        result.map_err(|e| format!("server failed: {e}"))?;
+        if !failures.is_empty() {
+            return Err(failures.join("; "));
+        }
+        tracing::info!("stopped");
+        Ok(ExitCode::SUCCESS)
+    });
+    // Background store tasks may still be running after a timed-out close.
+    rt.shutdown_timeout(Duration::from_secs(1));
+    result
+}
+
+/// How this process serves one store (or one partition).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum StoreRole {
+    Writer,
+    Standby,
+    Replica,
+}
+
+impl StoreRole {
+    fn from_args(args: &ServeArgs) -> Self {
+        if args.replica {
+            Self::Replica
+        } else if args.standby {
+            Self::Standby
+        } else {
+            Self::Writer
+        }
+    }
+}
+
+/// The partitions this process writes: `--partitions-owned`, all by default.
+fn owned_partitions(args: &ServeArgs, partitions: store::Partitions) -> Result<Vec<u32>, String> {
+    let Some(list) = &args.partitions_owned else {
+        return Ok(partitions.all().collect());
+    };
+    if list == "all" {
+        return Ok(partitions.all().collect());
+    }
+    let mut owned = Vec::new();
+    for part in list.split(',') {
+        let range = part.trim();
+        let (from, to) = range.split_once('-').unwrap_or((range, range));
+        let parse = |s: &str| {
+            s.trim().parse::<u32>().ok().filter(|p| *p < partitions.count()).ok_or_else(|| {
+                format!(
+                    "--partitions-owned {list:?}: {s:?} is not a partition of this store (0 to {})",
+                    partitions.count() - 1
+                )
+            })
+        };
+        owned.extend(parse(from)?..=parse(to)?);
+    }
+    owned.sort_unstable();
+    owned.dedup();
+    Ok(owned)
+}
+
+/// What the partitions of one process share: SlateDB's cache, and memory
+/// divided by how many are open.
+struct Sharing {
+    cache: store::SharedCache,
+    databases: u32,
+}
+
+/// What opening each store (or partition) of this process needs.
+struct Opening<'a> {
+    args: &'a ServeArgs,
+    me: &'a store::LeaseHolder,
+    timing: server::lease::LeaseTiming,
+    fatal: &'a tokio::sync::watch::Sender<Option<String>>,
+    config: &'a server::Config,
+}
+
+/// One store (or partition) as this process serves it.
+struct Served {
+    kv: store::SlateKv,
+    server: server::Server<store::SlateKv>,
+    read_socket: Option<store::ReadSocket>,
+    gc: Arc<tokio::sync::Mutex<Option<server::GcTask>>>,
+}
+
+impl Opening<'_> {
+    /// Opens `store` in `role`: a writer on object storage takes the lease
+    /// first, a standby starts watching it.
+    async fn open(
+        &self,
+        store: &StoreArgs,
+        role: StoreRole,
+        sharing: Option<&Sharing>,
+    ) -> Result<Served, String> {
+        let args = self.args;
+        let location = store.parse()?;
+        let on_object_storage = matches!(location, store::Location::S3 { .. });
+        // A writer on object storage holds the lease; a standby waits for it.
+        let lease = if on_object_storage && role != StoreRole::Replica {
             Some(
                 store::Lease::at(&location)
                     .await
@@ -311,42 +509,50 @@ pub(crate) fn run(store: &StoreArgs, args: &ServeArgs) -> Result<ExitCode, Strin
         // A writer takes the lease before it opens the store (and so fences
         // the writer there was, which then exits on its next renewal).
         let held = match &lease {
-            Some(lease) if !args.standby => Some(
-                server::lease::take(lease, &me)
+            Some(lease) if role == StoreRole::Writer => Some(
+                server::lease::take(lease, self.me)
                     .await
                     .map_err(|e| format!("cannot take the writer lease at {location}: {e}"))?,
             ),
             _ => None,
         };
-        let roles = Arc::new(server::Roles::new(if args.replica {
-            server::Role::Replica
-        } else if args.standby {
-            server::Role::Standby { writer: None }
-        } else {
-            server::Role::Writer
+        let roles = Arc::new(server::Roles::new(match role {
+            StoreRole::Replica => server::Role::Replica,
+            StoreRole::Standby => server::Role::Standby { writer: None },
+            StoreRole::Writer => server::Role::Writer,
         }));
-        // Why the process must stop (its lease lost): said once, ends serving.
-        let (fatal_tx, mut fatal_rx) = tokio::sync::watch::channel(None::<String>);
         // Renewed from now on, while the store opens too.
         if let (Some(lease), Some(held)) = (lease.clone(), held) {
-            tracing::info!(term = held.holder.term, "holding the writer lease");
-            tokio::spawn(crate::writer_lease::keep_lease(lease, held, timing, Arc::clone(&roles), fatal_tx.clone()));
+            tracing::info!(store = %location, term = held.holder.term, "holding the writer lease");
+            tokio::spawn(crate::writer_lease::keep_lease(
+                lease,
+                held,
+                self.timing,
+                Arc::clone(&roles),
+                self.fatal.clone(),
+            ));
         }
-        tracing::info!(store = store.location(), "opening the store");
+        let mut options = store.options();
+        if let Some(sharing) = sharing {
+            options.shared_cache = Some(sharing.cache.clone());
+            options.databases_open = Some(sharing.databases);
+        }
+        tracing::info!(store = %location, "opening the store");
         let opening = async {
-            if args.replica || args.standby {
-                store
-                    .open_reader_refreshing(Duration::from_millis(args.refresh_ms))
-                    .await
+            if role == StoreRole::Writer {
+                store.open_with(&options).await
             } else {
-                store.open().await
+                store
+                    .open_reader_with(Duration::from_millis(args.refresh_ms), &options)
+                    .await
             }
         };
         let kv = with_progress(opening, store.location()).await?;
-        let listener = socket
-            .listen(1024)
-            .map_err(|e| format!("cannot listen on {}: {e}", args.addr))?;
-        let mut store_over_kv = Store::new(kv.clone());
+        let cache_bytes = sharing.map_or(store::DEFAULT_SHARD_CACHE_BYTES, |s| {
+            let open = usize::try_from(s.databases.max(1)).unwrap_or(1);
+            (store::DEFAULT_SHARD_CACHE_BYTES / open).max(MIN_SHARD_CACHE_BYTES)
+        });
+        let mut store_over_kv = Store::with_cache_bytes(kv.clone(), cache_bytes);
         if args.stream == "off" {
             store_over_kv = store_over_kv.without_stream_events();
         }
@@ -354,63 +560,17 @@ pub(crate) fn run(store: &StoreArgs, args: &ServeArgs) -> Result<ExitCode, Strin
             Arc::new(store_over_kv),
             crate::storage::env().map_err(|e| e.message)?,
         ));
-        let signing_keys = args
-            .signing_key_dir
-            .clone()
-            .map(|dir| crate::key_files::signing_key_dir(dir, args.signing_key_type.into()))
-            .transpose()
-            .map_err(|e| format!("--signing-key-dir {e}"))?;
-        let bound = listener.local_addr().map_err(|e| e.to_string())?;
-        let sessions = sessions(args, store, bound)?;
-        let config = server::Config {
-            sessions,
-            signing_keys,
-            token: args.token.clone().filter(|t| !t.is_empty()),
-            private_reads: args.private_reads,
-            read_only: args.replica,
-            roles: Some(Arc::clone(&roles)),
-            limits: server::Limits {
-                max_body_bytes: args.max_body_bytes,
-                max_record_bytes: args.max_record_bytes,
-                max_blob_bytes: args.max_blob_bytes,
-                blob_temp_ttl: Duration::from_secs(args.blob_temp_ttl_secs),
-                max_writes: args.max_writes,
-                request_timeout: Duration::from_secs(args.request_timeout_secs),
-                max_inflight_body_bytes: args.max_inflight_body_bytes,
-                max_subscribers: subscriber_limit(
-                    usize::try_from(args.max_subscribers).unwrap_or(usize::MAX),
-                    connections.max_connections,
-                ),
-                max_subscribers_per_ip: usize::try_from(args.max_subscribers_per_ip)
-                    .unwrap_or(usize::MAX),
-                firehose_buffer_bytes: usize::try_from(args.firehose_buffer_bytes)
-                    .unwrap_or(usize::MAX),
-                max_concurrent_queries: usize::try_from(args.max_concurrent_queries)
-                    .unwrap_or(usize::MAX),
-                query_timeout: Duration::from_secs(args.query_timeout_secs),
-                job_answer_wait: Duration::from_secs(args.job_answer_wait_secs),
-                ..server::Limits::default()
-            },
-        };
-        if config.token.is_none() && !args.replica {
-            tracing::warn!(
-                "no write token: writes will be refused (set DATAREPO_TOKEN or pass --token)"
-            );
-        }
-        let addr = listener.local_addr().map_err(|e| e.to_string())?;
-        tracing::info!(
-            %addr,
-            store = store.location(),
-            replica = args.replica,
-            max_connections = connections.max_connections,
-            "datarepo serving on http://{addr}"
-        );
+        let mut config = self.config.clone();
+        config.read_only = role == StoreRole::Replica;
+        config.roles = Some(Arc::clone(&roles));
         // Other processes' reads of a local store (CLI commands beside the
         // server) are answered from this process's memory rather than by
         // replaying its WAL; without the socket they still work, slower.
         let read_socket = match store.local_dir() {
-            Some(dir) if !args.replica => store::ReadSocket::serve(kv.clone(), &dir)
-                .inspect_err(|e| tracing::warn!(error = %e, "reads by other processes will open the store"))
+            Some(dir) if role == StoreRole::Writer => store::ReadSocket::serve(kv.clone(), &dir)
+                .inspect_err(
+                    |e| tracing::warn!(error = %e, "reads by other processes will open the store"),
+                )
                 .ok(),
             _ => None,
         };
@@ -423,61 +583,104 @@ pub(crate) fn run(store: &StoreArgs, args: &ServeArgs) -> Result<ExitCode, Strin
             gc_keep_last: args.gc_keep_last,
             gc: Arc::clone(&gc),
         };
-        if args.standby {
-            let lease = lease.clone().ok_or("a standby without a lease")?;
-            let takeover = crate::writer_lease::Takeover {
-                lease,
-                me: me.clone(),
-                timing,
-                kv: kv.clone(),
-                location: location.clone(),
-                options: store.options(),
-                fatal: fatal_tx.clone(),
-            };
-            tokio::spawn(takeover.run(writer_tasks));
-        } else if !args.replica {
-            writer_tasks.start().await;
-        }
-        let stopping = server.clone();
-        let stop = async move {
-            tokio::select! {
-                () = shutdown_signal() => {}
-                _ = fatal_rx.wait_for(Option::is_some) => {}
+        match role {
+            StoreRole::Standby => {
+                let lease = lease.ok_or("a standby without a lease")?;
+                let takeover = crate::writer_lease::Takeover {
+                    lease,
+                    me: self.me.clone(),
+                    timing: self.timing,
+                    kv: kv.clone(),
+                    location: location.clone(),
+                    options,
+                    fatal: self.fatal.clone(),
+                };
+                tokio::spawn(takeover.run(writer_tasks));
             }
-            stopping.close_streams();
-        };
-        let served = server::serve_with(listener, server.router(), connections, stop).await;
-        if let Some(gc) = gc.lock().await.take() {
+            StoreRole::Writer => writer_tasks.start().await,
+            StoreRole::Replica => {}
+        }
+        Ok(Served {
+            kv,
+            server,
+            read_socket,
+            gc,
+        })
+    }
+}
+
+/// The smallest shard cache a partition's store keeps.
+const MIN_SHARD_CACHE_BYTES: usize = 4 << 20;
+
+impl Served {
+    /// Stops its collections and closes the store; `fenced` when the
+    /// process lost a lease (the store is another process's now).
+    async fn close(self, fenced: bool) -> Result<(), String> {
+        if let Some(gc) = self.gc.lock().await.take() {
             gc.stop().await;
         }
-        let fatal = fatal_tx.borrow().clone();
-        if let Some(fatal) = fatal {
-            // Fenced or about to be: the store is another process's now.
-            let _ = tokio::time::timeout(CLOSE_TIMEOUT, kv.close()).await;
-            return Err(fatal);
+        if fenced {
+            let _ = tokio::time::timeout(CLOSE_TIMEOUT, self.kv.close()).await;
+            return Ok(());
         }
-        drop(read_socket);
+        drop(self.read_socket);
         // The memtable goes to an L0 SST, so the next open (a CLI read, the
         // next server) replays no WAL. Every acknowledged write is already
         // durable, so a close that hangs (an object store gone, a data
         // directory removed) must not keep the process alive.
-        let closed = tokio::time::timeout(CLOSE_TIMEOUT, kv.close_flushed()).await;
-        served.map_err(|e| format!("server failed: {e}"))?;
-        match closed {
-            Ok(closed) => closed.map_err(|e| format!("closing the store: {e}"))?,
-            Err(_) => {
-                return Err(format!(
-                    "closing the store took over {} s; stopped without it (every acknowledged write was already durable)",
-                    CLOSE_TIMEOUT.as_secs()
-                ));
-            }
+        match tokio::time::timeout(CLOSE_TIMEOUT, self.kv.close_flushed()).await {
+            Ok(closed) => closed.map_err(|e| format!("closing the store: {e}")),
+            Err(_) => Err(format!(
+                "closing the store took over {} s; stopped without it (every acknowledged write was already durable)",
+                CLOSE_TIMEOUT.as_secs()
+            )),
         }
-        tracing::info!("stopped");
-        Ok(ExitCode::SUCCESS)
-    });
-    // Background store tasks may still be running after a timed-out close.
-    rt.shutdown_timeout(Duration::from_secs(1));
-    result
+    }
+}
+
+/// The server's settings from the command line, shared by every partition.
+fn config(
+    args: &ServeArgs,
+    store: &StoreArgs,
+    bound: SocketAddr,
+    max_connections: usize,
+) -> Result<server::Config, String> {
+    let signing_keys = args
+        .signing_key_dir
+        .clone()
+        .map(|dir| crate::key_files::signing_key_dir(dir, args.signing_key_type.into()))
+        .transpose()
+        .map_err(|e| format!("--signing-key-dir {e}"))?;
+    Ok(server::Config {
+        sessions: sessions(args, store, bound)?,
+        signing_keys,
+        token: args.token.clone().filter(|t| !t.is_empty()),
+        private_reads: args.private_reads,
+        read_only: args.replica,
+        roles: None,
+        limits: server::Limits {
+            max_body_bytes: args.max_body_bytes,
+            max_record_bytes: args.max_record_bytes,
+            max_blob_bytes: args.max_blob_bytes,
+            blob_temp_ttl: Duration::from_secs(args.blob_temp_ttl_secs),
+            max_writes: args.max_writes,
+            request_timeout: Duration::from_secs(args.request_timeout_secs),
+            max_inflight_body_bytes: args.max_inflight_body_bytes,
+            max_subscribers: subscriber_limit(
+                usize::try_from(args.max_subscribers).unwrap_or(usize::MAX),
+                max_connections,
+            ),
+            max_subscribers_per_ip: usize::try_from(args.max_subscribers_per_ip)
+                .unwrap_or(usize::MAX),
+            firehose_buffer_bytes: usize::try_from(args.firehose_buffer_bytes)
+                .unwrap_or(usize::MAX),
+            max_concurrent_queries: usize::try_from(args.max_concurrent_queries)
+                .unwrap_or(usize::MAX),
+            query_timeout: Duration::from_secs(args.query_timeout_secs),
+            job_answer_wait: Duration::from_secs(args.job_answer_wait_secs),
+            ..server::Limits::default()
+        },
+    })
 }
 
 /// A socket bound to `addr`, not yet listening (connections are refused).

@@ -12,7 +12,7 @@ use std::{
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::json;
-use store::{GcProgress, Location, Retention, SlateKv, SlateOptions, Store};
+use store::{GcProgress, Location, Partitions, Retention, SlateKv, SlateOptions, Store};
 
 /// Where the data lives; global to every command that touches storage.
 #[derive(Debug, Args)]
@@ -54,13 +54,38 @@ impl StoreArgs {
     /// fail at once; on S3, where there is no such lock, the writer already
     /// there is fenced and can no longer write.
     pub(crate) async fn open(&self) -> Result<SlateKv, String> {
+        self.open_with(&self.options()).await
+    }
+
+    /// [`StoreArgs::open`] with `options`.
+    pub(crate) async fn open_with(&self, options: &SlateOptions) -> Result<SlateKv, String> {
         let location = self.parse()?;
         if let Location::Local(dir) = &location {
             lock_for_writing(dir, &location)?;
         }
-        SlateKv::open_with(&location, &self.options())
+        SlateKv::open_with(&location, options)
             .await
             .map_err(|e| format!("cannot open the store at {location}: {e}"))
+    }
+
+    /// How the store is partitioned (`None`: it is not).
+    pub(crate) async fn partitions(&self) -> Result<Option<Partitions>, String> {
+        let location = self.parse()?;
+        Partitions::read(&location)
+            .await
+            .map_err(|e| format!("cannot read the store at {location}: {e}"))
+    }
+
+    /// Partition `p` of this (partitioned) store, as a store of its own.
+    pub(crate) fn partition(&self, p: u32) -> Self {
+        let root = self
+            .parse()
+            .unwrap_or(Location::Local(self.store.clone().into()));
+        Self {
+            store: Partitions::location(&root, p).to_string(),
+            store_settings: self.store_settings.clone(),
+            direct_reads: self.direct_reads,
+        }
     }
 
     /// Opens the store read-only, with SlateDB's reader: it sees every
@@ -76,8 +101,17 @@ impl StoreArgs {
         &self,
         refresh: Duration,
     ) -> Result<SlateKv, String> {
+        self.open_reader_with(refresh, &self.options()).await
+    }
+
+    /// [`StoreArgs::open_reader_refreshing`] with `options`.
+    pub(crate) async fn open_reader_with(
+        &self,
+        refresh: Duration,
+        options: &SlateOptions,
+    ) -> Result<SlateKv, String> {
         let location = self.parse()?;
-        SlateKv::open_reader_with(&location, refresh, &self.options())
+        SlateKv::open_reader_with(&location, refresh, options)
             .await
             .map_err(|e| format!("cannot open the store at {location} read-only: {e}"))
     }
@@ -167,12 +201,45 @@ pub(crate) fn retention(keep_last: Option<u64>) -> Retention {
 }
 
 /// `datarepo gc`; with `repo` (`--repo`), `--keep-last` applies to that
-/// repository only.
+/// repository only. A partitioned store's partitions are collected one
+/// after the other (only the repository's with `repo`), each reported on
+/// its own (a JSON line each, with its `partition`).
 pub(crate) fn gc(
     store_args: &StoreArgs,
     args: &GcArgs,
     repo: Option<&str>,
     json_mode: bool,
+) -> io::Result<ExitCode> {
+    let partitions = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?
+        .block_on(store_args.partitions())
+        .map_err(io::Error::other)?;
+    let Some(partitions) = partitions else {
+        return gc_one(store_args, args, repo, json_mode, None);
+    };
+    let chosen: Vec<u32> = match repo {
+        Some(id) => vec![partitions.of(id)],
+        None => partitions.all().collect(),
+    };
+    for p in chosen {
+        if !json_mode {
+            eprintln!("partition {p}:");
+        }
+        let code = gc_one(&store_args.partition(p), args, repo, json_mode, Some(p))?;
+        if code != ExitCode::SUCCESS {
+            return Ok(code);
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn gc_one(
+    store_args: &StoreArgs,
+    args: &GcArgs,
+    repo: Option<&str>,
+    json_mode: bool,
+    partition: Option<u32>,
 ) -> io::Result<ExitCode> {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -281,7 +348,7 @@ pub(crate) fn gc(
                                      "releasedDropped": blobs.released_dropped,
                                      "objectsDeleted": blobs.objects_deleted,
                                      "bytesFreed": blobs.bytes_freed},
-                           "repo": repo})
+                           "repo": repo, "partition": partition})
                 );
             } else if args.dry_run {
                 outln!(

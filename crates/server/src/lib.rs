@@ -26,6 +26,8 @@ mod jetstream;
 mod jobs;
 pub mod lease;
 mod metrics;
+mod partitioned;
+pub use partitioned::PartitionedServer;
 mod role;
 mod web;
 
@@ -202,6 +204,34 @@ impl<K: Kv + 'static> Server<K> {
     /// down, or the shutdown waits for every consumer to leave.
     pub fn close_streams(&self) {
         self.app.closing.send_replace(true);
+    }
+
+    /// The DID of the account named by `identifier` (a handle or a DID)
+    /// in this server's store, if it has one.
+    ///
+    /// # Errors
+    ///
+    /// A storage error, as an XRPC error.
+    pub async fn account_did(&self, identifier: &str) -> Result<Option<String>, XrpcError> {
+        if self.app.config.sessions.is_none() {
+            return Ok(None);
+        }
+        let found = self
+            .app
+            .accounts
+            .find(identifier)
+            .await
+            .map_err(|e| XrpcError::internal(e.to_string()))?;
+        Ok(found.map(|account| account.did))
+    }
+
+    /// Whether accounts created without a DID get `did:web:` and their handle.
+    pub(crate) fn makes_web_dids(&self) -> bool {
+        self.app
+            .config
+            .sessions
+            .as_ref()
+            .is_none_or(|s| matches!(s.policy.did_method, DidMethod::Web))
     }
 
     /// The HTTP routes.

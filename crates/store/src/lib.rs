@@ -23,6 +23,7 @@ mod error;
 mod gc;
 mod kv;
 mod lease;
+mod partitions;
 mod record_counts;
 mod shard_cache;
 mod store;
@@ -42,12 +43,14 @@ pub use kv::memory::MemoryKv;
 pub use kv::options::{
     DEFAULT_BULK_BATCH_BYTES, DEFAULT_FLUSH_INTERVAL, DEFAULT_L0_SST_SIZE_BYTES,
     DEFAULT_S3_FLUSH_INTERVAL, DEFAULT_SCAN_READ_AHEAD, LOCAL_COMPACTION_POLL,
-    LOCAL_WAL_FENCE_MIN_AGE, SlateOptions,
+    LOCAL_WAL_FENCE_MIN_AGE, MIN_L0_SST_SIZE_BYTES, PARTITIONS_BLOCK_CACHE_BYTES,
+    PARTITIONS_META_CACHE_BYTES, SharedCache, SlateOptions,
 };
 #[cfg(unix)]
 pub use kv::read_socket::{READ_SOCKET, ReadSocket};
 pub use kv::slate::SlateKv;
 pub use lease::{LEASE_OBJECT, Lease, LeaseHolder, LeaseVersion};
+pub use partitions::{MAX_PARTITIONS, PARTITIONS_OBJECT, Partitions};
 pub use record_counts::{record_count_change, record_count_op};
 pub use store::commit::{Commit, Head, IndexRow, LogChange, RecordChange, StreamEvents};
 pub use store::index_value::INLINE_RECORD_BYTES;

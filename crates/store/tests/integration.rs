@@ -12,6 +12,7 @@ mod full_disk_names_the_cause;
 mod garbage_collection;
 mod memory_kv_bulk;
 mod one_writer_many_readers;
+mod partitions_are_chosen_by_hash;
 mod reads_see_only_durable_commits;
 mod reads_through_the_writers_socket;
 mod record_index_inline;

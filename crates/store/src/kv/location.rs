@@ -11,7 +11,7 @@ use slatedb::object_store::{
 use crate::error::Error;
 
 /// The database's path inside a location (a local directory or an S3 prefix).
-pub(super) const DB_PATH: &str = "db";
+pub(crate) const DB_PATH: &str = "db";
 
 /// Where a database lives: a local directory or an S3-compatible bucket.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -25,7 +25,85 @@ pub struct SlateOptions {
     /// store's writer answers reads on its socket
     /// ([`READ_SOCKET`](crate::READ_SOCKET)).
     pub direct_reads: bool,
+    /// The block and metadata cache, shared with the other databases this
+    /// process opens (a partitioned store's partitions); default: a cache
+    /// of SlateDB's default size for this database alone.
+    pub shared_cache: Option<SharedCache>,
+    /// How many databases this process keeps open together (a partitioned
+    /// store's partitions): memtables, unflushed bytes and the shard cache
+    /// are that many times smaller (with floors), so that the process's
+    /// memory stays about one database's. Default 1.
+    pub databases_open: Option<u32>,
 }
+
+/// One SlateDB block and metadata cache for several databases of a process:
+/// a process holding 64 partitions caches 640 MiB, not 64 times that.
+#[derive(Clone)]
+pub struct SharedCache {
+    cache: std::sync::Arc<dyn slatedb::db_cache::DbCache>,
+    next_scope: std::sync::Arc<std::sync::atomic::AtomicU64>,
+}
+
+impl SharedCache {
+    /// A cache of `block_bytes` of data blocks and `meta_bytes` of indexes
+    /// and filters.
+    #[must_use]
+    pub fn new(block_bytes: u64, meta_bytes: u64) -> Self {
+        use slatedb::db_cache::moka::{MokaCache, MokaCacheOptions};
+        let part = |max_capacity| -> Option<std::sync::Arc<dyn slatedb::db_cache::DbCache>> {
+            Some(std::sync::Arc::new(MokaCache::new_with_opts(
+                MokaCacheOptions {
+                    max_capacity,
+                    ..MokaCacheOptions::default()
+                },
+            )))
+        };
+        let cache = slatedb::db_cache::SplitCache::new()
+            .with_block_cache(part(block_bytes))
+            .with_meta_cache(part(meta_bytes))
+            .build();
+        Self {
+            cache: std::sync::Arc::new(cache),
+            next_scope: std::sync::Arc::default(),
+        }
+    }
+
+    /// The cache and a scope of it no other database of this process uses.
+    pub(crate) fn scope(&self) -> (std::sync::Arc<dyn slatedb::db_cache::DbCache>, u64) {
+        let scope = self
+            .next_scope
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        (std::sync::Arc::clone(&self.cache), scope)
+    }
+}
+
+impl std::fmt::Debug for SharedCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SharedCache").finish_non_exhaustive()
+    }
+}
+
+impl PartialEq for SharedCache {
+    fn eq(&self, other: &Self) -> bool {
+        std::sync::Arc::ptr_eq(&self.next_scope, &other.next_scope)
+    }
+}
+
+impl Eq for SharedCache {}
+
+/// A partitioned process's block cache ([`SharedCache`]), all partitions
+/// together: half SlateDB's default for one database.
+pub const PARTITIONS_BLOCK_CACHE_BYTES: u64 = 256 << 20;
+
+/// A partitioned process's metadata cache, all partitions together.
+pub const PARTITIONS_META_CACHE_BYTES: u64 = 64 << 20;
+
+/// The smallest memtable a database shares memory down to
+/// ([`SlateOptions::databases_open`]).
+pub const MIN_L0_SST_SIZE_BYTES: usize = 8 << 20;
+
+/// SlateDB's bound on a writer's unflushed memtables, for one database.
+const MAX_UNFLUSHED_BYTES: usize = 1 << 30;
 
 /// Bytes a range scan fetches ahead from an SST file. SlateDB's default
 /// fetches one 4 KiB block per request; a 100-record page spans several, so
@@ -90,6 +168,12 @@ pub(super) enum Medium {
 }
 
 impl SlateOptions {
+    /// `whole` divided among the databases open together, at least `floor`.
+    pub(crate) fn share(&self, whole: usize, floor: usize) -> usize {
+        let open = usize::try_from(self.databases_open.unwrap_or(1).max(1)).unwrap_or(1);
+        (whole / open).max(floor).min(whole)
+    }
+
     pub(super) fn settings(&self, medium: Medium) -> Result<slatedb::Settings, Error> {
         let (default_flush, compactor_options, local_gc) = match medium {
             Medium::Local => (
@@ -140,7 +224,8 @@ impl SlateOptions {
             flush_interval: Some(self.flush_interval.unwrap_or(default_flush)),
             compactor_options: Some(compactor_options),
             garbage_collector_options: Some(gc),
-            l0_sst_size_bytes: DEFAULT_L0_SST_SIZE_BYTES,
+            l0_sst_size_bytes: self.share(DEFAULT_L0_SST_SIZE_BYTES, MIN_L0_SST_SIZE_BYTES),
+            max_unflushed_bytes: self.share(MAX_UNFLUSHED_BYTES, 4 * MIN_L0_SST_SIZE_BYTES),
             // LZ4: less than half the bytes on disk for record blocks at
             // about the same speed (docs/benchmarks.md).
             compression_codec: Some(slatedb::config::CompressionCodec::Lz4),

@@ -22,6 +22,7 @@ use super::{
     options::{DEFAULT_BULK_BATCH_BYTES, DEFAULT_SCAN_READ_AHEAD, Medium, SlateOptions},
 };
 use crate::error::Error;
+use crate::partitions::Partitions;
 use crate::wal_backlog::{WAL_REPLAY_LIMIT, WalBacklog};
 
 /// SlateDB on an object store: today a local directory.
@@ -71,6 +72,26 @@ impl Opened {
 }
 
 /// The blobs of the database at `path` (`<prefix>/db`): `<prefix>/blobs`.
+/// SlateDB's default bound on a reader's replayed-WAL memtables.
+const READER_MEMTABLE_BYTES: usize = 64 << 20;
+
+/// Fails when `location` is the root of a partitioned store: its
+/// databases are its partitions' ([`Partitions::location`]), and a database
+/// opened at the root would hold repositories no partition knows of.
+async fn refuse_partitioned_root(location: &Location) -> Result<(), Error> {
+    match Partitions::read(location).await? {
+        None => Ok(()),
+        Some(partitions) => Err(Error::Location {
+            location: location.to_string(),
+            reason: format!(
+                "this store is split into {} partitions (p-0000/ …); open the partition \
+                 a repository lives in, not the store's root",
+                partitions.count()
+            ),
+        }),
+    }
+}
+
 fn blobs_beside(path: &str, store: &Arc<dyn ObjectStore>) -> crate::Blobs {
     let root = match path.trim_end_matches('/').rsplit_once('/') {
         Some((prefix, _)) => format!("{prefix}/blobs"),
@@ -123,6 +144,7 @@ impl SlateKv {
     /// for an unreadable settings file, [`Error::Unavailable`] when SlateDB
     /// cannot open the database.
     pub async fn open_with(location: &Location, options: &SlateOptions) -> Result<Self, Error> {
+        refuse_partitioned_root(location).await?;
         let (path, store) = object_store(location).await?;
         let medium = match location {
             Location::Local(_) => Medium::Local,
@@ -190,8 +212,12 @@ impl SlateKv {
                 store: Arc::clone(&store),
                 options,
             });
-        let db = Db::builder(path.to_owned(), store)
-            .with_settings(settings)
+        let mut builder = Db::builder(path.to_owned(), store).with_settings(settings);
+        if let Some(shared) = &options.shared_cache {
+            let (cache, scope) = shared.scope();
+            builder = builder.with_db_cache(cache, scope);
+        }
+        let db = builder
             .with_metrics_recorder(metrics.clone())
             .with_merge_operator(Arc::new(crate::bitmap::ContainerMerge))
             .build()
@@ -250,6 +276,7 @@ impl SlateKv {
         options: &SlateOptions,
     ) -> Result<Self, Error> {
         let settings = options.settings(Medium::Local)?;
+        refuse_partitioned_root(location).await?;
         // A reader never creates a database; say so plainly rather than
         // with SlateDB's missing-manifest error.
         if let Location::Local(dir) = location
@@ -282,6 +309,8 @@ impl SlateKv {
         let reader_options = DbReaderOptions {
             manifest_poll_interval: refresh,
             object_store_cache_options: settings.object_store_cache_options,
+            max_memtable_bytes: u64::try_from(options.share(READER_MEMTABLE_BYTES, 4 << 20))
+                .unwrap_or(u64::MAX),
             ..DbReaderOptions::default()
         };
         // A reader keeps a checkpoint in the manifest, so that a writer's
@@ -303,7 +332,12 @@ impl SlateKv {
             },
             Location::S3 { .. } => DbReaderMode::ManagedCheckpoint,
         };
-        let reader = DbReader::builder(path, store)
+        let mut builder = DbReader::builder(path, store);
+        if let Some(shared) = &options.shared_cache {
+            let (cache, scope) = shared.scope();
+            builder = builder.with_db_cache(cache, scope);
+        }
+        let reader = builder
             .with_options(reader_options)
             .with_reader_mode(mode)
             .with_merge_operator(Arc::new(crate::bitmap::ContainerMerge))

@@ -1,0 +1,369 @@
+//! A partitioned store's server: one [`Server`] per partition, each over
+//! its own database, and in front of them the routes that choose which
+//! one answers a request.
+//!
+//! A request goes to the partition of the repository it names
+//! (`docs/server.md`, "Partitions"), looked for in this order: the `repo`
+//! or `did` query parameter; the JSON body's `repo`, `did`, `identifier`
+//! or `subject.did` (`createAccount`: its `did`, else `did:web:` and its
+//! handle); the subject of the session token; the host of a
+//! `/.well-known/did.json` request. A name that is not a DID (a handle) is
+//! looked up among every partition's accounts. A request naming no
+//! repository (describeServer, the web interface's files) goes to
+//! partition 0. `listRepos` and `/xrpc/_health` span every partition.
+
+use std::sync::Arc;
+
+use axum::{
+    Json, Router,
+    body::{Body, Bytes},
+    extract::{Request, State},
+    http::{Method, StatusCode, header},
+    response::{IntoResponse, Response},
+};
+use serde_json::{Value, json};
+use store::{Kv, Partitions};
+use tower::ServiceExt as _;
+
+use crate::{Server, XrpcError, role::Role};
+
+/// The servers of a partitioned store's partitions behind one router.
+pub struct PartitionedServer<K> {
+    front: Arc<Front<K>>,
+}
+
+impl<K> Clone for PartitionedServer<K> {
+    fn clone(&self) -> Self {
+        Self {
+            front: Arc::clone(&self.front),
+        }
+    }
+}
+
+struct Front<K> {
+    partitions: Partitions,
+    servers: Vec<Server<K>>,
+    routers: Vec<Router>,
+    /// Largest body read to find the repository it names.
+    max_body_bytes: usize,
+    /// Account creations, one at a time: a handle is checked free in every
+    /// partition before the account is made in its own.
+    creating_accounts: tokio::sync::Mutex<()>,
+}
+
+impl<K: Kv + 'static> PartitionedServer<K> {
+    /// The server of a store split into `partitions`, `servers[p]` serving
+    /// partition `p`.
+    ///
+    /// # Panics
+    ///
+    /// When there is not one server per partition.
+    #[must_use]
+    pub fn new(partitions: Partitions, servers: Vec<Server<K>>) -> Self {
+        assert_eq!(
+            servers.len(),
+            usize::try_from(partitions.count()).unwrap_or(usize::MAX),
+            "one server per partition"
+        );
+        let max_body_bytes = servers
+            .first()
+            .map_or(0, |s| s.app.config.limits.max_body_bytes);
+        Self {
+            front: Arc::new(Front {
+                partitions,
+                routers: servers.iter().map(Server::router).collect(),
+                servers,
+                max_body_bytes,
+                creating_accounts: tokio::sync::Mutex::new(()),
+            }),
+        }
+    }
+
+    /// Each partition's server, by partition.
+    #[must_use]
+    pub fn servers(&self) -> &[Server<K>] {
+        &self.front.servers
+    }
+
+    /// The HTTP routes: every request goes to its partition's server.
+    pub fn router(&self) -> Router {
+        Router::new()
+            .fallback(dispatch::<K>)
+            .with_state(Arc::clone(&self.front))
+    }
+
+    /// Closes every partition's stream connections
+    /// ([`Server::close_streams`]).
+    pub fn close_streams(&self) {
+        for server in &self.front.servers {
+            server.close_streams();
+        }
+    }
+}
+
+async fn dispatch<K: Kv + 'static>(
+    State(front): State<Arc<Front<K>>>,
+    request: Request,
+) -> Response {
+    match request.uri().path() {
+        "/xrpc/com.atproto.sync.listRepos" => list_repos(&front, request).await,
+        "/xrpc/_health" => health(&front, request).await,
+        "/xrpc/com.atproto.sync.subscribeRepos" | "/subscribe" => {
+            match stream_partition(&front, &request) {
+                Ok(p) => front.forward(p, request).await,
+                Err(e) => e.into_response(),
+            }
+        }
+        "/xrpc/com.atproto.server.createInviteCode"
+        | "/xrpc/com.atproto.server.createInviteCodes" => XrpcError::new(
+            StatusCode::NOT_IMPLEMENTED,
+            "MethodNotImplemented",
+            "invite codes are not kept by a partitioned store yet: create accounts with the \
+             admin token, or serve with --open-registration",
+        )
+        .into_response(),
+        "/xrpc/com.atproto.server.createAccount" => create_account(&front, request).await,
+        _ => match front.route(request).await {
+            Ok((p, request)) => front.forward(p, request).await,
+            Err(e) => e.into_response(),
+        },
+    }
+}
+
+impl<K: Kv + 'static> Front<K> {
+    async fn forward(&self, partition: u32, request: Request) -> Response {
+        let router = self.routers[usize::try_from(partition).unwrap_or(0)].clone();
+        match router.oneshot(request).await {
+            Ok(response) => response,
+            Err(never) => match never {},
+        }
+    }
+
+    /// The partition `request` names, and the request to forward to it
+    /// (its body read back in).
+    async fn route(&self, request: Request) -> Result<(u32, Request), XrpcError> {
+        if let Some(id) = query_param(&request, &["repo", "did"]) {
+            return Ok((self.partition_of_name(&id).await?, request));
+        }
+        if request.uri().path() == "/.well-known/did.json"
+            && let Some(host) = request
+                .headers()
+                .get(header::HOST)
+                .and_then(|h| h.to_str().ok())
+        {
+            let did = format!("did:web:{}", host.replace(':', "%3A"));
+            return Ok((self.partitions.of(&did), request));
+        }
+        let (request, body) = self.json_body(request).await?;
+        if let Some(id) = body.as_ref().and_then(named_in_body) {
+            return Ok((self.partition_of_name(&id).await?, request));
+        }
+        if let Some(did) = bearer_subject(&request) {
+            return Ok((self.partitions.of(&did), request));
+        }
+        Ok((0, request))
+    }
+
+    /// The partition of the repository `name`: a DID's by its hash; a
+    /// handle's where an account has it (by the hash of the name itself
+    /// when none has).
+    async fn partition_of_name(&self, name: &str) -> Result<u32, XrpcError> {
+        if !name.starts_with("did:")
+            && let Some(did) = self.account_did(name).await?
+        {
+            return Ok(self.partitions.of(&did));
+        }
+        Ok(self.partitions.of(name))
+    }
+
+    /// The DID of the account with handle (or DID) `identifier`, in
+    /// whichever partition holds it.
+    async fn account_did(&self, identifier: &str) -> Result<Option<String>, XrpcError> {
+        for server in &self.servers {
+            if let Some(did) = server.account_did(identifier).await? {
+                return Ok(Some(did));
+            }
+        }
+        Ok(None)
+    }
+
+    /// A JSON body, read (up to the largest body a request may have) and
+    /// parsed, with the request to forward carrying the same bytes. Other
+    /// bodies (an upload's bytes) are left unread.
+    async fn json_body(&self, request: Request) -> Result<(Request, Option<Value>), XrpcError> {
+        let json = request.method() == Method::POST
+            && request
+                .headers()
+                .get(header::CONTENT_TYPE)
+                .and_then(|v| v.to_str().ok())
+                .is_some_and(|v| v.starts_with("application/json"));
+        if !json {
+            return Ok((request, None));
+        }
+        let (parts, body) = request.into_parts();
+        let bytes: Bytes = axum::body::to_bytes(body, self.max_body_bytes)
+            .await
+            .map_err(|e| XrpcError::too_large(format!("the request body is too large: {e}")))?;
+        let value = serde_json::from_slice(&bytes).ok();
+        Ok((Request::from_parts(parts, Body::from(bytes)), value))
+    }
+}
+
+/// The repository a JSON body names.
+fn named_in_body(body: &Value) -> Option<String> {
+    ["repo", "did", "identifier"]
+        .iter()
+        .find_map(|field| body.get(field).and_then(Value::as_str))
+        .or_else(|| body.pointer("/subject/did").and_then(Value::as_str))
+        .map(str::to_owned)
+}
+
+fn query_param(request: &Request, names: &[&str]) -> Option<String> {
+    let query = request.uri().query()?;
+    form_urlencoded::parse(query.as_bytes())
+        .find(|(k, _)| names.contains(&k.as_ref()))
+        .map(|(_, v)| v.into_owned())
+}
+
+fn bearer_subject(request: &Request) -> Option<String> {
+    let value = request
+        .headers()
+        .get(header::AUTHORIZATION)?
+        .to_str()
+        .ok()?;
+    let token = value
+        .strip_prefix("Bearer ")
+        .or_else(|| value.strip_prefix("bearer "))?;
+    accounts::tokens::unverified_subject(token)
+}
+
+/// A stream's partition: its `partition` parameter (one merged stream
+/// across partitions is not built yet).
+fn stream_partition<K>(front: &Front<K>, request: &Request) -> Result<u32, XrpcError> {
+    let count = front.partitions.count();
+    let asked = query_param(request, &["partition"]).ok_or_else(|| {
+        XrpcError::invalid(format!(
+            "this store has {count} partitions, each with its own event stream: \
+             add partition=0 … partition={} (one merged stream is not built yet)",
+            count - 1
+        ))
+    })?;
+    match asked.parse::<u32>() {
+        Ok(p) if p < count => Ok(p),
+        _ => Err(XrpcError::invalid(format!(
+            "partition {asked:?} is not one of 0 … {}",
+            count - 1
+        ))),
+    }
+}
+
+/// `createAccount`: in the partition of the DID it will have, once its
+/// handle is known to be free in every other partition.
+async fn create_account<K: Kv + 'static>(front: &Front<K>, request: Request) -> Response {
+    let (request, body) = match front.json_body(request).await {
+        Ok(read) => read,
+        Err(e) => return e.into_response(),
+    };
+    let body = body.unwrap_or(Value::Null);
+    let handle = body
+        .get("handle")
+        .and_then(Value::as_str)
+        .and_then(|h| accounts::account::normalize_handle(h).ok());
+    let did = match (body.get("did").and_then(Value::as_str), &handle) {
+        (Some(did), _) => did.to_owned(),
+        (None, Some(handle)) if front.servers[0].makes_web_dids() => format!("did:web:{handle}"),
+        (None, Some(_)) => {
+            return XrpcError::new(
+                StatusCode::NOT_IMPLEMENTED,
+                "MethodNotImplemented",
+                "a partitioned store makes did:web accounts only (serve --did-method web), \
+                 or accounts with a DID the admin gives",
+            )
+            .into_response();
+        }
+        // No handle: the partition's server says what is wrong.
+        (None, None) => return front.forward(0, request).await,
+    };
+    let _one_at_a_time = front.creating_accounts.lock().await;
+    if let Some(handle) = &handle {
+        match front.account_did(handle).await {
+            Ok(None) => {}
+            Ok(Some(_)) => {
+                return XrpcError::new(
+                    StatusCode::BAD_REQUEST,
+                    "HandleNotAvailable",
+                    format!("handle {handle} is already taken"),
+                )
+                .into_response();
+            }
+            Err(e) => return e.into_response(),
+        }
+    }
+    front.forward(front.partitions.of(&did), request).await
+}
+
+/// `listRepos` over every partition: each partition's page from the same
+/// cursor, merged in DID order; the cursor is the last DID, as one store's.
+async fn list_repos<K: Kv + 'static>(front: &Front<K>, request: Request) -> Response {
+    let limit = query_param(&request, &["limit"])
+        .and_then(|l| l.parse::<usize>().ok())
+        .unwrap_or(500);
+    let (parts, _) = request.into_parts();
+    let mut repos: Vec<Value> = Vec::new();
+    let mut more = false;
+    for p in front.partitions.all() {
+        let asked = Request::from_parts(parts.clone(), Body::empty());
+        let response = front.forward(p, asked).await;
+        if !response.status().is_success() {
+            return response;
+        }
+        let bytes = match axum::body::to_bytes(response.into_body(), usize::MAX).await {
+            Ok(bytes) => bytes,
+            Err(e) => return XrpcError::internal(e.to_string()).into_response(),
+        };
+        let page: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+        more |= page.get("cursor").is_some();
+        if let Some(list) = page.get("repos").and_then(Value::as_array) {
+            repos.extend(list.iter().cloned());
+        }
+    }
+    repos.sort_by(|a, b| a["did"].as_str().cmp(&b["did"].as_str()));
+    more |= repos.len() > limit;
+    repos.truncate(limit);
+    let mut out = json!({ "repos": repos });
+    if more && let Some(last) = repos.last() {
+        out["cursor"] = last["did"].clone();
+    }
+    Json(out).into_response()
+}
+
+/// `/xrpc/_health`: each partition's role; with `writer=true`, 503 unless
+/// this process takes the writes of at least one partition.
+async fn health<K: Kv + 'static>(front: &Front<K>, request: Request) -> Response {
+    let writer_wanted = query_param(&request, &["writer"]).is_some_and(|v| v == "true");
+    let mut partitions = Vec::with_capacity(front.servers.len());
+    let mut writes = false;
+    for (p, server) in front.servers.iter().enumerate() {
+        let role = server.roles().role();
+        writes |= server.roles().may_acknowledge();
+        let mut entry = json!({ "partition": p, "role": role.name() });
+        if let Role::Standby {
+            writer: Some(address),
+        } = &role
+        {
+            entry["writer"] = json!(address);
+        }
+        partitions.push(entry);
+    }
+    let body = json!({
+        "version": env!("CARGO_PKG_VERSION"),
+        "role": "partitioned",
+        "partitions": partitions,
+    });
+    let status = if writer_wanted && !writes {
+        StatusCode::SERVICE_UNAVAILABLE
+    } else {
+        StatusCode::OK
+    };
+    (status, Json(body)).into_response()
+}
