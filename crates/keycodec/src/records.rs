@@ -228,6 +228,44 @@ pub fn stream_events_range() -> KeyRange {
     KeyRange::prefix(&KeyBuilder::new(prefix_of(STREAM_EVENT_TAG)).finish())
 }
 
+/// The tag of a partitioned store's merged event log (kept in partition
+/// 0): the event type, reserved bits 2.
+const MERGED_EVENT_TAG: u8 = (RecordType::Event as u8) << 4 | 2;
+
+/// The tag of the merged log's progress through one partition's events:
+/// the event type, reserved bits 3.
+const MERGE_MARK_TAG: u8 = (RecordType::Event as u8) << 4 | 3;
+
+/// The key of an entry of the merged event log: its sequence number in the
+/// merged stream. Its value names the partition and that partition's event.
+#[must_use]
+pub fn merged_event_key(seq: u64) -> Vec<u8> {
+    KeyBuilder::new(prefix_of(MERGED_EVENT_TAG))
+        .u64(seq)
+        .finish()
+}
+
+/// Every entry of the merged event log, in order.
+#[must_use]
+pub fn merged_events_range() -> KeyRange {
+    KeyRange::prefix(&KeyBuilder::new(prefix_of(MERGED_EVENT_TAG)).finish())
+}
+
+/// The key of the merged log's mark for a partition: the last of its
+/// events the merged log holds.
+#[must_use]
+pub fn merge_mark_key(partition: u32) -> Vec<u8> {
+    KeyBuilder::new(prefix_of(MERGE_MARK_TAG))
+        .u32(partition)
+        .finish()
+}
+
+/// Every partition's mark, in partition order.
+#[must_use]
+pub fn merge_marks_range() -> KeyRange {
+    KeyRange::prefix(&KeyBuilder::new(prefix_of(MERGE_MARK_TAG)).finish())
+}
+
 /// The key of one commit-log entry.
 #[must_use]
 pub fn commit_log_key(repo: &str, rev: u64) -> Vec<u8> {
@@ -824,6 +862,16 @@ pub enum DecodedKey<'a> {
         /// The event's time, unix microseconds.
         time_us: u64,
     },
+    /// A merged event log entry's key.
+    MergedEvent {
+        /// Its sequence number in the merged stream.
+        seq: u64,
+    },
+    /// A merge mark's key.
+    MergeMark {
+        /// The partition.
+        partition: u32,
+    },
     /// A Lexicon document key.
     Lexicon {
         /// The repository.
@@ -860,7 +908,10 @@ impl DecodedKey<'_> {
             | Self::RefreshToken { .. }
             | Self::InviteCode { .. }
             | Self::AppPassword { .. } => RecordType::SigningKeys,
-            Self::Event { .. } | Self::StreamEvent { .. } => RecordType::Event,
+            Self::Event { .. }
+            | Self::StreamEvent { .. }
+            | Self::MergedEvent { .. }
+            | Self::MergeMark { .. } => RecordType::Event,
             Self::Lexicon { .. } => RecordType::Lexicon,
         }
     }
@@ -902,6 +953,10 @@ pub fn decode_key(key: &[u8]) -> Result<DecodedKey<'_>, Error> {
             cid: r.str()?,
         },
         STREAM_EVENT_TAG => DecodedKey::StreamEvent { time_us: r.u64()? },
+        MERGED_EVENT_TAG => DecodedKey::MergedEvent { seq: r.u64()? },
+        MERGE_MARK_TAG => DecodedKey::MergeMark {
+            partition: r.u32()?,
+        },
         ACCOUNT_TAG => DecodedKey::Account { did: r.str()? },
         HANDLE_TAG => DecodedKey::Handle { handle: r.str()? },
         REFRESH_TOKEN_TAG => DecodedKey::RefreshToken { jti: r.str()? },

@@ -8,6 +8,7 @@ mod decoders_never_panic;
 mod field_index_keys;
 mod fields_order;
 mod history_and_count_keys;
+mod merged_event_keys;
 mod prefix_golden;
 mod record_keys;
 mod stream_event_keys;

@@ -25,9 +25,10 @@ mod inspect;
 mod jetstream;
 mod jobs;
 pub mod lease;
+mod merged_firehose;
 mod metrics;
 mod partitioned;
-pub use partitioned::PartitionedServer;
+pub use partitioned::{FORWARDED_HEADER, PartitionedServer};
 mod role;
 mod web;
 

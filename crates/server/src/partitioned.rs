@@ -11,6 +11,13 @@
 //! looked up among every partition's accounts. A request naming no
 //! repository (describeServer, the web interface's files) goes to
 //! partition 0. `listRepos` and `/xrpc/_health` span every partition.
+//!
+//! A `POST` for a partition another process writes (this one is its
+//! standby) is forwarded to that process, the writer its lease names, with
+//! the header [`FORWARDED_HEADER`]; a forwarded request is never forwarded
+//! again (it is answered `503 NotWriter` where it lands, and the client
+//! retries). Reads are answered here, from this process's replica of the
+//! partition.
 
 use std::sync::Arc;
 
@@ -40,8 +47,17 @@ impl<K> Clone for PartitionedServer<K> {
     }
 }
 
+/// The header marking a request one partitioned server forwarded to
+/// another (its value: the forwarding server's address).
+pub const FORWARDED_HEADER: &str = "datarepo-forwarded";
+
+type Client =
+    hyper_util::client::legacy::Client<hyper_util::client::legacy::connect::HttpConnector, Body>;
+
 struct Front<K> {
     partitions: Partitions,
+    /// Forwards writes to the partitions' writers.
+    client: Client,
     servers: Vec<Server<K>>,
     routers: Vec<Router>,
     /// Largest body read to find the repository it names.
@@ -53,7 +69,8 @@ struct Front<K> {
 
 impl<K: Kv + 'static> PartitionedServer<K> {
     /// The server of a store split into `partitions`, `servers[p]` serving
-    /// partition `p`.
+    /// partition `p`; it sequences the merged firehose while this process
+    /// writes partition 0. Must be called within a Tokio runtime.
     ///
     /// # Panics
     ///
@@ -65,12 +82,17 @@ impl<K: Kv + 'static> PartitionedServer<K> {
             usize::try_from(partitions.count()).unwrap_or(usize::MAX),
             "one server per partition"
         );
+        crate::merged_firehose::spawn_sequencer(&servers);
         let max_body_bytes = servers
             .first()
             .map_or(0, |s| s.app.config.limits.max_body_bytes);
         Self {
             front: Arc::new(Front {
                 partitions,
+                client: hyper_util::client::legacy::Client::builder(
+                    hyper_util::rt::TokioExecutor::new(),
+                )
+                .build_http(),
                 routers: servers.iter().map(Server::router).collect(),
                 servers,
                 max_body_bytes,
@@ -108,6 +130,12 @@ async fn dispatch<K: Kv + 'static>(
     match request.uri().path() {
         "/xrpc/com.atproto.sync.listRepos" => list_repos(&front, request).await,
         "/xrpc/_health" => health(&front, request).await,
+        "/xrpc/com.atproto.sync.subscribeRepos"
+            if query_param(&request, &["partition"]).is_none() =>
+        {
+            let (parts, _) = request.into_parts();
+            crate::merged_firehose::subscribe(front.servers.clone(), parts).await
+        }
         "/xrpc/com.atproto.sync.subscribeRepos" | "/subscribe" => {
             match stream_partition(&front, &request) {
                 Ok(p) => front.forward(p, request).await,
@@ -132,10 +160,54 @@ async fn dispatch<K: Kv + 'static>(
 
 impl<K: Kv + 'static> Front<K> {
     async fn forward(&self, partition: u32, request: Request) -> Response {
-        let router = self.routers[usize::try_from(partition).unwrap_or(0)].clone();
+        let index = usize::try_from(partition).unwrap_or(0);
+        if request.method() == Method::POST
+            && !request.headers().contains_key(FORWARDED_HEADER)
+            && let Role::Standby {
+                writer: Some(writer),
+            } = self.servers[index].roles().role()
+        {
+            return self.forward_to(&writer, request).await;
+        }
+        let router = self.routers[index].clone();
         match router.oneshot(request).await {
             Ok(response) => response,
             Err(never) => match never {},
+        }
+    }
+
+    /// `request` sent to the server at `writer` (a base URL), and its
+    /// answer streamed back.
+    async fn forward_to(&self, writer: &str, request: Request) -> Response {
+        let (mut parts, body) = request.into_parts();
+        let path = parts
+            .uri
+            .path_and_query()
+            .map_or("/", axum::http::uri::PathAndQuery::as_str);
+        let uri = match format!("{writer}{path}").parse::<axum::http::Uri>() {
+            Ok(uri) => uri,
+            Err(e) => {
+                return XrpcError::internal(format!(
+                    "the writer's address {writer:?} in its lease is not a URL: {e}"
+                ))
+                .into_response();
+            }
+        };
+        parts.headers.remove(header::HOST);
+        parts.headers.insert(
+            axum::http::HeaderName::from_static(FORWARDED_HEADER),
+            axum::http::HeaderValue::from_static("1"),
+        );
+        parts.uri = uri;
+        match self.client.request(Request::from_parts(parts, body)).await {
+            Ok(response) => response.map(Body::new),
+            Err(e) => XrpcError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "NotWriter",
+                format!("the partition's writer at {writer} did not answer: {e}; retry shortly"),
+            )
+            .with_header(header::RETRY_AFTER, "1".to_owned())
+            .into_response(),
         }
     }
 
@@ -237,14 +309,14 @@ fn bearer_subject(request: &Request) -> Option<String> {
     accounts::tokens::unverified_subject(token)
 }
 
-/// A stream's partition: its `partition` parameter (one merged stream
-/// across partitions is not built yet).
+/// A stream's partition: its `partition` parameter (`subscribeRepos`
+/// without one is the merged stream; `/subscribe` has none yet).
 fn stream_partition<K>(front: &Front<K>, request: &Request) -> Result<u32, XrpcError> {
     let count = front.partitions.count();
     let asked = query_param(request, &["partition"]).ok_or_else(|| {
         XrpcError::invalid(format!(
-            "this store has {count} partitions, each with its own event stream: \
-             add partition=0 … partition={} (one merged stream is not built yet)",
+            "this store has {count} partitions, each with its own /subscribe stream: \
+             add partition=0 … partition={} (subscribeRepos merges them; /subscribe does not yet)",
             count - 1
         ))
     })?;

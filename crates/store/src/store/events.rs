@@ -136,7 +136,7 @@ impl<K: Kv> Store<K> {
 
     /// Deletes every key in `range`, durably, ten thousand at a time:
     /// how many.
-    async fn delete_range_durably(&self, range: KeyRange) -> Result<u64, Error> {
+    pub(super) async fn delete_range_durably(&self, range: KeyRange) -> Result<u64, Error> {
         let mut deleted = 0;
         loop {
             let keys = self.kv_scan(&range, false, 10_000, View::Written).await?;

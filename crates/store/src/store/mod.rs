@@ -7,7 +7,8 @@
 //! [`state`] holds the store; the rest each add one concern's methods to
 //! [`Store`](state::Store): [`write`] (the commit path), [`blocks`],
 //! [`heads`] (heads and the commit log), [`records`] (the record index),
-//! [`declarations`] and [`events`] (the firehose log).
+//! [`declarations`], [`events`] (the firehose log) and [`merged_events`]
+//! (a partitioned store's merged event order).
 
 pub(crate) mod blocks;
 pub(crate) mod commit;
@@ -16,6 +17,7 @@ pub(crate) mod events;
 pub(crate) mod heads;
 pub(crate) mod index_value;
 pub(crate) mod keys;
+pub(crate) mod merged_events;
 pub(crate) mod records;
 pub(crate) mod state;
 pub(crate) mod write;
