@@ -70,7 +70,7 @@ pub(crate) fn spawn_sequencer<K: Kv + 'static>(servers: &[Server<K>]) {
                 marks = None;
             }
             rounds += 1;
-            if rounds % PRUNE_EVERY == 0 {
+            if rounds.is_multiple_of(PRUNE_EVERY) {
                 match prune(&stores).await {
                     Ok(0) => {}
                     Ok(n) => tracing::info!(
