@@ -105,17 +105,20 @@ async fn sequence_round<K: Kv>(
     };
     let mut round = Vec::new();
     for (p, store) in stores.iter().enumerate() {
+        // A partition's events keep their order whatever their clock said:
+        // each sorts at the latest time of its partition's events so far.
+        let mut latest = i128::MIN;
         for (seq, stored) in store.events(known[p], ROUND).await? {
             let time = repo::stored_event_time(&stored)
                 .and_then(|t| t.parse::<jiff::Timestamp>().ok())
-                .map_or(i128::MAX, |t| t.as_nanosecond());
-            round.push((time, u32::try_from(p).unwrap_or(u32::MAX), seq));
+                .map_or(latest, |t| t.as_nanosecond());
+            latest = latest.max(time);
+            round.push((latest, u32::try_from(p).unwrap_or(u32::MAX), seq));
         }
     }
     if round.is_empty() {
         return Ok(0);
     }
-    // Each partition's events stay in its order: its times never go back.
     round.sort_unstable();
     let mut next = head.newest_merged_event().await?.unwrap_or(0);
     let mut moved = known.clone();
@@ -300,6 +303,8 @@ async fn stream<K: Kv + 'static>(
     let mut closing = servers[0].app.closing.subscribe();
     loop {
         let entries = head.merged_events(last, BATCH).await.map_err(failed)?;
+        // Whether every entry read was sent (or was past retention).
+        let mut caught_up = true;
         for entry in &entries {
             let p = usize::try_from(entry.partition).unwrap_or(usize::MAX);
             let Some(server) = servers.get(p) else {
@@ -321,13 +326,19 @@ async fn stream<K: Kv + 'static>(
                         Err(e) => return Err(axum::Error::new(e)),
                     }
                 }
+                // This process's replica of the partition has not seen the
+                // event yet (the sequencer read it elsewhere): wait for it.
+                _ if store.newest_event().await.map_err(failed)?.unwrap_or(0) < entry.event => {
+                    caught_up = false;
+                    break;
+                }
                 // Pruned from its partition since: past retention.
                 _ => {}
             }
             last = entry.seq;
         }
         socket.flush().await?;
-        if entries.len() == BATCH {
+        if caught_up && entries.len() == BATCH {
             continue;
         }
         tokio::select! {

@@ -1,0 +1,290 @@
+//! A local store created with `init --partitions 4` and served by one
+//! process answers as one store: records land in their repository's
+//! partition (the directory its ID hashes to), accounts log in by handle
+//! whichever partition holds them and a handle is taken across
+//! partitions, `listRepos` pages through every partition against a model,
+//! the CLI reads each repository from its partition and lists them all,
+//! `gc` reports each partition, and the merged firehose numbers every
+//! commit once, 1, 2, 3, …
+
+use crate::common::{self, http_within};
+
+use std::{collections::BTreeSet, time::Duration};
+
+use serde_json::{Value, json};
+
+const TOKEN: &str = "partitioned-token";
+const POST: &str = "app.bsky.feed.post";
+const PARTITIONS: u32 = 4;
+
+fn post(port: u16, path: &str, token: &str, body: &Value) -> common::Answer {
+    http_within(
+        port,
+        "POST",
+        path,
+        token,
+        &body.to_string(),
+        Duration::from_secs(30),
+    )
+    .expect("the server answers")
+}
+
+fn get(port: u16, path: &str) -> common::Answer {
+    http_within(port, "GET", path, "", "", Duration::from_secs(30)).expect("the server answers")
+}
+
+#[test]
+fn a_partitioned_store_serves_as_one_store() {
+    let tmp = testkit::tempdir("partitioned-local");
+    let store = tmp.path().join("data");
+    let store = store.to_str().unwrap();
+    let init = common::datarepo(
+        &["--store", store, "init", "--partitions", "4", "--json"],
+        "",
+    );
+    assert!(init.status.success(), "{init:?}");
+    assert_eq!(common::json_lines(&init)[0]["partitions"], 4);
+    // The root is no database of its own: a partition is.
+    for p in 0..PARTITIONS {
+        assert!(tmp.path().join(format!("data/p-{p:04}/db")).is_dir());
+    }
+    assert!(!tmp.path().join("data/db").exists());
+    let again = common::datarepo(&["--store", store, "init", "--partitions", "8"], "");
+    assert!(!again.status.success());
+    assert!(String::from_utf8_lossy(&again.stderr).contains("already has 4 partitions"));
+
+    let port = common::free_port();
+    let mut server = common::ServerProcess(
+        common::serve(store, port, TOKEN)
+            .arg("--open-registration")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    assert!(common::wait_until_up(port), "the server did not start");
+    let health = get(port, "/xrpc/_health").json();
+    assert_eq!(health["role"], "partitioned");
+    assert_eq!(health["partitions"].as_array().unwrap().len(), 4);
+
+    // Records of 24 repositories, each in the partition its ID hashes to.
+    let partitions = store::Partitions::new(PARTITIONS).unwrap();
+    let mut model = BTreeSet::new();
+    for i in 0..24 {
+        let did = format!("did:web:r{i}.example");
+        let body = json!({"repo": did, "collection": POST, "record": {"text": format!("r{i}")}});
+        let answer = post(port, "/xrpc/com.atproto.repo.createRecord", TOKEN, &body);
+        assert_eq!(answer.status, 200, "{}", answer.body);
+        model.insert(did);
+    }
+    let out = common::datarepo(&["--store", store, "--json", "repo", "list"], "");
+    assert!(out.status.success(), "{out:?}");
+    let listed: Vec<String> = common::json_lines(&out)[0]["repos"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["did"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(listed, model.iter().cloned().collect::<Vec<_>>());
+    let mut used = BTreeSet::new();
+    for did in &model {
+        let p = partitions.of(did);
+        used.insert(p);
+        // Reading the partition's own database finds it; another's does not.
+        let there = format!("{store}/p-{p:04}");
+        let elsewhere = format!("{store}/p-{:04}", (p + 1) % PARTITIONS);
+        for (place, found) in [(there, true), (elsewhere, false)] {
+            let out = common::datarepo(&["--store", &place, "--repo", did, "ls", POST], "");
+            assert_eq!(out.status.success(), found, "{did} in {place}: {out:?}");
+        }
+    }
+    assert_eq!(
+        used.len(),
+        PARTITIONS as usize,
+        "every partition holds some"
+    );
+    // The root, given a repository, reads from its partition.
+    let out = common::datarepo(
+        &["--store", store, "--repo", "did:web:r3.example", "ls", POST],
+        "",
+    );
+    assert!(out.status.success(), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("text=\"r3\""),
+        "{out:?}"
+    );
+    let out = common::datarepo(&["--store", store, "ls", POST], "");
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("has 4 partitions"),
+        "{out:?}"
+    );
+
+    // Accounts: made in their DID's partition, found by handle from any.
+    let mut handles = Vec::new();
+    for name in ["ann", "ben", "cat", "dan", "eve", "fay"] {
+        let handle = format!("{name}.test");
+        let made = post(
+            port,
+            "/xrpc/com.atproto.server.createAccount",
+            "",
+            &json!({"handle": handle, "password": "correct horse battery"}),
+        );
+        assert_eq!(made.status, 200, "{}", made.body);
+        assert_eq!(made.json()["did"], format!("did:web:{handle}"));
+        model.insert(format!("did:web:{handle}"));
+        handles.push(handle);
+    }
+    let taken = post(
+        port,
+        "/xrpc/com.atproto.server.createAccount",
+        "",
+        &json!({"handle": "ann.test", "password": "another password"}),
+    );
+    assert_eq!(taken.status, 400, "{}", taken.body);
+    assert_eq!(taken.json()["error"], "HandleNotAvailable");
+    for handle in &handles {
+        let session = post(
+            port,
+            "/xrpc/com.atproto.server.createSession",
+            "",
+            &json!({"identifier": handle, "password": "correct horse battery"}),
+        );
+        assert_eq!(session.status, 200, "{}", session.body);
+        let jwt = session.json()["accessJwt"].as_str().unwrap().to_owned();
+        let body = json!({"repo": format!("did:web:{handle}"), "collection": POST,
+                          "record": {"text": "mine"}});
+        let wrote = post(port, "/xrpc/com.atproto.repo.createRecord", &jwt, &body);
+        assert_eq!(wrote.status, 200, "{}", wrote.body);
+        let me = http_within(
+            port,
+            "GET",
+            "/xrpc/com.atproto.server.getSession",
+            &jwt,
+            "",
+            Duration::from_secs(30),
+        )
+        .unwrap();
+        assert_eq!(me.status, 200, "{}", me.body);
+        assert_eq!(me.json()["handle"], handle.as_str());
+    }
+    let wrong = post(
+        port,
+        "/xrpc/com.atproto.server.createSession",
+        "",
+        &json!({"identifier": "ann.test", "password": "wrong"}),
+    );
+    assert_eq!(wrong.status, 401, "{}", wrong.body);
+
+    // listRepos pages through every partition as the model orders them.
+    for limit in [1, 5, 100] {
+        let mut listed = Vec::new();
+        let mut cursor = String::new();
+        loop {
+            let page = get(
+                port,
+                &format!("/xrpc/com.atproto.sync.listRepos?limit={limit}{cursor}"),
+            );
+            assert_eq!(page.status, 200, "{}", page.body);
+            let page = page.json();
+            let repos = page["repos"].as_array().unwrap();
+            assert!(repos.len() <= limit);
+            listed.extend(repos.iter().map(|r| r["did"].as_str().unwrap().to_owned()));
+            match page["cursor"].as_str() {
+                Some(c) => cursor = format!("&cursor={c}"),
+                None => break,
+            }
+        }
+        assert_eq!(
+            listed,
+            model.iter().cloned().collect::<Vec<_>>(),
+            "limit {limit}"
+        );
+    }
+
+    // The merged firehose: every commit once, in increasing order; a
+    // replay from a cursor continues it exactly.
+    let heads: Vec<(String, String)> = model
+        .iter()
+        .map(|did| {
+            let head = get(
+                port,
+                &format!("/xrpc/com.atproto.sync.getLatestCommit?did={did}"),
+            );
+            assert_eq!(head.status, 200, "{}", head.body);
+            (did.clone(), head.json()["rev"].as_str().unwrap().to_owned())
+        })
+        .collect();
+    let log = tmp.path().join("follow.jsonl");
+    let mut follower = common::ServerProcess(
+        std::process::Command::new(env!("CARGO_BIN_EXE_datarepo"))
+            .args([
+                "follow",
+                &format!("http://127.0.0.1:{port}"),
+                "--cursor",
+                "0",
+                "--json",
+            ])
+            .stdout(std::fs::File::create(&log).unwrap())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let events = (0..300)
+        .find_map(|_| {
+            let events: Vec<Value> = std::fs::read_to_string(&log)
+                .unwrap_or_default()
+                .lines()
+                .filter_map(|l| serde_json::from_str(l).ok())
+                .collect();
+            let seen: BTreeSet<(String, String)> = events.iter().map(commit_of).collect();
+            if heads.iter().all(|h| seen.contains(h)) {
+                return Some(events);
+            }
+            std::thread::sleep(Duration::from_millis(100));
+            None
+        })
+        .expect("the merged stream never held every repository's head");
+    let _ = follower.0.kill();
+    let seqs: Vec<u64> = events.iter().map(|e| e["seq"].as_u64().unwrap()).collect();
+    assert!(
+        seqs.windows(2).all(|w| w[0] < w[1]),
+        "out of order: {seqs:?}"
+    );
+    let distinct: BTreeSet<(String, String)> = events.iter().map(commit_of).collect();
+    assert_eq!(distinct.len(), events.len(), "a commit came twice");
+    let middle = seqs[seqs.len() / 2];
+    let rest = common::follow(port, middle, seqs.iter().filter(|s| **s > middle).count());
+    let key = |e: &Value| (e["seq"].clone(), e["repo"].clone(), e["rev"].clone());
+    assert_eq!(
+        rest.iter().map(key).collect::<Vec<_>>(),
+        events[seqs.len() / 2 + 1..]
+            .iter()
+            .map(key)
+            .collect::<Vec<_>>()
+    );
+    // Each partition's own stream is still there, by its parameter.
+    let one = get(port, "/xrpc/com.atproto.sync.subscribeRepos?partition=9");
+    assert_eq!(one.status, 400, "{}", one.body);
+
+    assert!(server.terminate(), "the server did not stop cleanly");
+    let gc = common::datarepo(&["--store", store, "gc", "--json"], "");
+    assert!(gc.status.success(), "{gc:?}");
+    let reports = common::json_lines(&gc);
+    let reported: Vec<u64> = reports
+        .iter()
+        .map(|r| r["partition"].as_u64().unwrap())
+        .collect();
+    assert_eq!(reported, vec![0, 1, 2, 3]);
+    for did in ["did:web:r0.example", "did:web:ann.test"] {
+        let check = common::datarepo(&["--store", store, "--repo", did, "check"], "");
+        assert!(check.status.success(), "{check:?}");
+    }
+}
+
+fn commit_of(event: &Value) -> (String, String) {
+    (
+        event["repo"].as_str().unwrap().to_owned(),
+        event["rev"].as_str().unwrap().to_owned(),
+    )
+}
