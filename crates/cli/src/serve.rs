@@ -172,12 +172,20 @@ pub(crate) struct ServeArgs {
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..), requires = "gc_interval_secs")]
     gc_keep_last: Option<u64>,
     /// On a partitioned store (`datarepo init --partitions P`): the
-    /// partitions this process writes, as a list and ranges (`0-15,32`) or
-    /// `all` (the default). It serves the others' reads: as a standby on
-    /// S3-compatible storage (taking over one whose writer's lease lapses),
-    /// as a reader of a local store.
-    #[arg(long, value_name = "LIST")]
+    /// partitions this process writes from the start, as a list and ranges
+    /// (`0-15,32`), `all`, or `auto`: none from the start, each taken over
+    /// once no other process holds its lease (the default on S3-compatible
+    /// storage; `all` on a local directory, one machine's). The process
+    /// serves the other partitions' reads: as a standby on S3-compatible
+    /// storage (taking over one whose writer's lease lapses, up to
+    /// --max-partitions), as a reader of a local store.
+    #[arg(long, value_name = "auto|all|LIST")]
     partitions_owned: Option<String>,
+    /// On a partitioned store on S3-compatible storage: the most partitions
+    /// this process writes at once (those of --partitions-owned included);
+    /// default: all.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    max_partitions: Option<u32>,
     /// Log format: text or json.
     #[arg(long, default_value = "text", value_parser = ["text", "json"])]
     log_format: String,
@@ -296,8 +304,21 @@ pub(crate) fn run(store: &StoreArgs, args: &ServeArgs) -> Result<ExitCode, Strin
         let bound = socket.local_addr().map_err(|e| e.to_string())?;
         let partitions = store.partitions().await?;
         let owned = match &partitions {
-            Some(partitions) => owned_partitions(args, *partitions)?,
+            Some(partitions) => owned_partitions(args, *partitions, on_object_storage)?,
             None => Vec::new(),
+        };
+        let slots = match (args.max_partitions, &partitions) {
+            (Some(max), Some(_)) => {
+                let max = usize::try_from(max).unwrap_or(usize::MAX);
+                if owned.len() > max {
+                    return Err(format!(
+                        "--partitions-owned names {} partitions, more than --max-partitions {max}",
+                        owned.len()
+                    ));
+                }
+                Some(Arc::new(tokio::sync::Semaphore::new(max - owned.len())))
+            }
+            _ => None,
         };
         let me = store::LeaseHolder {
             id: crate::writer_lease::holder_id(),
@@ -319,6 +340,7 @@ pub(crate) fn run(store: &StoreArgs, args: &ServeArgs) -> Result<ExitCode, Strin
             timing,
             fatal: &fatal_tx,
             config: &config,
+            slots,
         };
         let mut served = Vec::new();
         match partitions {
@@ -433,13 +455,30 @@ impl StoreRole {
     }
 }
 
-/// The partitions this process writes: `--partitions-owned`, all by default.
-fn owned_partitions(args: &ServeArgs, partitions: store::Partitions) -> Result<Vec<u32>, String> {
-    let Some(list) = &args.partitions_owned else {
-        return Ok(partitions.all().collect());
+/// The partitions this process writes from the start: `--partitions-owned`
+/// (by default `auto` on object storage, `all` on a local directory).
+fn owned_partitions(
+    args: &ServeArgs,
+    partitions: store::Partitions,
+    on_object_storage: bool,
+) -> Result<Vec<u32>, String> {
+    let list = match args.partitions_owned.as_deref() {
+        Some(list) => list,
+        None if on_object_storage => "auto",
+        None => "all",
     };
-    if list == "all" {
-        return Ok(partitions.all().collect());
+    match list {
+        "all" => return Ok(partitions.all().collect()),
+        "auto" if on_object_storage => return Ok(Vec::new()),
+        "auto" => {
+            return Err(
+                "--partitions-owned auto needs a store on S3-compatible storage (leases \
+                 decide who writes what); a local store's partitions are one machine's: \
+                 give a list, or all"
+                    .to_owned(),
+            );
+        }
+        _ => {}
     }
     let mut owned = Vec::new();
     for part in list.split(',') {
@@ -474,6 +513,8 @@ struct Opening<'a> {
     timing: server::lease::LeaseTiming,
     fatal: &'a tokio::sync::watch::Sender<Option<String>>,
     config: &'a server::Config,
+    /// The leases standbys may still take (`--max-partitions`).
+    slots: Option<Arc<tokio::sync::Semaphore>>,
 }
 
 /// One store (or partition) as this process serves it.
@@ -594,6 +635,7 @@ impl Opening<'_> {
                     location: location.clone(),
                     options,
                     fatal: self.fatal.clone(),
+                    slots: self.slots.clone(),
                 };
                 tokio::spawn(takeover.run(writer_tasks));
             }

@@ -76,14 +76,26 @@ pub(crate) struct Takeover {
     pub(crate) location: store::Location,
     pub(crate) options: store::SlateOptions,
     pub(crate) fatal: tokio::sync::watch::Sender<Option<String>>,
+    /// The leases this process may still take (`--max-partitions`).
+    pub(crate) slots: Option<Arc<tokio::sync::Semaphore>>,
 }
 
 impl Takeover {
     pub(crate) async fn run(self, tasks: WriterTasks) {
         let roles = tasks.server.roles();
         tracing::info!("standing by: watching the writer lease");
-        let held =
-            server::lease::wait_for_takeover(&self.lease, &self.me, self.timing, &roles).await;
+        let (held, permit) = server::lease::wait_for_takeover_within(
+            &self.lease,
+            &self.me,
+            self.timing,
+            &roles,
+            self.slots.as_ref(),
+        )
+        .await;
+        // Taken for good: a lease once held is held until the process ends.
+        if let Some(permit) = permit {
+            permit.forget();
+        }
         let term = held.holder.term;
         // Renewed from now on, while the store opens too.
         tokio::spawn(keep_lease(

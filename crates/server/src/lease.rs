@@ -189,6 +189,23 @@ pub async fn wait_for_takeover(
     timing: LeaseTiming,
     roles: &Roles,
 ) -> HeldLease {
+    wait_for_takeover_within(lease, me, timing, roles, None)
+        .await
+        .0
+}
+
+/// [`wait_for_takeover`], taking a lapsed lease only while `slots` has a
+/// permit left (a process holding several partitions' leases takes at
+/// most so many; `serve --max-partitions`): the lease and the permit,
+/// which stays taken for as long as the lease is held. Without a permit it
+/// goes on watching (and naming the writer).
+pub async fn wait_for_takeover_within(
+    lease: &Lease,
+    me: &LeaseHolder,
+    timing: LeaseTiming,
+    roles: &Roles,
+    slots: Option<&Arc<tokio::sync::Semaphore>>,
+) -> (HeldLease, Option<tokio::sync::OwnedSemaphorePermit>) {
     // The version last read (`None`: no lease object) and when it was
     // first read.
     let mut seen: Option<(Option<LeaseVersion>, Instant)> = None;
@@ -209,7 +226,15 @@ pub async fn wait_for_takeover(
                     timing.ttl.max(Duration::from_millis(h.ttl_ms))
                 });
                 let since = seen.as_ref().map_or(now, |(_, t)| *t);
-                if now.duration_since(since) >= ttl {
+                let permit = match slots {
+                    _ if now.duration_since(since) < ttl => Err(()),
+                    None => Ok(None),
+                    Some(slots) => Arc::clone(slots)
+                        .try_acquire_owned()
+                        .map(Some)
+                        .map_err(|_| ()),
+                };
+                if let Ok(permit) = permit {
                     let mut holder = me.clone();
                     holder.renewal = 0;
                     let started = Instant::now();
@@ -231,11 +256,14 @@ pub async fn wait_for_takeover(
                     };
                     match written {
                         Ok(Some(version)) => {
-                            return HeldLease {
-                                holder,
-                                version,
-                                started,
-                            };
+                            return (
+                                HeldLease {
+                                    holder,
+                                    version,
+                                    started,
+                                },
+                                permit,
+                            );
                         }
                         Ok(None) => tracing::info!("another standby took the writer lease first"),
                         Err(e) => tracing::warn!(error = %e, "cannot take the writer lease"),
