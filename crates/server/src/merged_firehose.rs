@@ -59,6 +59,9 @@ pub(crate) fn spawn_sequencer<K: Kv + 'static>(servers: &[Server<K>]) {
             else {
                 return;
             };
+            if *apps[0].closing.borrow() {
+                return;
+            }
             if !apps[0].roles.may_acknowledge() {
                 marks = None;
                 continue;

@@ -54,12 +54,17 @@ fn cpu_secs(pid: u32) -> f64 {
     (ticks(11) + ticks(12)) / 100.0
 }
 
-/// Resident memory of process `pid`, MiB.
+/// Resident memory of process `pid`, MiB: now (`VmRSS:`) or its peak
+/// (`VmHWM:`).
 fn rss_mib(pid: u32) -> f64 {
+    status_mib(pid, "VmRSS:")
+}
+
+fn status_mib(pid: u32, field: &str) -> f64 {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
     status
         .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .find_map(|l| l.strip_prefix(field))
         .and_then(|v| v.split_whitespace().next()?.parse::<f64>().ok())
         .map_or(0.0, |kb| kb / 1024.0)
 }
@@ -100,7 +105,10 @@ async fn partition_writers(client: &reqwest::Client, base: &str) -> Vec<bool> {
 
 struct Round {
     writes_per_sec: f64,
+    /// Each server's CPU (cores busy on average).
     cpu: Vec<f64>,
+    /// The object store's CPU, when its process is known.
+    store_cpu: Option<f64>,
 }
 
 /// `processes` servers of a fresh 4-partition store (or, with `None`, one
@@ -111,6 +119,7 @@ async fn round(
     processes: Option<usize>,
     writers: usize,
     secs: f64,
+    object_store: Option<u32>,
 ) -> Round {
     let location = format!(
         "{root}/partitions-load-{}-{}",
@@ -187,6 +196,7 @@ async fn round(
     };
     writes(1.0).await;
     let before: Vec<f64> = servers.iter().map(|s| cpu_secs(s.pid())).collect();
+    let store_before = object_store.map(cpu_secs);
     let started = Instant::now();
     let total = writes(secs).await;
     let wall = started.elapsed().as_secs_f64();
@@ -201,12 +211,16 @@ async fn round(
     Round {
         writes_per_sec: total as f64 / wall,
         cpu,
+        store_cpu: object_store
+            .zip(store_before)
+            .map(|(pid, b)| (cpu_secs(pid) - b) / wall),
     }
 }
 
 /// Resident memory of one server of a local store of `partitions`
-/// partitions: just opened, and after 20 writes to every partition.
-async fn memory(bin: &Path, partitions: u32) -> (f64, f64) {
+/// partitions: just opened, after 20 writes to every partition, and its
+/// peak over 10 s of 64 connections writing to every partition.
+async fn memory(bin: &Path, partitions: u32) -> (f64, f64, f64) {
     let dir = std::env::temp_dir().join(format!(
         "datarepo-partitions-memory-{partitions}-{}",
         std::process::id()
@@ -235,7 +249,7 @@ async fn memory(bin: &Path, partitions: u32) -> (f64, f64) {
     let body: Arc<dyn Fn(usize, u64) -> String + Send + Sync> = Arc::new(move |w, n| {
         format!(
             r#"{{"repo":"{}","collection":"app.bsky.feed.post","record":{{"text":"post {n}"}}}}"#,
-            repos[w]
+            repos[w % count]
         )
     });
     let client = reqwest::Client::new();
@@ -257,9 +271,11 @@ async fn memory(bin: &Path, partitions: u32) -> (f64, f64) {
     }
     tokio::time::sleep(Duration::from_secs(2)).await;
     let written = rss_mib(server.pid());
+    create_records_for(&server.base, TOKEN, 10.0, 64, body, None).await;
+    let peak = status_mib(server.pid(), "VmHWM:");
     server.stop();
     let _ = std::fs::remove_dir_all(&dir);
-    (idle, written)
+    (idle, written, peak)
 }
 
 #[tokio::main]
@@ -272,26 +288,45 @@ async fn main() {
         "partitions-load: {writers} writers, {secs} s per round, {} cores, store {root}",
         cores()
     );
-    let plain = round(&bin, &root, None, writers, secs).await;
+    let weed = std::process::Command::new("pgrep")
+        .args(["-f", "weed mini"])
+        .output()
+        .ok()
+        .and_then(|o| {
+            String::from_utf8(o.stdout)
+                .ok()?
+                .lines()
+                .next()?
+                .parse::<u32>()
+                .ok()
+        });
+    let store_cpu = |r: &Round| r.store_cpu.map_or("?".to_owned(), |c| format!("{c:.2}"));
+    let plain = round(&bin, &root, None, writers, secs, weed).await;
     println!(
-        "unpartitioned store, 1 process: {:.0} writes/s, CPU {:.2}",
-        plain.writes_per_sec, plain.cpu[0]
+        "unpartitioned store, 1 process: {:.0} writes/s, CPU {:.2}, object store CPU {}",
+        plain.writes_per_sec,
+        plain.cpu[0],
+        store_cpu(&plain)
     );
     for processes in [1, 2, 4] {
-        let r = round(&bin, &root, Some(processes), writers, secs).await;
+        let r = round(&bin, &root, Some(processes), writers, secs, weed).await;
         let cpu: Vec<String> = r.cpu.iter().map(|c| format!("{c:.2}")).collect();
         println!(
-            "{PARTITIONS} partitions, {processes} process(es): {:.0} writes/s ({:.0}% of unpartitioned), CPU per process [{}]",
+            "{PARTITIONS} partitions, {processes} process(es): {:.0} writes/s ({:.0}% of unpartitioned), CPU per process [{}], object store CPU {}",
             r.writes_per_sec,
             100.0 * r.writes_per_sec / plain.writes_per_sec,
-            cpu.join(", ")
+            cpu.join(", "),
+            store_cpu(&r)
         );
     }
-    let (idle1, written1) = memory(&bin, 1).await;
-    let (idle64, written64) = memory(&bin, 64).await;
+    let (idle1, written1, peak1) = memory(&bin, 1).await;
+    let (idle64, written64, peak64) = memory(&bin, 64).await;
     println!(
-        "memory: 1 partition {idle1:.0} MiB idle, {written1:.0} MiB written; 64 partitions {idle64:.0} MiB idle, {written64:.0} MiB written; per open partition {:.1} MiB idle, {:.1} MiB written",
+        "memory: 1 partition {idle1:.0} MiB idle, {written1:.0} MiB written, peak {peak1:.0} MiB under 64 writers; \
+         64 partitions {idle64:.0} MiB idle, {written64:.0} MiB written, peak {peak64:.0} MiB; \
+         per open partition {:.1} MiB idle, {:.1} MiB written, {:.1} MiB at the peak",
         (idle64 - idle1) / 63.0,
-        (written64 - written1) / 63.0
+        (written64 - written1) / 63.0,
+        (peak64 - peak1) / 63.0
     );
 }

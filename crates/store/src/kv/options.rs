@@ -225,7 +225,7 @@ impl SlateOptions {
             compactor_options: Some(compactor_options),
             garbage_collector_options: Some(gc),
             l0_sst_size_bytes: self.share(DEFAULT_L0_SST_SIZE_BYTES, MIN_L0_SST_SIZE_BYTES),
-            max_unflushed_bytes: self.share(MAX_UNFLUSHED_BYTES, 4 * MIN_L0_SST_SIZE_BYTES),
+            max_unflushed_bytes: self.share(MAX_UNFLUSHED_BYTES, 2 * MIN_L0_SST_SIZE_BYTES),
             // LZ4: less than half the bytes on disk for record blocks at
             // about the same speed (docs/benchmarks.md).
             compression_codec: Some(slatedb::config::CompressionCodec::Lz4),
