@@ -59,7 +59,8 @@ pub(crate) fn spawn_sequencer<K: Kv + 'static>(servers: &[Server<K>]) {
             else {
                 return;
             };
-            if *apps[0].closing.borrow() {
+            let closing = apps[0].closing.subscribe();
+            if *closing.borrow() {
                 return;
             }
             if !apps[0].roles.may_acknowledge() {
@@ -69,6 +70,9 @@ pub(crate) fn spawn_sequencer<K: Kv + 'static>(servers: &[Server<K>]) {
             let stores: Vec<_> = apps.iter().map(|a| Arc::clone(a.repos.store())).collect();
             drop(apps);
             if let Err(e) = sequence_round(&stores, &mut marks).await {
+                if *closing.borrow() {
+                    return;
+                }
                 tracing::warn!(error = %e, "merged firehose: cannot sequence events; retrying");
                 marks = None;
             }
