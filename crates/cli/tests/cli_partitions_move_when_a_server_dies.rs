@@ -1,6 +1,6 @@
 //! A store of 4 partitions on S3-compatible storage served by 4 processes,
-//! each writing one partition and standing by for the others: writes sent
-//! to any process land in their repository's partition (forwarded to its
+//! each writing one partition and standing by for the others: writes to
+//! 1,000 repositories by 8 concurrent writers, sent to any process, land in their repository's partition (forwarded to its
 //! writer); when the process writing partition 0 (and sequencing the
 //! merged firehose) is killed, another takes its partition over; every
 //! acknowledged write is then stored, `listRepos` pages through every
@@ -23,7 +23,7 @@ use serde_json::{Value, json};
 
 const TOKEN: &str = "partitions-token";
 const POST: &str = "app.bsky.feed.post";
-const REPOS: usize = 40;
+const REPOS: usize = 1_000;
 const PARTITIONS: u32 = 4;
 
 fn did(i: usize) -> String {
@@ -148,7 +148,9 @@ fn partitions_move_to_the_live_servers_and_lose_nothing() {
         })
         .collect();
 
-    std::thread::sleep(Duration::from_millis(2_000));
+    // Some hundreds of repositories written before the kill, the rest after.
+    let acked = || acks.lock().unwrap().len();
+    wait_for(|| acked() >= 400, "400 writes before the kill");
     // The writer of partition 0, which also sequences the merged firehose.
     live.lock().unwrap().retain(|p| *p != ports[0]);
     let mut killed = servers[0].take().unwrap();
@@ -167,7 +169,11 @@ fn partitions_move_to_the_live_servers_and_lose_nothing() {
         (1..4).all(|s| s == mover || partition_role(ports[s], 0).as_deref() == Some("standby")),
         "more than one server writes partition 0"
     );
-    std::thread::sleep(Duration::from_millis(2_000));
+    let at_takeover = acked();
+    wait_for(
+        || acked() >= (at_takeover + 400).max(REPOS + 200),
+        "400 writes after the takeover, and every repository written",
+    );
     stop.store(true, Ordering::Relaxed);
     for w in writers {
         w.join().unwrap();
@@ -207,7 +213,7 @@ fn partitions_move_to_the_live_servers_and_lose_nothing() {
     let mut listed = Vec::new();
     let mut cursor = String::new();
     loop {
-        let path = format!("/xrpc/com.atproto.sync.listRepos?limit=7{cursor}");
+        let path = format!("/xrpc/com.atproto.sync.listRepos?limit=97{cursor}");
         let page = http_within(survivor, "GET", &path, "", "", Duration::from_secs(10)).unwrap();
         assert_eq!(page.status, 200, "{}", page.body);
         let page = page.json();
@@ -321,6 +327,20 @@ fn read_events(path: &std::path::Path) -> Vec<Value> {
         .lines()
         .filter_map(|l| serde_json::from_str(l).ok())
         .collect()
+}
+
+/// Waits up to 120 s for `done`.
+fn wait_for(done: impl Fn() -> bool, what: &str) {
+    assert!(
+        (0..1200).any(|_| {
+            if done() {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+            false
+        }),
+        "not within 120 s: {what}"
+    );
 }
 
 /// Partition `p`'s role on the server on `port`.
