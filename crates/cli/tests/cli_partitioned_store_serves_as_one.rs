@@ -66,6 +66,13 @@ fn a_partitioned_store_serves_as_one_store() {
     let health = get(port, "/xrpc/_health").json();
     assert_eq!(health["role"], "partitioned");
     assert_eq!(health["partitions"].as_array().unwrap().len(), 4);
+    // Every partition's metrics, each family once, each sample labelled.
+    let metrics = get(port, "/metrics").body;
+    assert_eq!(metrics.matches("# TYPE datarepo_gc_phase gauge").count(), 1);
+    for p in 0..PARTITIONS {
+        assert!(metrics.contains(&format!("datarepo_gc_phase{{partition=\"{p}\"}} 0")));
+    }
+    assert!(metrics.ends_with("# EOF\n"));
 
     // Records of 24 repositories, each in the partition its ID hashes to.
     let partitions = store::Partitions::new(PARTITIONS).unwrap();
@@ -216,27 +223,10 @@ fn a_partitioned_store_serves_as_one_store() {
         })
         .collect();
     let log = tmp.path().join("follow.jsonl");
-    let mut follower = common::ServerProcess(
-        std::process::Command::new(env!("CARGO_BIN_EXE_datarepo"))
-            .args([
-                "follow",
-                &format!("http://127.0.0.1:{port}"),
-                "--cursor",
-                "0",
-                "--json",
-            ])
-            .stdout(std::fs::File::create(&log).unwrap())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
+    let mut follower = common::spawn_follower(port, &log);
     let events = (0..300)
         .find_map(|_| {
-            let events: Vec<Value> = std::fs::read_to_string(&log)
-                .unwrap_or_default()
-                .lines()
-                .filter_map(|l| serde_json::from_str(l).ok())
-                .collect();
+            let events = common::json_lines_of(&log);
             let seen: BTreeSet<(String, String)> = events.iter().map(commit_of).collect();
             if heads.iter().all(|h| seen.contains(h)) {
                 return Some(events);

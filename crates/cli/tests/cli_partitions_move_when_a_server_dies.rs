@@ -87,20 +87,7 @@ fn partitions_move_to_the_live_servers_and_lose_nothing() {
 
     // A follower of the merged firehose on a server that stays up.
     let follow_log = tmp.path().join("follow.jsonl");
-    let mut follower = common::ServerProcess(
-        std::process::Command::new(env!("CARGO_BIN_EXE_datarepo"))
-            .args([
-                "follow",
-                &format!("http://127.0.0.1:{}", ports[3]),
-                "--cursor",
-                "0",
-                "--json",
-            ])
-            .stdout(std::fs::File::create(&follow_log).unwrap())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
+    let mut follower = common::spawn_follower(ports[3], &follow_log);
 
     let live = Arc::new(Mutex::new(ports.clone()));
     let stop = Arc::new(AtomicBool::new(false));
@@ -243,7 +230,7 @@ fn partitions_move_to_the_live_servers_and_lose_nothing() {
     });
     let followed = (0..300)
         .find_map(|_| {
-            let events = read_events(&follow_log);
+            let events = common::json_lines_of(&follow_log);
             let seen: BTreeSet<(String, String)> = events
                 .iter()
                 .map(|e| {
@@ -319,14 +306,6 @@ fn partitions_move_to_the_live_servers_and_lose_nothing() {
 /// golden test).
 fn partition_of(repo: &str) -> u32 {
     store::Partitions::new(PARTITIONS).unwrap().of(repo)
-}
-
-fn read_events(path: &std::path::Path) -> Vec<Value> {
-    std::fs::read_to_string(path)
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|l| serde_json::from_str(l).ok())
-        .collect()
 }
 
 /// Waits up to 120 s for `done`.

@@ -151,6 +151,11 @@ async fn dispatch<K: Kv + 'static>(
         )
         .into_response(),
         "/xrpc/com.atproto.server.createAccount" => create_account(&front, request).await,
+        "/xrpc/dev.datarepo.getJob" => get_job(&front, request).await,
+        "/xrpc/dev.datarepo.listJobs" if query_param(&request, &["repo"]).is_none() => {
+            list_jobs(&front, request).await
+        }
+        "/metrics" => metrics(&front, request).await,
         _ => match front.route(request).await {
             Ok((p, request)) => front.forward(p, request).await,
             Err(e) => e.into_response(),
@@ -409,6 +414,133 @@ async fn list_repos<K: Kv + 'static>(front: &Front<K>, request: Request) -> Resp
     Json(out).into_response()
 }
 
+/// Each partition's answer to a bodiless request like `request`, in
+/// partition order.
+async fn ask_every_partition<K: Kv + 'static>(front: &Front<K>, request: Request) -> Vec<Response> {
+    let (parts, _) = request.into_parts();
+    let mut answers = Vec::with_capacity(front.servers.len());
+    for p in front.partitions.all() {
+        let asked = Request::from_parts(parts.clone(), Body::empty());
+        answers.push(front.forward(p, asked).await);
+    }
+    answers
+}
+
+async fn body_of(response: Response) -> Result<Bytes, XrpcError> {
+    axum::body::to_bytes(response.into_body(), usize::MAX)
+        .await
+        .map_err(|e| XrpcError::internal(e.to_string()))
+}
+
+/// `getJob`: jobs run in their repository's partition's server, which
+/// alone knows them; the first partition that does answers.
+async fn get_job<K: Kv + 'static>(front: &Front<K>, request: Request) -> Response {
+    let mut answers = ask_every_partition(front, request).await;
+    match answers
+        .iter()
+        .position(|a| a.status() != StatusCode::BAD_REQUEST)
+    {
+        Some(found) => answers.swap_remove(found),
+        None => answers.swap_remove(0),
+    }
+}
+
+/// `listJobs` of every repository: every partition's jobs.
+async fn list_jobs<K: Kv + 'static>(front: &Front<K>, request: Request) -> Response {
+    let mut jobs = Vec::new();
+    for answer in ask_every_partition(front, request).await {
+        if !answer.status().is_success() {
+            return answer;
+        }
+        let listed: Value = match body_of(answer).await {
+            Ok(bytes) => serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+            Err(e) => return e.into_response(),
+        };
+        if let Some(list) = listed.get("jobs").and_then(Value::as_array) {
+            jobs.extend(list.iter().cloned());
+        }
+    }
+    Json(json!({ "jobs": jobs })).into_response()
+}
+
+/// `/metrics`: every partition's, each sample labelled with its
+/// `partition`, each metric family once (OpenMetrics text).
+async fn metrics<K: Kv + 'static>(front: &Front<K>, request: Request) -> Response {
+    let mut texts = Vec::with_capacity(front.servers.len());
+    let mut content_type = None;
+    for answer in ask_every_partition(front, request).await {
+        if !answer.status().is_success() {
+            return answer;
+        }
+        content_type = content_type.or_else(|| answer.headers().get(header::CONTENT_TYPE).cloned());
+        match body_of(answer).await {
+            Ok(bytes) => texts.push(String::from_utf8_lossy(&bytes).into_owned()),
+            Err(e) => return e.into_response(),
+        }
+    }
+    let mut response = merge_metrics(&texts).into_response();
+    if let Some(content_type) = content_type {
+        response
+            .headers_mut()
+            .insert(header::CONTENT_TYPE, content_type);
+    }
+    response
+}
+
+/// OpenMetrics texts of the same families, one per partition, as one: a
+/// family's comment lines once, then its samples from every partition with
+/// a `partition` label.
+fn merge_metrics(texts: &[String]) -> String {
+    // (comment lines, samples) per family, in first-seen order.
+    let mut families: Vec<(String, Vec<String>, Vec<String>)> = Vec::new();
+    for (p, text) in texts.iter().enumerate() {
+        let mut current: Option<usize> = None;
+        for line in text.lines() {
+            if line == "# EOF" || line.is_empty() {
+                continue;
+            }
+            if let Some(comment) = line.strip_prefix("# ") {
+                let name = comment.split_whitespace().nth(1).unwrap_or_default();
+                let at = match families.iter().position(|(n, _, _)| n == name) {
+                    Some(at) => at,
+                    None => {
+                        families.push((name.to_owned(), Vec::new(), Vec::new()));
+                        families.len() - 1
+                    }
+                };
+                if p == 0 {
+                    families[at].1.push(line.to_owned());
+                }
+                current = Some(at);
+                continue;
+            }
+            let labelled = match line.find(['{', ' ']) {
+                Some(i) if line[i..].starts_with("{}") => {
+                    format!("{}{{partition=\"{p}\"}}{}", &line[..i], &line[i + 2..])
+                }
+                Some(i) if line[i..].starts_with('{') => {
+                    format!("{}{{partition=\"{p}\",{}", &line[..i], &line[i + 1..])
+                }
+                Some(i) => format!("{}{{partition=\"{p}\"}}{}", &line[..i], &line[i..]),
+                None => line.to_owned(),
+            };
+            match current {
+                Some(at) => families[at].2.push(labelled),
+                None => families.push((String::new(), Vec::new(), vec![labelled])),
+            }
+        }
+    }
+    let mut out = String::new();
+    for (_, comments, samples) in families {
+        for line in comments.iter().chain(&samples) {
+            out.push_str(line);
+            out.push('\n');
+        }
+    }
+    out.push_str("# EOF\n");
+    out
+}
+
 /// `/xrpc/_health`: each partition's role; with `writer=true`, 503 unless
 /// this process takes the writes of at least one partition.
 async fn health<K: Kv + 'static>(front: &Front<K>, request: Request) -> Response {
@@ -438,4 +570,22 @@ async fn health<K: Kv + 'static>(front: &Front<K>, request: Request) -> Response
         StatusCode::OK
     };
     (status, Json(body)).into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::merge_metrics;
+
+    #[test]
+    fn metrics_of_partitions_merge_by_family_with_a_label() {
+        let one = "# HELP requests Requests.\n# TYPE requests counter\nrequests_total{method=\"a\"} 1\n# TYPE up gauge\nup 1\n# EOF\n";
+        let two = "# HELP requests Requests.\n# TYPE requests counter\nrequests_total{method=\"a\"} 5\n# TYPE up gauge\nup 1\n# EOF\n";
+        assert_eq!(
+            merge_metrics(&[one.to_owned(), two.to_owned()]),
+            "# HELP requests Requests.\n# TYPE requests counter\n\
+             requests_total{partition=\"0\",method=\"a\"} 1\n\
+             requests_total{partition=\"1\",method=\"a\"} 5\n\
+             # TYPE up gauge\nup{partition=\"0\"} 1\nup{partition=\"1\"} 1\n# EOF\n"
+        );
+    }
 }

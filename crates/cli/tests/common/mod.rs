@@ -50,6 +50,35 @@ pub fn json_lines(out: &Output) -> Vec<Value> {
         .collect()
 }
 
+/// The JSON object on each complete line of the file at `path` (none
+/// when it does not exist yet).
+pub fn json_lines_of(path: &std::path::Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect()
+}
+
+/// `datarepo follow` of the server on `port` from cursor 0, printing its
+/// commits as JSON lines into `log` until killed (dropped).
+pub fn spawn_follower(port: u16, log: &std::path::Path) -> ServerProcess {
+    ServerProcess(
+        Command::new(env!("CARGO_BIN_EXE_datarepo"))
+            .args([
+                "follow",
+                &format!("http://127.0.0.1:{port}"),
+                "--cursor",
+                "0",
+                "--json",
+            ])
+            .stdout(std::fs::File::create(log).unwrap())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    )
+}
+
 /// A `datarepo serve` process on 127.0.0.1, killed if the test ends early
 /// so it cannot outlive it.
 pub struct ServerProcess(pub std::process::Child);
