@@ -223,7 +223,7 @@ fn a_partitioned_store_serves_as_one_store() {
         })
         .collect();
     let log = tmp.path().join("follow.jsonl");
-    let mut follower = common::spawn_follower(port, &log);
+    let mut follower = common::spawn_follower(port, &log, &[]);
     let events = (0..300)
         .find_map(|_| {
             let events = common::json_lines_of(&log);
@@ -253,6 +253,45 @@ fn a_partitioned_store_serves_as_one_store() {
             .map(key)
             .collect::<Vec<_>>()
     );
+    // The merged /subscribe stream: every record written, once.
+    let written: Vec<(String, String)> = model
+        .iter()
+        .map(|did| {
+            let page = get(
+                port,
+                &format!("/xrpc/com.atproto.repo.listRecords?repo={did}&collection={POST}"),
+            );
+            let uri = page.json()["records"][0]["uri"]
+                .as_str()
+                .unwrap()
+                .to_owned();
+            (did.clone(), uri.rsplit('/').next().unwrap().to_owned())
+        })
+        .collect();
+    let log = tmp.path().join("jetstream.jsonl");
+    let mut follower = common::spawn_follower(port, &log, &["--jetstream"]);
+    let creates = (0..300)
+        .find_map(|_| {
+            let creates: Vec<(String, String)> = common::json_lines_of(&log)
+                .iter()
+                .filter(|e| e["commit"]["operation"] == "create")
+                .map(|e| {
+                    (
+                        e["did"].as_str().unwrap().to_owned(),
+                        e["commit"]["rkey"].as_str().unwrap().to_owned(),
+                    )
+                })
+                .collect();
+            if written.iter().all(|w| creates.contains(w)) {
+                return Some(creates);
+            }
+            std::thread::sleep(Duration::from_millis(100));
+            None
+        })
+        .expect("the merged /subscribe stream never held every record");
+    let _ = follower.0.kill();
+    let distinct: BTreeSet<&(String, String)> = creates.iter().collect();
+    assert_eq!(distinct.len(), creates.len(), "a record came twice");
     // Each partition's own stream is still there, by its parameter.
     let one = get(port, "/xrpc/com.atproto.sync.subscribeRepos?partition=9");
     assert_eq!(one.status, 400, "{}", one.body);

@@ -87,7 +87,10 @@ fn partitions_move_to_the_live_servers_and_lose_nothing() {
 
     // A follower of the merged firehose on a server that stays up.
     let follow_log = tmp.path().join("follow.jsonl");
-    let mut follower = common::spawn_follower(ports[3], &follow_log);
+    let mut follower = common::spawn_follower(ports[3], &follow_log, &[]);
+    // And of the merged /subscribe stream, on another.
+    let jetstream_log = tmp.path().join("jetstream.jsonl");
+    let mut jetstream = common::spawn_follower(ports[2], &jetstream_log, &["--jetstream"]);
 
     let live = Arc::new(Mutex::new(ports.clone()));
     let stop = Arc::new(AtomicBool::new(false));
@@ -280,6 +283,41 @@ fn partitions_move_to_the_live_servers_and_lose_nothing() {
         replayed.iter().map(key).collect::<Vec<_>>(),
         followed.iter().map(key).collect::<Vec<_>>(),
         "a replay from another server numbers the stream differently"
+    );
+
+    // The merged /subscribe stream, followed across the move: every
+    // acknowledged record once.
+    let created = |events: &[Value]| -> Vec<String> {
+        events
+            .iter()
+            .filter(|e| e["commit"]["operation"] == "create")
+            .map(|e| {
+                format!(
+                    "at://{}/{}/{}",
+                    e["did"].as_str().unwrap(),
+                    e["commit"]["collection"].as_str().unwrap(),
+                    e["commit"]["rkey"].as_str().unwrap()
+                )
+            })
+            .collect()
+    };
+    let records = (0..300)
+        .find_map(|_| {
+            let records = created(&common::json_lines_of(&jetstream_log));
+            let have: BTreeSet<&String> = records.iter().collect();
+            if acks.iter().all(|a| have.contains(&a.uri)) {
+                return Some(records);
+            }
+            std::thread::sleep(Duration::from_millis(100));
+            None
+        })
+        .expect("the /subscribe follower did not receive every record within 30 s");
+    let _ = jetstream.0.kill();
+    let distinct: BTreeSet<&String> = records.iter().collect();
+    assert_eq!(
+        distinct.len(),
+        records.len(),
+        "a record came twice on /subscribe"
     );
 
     // `check` passes in every partition: one repository of each.

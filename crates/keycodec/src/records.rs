@@ -266,6 +266,45 @@ pub fn merge_marks_range() -> KeyRange {
     KeyRange::prefix(&KeyBuilder::new(prefix_of(MERGE_MARK_TAG)).finish())
 }
 
+/// The tag of a partitioned store's merged `/subscribe` stream log (kept
+/// in partition 0): the event type, reserved bits 4.
+const MERGED_STREAM_EVENT_TAG: u8 = (RecordType::Event as u8) << 4 | 4;
+
+/// The tag of the merged stream log's progress through one partition's
+/// stream events: the event type, reserved bits 5.
+const STREAM_MERGE_MARK_TAG: u8 = (RecordType::Event as u8) << 4 | 5;
+
+/// The key of an entry of the merged stream log: its time in the merged
+/// stream (unix microseconds, strictly increasing, never before the
+/// event's own). Its value names the partition and the event's time there.
+#[must_use]
+pub fn merged_stream_event_key(time_us: u64) -> Vec<u8> {
+    KeyBuilder::new(prefix_of(MERGED_STREAM_EVENT_TAG))
+        .u64(time_us)
+        .finish()
+}
+
+/// Every entry of the merged stream log, in order.
+#[must_use]
+pub fn merged_stream_events_range() -> KeyRange {
+    KeyRange::prefix(&KeyBuilder::new(prefix_of(MERGED_STREAM_EVENT_TAG)).finish())
+}
+
+/// The key of the merged stream log's mark for a partition: the time of
+/// the last of its stream events the log holds.
+#[must_use]
+pub fn stream_merge_mark_key(partition: u32) -> Vec<u8> {
+    KeyBuilder::new(prefix_of(STREAM_MERGE_MARK_TAG))
+        .u32(partition)
+        .finish()
+}
+
+/// Every partition's stream mark, in partition order.
+#[must_use]
+pub fn stream_merge_marks_range() -> KeyRange {
+    KeyRange::prefix(&KeyBuilder::new(prefix_of(STREAM_MERGE_MARK_TAG)).finish())
+}
+
 /// The key of one commit-log entry.
 #[must_use]
 pub fn commit_log_key(repo: &str, rev: u64) -> Vec<u8> {
@@ -872,6 +911,16 @@ pub enum DecodedKey<'a> {
         /// The partition.
         partition: u32,
     },
+    /// A merged stream log entry's key.
+    MergedStreamEvent {
+        /// Its time in the merged stream, unix microseconds.
+        time_us: u64,
+    },
+    /// A stream merge mark's key.
+    StreamMergeMark {
+        /// The partition.
+        partition: u32,
+    },
     /// A Lexicon document key.
     Lexicon {
         /// The repository.
@@ -911,7 +960,9 @@ impl DecodedKey<'_> {
             Self::Event { .. }
             | Self::StreamEvent { .. }
             | Self::MergedEvent { .. }
-            | Self::MergeMark { .. } => RecordType::Event,
+            | Self::MergeMark { .. }
+            | Self::MergedStreamEvent { .. }
+            | Self::StreamMergeMark { .. } => RecordType::Event,
             Self::Lexicon { .. } => RecordType::Lexicon,
         }
     }
@@ -955,6 +1006,10 @@ pub fn decode_key(key: &[u8]) -> Result<DecodedKey<'_>, Error> {
         STREAM_EVENT_TAG => DecodedKey::StreamEvent { time_us: r.u64()? },
         MERGED_EVENT_TAG => DecodedKey::MergedEvent { seq: r.u64()? },
         MERGE_MARK_TAG => DecodedKey::MergeMark {
+            partition: r.u32()?,
+        },
+        MERGED_STREAM_EVENT_TAG => DecodedKey::MergedStreamEvent { time_us: r.u64()? },
+        STREAM_MERGE_MARK_TAG => DecodedKey::StreamMergeMark {
             partition: r.u32()?,
         },
         ACCOUNT_TAG => DecodedKey::Account { did: r.str()? },

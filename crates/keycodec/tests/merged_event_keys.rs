@@ -1,11 +1,13 @@
 //! A partitioned store's merged event log keys (`0xE2`: the event type,
 //! reserved bits 2, by merged sequence number) and merge marks (`0xE3`,
-//! by partition): bytes pinned, decoded back, ordered, and apart from the
-//! firehose's and the stream's events.
+//! by partition), and the merged `/subscribe` stream's (`0xE4` by merged
+//! time, `0xE5` by partition): bytes pinned, decoded back, ordered, and
+//! apart from each other and from the firehose's and the stream's events.
 
 use keycodec::records::{
     DecodedKey, RecordType, decode_key, event_key, events_range, merge_mark_key, merge_marks_range,
-    merged_event_key, merged_events_range, stream_event_key, stream_events_range,
+    merged_event_key, merged_events_range, merged_stream_event_key, merged_stream_events_range,
+    stream_event_key, stream_events_range, stream_merge_mark_key, stream_merge_marks_range,
 };
 
 #[test]
@@ -50,4 +52,38 @@ fn merged_log_keys_decode_sort_and_stay_apart() {
     assert!(merge_mark_key(1) < merge_mark_key(2));
     assert!(!merged_events_range().contains(&event_key(7)));
     assert!(!merged_events_range().contains(&stream_event_key(7)));
+}
+
+#[test]
+fn merged_stream_log_keys_are_pinned_and_apart() {
+    assert_eq!(
+        merged_stream_event_key(0x0102_0304_0506_0708),
+        [0x01, 0xE4, 1, 2, 3, 4, 5, 6, 7, 8]
+    );
+    assert_eq!(stream_merge_mark_key(7), [0x01, 0xE5, 0, 0, 0, 7]);
+    for t in [0u64, 1, 1_764_201_600_000_000, u64::MAX] {
+        let key = merged_stream_event_key(t);
+        assert_eq!(
+            decode_key(&key).unwrap(),
+            DecodedKey::MergedStreamEvent { time_us: t }
+        );
+        assert!(merged_stream_events_range().contains(&key));
+        for other in [
+            events_range(),
+            stream_events_range(),
+            merged_events_range(),
+            merge_marks_range(),
+            stream_merge_marks_range(),
+        ] {
+            assert!(!other.contains(&key));
+        }
+    }
+    let mark = stream_merge_mark_key(3);
+    assert_eq!(
+        decode_key(&mark).unwrap(),
+        DecodedKey::StreamMergeMark { partition: 3 }
+    );
+    assert_eq!(decode_key(&mark).unwrap().record_type(), RecordType::Event);
+    assert!(!merge_marks_range().contains(&mark));
+    assert!(merged_stream_event_key(1) < merged_stream_event_key(2));
 }

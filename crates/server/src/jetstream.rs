@@ -35,7 +35,7 @@ use crate::{app::App, error::XrpcError};
 const BATCH: usize = 1024;
 
 /// Bytes of events written to a connection before it is flushed.
-const CONSUMER_BATCH_BYTES: usize = 1 << 20;
+pub(crate) const CONSUMER_BATCH_BYTES: usize = 1 << 20;
 
 /// How often the publisher looks for events nobody told it about.
 const POLL: Duration = Duration::from_millis(100);
@@ -99,7 +99,7 @@ struct Wanted {
 
 /// What a connection wants.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-struct Filters {
+pub(crate) struct Filters {
     /// Full NSIDs.
     collections: HashSet<String>,
     /// `prefix.*` entries, as `prefix.`.
@@ -343,9 +343,9 @@ fn start_publisher<K: Kv + 'static>(app: &Arc<App<K>>) {
 
 /// The connection's parameters, from the query string.
 #[derive(Debug, Default)]
-struct Params {
+pub(crate) struct Params {
     wanted: Wanted,
-    cursor: Option<u64>,
+    pub(crate) cursor: Option<u64>,
     compress: bool,
     require_hello: bool,
 }
@@ -402,24 +402,8 @@ pub(crate) async fn subscribe<K: Kv + 'static>(
             "this server keeps no stream events (started with serve --stream off)",
         ));
     }
-    let params = params(query.as_deref()).map_err(XrpcError::invalid)?;
-    let zstd_header = headers
-        .get("socket-encoding")
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.eq_ignore_ascii_case("zstd"));
-    let compress = params.compress || zstd_header;
-    let filters = Filters::new(&params.wanted).map_err(XrpcError::invalid)?;
-    let ws = ws.map_err(|rejection| {
-        XrpcError::new(
-            rejection.status(),
-            "InvalidRequest",
-            format!(
-                "/subscribe is a WebSocket stream: connect with a WebSocket client \
-                 (ws://…/subscribe); {}",
-                rejection.body_text()
-            ),
-        )
-    })?;
+    let (params, filters, compress) = connection_options(&headers, query.as_deref())?;
+    let ws = ws.map_err(not_a_websocket)?;
     // Counted with the firehose's subscribers (serve --max-subscribers,
     // --max-subscribers-per-ip).
     let admitted = app.firehose.admit(
@@ -443,6 +427,58 @@ pub(crate) async fn subscribe<K: Kv + 'static>(
             tracing::debug!(error = %e, "stream connection ended");
         }
     }))
+}
+
+/// What a `/subscribe` request asks for: its parameters, filters, and
+/// whether it wants compressed events.
+pub(crate) fn connection_options(
+    headers: &HeaderMap,
+    query: Option<&str>,
+) -> std::result::Result<(Params, Filters, bool), XrpcError> {
+    let params = params(query).map_err(XrpcError::invalid)?;
+    let zstd_header = headers
+        .get("socket-encoding")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.eq_ignore_ascii_case("zstd"));
+    let compress = params.compress || zstd_header;
+    let filters = Filters::new(&params.wanted).map_err(XrpcError::invalid)?;
+    Ok((params, filters, compress))
+}
+
+/// The answer to a `/subscribe` request that is no WebSocket upgrade.
+pub(crate) fn not_a_websocket(rejection: WebSocketUpgradeRejection) -> XrpcError {
+    XrpcError::new(
+        rejection.status(),
+        "InvalidRequest",
+        format!(
+            "/subscribe is a WebSocket stream: connect with a WebSocket client \
+             (ws://…/subscribe); {}",
+            rejection.body_text()
+        ),
+    )
+}
+
+/// With `requireHello`, waits for the client's first options update
+/// (its filters from then on): `Some` when the connection must end instead.
+pub(crate) async fn await_hello(
+    sink: &mut Sink,
+    params: &Params,
+    filters: &mut Filters,
+) -> Option<std::result::Result<(), axum::Error>> {
+    if !params.require_hello {
+        return None;
+    }
+    loop {
+        match incoming(sink.socket.recv().await) {
+            Incoming::Filters(f) => {
+                *filters = f;
+                return None;
+            }
+            Incoming::Invalid(why) => return Some(close_with(&mut sink.socket, &why).await),
+            Incoming::Closed => return Some(Ok(())),
+            Incoming::Nothing => {}
+        }
+    }
 }
 
 /// `GET /subscribe/dictionary`: the zstd dictionary of compressed events
@@ -476,7 +512,10 @@ pub(crate) fn going_away() -> Message {
     }))
 }
 
-async fn close_with(socket: &mut WebSocket, reason: &str) -> std::result::Result<(), axum::Error> {
+pub(crate) async fn close_with(
+    socket: &mut WebSocket,
+    reason: &str,
+) -> std::result::Result<(), axum::Error> {
     socket
         .send(Message::Close(Some(CloseFrame {
             code: POLICY_VIOLATION,
@@ -486,16 +525,16 @@ async fn close_with(socket: &mut WebSocket, reason: &str) -> std::result::Result
 }
 
 /// A connection, and the form of the events it asked for.
-struct Sink {
-    socket: WebSocket,
+pub(crate) struct Sink {
+    pub(crate) socket: WebSocket,
     /// zstd frames (binary messages) instead of JSON (text messages).
-    compress: bool,
+    pub(crate) compress: bool,
 }
 
 impl Sink {
     /// Sends stored event `stored` if `filters` want it (not flushed):
     /// whether it was sent.
-    async fn feed(
+    pub(crate) async fn feed(
         &mut self,
         filters: &Filters,
         stored: &bytes::Bytes,
@@ -531,14 +570,14 @@ impl Sink {
 }
 
 /// What a client's message asks: new filters, the end, or nothing.
-enum Incoming {
+pub(crate) enum Incoming {
     Filters(Filters),
     Invalid(String),
     Closed,
     Nothing,
 }
 
-fn incoming(message: Option<std::result::Result<Message, axum::Error>>) -> Incoming {
+pub(crate) fn incoming(message: Option<std::result::Result<Message, axum::Error>>) -> Incoming {
     match message {
         Some(Ok(Message::Text(text))) => match options_update(&text) {
             Ok(filters) => Incoming::Filters(filters),
@@ -557,18 +596,8 @@ async fn stream<K: Kv + 'static>(
     now: u64,
 ) -> std::result::Result<(), axum::Error> {
     let store = app.repos.store();
-    if params.require_hello {
-        loop {
-            match incoming(sink.socket.recv().await) {
-                Incoming::Filters(f) => {
-                    filters = f;
-                    break;
-                }
-                Incoming::Invalid(why) => return close_with(&mut sink.socket, &why).await,
-                Incoming::Closed => return Ok(()),
-                Incoming::Nothing => {}
-            }
-        }
+    if let Some(end) = await_hello(&mut sink, &params, &mut filters).await {
+        return end;
     }
     // No cursor, or one in the future: from the newest event when the
     // request came. One older than what is kept: from the oldest kept.

@@ -26,6 +26,8 @@ mod jetstream;
 mod jobs;
 pub mod lease;
 mod merged_firehose;
+mod merged_jetstream;
+mod merged_log;
 mod metrics;
 mod partitioned;
 pub use partitioned::{FORWARDED_HEADER, PartitionedServer};

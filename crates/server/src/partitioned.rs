@@ -82,7 +82,7 @@ impl<K: Kv + 'static> PartitionedServer<K> {
             usize::try_from(partitions.count()).unwrap_or(usize::MAX),
             "one server per partition"
         );
-        crate::merged_firehose::spawn_sequencer(&servers);
+        crate::merged_log::spawn_sequencer(&servers);
         let max_body_bytes = servers
             .first()
             .map_or(0, |s| s.app.config.limits.max_body_bytes);
@@ -135,6 +135,10 @@ async fn dispatch<K: Kv + 'static>(
         {
             let (parts, _) = request.into_parts();
             crate::merged_firehose::subscribe(front.servers.clone(), parts).await
+        }
+        "/subscribe" if query_param(&request, &["partition"]).is_none() => {
+            let (parts, _) = request.into_parts();
+            crate::merged_jetstream::subscribe(front.servers.clone(), parts).await
         }
         "/xrpc/com.atproto.sync.subscribeRepos" | "/subscribe" => {
             match stream_partition(&front, &request) {
@@ -314,17 +318,11 @@ fn bearer_subject(request: &Request) -> Option<String> {
     accounts::tokens::unverified_subject(token)
 }
 
-/// A stream's partition: its `partition` parameter (`subscribeRepos`
-/// without one is the merged stream; `/subscribe` has none yet).
+/// A stream's partition: its `partition` parameter (without one, a
+/// stream is the merged stream of every partition).
 fn stream_partition<K>(front: &Front<K>, request: &Request) -> Result<u32, XrpcError> {
     let count = front.partitions.count();
-    let asked = query_param(request, &["partition"]).ok_or_else(|| {
-        XrpcError::invalid(format!(
-            "this store has {count} partitions, each with its own /subscribe stream: \
-             add partition=0 … partition={} (subscribeRepos merges them; /subscribe does not yet)",
-            count - 1
-        ))
-    })?;
+    let asked = query_param(request, &["partition"]).unwrap_or_default();
     match asked.parse::<u32>() {
         Ok(p) if p < count => Ok(p),
         _ => Err(XrpcError::invalid(format!(

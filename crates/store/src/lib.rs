@@ -54,7 +54,7 @@ pub use partitions::{MAX_PARTITIONS, PARTITIONS_OBJECT, Partitions};
 pub use record_counts::{record_count_change, record_count_op};
 pub use store::commit::{Commit, Head, IndexRow, LogChange, RecordChange, StreamEvents};
 pub use store::index_value::INLINE_RECORD_BYTES;
-pub use store::merged_events::MergedEvent;
+pub use store::merged_events::{MergedEvent, MergedLog};
 pub use store::state::{
     AnchorMemo, DEFAULT_DURABILITY_TIMEOUT, DEFAULT_SHARD_CACHE_BYTES, PinWindow, PinnedCommit,
     Store,

@@ -60,9 +60,10 @@ pub fn json_lines_of(path: &std::path::Path) -> Vec<Value> {
         .collect()
 }
 
-/// `datarepo follow` of the server on `port` from cursor 0, printing its
-/// commits as JSON lines into `log` until killed (dropped).
-pub fn spawn_follower(port: u16, log: &std::path::Path) -> ServerProcess {
+/// `datarepo follow` of the server on `port` from cursor 0 (with `extra`
+/// arguments: `--jetstream`), printing its events as JSON lines into
+/// `log` until killed (dropped).
+pub fn spawn_follower(port: u16, log: &std::path::Path, extra: &[&str]) -> ServerProcess {
     ServerProcess(
         Command::new(env!("CARGO_BIN_EXE_datarepo"))
             .args([
@@ -72,6 +73,7 @@ pub fn spawn_follower(port: u16, log: &std::path::Path) -> ServerProcess {
                 "0",
                 "--json",
             ])
+            .args(extra)
             .stdout(std::fs::File::create(log).unwrap())
             .stderr(Stdio::null())
             .spawn()

@@ -1,0 +1,158 @@
+//! One `/subscribe` stream over every partition of a partitioned store:
+//! the merged stream log (`crate::merged_log`) read from partition 0 (as
+//! writer or replica), each entry's event read from its partition and
+//! sent as `/subscribe` sends it (filters, `where`, `fields`,
+//! compression, options updates).
+//!
+//! The cursor is the merged log's time: an entry's is its event's own
+//! `time_us`, or one microsecond after the entry before it when that is
+//! later, so it is never before the `time_us` a consumer saw. A consumer
+//! resuming from the last `time_us` it received is sent every entry after
+//! it: none is skipped, and an entry whose merged time was pushed past its
+//! own (two partitions' events in the same microsecond, or a partition's
+//! clock behind another's) may come again, as Jetstream's own clients
+//! expect of a cursor.
+
+use std::sync::Arc;
+
+use axum::{
+    extract::ws::WebSocketUpgrade,
+    http::request::Parts,
+    response::{IntoResponse, Response},
+};
+use futures_util::SinkExt;
+use store::{Kv, MergedLog};
+
+use crate::jetstream::{
+    CONSUMER_BATCH_BYTES, Filters, Incoming, Params, Sink, await_hello, close_with,
+    connection_options, going_away, incoming, not_a_websocket,
+};
+use crate::merged_log::{BATCH, Entry, POLL, read_entry};
+use crate::{Server, XrpcError};
+
+/// `/subscribe` over the merged stream log, answered by the front.
+pub(crate) async fn subscribe<K: Kv + 'static>(
+    servers: Vec<Server<K>>,
+    mut parts: Parts,
+) -> Response {
+    match upgrade(servers, &mut parts).await {
+        Ok(response) => response,
+        Err(e) => e.into_response(),
+    }
+}
+
+async fn upgrade<K: Kv + 'static>(
+    servers: Vec<Server<K>>,
+    parts: &mut Parts,
+) -> Result<Response, XrpcError> {
+    use axum::extract::FromRequestParts as _;
+    let head = Arc::clone(&servers[0].app);
+    head.authorize_read(&parts.headers).await?;
+    if !head.repos.store().keeps_stream_events() {
+        return Err(XrpcError::new(
+            axum::http::StatusCode::NOT_IMPLEMENTED,
+            "StreamOff",
+            "this server keeps no stream events (started with serve --stream off)",
+        ));
+    }
+    let (params, filters, compress) = connection_options(&parts.headers, parts.uri.query())?;
+    let ws = WebSocketUpgrade::from_request_parts(parts, &())
+        .await
+        .map_err(not_a_websocket)?;
+    let connection = parts
+        .extensions
+        .get::<crate::connections::ConnectionSlot>()
+        .cloned();
+    let client = parts
+        .extensions
+        .get::<crate::connections::ClientIp>()
+        .map(|crate::connections::ClientIp(ip)| *ip);
+    let admitted = head.firehose.admit(client, connection)?;
+    // "Live" is fixed before the handshake answers.
+    let now = head
+        .repos
+        .store()
+        .newest_merged_event(MergedLog::Stream)
+        .await
+        .map_err(|e| XrpcError::from(repo::Error::from(e)))?
+        .unwrap_or(0);
+    Ok(ws.on_upgrade(move |socket| async move {
+        let _admitted = admitted;
+        let sink = Sink { socket, compress };
+        if let Err(e) = stream(servers, sink, params, filters, now).await {
+            tracing::debug!(error = %e, "merged stream connection ended");
+        }
+    }))
+}
+
+async fn stream<K: Kv + 'static>(
+    servers: Vec<Server<K>>,
+    mut sink: Sink,
+    params: Params,
+    mut filters: Filters,
+    now: u64,
+) -> Result<(), axum::Error> {
+    if let Some(end) = await_hello(&mut sink, &params, &mut filters).await {
+        return end;
+    }
+    // No cursor, or one in the future: from the newest entry when the
+    // request came. One older than what is kept: from the oldest kept.
+    let mut last = match params.cursor {
+        Some(cursor) if cursor <= now => cursor,
+        _ => now,
+    };
+    let head = Arc::clone(servers[0].app.repos.store());
+    let failed = axum::Error::new;
+    let mut closing = servers[0].app.closing.subscribe();
+    loop {
+        let entries = head
+            .merged_events(MergedLog::Stream, last, BATCH)
+            .await
+            .map_err(failed)?;
+        let mut caught_up = true;
+        let mut fed = 0;
+        for entry in &entries {
+            let Some(server) = servers.get(usize::try_from(entry.partition).unwrap_or(usize::MAX))
+            else {
+                last = entry.seq;
+                continue;
+            };
+            match read_entry(MergedLog::Stream, server.app.repos.store(), entry)
+                .await
+                .map_err(failed)?
+            {
+                Entry::Event(stored) => {
+                    if sink.feed(&filters, &stored).await? {
+                        fed += stored.len();
+                    }
+                }
+                Entry::NotYet => {
+                    caught_up = false;
+                    break;
+                }
+                Entry::Pruned => {}
+            }
+            last = entry.seq;
+            if fed >= CONSUMER_BATCH_BYTES {
+                sink.socket.flush().await?;
+                fed = 0;
+            }
+        }
+        sink.socket.flush().await?;
+        if caught_up && entries.len() == BATCH {
+            continue;
+        }
+        tokio::select! {
+            () = tokio::time::sleep(POLL) => {}
+            _ = async { closing.wait_for(|closing| *closing).await.is_ok() } => {
+                return sink.socket.send(going_away()).await;
+            }
+            message = sink.socket.recv() => match incoming(message) {
+                Incoming::Filters(f) => filters = f,
+                Incoming::Invalid(why) => return close_with(&mut sink.socket, &why).await,
+                Incoming::Closed => return Ok(()),
+                Incoming::Nothing => {}
+            },
+        }
+    }
+}
