@@ -562,17 +562,27 @@ impl Opening<'_> {
             StoreRole::Standby => server::Role::Standby { writer: None },
             StoreRole::Writer => server::Role::Writer,
         }));
+        // What losing the lease does: a partition stands by again, the
+        // process's other partitions untouched; one store's writer stops.
+        let on_loss = match sharing {
+            Some(_) => crate::writer_lease::OnLoss::StandBy {
+                refresh: Duration::from_millis(args.refresh_ms),
+            },
+            None => crate::writer_lease::OnLoss::Stop,
+        };
         // Renewed from now on, while the store opens too.
-        if let (Some(lease), Some(held)) = (lease.clone(), held) {
-            tracing::info!(store = %location, term = held.holder.term, "holding the writer lease");
-            tokio::spawn(crate::writer_lease::keep_lease(
-                lease,
-                held,
-                self.timing,
-                Arc::clone(&roles),
-                self.fatal.clone(),
-            ));
-        }
+        let renewal = match (lease.clone(), held) {
+            (Some(lease), Some(held)) => {
+                tracing::info!(store = %location, term = held.holder.term, "holding the writer lease");
+                Some(tokio::spawn(server::lease::keep(
+                    lease,
+                    held,
+                    self.timing,
+                    Arc::clone(&roles),
+                )))
+            }
+            _ => None,
+        };
         let mut options = store.options();
         if let Some(sharing) = sharing {
             options.shared_cache = Some(sharing.cache.clone());
@@ -624,23 +634,28 @@ impl Opening<'_> {
             gc_keep_last: args.gc_keep_last,
             gc: Arc::clone(&gc),
         };
-        match role {
-            StoreRole::Standby => {
-                let lease = lease.ok_or("a standby without a lease")?;
-                let takeover = crate::writer_lease::Takeover {
-                    lease,
-                    me: self.me.clone(),
-                    timing: self.timing,
-                    kv: kv.clone(),
-                    location: location.clone(),
-                    options,
-                    fatal: self.fatal.clone(),
-                    slots: self.slots.clone(),
-                };
-                tokio::spawn(takeover.run(writer_tasks));
+        let tenure = |lease: store::Lease| crate::writer_lease::Takeover {
+            lease,
+            me: self.me.clone(),
+            timing: self.timing,
+            kv: kv.clone(),
+            location: location.clone(),
+            options: options.clone(),
+            fatal: self.fatal.clone(),
+            slots: self.slots.clone(),
+            on_loss,
+        };
+        match (role, lease, renewal) {
+            (StoreRole::Standby, Some(lease), _) => {
+                tokio::spawn(tenure(lease).run(writer_tasks));
             }
-            StoreRole::Writer => writer_tasks.start().await,
-            StoreRole::Replica => {}
+            (StoreRole::Standby, None, _) => return Err("a standby without a lease".to_owned()),
+            (StoreRole::Writer, Some(lease), Some(renewal)) => {
+                writer_tasks.start().await;
+                tokio::spawn(tenure(lease).run_from(Some(renewal), writer_tasks));
+            }
+            (StoreRole::Writer, _, _) => writer_tasks.start().await,
+            (StoreRole::Replica, _, _) => {}
         }
         Ok(Served {
             kv,

@@ -33,7 +33,7 @@ pub(crate) struct WriterTasks {
 }
 
 impl WriterTasks {
-    pub(crate) async fn start(self) {
+    pub(crate) async fn start(&self) {
         self.server.spawn_firehose_pruner(self.retention);
         self.server.spawn_index_recovery();
         if let Some(secs) = self.gc_interval_secs {
@@ -51,23 +51,22 @@ impl WriterTasks {
     }
 }
 
-/// Renews the writer lease until it is lost, then says why the process
-/// must stop.
-pub(crate) async fn keep_lease(
-    lease: store::Lease,
-    held: server::lease::HeldLease,
-    timing: server::lease::LeaseTiming,
-    roles: Arc<server::Roles>,
-    fatal: tokio::sync::watch::Sender<Option<String>>,
-) {
-    let end = server::lease::keep(lease, held, timing, roles).await;
-    let message = format!("{end}: this server acknowledges no more writes and stops");
-    tracing::error!("{message}");
-    fatal.send_replace(Some(message));
+/// What a writer does when it loses its lease.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum OnLoss {
+    /// Stops the process: its one store is another process's now.
+    Stop,
+    /// Reopens the store (a partition) as a reader and stands by again,
+    /// the process's other partitions untouched.
+    StandBy {
+        /// How often the reader looks for new commits.
+        refresh: std::time::Duration,
+    },
 }
 
-/// A standby's takeover: waits for the writer's lease to lapse, takes it,
-/// opens the store as its writer, and becomes the writer.
+/// A store's (or partition's) tenure as this process's: waits for the
+/// writer's lease to lapse, takes it, opens the store as its writer, and
+/// becomes the writer; when it loses the lease, as [`OnLoss`] says.
 pub(crate) struct Takeover {
     pub(crate) lease: store::Lease,
     pub(crate) me: store::LeaseHolder,
@@ -78,47 +77,114 @@ pub(crate) struct Takeover {
     pub(crate) fatal: tokio::sync::watch::Sender<Option<String>>,
     /// The leases this process may still take (`--max-partitions`).
     pub(crate) slots: Option<Arc<tokio::sync::Semaphore>>,
+    pub(crate) on_loss: OnLoss,
 }
 
 impl Takeover {
+    /// A standby's: from waiting for the lease.
     pub(crate) async fn run(self, tasks: WriterTasks) {
+        self.run_from(None, tasks).await;
+    }
+
+    /// From `renewing`, the renewal of a lease this process already
+    /// writes under (its writer tasks started), else from waiting for the
+    /// lease.
+    pub(crate) async fn run_from(
+        self,
+        mut renewing: Option<tokio::task::JoinHandle<server::lease::LeaseEnd>>,
+        tasks: WriterTasks,
+    ) {
         let roles = tasks.server.roles();
-        tracing::info!("standing by: watching the writer lease");
-        let (held, permit) = server::lease::wait_for_takeover_within(
-            &self.lease,
-            &self.me,
-            self.timing,
-            &roles,
-            self.slots.as_ref(),
-        )
-        .await;
-        // Taken for good: a lease once held is held until the process ends.
-        if let Some(permit) = permit {
-            permit.forget();
+        let mut tasks_started = renewing.is_some();
+        loop {
+            // Held for as long as the lease is (`--max-partitions`).
+            let mut _permit = None;
+            let renewal = match renewing.take() {
+                Some(renewal) => renewal,
+                None => {
+                    tracing::info!(store = %self.location, "standing by: watching the writer lease");
+                    let (held, permit) = server::lease::wait_for_takeover_within(
+                        &self.lease,
+                        &self.me,
+                        self.timing,
+                        &roles,
+                        self.slots.as_ref(),
+                    )
+                    .await;
+                    _permit = permit;
+                    let term = held.holder.term;
+                    let started = tokio::time::Instant::now();
+                    // Renewed while the store opens too.
+                    let renewal = tokio::spawn(server::lease::keep(
+                        self.lease.clone(),
+                        held,
+                        self.timing,
+                        Arc::clone(&roles),
+                    ));
+                    if let Err(e) = self.kv.promote(&self.location, &self.options).await {
+                        let message = format!(
+                            "took the writer lease of {} but cannot open it as its writer: {e}",
+                            self.location
+                        );
+                        tracing::error!("{message}");
+                        self.fatal.send_replace(Some(message));
+                        return;
+                    }
+                    tasks.server.promote().await;
+                    tracing::warn!(
+                        store = %self.location,
+                        term,
+                        open_ms = started.elapsed().as_millis(),
+                        "took over as the writer"
+                    );
+                    if !tasks_started {
+                        tasks.start().await;
+                        tasks_started = true;
+                    }
+                    renewal
+                }
+            };
+            let end = match renewal.await {
+                Ok(end) => end,
+                Err(e) => {
+                    self.fatal
+                        .send_replace(Some(format!("renewing the writer lease failed: {e}")));
+                    return;
+                }
+            };
+            if !self.lost(end, &tasks).await {
+                return;
+            }
         }
-        let term = held.holder.term;
-        // Renewed from now on, while the store opens too.
-        tokio::spawn(keep_lease(
-            self.lease,
-            held,
-            self.timing,
-            Arc::clone(&roles),
-            self.fatal.clone(),
-        ));
-        let started = tokio::time::Instant::now();
-        if let Err(e) = self.kv.promote(&self.location, &self.options).await {
-            let message =
-                format!("took the writer lease but cannot open the store as its writer: {e}");
-            tracing::error!("{message}");
-            self.fatal.send_replace(Some(message));
-            return;
+    }
+
+    /// Acts on the lease's loss as [`OnLoss`] says: whether to stand by
+    /// again.
+    async fn lost(&self, end: server::lease::LeaseEnd, tasks: &WriterTasks) -> bool {
+        match self.on_loss {
+            OnLoss::Stop => {
+                let message = format!("{end}: this server acknowledges no more writes and stops");
+                tracing::error!("{message}");
+                self.fatal.send_replace(Some(message));
+                false
+            }
+            OnLoss::StandBy { refresh } => {
+                tracing::warn!(
+                    store = %self.location,
+                    "{end}: this partition takes no more writes here and stands by"
+                );
+                if let Err(e) = self.kv.demote(&self.location, refresh, &self.options).await {
+                    let message = format!(
+                        "lost the writer lease of {} and cannot reopen it to read: {e}",
+                        self.location
+                    );
+                    tracing::error!("{message}");
+                    self.fatal.send_replace(Some(message));
+                    return false;
+                }
+                tasks.server.demote().await;
+                true
+            }
         }
-        tasks.server.promote().await;
-        tracing::warn!(
-            term,
-            open_ms = started.elapsed().as_millis(),
-            "took over as the writer"
-        );
-        tasks.start().await;
     }
 }

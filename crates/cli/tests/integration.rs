@@ -1,6 +1,7 @@
 //! The crate's integration tests: one behaviour per file, each file a module
 //! of this one test binary (one link instead of one per file).
 
+mod cli_a_partition_moves_between_live_servers;
 mod cli_accounts;
 mod cli_accounts_in_backups;
 mod cli_accounts_through_a_server;

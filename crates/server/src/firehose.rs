@@ -127,6 +127,10 @@ pub(crate) fn spawn_pruner<K: Kv + 'static>(app: &Arc<App<K>>, retention: Retent
             let Some(app) = weak.upgrade() else {
                 return;
             };
+            // A partition this process no longer writes is another's to prune.
+            if !app.roles.may_acknowledge() {
+                continue;
+            }
             let now = rkey::Clock::now_micros(&rkey::SystemClock);
             match prune(app.repos.store(), retention, now).await {
                 Ok(0) => {}

@@ -70,7 +70,9 @@ pub(crate) fn spawn<K: Kv + 'static>(app: Arc<App<K>>, schedule: GcSchedule) -> 
         loop {
             tokio::time::sleep(schedule.interval).await;
             let commits = app.metrics.commits.get();
-            if commits_at_last == Some(commits) {
+            // Only the writer collects (a partition this process no longer
+            // writes is another's).
+            if commits_at_last == Some(commits) || !app.roles.may_acknowledge() {
                 app.metrics.gc.count_run("skipped");
                 continue;
             }

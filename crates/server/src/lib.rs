@@ -196,8 +196,19 @@ impl<K: Kv + 'static> Server<K> {
     /// store, and writes are taken from now on.
     pub async fn promote(&self) {
         self.app.repos.forget_open().await;
+        self.app.repos.store().forget_sequences().await;
         self.app.accounts.forget_statuses();
         self.app.roles.set(Role::Writer);
+    }
+
+    /// Makes a writer whose lease was taken over (and whose store has been
+    /// reopened as a reader) a standby: it takes no more writes, and reads
+    /// repositories and account statuses from the store again.
+    pub async fn demote(&self) {
+        self.app.roles.set(Role::Standby { writer: None });
+        self.app.repos.forget_open().await;
+        self.app.repos.store().forget_sequences().await;
+        self.app.accounts.forget_statuses();
     }
 
     /// Closes every stream connection (the firehose, `/subscribe`) with

@@ -411,6 +411,38 @@ impl SlateKv {
         Ok(())
     }
 
+    /// Turns this writer into a reader of the database at `location` (the
+    /// opposite of [`SlateKv::promote`]): for a process whose writer lease
+    /// was taken over. The writer is closed (if another process has opened
+    /// the database since, it is fenced and its close fails, which is
+    /// logged); writes fail with [`Error::ReadOnly`] from then on.
+    ///
+    /// # Errors
+    ///
+    /// As [`SlateKv::open_reader_with`]; the writer is then left as it was.
+    pub async fn demote(
+        &self,
+        location: &Location,
+        refresh: std::time::Duration,
+        options: &SlateOptions,
+    ) -> Result<(), Error> {
+        let reader = Self::open_reader_with(location, refresh, options).await?;
+        let reader = reader.opened();
+        let writer = std::mem::replace(
+            &mut *self
+                .opened
+                .write()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+            reader,
+        );
+        if let Handle::Writer(db) = &writer.db
+            && let Err(e) = db.close().await
+        {
+            tracing::info!(error = %e, "closing the writer after demotion");
+        }
+        Ok(())
+    }
+
     /// The writer's socket this reader reads through, if it does (see
     /// [`SlateKv::open_reader_with`]).
     #[must_use]

@@ -195,6 +195,14 @@ impl<K: Kv> Store<K> {
         self.keep_stream_events
     }
 
+    /// Forgets the event sequence numbers and times this store's commits
+    /// continue from, so that the next commit reads them from the database
+    /// again: for a process that stopped writing the database and may write
+    /// it again after another process did (a partition moving back).
+    pub async fn forget_sequences(&self) {
+        *self.commit_lock.lock().await = Sequences::default();
+    }
+
     /// Sets how long a commit waits to be confirmed durable.
     #[must_use]
     pub fn with_durability_timeout(mut self, timeout: std::time::Duration) -> Self {
