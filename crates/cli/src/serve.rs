@@ -307,16 +307,16 @@ pub(crate) fn run(store: &StoreArgs, args: &ServeArgs) -> Result<ExitCode, Strin
             Some(partitions) => owned_partitions(args, *partitions, on_object_storage)?,
             None => Vec::new(),
         };
-        let slots = match (args.max_partitions, &partitions) {
-            (Some(max), Some(_)) => {
-                let max = usize::try_from(max).unwrap_or(usize::MAX);
-                if owned.len() > max {
+        let gate = match &partitions {
+            Some(_) if on_object_storage => {
+                let max = args.max_partitions.unwrap_or(u32::MAX);
+                if owned.len() > usize::try_from(max).unwrap_or(usize::MAX) {
                     return Err(format!(
                         "--partitions-owned names {} partitions, more than --max-partitions {max}",
                         owned.len()
                     ));
                 }
-                Some(Arc::new(tokio::sync::Semaphore::new(max - owned.len())))
+                Some(server::lease::TakeGate::new(max))
             }
             _ => None,
         };
@@ -331,6 +331,22 @@ pub(crate) fn run(store: &StoreArgs, args: &ServeArgs) -> Result<ExitCode, Strin
             term: 0,
             renewal: 0,
         };
+        // With `auto`, a fair share: the partitions over the live servers.
+        if let (Some(partitions), Some(gate)) = (&partitions, &gate)
+            && owned.is_empty()
+            && !args.replica
+        {
+            let members = store::Members::at(&location)
+                .await
+                .map_err(|e| format!("the servers' membership at {location}: {e}"))?;
+            tokio::spawn(crate::writer_lease::share_fairly(
+                members,
+                me.id.clone(),
+                partitions.count(),
+                timing,
+                Arc::clone(gate),
+            ));
+        }
         // Why the process must stop (a lease lost): said once, ends serving.
         let (fatal_tx, mut fatal_rx) = tokio::sync::watch::channel(None::<String>);
         let config = config(args, store, bound, connections.max_connections)?;
@@ -340,7 +356,7 @@ pub(crate) fn run(store: &StoreArgs, args: &ServeArgs) -> Result<ExitCode, Strin
             timing,
             fatal: &fatal_tx,
             config: &config,
-            slots,
+            gate,
         };
         let mut served = Vec::new();
         match partitions {
@@ -513,8 +529,9 @@ struct Opening<'a> {
     timing: server::lease::LeaseTiming,
     fatal: &'a tokio::sync::watch::Sender<Option<String>>,
     config: &'a server::Config,
-    /// The leases standbys may still take (`--max-partitions`).
-    slots: Option<Arc<tokio::sync::Semaphore>>,
+    /// How many leases this process may hold (`--max-partitions`, its
+    /// fair share with `auto`).
+    gate: Option<Arc<server::lease::TakeGate>>,
 }
 
 /// One store (or partition) as this process serves it.
@@ -642,7 +659,7 @@ impl Opening<'_> {
             location: location.clone(),
             options: options.clone(),
             fatal: self.fatal.clone(),
-            slots: self.slots.clone(),
+            gate: self.gate.clone(),
             on_loss,
         };
         match (role, lease, renewal) {
@@ -652,7 +669,8 @@ impl Opening<'_> {
             (StoreRole::Standby, None, _) => return Err("a standby without a lease".to_owned()),
             (StoreRole::Writer, Some(lease), Some(renewal)) => {
                 writer_tasks.start().await;
-                tokio::spawn(tenure(lease).run_from(Some(renewal), writer_tasks));
+                let slot = self.gate.as_ref().map(server::lease::TakeGate::take_anyway);
+                tokio::spawn(tenure(lease).run_from(Some((renewal, slot)), writer_tasks));
             }
             (StoreRole::Writer, _, _) => writer_tasks.start().await,
             (StoreRole::Replica, _, _) => {}

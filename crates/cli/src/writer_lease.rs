@@ -51,6 +51,31 @@ impl WriterTasks {
     }
 }
 
+/// Keeps this process's membership object fresh (every lease renewal) and
+/// its fair share of `partitions` set from the live members: rounded up,
+/// so that every partition has a place.
+pub(crate) async fn share_fairly(
+    members: store::Members,
+    me: String,
+    partitions: u32,
+    timing: server::lease::LeaseTiming,
+    gate: Arc<server::lease::TakeGate>,
+) {
+    loop {
+        if let Err(e) = members.heartbeat(&me).await {
+            tracing::warn!(error = %e, "cannot write this server's membership");
+        }
+        match members.live(timing.ttl).await {
+            Ok(live) => {
+                let live = u32::try_from(live.len().max(1)).unwrap_or(u32::MAX);
+                gate.set_fair(partitions.div_ceil(live));
+            }
+            Err(e) => tracing::warn!(error = %e, "cannot list the live servers"),
+        }
+        tokio::time::sleep(timing.renew).await;
+    }
+}
+
 /// What a writer does when it loses its lease.
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum OnLoss {
@@ -75,8 +100,10 @@ pub(crate) struct Takeover {
     pub(crate) location: store::Location,
     pub(crate) options: store::SlateOptions,
     pub(crate) fatal: tokio::sync::watch::Sender<Option<String>>,
-    /// The leases this process may still take (`--max-partitions`).
-    pub(crate) slots: Option<Arc<tokio::sync::Semaphore>>,
+    /// How many leases this process may hold (`--max-partitions`, its
+    /// fair share); a partition's tenure lets its lease go when the process
+    /// holds more.
+    pub(crate) gate: Option<Arc<server::lease::TakeGate>>,
     pub(crate) on_loss: OnLoss,
 }
 
@@ -87,31 +114,31 @@ impl Takeover {
     }
 
     /// From `renewing`, the renewal of a lease this process already
-    /// writes under (its writer tasks started), else from waiting for the
-    /// lease.
+    /// writes under (its writer tasks started) and its place in the gate,
+    /// else from waiting for the lease.
     pub(crate) async fn run_from(
         self,
-        mut renewing: Option<tokio::task::JoinHandle<server::lease::LeaseEnd>>,
+        mut renewing: Option<(
+            tokio::task::JoinHandle<server::lease::LeaseEnd>,
+            Option<server::lease::HeldSlot>,
+        )>,
         tasks: WriterTasks,
     ) {
         let roles = tasks.server.roles();
         let mut tasks_started = renewing.is_some();
         loop {
-            // Held for as long as the lease is (`--max-partitions`).
-            let mut _permit = None;
-            let renewal = match renewing.take() {
-                Some(renewal) => renewal,
+            let (mut renewal, mut slot) = match renewing.take() {
+                Some(renewing) => renewing,
                 None => {
                     tracing::info!(store = %self.location, "standing by: watching the writer lease");
-                    let (held, permit) = server::lease::wait_for_takeover_within(
+                    let (held, slot) = server::lease::wait_for_takeover_within(
                         &self.lease,
                         &self.me,
                         self.timing,
                         &roles,
-                        self.slots.as_ref(),
+                        self.gate.as_ref(),
                     )
                     .await;
-                    _permit = permit;
                     let term = held.holder.term;
                     let started = tokio::time::Instant::now();
                     // Renewed while the store opens too.
@@ -141,19 +168,46 @@ impl Takeover {
                         tasks.start().await;
                         tasks_started = true;
                     }
-                    renewal
+                    (renewal, slot)
                 }
             };
-            let end = match renewal.await {
-                Ok(end) => end,
-                Err(e) => {
+            // Until the lease is lost, or let go because the process holds
+            // more than its share.
+            let ended = loop {
+                tokio::select! {
+                    end = &mut renewal => break Some(end),
+                    () = tokio::time::sleep(self.timing.renew) => {
+                        if let Some(held) = slot.take() {
+                            match held.release_if_over() {
+                                Ok(()) => break None,
+                                Err(held) => slot = Some(held),
+                            }
+                        }
+                    }
+                }
+            };
+            match ended {
+                Some(Ok(end)) => {
+                    drop(slot);
+                    if !self.lost(end, &tasks).await {
+                        return;
+                    }
+                }
+                Some(Err(e)) => {
                     self.fatal
                         .send_replace(Some(format!("renewing the writer lease failed: {e}")));
                     return;
                 }
-            };
-            if !self.lost(end, &tasks).await {
-                return;
+                None => {
+                    renewal.abort();
+                    tracing::warn!(
+                        store = %self.location,
+                        "letting this partition's lease lapse: this server holds more than its share"
+                    );
+                    if !self.stand_by(&tasks).await {
+                        return;
+                    }
+                }
             }
         }
     }
@@ -168,23 +222,36 @@ impl Takeover {
                 self.fatal.send_replace(Some(message));
                 false
             }
-            OnLoss::StandBy { refresh } => {
+            OnLoss::StandBy { .. } => {
                 tracing::warn!(
                     store = %self.location,
                     "{end}: this partition takes no more writes here and stands by"
                 );
-                if let Err(e) = self.kv.demote(&self.location, refresh, &self.options).await {
-                    let message = format!(
-                        "lost the writer lease of {} and cannot reopen it to read: {e}",
-                        self.location
-                    );
-                    tracing::error!("{message}");
-                    self.fatal.send_replace(Some(message));
-                    return false;
-                }
-                tasks.server.demote().await;
-                true
+                self.stand_by(tasks).await
             }
         }
+    }
+
+    /// Reopens the store as a reader and makes its server a standby:
+    /// whether that worked (else the process stops).
+    async fn stand_by(&self, tasks: &WriterTasks) -> bool {
+        let refresh = match self.on_loss {
+            OnLoss::StandBy { refresh } => refresh,
+            OnLoss::Stop => std::time::Duration::from_secs(1),
+        };
+        // No more acknowledgements from here on.
+        tasks.server.demote().await;
+        if let Err(e) = self.kv.demote(&self.location, refresh, &self.options).await {
+            let message = format!(
+                "stopped writing {} and cannot reopen it to read: {e}",
+                self.location
+            );
+            tracing::error!("{message}");
+            self.fatal.send_replace(Some(message));
+            return false;
+        }
+        // Again: what was read through the writer meanwhile is forgotten.
+        tasks.server.demote().await;
+        true
     }
 }

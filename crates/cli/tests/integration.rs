@@ -33,6 +33,7 @@ mod cli_pail;
 mod cli_pail_and_car_input_errors;
 mod cli_pail_json_and_exports;
 mod cli_partitioned_store_serves_as_one;
+mod cli_partitions_balance_across_live_servers;
 mod cli_partitions_move_when_a_server_dies;
 mod cli_paused_writer_acknowledges_nothing_after_takeover;
 mod cli_put_batch;

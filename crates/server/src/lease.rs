@@ -178,6 +178,107 @@ pub async fn keep(
     }
 }
 
+/// How many partitions' leases one process may hold: at most `max`, and
+/// at most its fair share among the live servers (set as they come and
+/// go); `held` counts the leases it holds, each by a [`HeldSlot`].
+#[derive(Debug)]
+pub struct TakeGate {
+    held: std::sync::atomic::AtomicU32,
+    fair: std::sync::atomic::AtomicU32,
+    max: u32,
+}
+
+/// One lease counted by a [`TakeGate`]; dropping it gives the place back.
+#[derive(Debug)]
+pub struct HeldSlot(Option<Arc<TakeGate>>);
+
+impl Drop for HeldSlot {
+    fn drop(&mut self) {
+        if let Some(gate) = self.0.take() {
+            gate.held.fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
+        }
+    }
+}
+
+impl HeldSlot {
+    /// Gives the place back if the process holds more leases than its
+    /// limit (its lease should then be let go), else keeps it. Of several
+    /// slots released at once, only as many as are over the limit go.
+    ///
+    /// # Errors
+    ///
+    /// The slot, kept, when the process is not over its limit.
+    pub fn release_if_over(mut self) -> Result<(), Self> {
+        let Some(gate) = self.0.take() else {
+            return Ok(());
+        };
+        let limit = gate.limit();
+        let released = gate
+            .held
+            .fetch_update(
+                std::sync::atomic::Ordering::AcqRel,
+                std::sync::atomic::Ordering::Acquire,
+                |held| (held > limit).then(|| held - 1),
+            )
+            .is_ok();
+        if released {
+            Ok(())
+        } else {
+            self.0 = Some(gate);
+            Err(self)
+        }
+    }
+}
+
+impl TakeGate {
+    /// A gate allowing `max` leases, none held yet, no fair share set.
+    #[must_use]
+    pub fn new(max: u32) -> Arc<Self> {
+        Arc::new(Self {
+            held: std::sync::atomic::AtomicU32::new(0),
+            fair: std::sync::atomic::AtomicU32::new(u32::MAX),
+            max,
+        })
+    }
+
+    fn limit(&self) -> u32 {
+        self.max
+            .min(self.fair.load(std::sync::atomic::Ordering::Acquire))
+    }
+
+    /// A place for one more lease if the process holds fewer than its limit.
+    pub fn try_take(self: &Arc<Self>) -> Option<HeldSlot> {
+        let limit = self.limit();
+        self.held
+            .fetch_update(
+                std::sync::atomic::Ordering::AcqRel,
+                std::sync::atomic::Ordering::Acquire,
+                |held| (held < limit).then_some(held + 1),
+            )
+            .ok()
+            .map(|_| HeldSlot(Some(Arc::clone(self))))
+    }
+
+    /// A place for a lease taken whatever the limit (one named by
+    /// `--partitions-owned`).
+    #[must_use]
+    pub fn take_anyway(self: &Arc<Self>) -> HeldSlot {
+        self.held.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+        HeldSlot(Some(Arc::clone(self)))
+    }
+
+    /// Sets the fair share: the partitions over the live servers, rounded up.
+    pub fn set_fair(&self, fair: u32) {
+        self.fair.store(fair, std::sync::atomic::Ordering::Release);
+    }
+
+    /// How many leases the process holds.
+    #[must_use]
+    pub fn held(&self) -> u32 {
+        self.held.load(std::sync::atomic::Ordering::Acquire)
+    }
+}
+
 /// A standby's wait: reads the lease every `timing.renew` (keeping the
 /// writer's address in `roles`) until it has not changed for the lease's
 /// time to live (the larger of the holder's and `timing.ttl`), then takes
@@ -194,18 +295,18 @@ pub async fn wait_for_takeover(
         .0
 }
 
-/// [`wait_for_takeover`], taking a lapsed lease only while `slots` has a
-/// permit left (a process holding several partitions' leases takes at
-/// most so many; `serve --max-partitions`): the lease and the permit,
-/// which stays taken for as long as the lease is held. Without a permit it
+/// [`wait_for_takeover`], taking a lapsed lease only while `gate` has a
+/// place (a process holding several partitions' leases takes at most so
+/// many: `serve --max-partitions`, its fair share): the lease and its
+/// place, to keep for as long as the lease is held. Without a place it
 /// goes on watching (and naming the writer).
 pub async fn wait_for_takeover_within(
     lease: &Lease,
     me: &LeaseHolder,
     timing: LeaseTiming,
     roles: &Roles,
-    slots: Option<&Arc<tokio::sync::Semaphore>>,
-) -> (HeldLease, Option<tokio::sync::OwnedSemaphorePermit>) {
+    gate: Option<&Arc<TakeGate>>,
+) -> (HeldLease, Option<HeldSlot>) {
     // The version last read (`None`: no lease object) and when it was
     // first read.
     let mut seen: Option<(Option<LeaseVersion>, Instant)> = None;
@@ -226,13 +327,10 @@ pub async fn wait_for_takeover_within(
                     timing.ttl.max(Duration::from_millis(h.ttl_ms))
                 });
                 let since = seen.as_ref().map_or(now, |(_, t)| *t);
-                let permit = match slots {
+                let permit = match gate {
                     _ if now.duration_since(since) < ttl => Err(()),
                     None => Ok(None),
-                    Some(slots) => Arc::clone(slots)
-                        .try_acquire_owned()
-                        .map(Some)
-                        .map_err(|_| ()),
+                    Some(gate) => gate.try_take().map(Some).ok_or(()),
                 };
                 if let Ok(permit) = permit {
                     let mut holder = me.clone();
@@ -272,5 +370,35 @@ pub async fn wait_for_takeover_within(
             }
         }
         tokio::time::sleep(timing.renew).await;
+    }
+}
+
+#[cfg(test)]
+mod gate_tests {
+    use super::TakeGate;
+
+    #[test]
+    fn a_gate_admits_up_to_its_limit_and_releases_only_the_excess() {
+        let gate = TakeGate::new(3);
+        let slots: Vec<_> = (0..3).map(|_| gate.try_take().unwrap()).collect();
+        assert!(gate.try_take().is_none(), "past --max-partitions");
+        gate.set_fair(1);
+        assert_eq!(gate.held(), 3);
+        // Two over the fair share: two of the three let go, one kept.
+        let kept: Vec<_> = slots
+            .into_iter()
+            .filter_map(|s| s.release_if_over().err())
+            .collect();
+        assert_eq!((kept.len(), gate.held()), (1, 1));
+        assert!(gate.try_take().is_none());
+        gate.set_fair(2);
+        let again = gate.try_take().unwrap();
+        assert_eq!(gate.held(), 2);
+        drop(again);
+        drop(kept);
+        assert_eq!(gate.held(), 0);
+        let anyway = gate.take_anyway();
+        assert_eq!(gate.held(), 1);
+        drop(anyway);
     }
 }

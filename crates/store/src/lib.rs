@@ -23,6 +23,7 @@ mod error;
 mod gc;
 mod kv;
 mod lease;
+mod members;
 mod partitions;
 mod record_counts;
 mod shard_cache;
@@ -50,6 +51,7 @@ pub use kv::options::{
 pub use kv::read_socket::{READ_SOCKET, ReadSocket};
 pub use kv::slate::SlateKv;
 pub use lease::{LEASE_OBJECT, Lease, LeaseHolder, LeaseVersion};
+pub use members::{MEMBERS_PREFIX, Members};
 pub use partitions::{MAX_PARTITIONS, PARTITIONS_OBJECT, Partitions};
 pub use record_counts::{record_count_change, record_count_op};
 pub use store::commit::{Commit, Head, IndexRow, LogChange, RecordChange, StreamEvents};
