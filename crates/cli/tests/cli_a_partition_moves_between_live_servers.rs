@@ -7,7 +7,11 @@
 //! server's (the merged firehose holds every commit once, numbered 1, 2,
 //! 3, …).
 
-use crate::common::{self, ha::LEASE, http_within};
+use crate::common::{
+    self,
+    ha::{LEASE, partition_role, wait_for},
+    http_within,
+};
 
 use std::{collections::BTreeSet, time::Duration};
 
@@ -39,32 +43,6 @@ fn create(port: u16, repo: &str, text: &str) -> (u16, Value) {
     .expect("the server answers");
     let status = answer.status;
     (status, answer.json())
-}
-
-fn partition_role(port: u16, p: usize) -> (Option<String>, Option<String>) {
-    let Some(answer) = http_within(port, "GET", "/xrpc/_health", "", "", Duration::from_secs(5))
-    else {
-        return (None, None);
-    };
-    let health = answer.json();
-    let entry = &health["partitions"][p];
-    (
-        entry["role"].as_str().map(str::to_owned),
-        entry["writer"].as_str().map(str::to_owned),
-    )
-}
-
-fn wait_for(done: impl Fn() -> bool, what: &str) {
-    assert!(
-        (0..600).any(|_| {
-            if done() {
-                return true;
-            }
-            std::thread::sleep(Duration::from_millis(100));
-            false
-        }),
-        "not within 60 s: {what}"
-    );
 }
 
 #[test]
@@ -157,37 +135,18 @@ fn a_partition_moves_to_a_live_server_and_back() {
     // continue the partition's events after the second's.
     let log = tmp.path().join("follow.jsonl");
     let mut follower = common::spawn_follower(a, &log, &[]);
-    let events = (0..300)
-        .find_map(|_| {
-            let events = common::json_lines_of(&log);
-            let seen: BTreeSet<(String, String)> = events
-                .iter()
-                .map(|e| {
-                    (
-                        e["repo"].as_str().unwrap().to_owned(),
-                        e["rev"].as_str().unwrap().to_owned(),
-                    )
-                })
-                .collect();
-            if acked.iter().all(|a| seen.contains(a)) {
-                return Some(events);
-            }
-            std::thread::sleep(Duration::from_millis(100));
-            None
-        })
-        .expect("the merged firehose never held every acknowledged commit");
+    let events = common::lines_once(
+        &log,
+        |events| {
+            let seen: BTreeSet<(String, String)> = events.iter().map(common::commit_of).collect();
+            acked.iter().all(|a| seen.contains(a))
+        },
+        "the merged firehose holds every acknowledged commit",
+    );
     let _ = follower.0.kill();
     let seqs: Vec<u64> = events.iter().map(|e| e["seq"].as_u64().unwrap()).collect();
     assert_eq!(seqs, (1..=seqs.len() as u64).collect::<Vec<_>>());
-    let distinct: BTreeSet<(String, String)> = events
-        .iter()
-        .map(|e| {
-            (
-                e["repo"].as_str().unwrap().to_owned(),
-                e["rev"].as_str().unwrap().to_owned(),
-            )
-        })
-        .collect();
+    let distinct: BTreeSet<(String, String)> = events.iter().map(common::commit_of).collect();
     assert_eq!(distinct.len(), events.len(), "a commit came twice");
 
     // The moved repository holds every record, in one unbroken history.

@@ -224,24 +224,21 @@ fn a_partitioned_store_serves_as_one_store() {
         .collect();
     let log = tmp.path().join("follow.jsonl");
     let mut follower = common::spawn_follower(port, &log, &[]);
-    let events = (0..300)
-        .find_map(|_| {
-            let events = common::json_lines_of(&log);
-            let seen: BTreeSet<(String, String)> = events.iter().map(commit_of).collect();
-            if heads.iter().all(|h| seen.contains(h)) {
-                return Some(events);
-            }
-            std::thread::sleep(Duration::from_millis(100));
-            None
-        })
-        .expect("the merged stream never held every repository's head");
+    let events = common::lines_once(
+        &log,
+        |events| {
+            let seen: BTreeSet<(String, String)> = events.iter().map(common::commit_of).collect();
+            heads.iter().all(|h| seen.contains(h))
+        },
+        "the merged stream holds every repository's head",
+    );
     let _ = follower.0.kill();
     let seqs: Vec<u64> = events.iter().map(|e| e["seq"].as_u64().unwrap()).collect();
     assert!(
         seqs.windows(2).all(|w| w[0] < w[1]),
         "out of order: {seqs:?}"
     );
-    let distinct: BTreeSet<(String, String)> = events.iter().map(commit_of).collect();
+    let distinct: BTreeSet<(String, String)> = events.iter().map(common::commit_of).collect();
     assert_eq!(distinct.len(), events.len(), "a commit came twice");
     let middle = seqs[seqs.len() / 2];
     let rest = common::follow(port, middle, seqs.iter().filter(|s| **s > middle).count());
@@ -270,25 +267,26 @@ fn a_partitioned_store_serves_as_one_store() {
         .collect();
     let log = tmp.path().join("jetstream.jsonl");
     let mut follower = common::spawn_follower(port, &log, &["--jetstream"]);
-    let creates = (0..300)
-        .find_map(|_| {
-            let creates: Vec<(String, String)> = common::json_lines_of(&log)
-                .iter()
-                .filter(|e| e["commit"]["operation"] == "create")
-                .map(|e| {
-                    (
-                        e["did"].as_str().unwrap().to_owned(),
-                        e["commit"]["rkey"].as_str().unwrap().to_owned(),
-                    )
-                })
-                .collect();
-            if written.iter().all(|w| creates.contains(w)) {
-                return Some(creates);
-            }
-            std::thread::sleep(Duration::from_millis(100));
-            None
-        })
-        .expect("the merged /subscribe stream never held every record");
+    let created = |events: &[Value]| -> Vec<(String, String)> {
+        events
+            .iter()
+            .filter(|e| e["commit"]["operation"] == "create")
+            .map(|e| {
+                (
+                    e["did"].as_str().unwrap().to_owned(),
+                    e["commit"]["rkey"].as_str().unwrap().to_owned(),
+                )
+            })
+            .collect()
+    };
+    let creates = created(&common::lines_once(
+        &log,
+        |events| {
+            let creates = created(events);
+            written.iter().all(|w| creates.contains(w))
+        },
+        "the merged /subscribe stream holds every record",
+    ));
     let _ = follower.0.kill();
     let distinct: BTreeSet<&(String, String)> = creates.iter().collect();
     assert_eq!(distinct.len(), creates.len(), "a record came twice");
@@ -309,11 +307,4 @@ fn a_partitioned_store_serves_as_one_store() {
         let check = common::datarepo(&["--store", store, "--repo", did, "check"], "");
         assert!(check.status.success(), "{check:?}");
     }
-}
-
-fn commit_of(event: &Value) -> (String, String) {
-    (
-        event["repo"].as_str().unwrap().to_owned(),
-        event["rev"].as_str().unwrap().to_owned(),
-    )
 }

@@ -4,38 +4,17 @@
 //! leases lapse and the second takes them, each then writing 2; writes
 //! through either land, before and after.
 
-use crate::common::{self, ha::LEASE, http_within};
+use crate::common::{
+    self,
+    ha::{LEASE, partitions_written, wait_for},
+    http_within,
+};
 
 use std::time::Duration;
 
 use serde_json::json;
 
 const TOKEN: &str = "balance-token";
-
-fn writes(port: u16) -> Option<usize> {
-    let answer = http_within(port, "GET", "/xrpc/_health", "", "", Duration::from_secs(5))?;
-    let health = answer.json();
-    Some(
-        health["partitions"]
-            .as_array()?
-            .iter()
-            .filter(|p| p["role"] == "writer")
-            .count(),
-    )
-}
-
-fn wait_for(done: impl Fn() -> bool, what: &str) {
-    assert!(
-        (0..600).any(|_| {
-            if done() {
-                return true;
-            }
-            std::thread::sleep(Duration::from_millis(100));
-            false
-        }),
-        "not within 60 s: {what}"
-    );
-}
 
 fn write_everywhere(port: u16, round: &str) {
     for i in 0..8 {
@@ -67,7 +46,7 @@ fn live_servers_share_the_partitions() {
     let mut first = common::spawn_serve(&location, a, TOKEN, &LEASE, &tmp.path().join("a.log"));
     assert!(common::wait_until_up(a));
     wait_for(
-        || writes(a) == Some(4),
+        || partitions_written(a) == Some(4),
         "the only server takes every partition",
     );
     write_everywhere(a, "alone");
@@ -75,12 +54,15 @@ fn live_servers_share_the_partitions() {
     let mut second = common::spawn_serve(&location, b, TOKEN, &LEASE, &tmp.path().join("b.log"));
     assert!(common::wait_until_up(b));
     wait_for(
-        || writes(a) == Some(2) && writes(b) == Some(2),
+        || partitions_written(a) == Some(2) && partitions_written(b) == Some(2),
         "two servers write two partitions each",
     );
     // And stay so.
     std::thread::sleep(Duration::from_secs(4));
-    assert_eq!((writes(a), writes(b)), (Some(2), Some(2)));
+    assert_eq!(
+        (partitions_written(a), partitions_written(b)),
+        (Some(2), Some(2))
+    );
     write_everywhere(a, "shared-a");
     write_everywhere(b, "shared-b");
     assert!(first.terminate(), "the first server did not stop cleanly");

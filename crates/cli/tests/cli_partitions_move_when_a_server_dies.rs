@@ -8,7 +8,11 @@
 //! merged firehose, followed across the move, delivers every commit once,
 //! numbered 1, 2, 3, … as a replay from the start numbers them.
 
-use crate::common::{self, ha::LEASE, http_within};
+use crate::common::{
+    self,
+    ha::{LEASE, partition_role, wait_for},
+    http_within,
+};
 
 use std::{
     collections::{BTreeMap, BTreeSet},
@@ -79,9 +83,9 @@ fn partitions_move_to_the_live_servers_and_lose_nothing() {
         assert!(common::wait_until_up(*port), "a server did not start");
     }
     for (p, port) in ports.iter().enumerate() {
-        assert!(
-            wait_for_partition_writer(*port, p),
-            "server {p} does not write partition {p}"
+        wait_for(
+            || partition_role(*port, p).0.as_deref() == Some("writer"),
+            &format!("server {p} writes partition {p}"),
         );
     }
 
@@ -148,7 +152,8 @@ fn partitions_move_to_the_live_servers_and_lose_nothing() {
     killed.0.wait().unwrap();
     let mover = (0..300)
         .find_map(|_| {
-            let found = (1..4).find(|&s| partition_role(ports[s], 0).as_deref() == Some("writer"));
+            let found =
+                (1..4).find(|&s| partition_role(ports[s], 0).0.as_deref() == Some("writer"));
             if found.is_none() {
                 std::thread::sleep(Duration::from_millis(100));
             }
@@ -156,7 +161,7 @@ fn partitions_move_to_the_live_servers_and_lose_nothing() {
         })
         .expect("no server took partition 0 over within 30 s");
     assert!(
-        (1..4).all(|s| s == mover || partition_role(ports[s], 0).as_deref() == Some("standby")),
+        (1..4).all(|s| s == mover || partition_role(ports[s], 0).0.as_deref() == Some("standby")),
         "more than one server writes partition 0"
     );
     let at_takeover = acked();
@@ -231,28 +236,16 @@ fn partitions_move_to_the_live_servers_and_lose_nothing() {
         }
         m
     });
-    let followed = (0..300)
-        .find_map(|_| {
-            let events = common::json_lines_of(&follow_log);
-            let seen: BTreeSet<(String, String)> = events
+    let followed = common::lines_once(
+        &follow_log,
+        |events| {
+            let seen: BTreeSet<(String, String)> = events.iter().map(common::commit_of).collect();
+            newest_rev
                 .iter()
-                .map(|e| {
-                    (
-                        e["repo"].as_str().unwrap().to_owned(),
-                        e["rev"].as_str().unwrap().to_owned(),
-                    )
-                })
-                .collect();
-            let complete = newest_rev
-                .iter()
-                .all(|(repo, rev)| seen.contains(&((*repo).to_owned(), (*rev).to_owned())));
-            if complete {
-                return Some(events);
-            }
-            std::thread::sleep(Duration::from_millis(100));
-            None
-        })
-        .expect("the follower did not receive every commit within 30 s");
+                .all(|(repo, rev)| seen.contains(&((*repo).to_owned(), (*rev).to_owned())))
+        },
+        "the follower receives every commit",
+    );
     drop(follower.0.kill());
     let _ = follower.0.wait();
     let seqs: Vec<u64> = followed
@@ -261,15 +254,7 @@ fn partitions_move_to_the_live_servers_and_lose_nothing() {
         .collect();
     let numbered: Vec<u64> = (1..=seqs.len() as u64).collect();
     assert_eq!(seqs, numbered, "the merged stream skipped or repeated");
-    let commits: BTreeSet<(String, String)> = followed
-        .iter()
-        .map(|e| {
-            (
-                e["repo"].as_str().unwrap().to_owned(),
-                e["rev"].as_str().unwrap().to_owned(),
-            )
-        })
-        .collect();
+    let commits: BTreeSet<(String, String)> = followed.iter().map(common::commit_of).collect();
     assert_eq!(commits.len(), followed.len(), "a commit came twice");
     for ack in &acks {
         assert!(
@@ -301,17 +286,15 @@ fn partitions_move_to_the_live_servers_and_lose_nothing() {
             })
             .collect()
     };
-    let records = (0..300)
-        .find_map(|_| {
-            let records = created(&common::json_lines_of(&jetstream_log));
+    let records = created(&common::lines_once(
+        &jetstream_log,
+        |events| {
+            let records = created(events);
             let have: BTreeSet<&String> = records.iter().collect();
-            if acks.iter().all(|a| have.contains(&a.uri)) {
-                return Some(records);
-            }
-            std::thread::sleep(Duration::from_millis(100));
-            None
-        })
-        .expect("the /subscribe follower did not receive every record within 30 s");
+            acks.iter().all(|a| have.contains(&a.uri))
+        },
+        "the /subscribe follower receives every record",
+    ));
     let _ = jetstream.0.kill();
     let distinct: BTreeSet<&String> = records.iter().collect();
     assert_eq!(
@@ -344,37 +327,4 @@ fn partitions_move_to_the_live_servers_and_lose_nothing() {
 /// golden test).
 fn partition_of(repo: &str) -> u32 {
     store::Partitions::new(PARTITIONS).unwrap().of(repo)
-}
-
-/// Waits up to 120 s for `done`.
-fn wait_for(done: impl Fn() -> bool, what: &str) {
-    assert!(
-        (0..1200).any(|_| {
-            if done() {
-                return true;
-            }
-            std::thread::sleep(Duration::from_millis(100));
-            false
-        }),
-        "not within 120 s: {what}"
-    );
-}
-
-/// Partition `p`'s role on the server on `port`.
-fn partition_role(port: u16, p: usize) -> Option<String> {
-    let answer = http_within(port, "GET", "/xrpc/_health", "", "", Duration::from_secs(5))?;
-    answer.json()["partitions"][p]["role"]
-        .as_str()
-        .map(str::to_owned)
-}
-
-/// Waits up to 30 s for the server on `port` to write partition `p`.
-fn wait_for_partition_writer(port: u16, p: usize) -> bool {
-    (0..300).any(|_| {
-        if partition_role(port, p).as_deref() == Some("writer") {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-        false
-    })
 }

@@ -195,6 +195,22 @@ impl Firehose {
         }
     }
 
+    /// [`Firehose::admit`] of the request whose extensions are
+    /// `extensions` (its client address and connection slot).
+    pub(crate) fn admit_request(
+        &self,
+        extensions: &axum::http::Extensions,
+    ) -> Result<Admitted, crate::error::XrpcError> {
+        self.admit(
+            extensions
+                .get::<crate::connections::ClientIp>()
+                .map(|crate::connections::ClientIp(ip)| *ip),
+            extensions
+                .get::<crate::connections::ConnectionSlot>()
+                .cloned(),
+        )
+    }
+
     /// Admits a subscriber (of the firehose or the stream) from client
     /// address `ip` holding `connection`, before its upgrade: refused past
     /// `--max-subscribers` (503) or past `--max-subscribers-per-ip` from

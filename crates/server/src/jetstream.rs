@@ -395,13 +395,7 @@ pub(crate) async fn subscribe<K: Kv + 'static>(
     ws: std::result::Result<WebSocketUpgrade, WebSocketUpgradeRejection>,
 ) -> std::result::Result<Response, XrpcError> {
     app.authorize_read(&headers).await?;
-    if !app.repos.store().keeps_stream_events() {
-        return Err(XrpcError::new(
-            axum::http::StatusCode::NOT_IMPLEMENTED,
-            "StreamOff",
-            "this server keeps no stream events (started with serve --stream off)",
-        ));
-    }
+    stream_events_kept(&app)?;
     let (params, filters, compress) = connection_options(&headers, query.as_deref())?;
     let ws = ws.map_err(not_a_websocket)?;
     // Counted with the firehose's subscribers (serve --max-subscribers,
@@ -427,6 +421,18 @@ pub(crate) async fn subscribe<K: Kv + 'static>(
             tracing::debug!(error = %e, "stream connection ended");
         }
     }))
+}
+
+/// Refuses a `/subscribe` of a server that keeps no stream events.
+pub(crate) fn stream_events_kept<K: Kv>(app: &App<K>) -> std::result::Result<(), XrpcError> {
+    if app.repos.store().keeps_stream_events() {
+        return Ok(());
+    }
+    Err(XrpcError::new(
+        axum::http::StatusCode::NOT_IMPLEMENTED,
+        "StreamOff",
+        "this server keeps no stream events (started with serve --stream off)",
+    ))
 }
 
 /// What a `/subscribe` request asks for: its parameters, filters, and

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use axum::{
     extract::ws::{Message, WebSocket, WebSocketUpgrade},
     http::request::Parts,
-    response::{IntoResponse, Response},
+    response::Response,
 };
 use futures_util::SinkExt;
 use store::{Kv, MergedLog};
@@ -22,16 +22,6 @@ use crate::merged_log::{BATCH, Entry, POLL, read_entry};
 pub(crate) async fn subscribe<K: Kv + 'static>(
     servers: Vec<Server<K>>,
     mut parts: Parts,
-) -> Response {
-    match upgrade(servers, &mut parts).await {
-        Ok(response) => response,
-        Err(e) => e.into_response(),
-    }
-}
-
-async fn upgrade<K: Kv + 'static>(
-    servers: Vec<Server<K>>,
-    parts: &mut Parts,
 ) -> Result<Response, XrpcError> {
     use axum::extract::FromRequestParts as _;
     let head = Arc::clone(&servers[0].app);
@@ -49,7 +39,7 @@ async fn upgrade<K: Kv + 'static>(
                 .map_err(|_| XrpcError::invalid(format!("cursor {c:?} is not a sequence number")))
         })
         .transpose()?;
-    let ws = WebSocketUpgrade::from_request_parts(parts, &())
+    let ws = WebSocketUpgrade::from_request_parts(&mut parts, &())
         .await
         .map_err(|rejection| {
             XrpcError::new(
@@ -61,15 +51,7 @@ async fn upgrade<K: Kv + 'static>(
                 ),
             )
         })?;
-    let connection = parts
-        .extensions
-        .get::<crate::connections::ConnectionSlot>()
-        .cloned();
-    let client = parts
-        .extensions
-        .get::<crate::connections::ClientIp>()
-        .map(|crate::connections::ClientIp(ip)| *ip);
-    let admitted = head.firehose.admit(client, connection)?;
+    let admitted = head.firehose.admit_request(&parts.extensions)?;
     // "From now on" is fixed before the handshake answers.
     let now = newest(&servers)
         .await

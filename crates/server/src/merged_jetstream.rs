@@ -15,17 +15,13 @@
 
 use std::sync::Arc;
 
-use axum::{
-    extract::ws::WebSocketUpgrade,
-    http::request::Parts,
-    response::{IntoResponse, Response},
-};
+use axum::{extract::ws::WebSocketUpgrade, http::request::Parts, response::Response};
 use futures_util::SinkExt;
 use store::{Kv, MergedLog};
 
 use crate::jetstream::{
     CONSUMER_BATCH_BYTES, Filters, Incoming, Params, Sink, await_hello, close_with,
-    connection_options, going_away, incoming, not_a_websocket,
+    connection_options, going_away, incoming, not_a_websocket, stream_events_kept,
 };
 use crate::merged_log::{BATCH, Entry, POLL, read_entry};
 use crate::{Server, XrpcError};
@@ -34,40 +30,16 @@ use crate::{Server, XrpcError};
 pub(crate) async fn subscribe<K: Kv + 'static>(
     servers: Vec<Server<K>>,
     mut parts: Parts,
-) -> Response {
-    match upgrade(servers, &mut parts).await {
-        Ok(response) => response,
-        Err(e) => e.into_response(),
-    }
-}
-
-async fn upgrade<K: Kv + 'static>(
-    servers: Vec<Server<K>>,
-    parts: &mut Parts,
 ) -> Result<Response, XrpcError> {
     use axum::extract::FromRequestParts as _;
     let head = Arc::clone(&servers[0].app);
     head.authorize_read(&parts.headers).await?;
-    if !head.repos.store().keeps_stream_events() {
-        return Err(XrpcError::new(
-            axum::http::StatusCode::NOT_IMPLEMENTED,
-            "StreamOff",
-            "this server keeps no stream events (started with serve --stream off)",
-        ));
-    }
+    stream_events_kept(&head)?;
     let (params, filters, compress) = connection_options(&parts.headers, parts.uri.query())?;
-    let ws = WebSocketUpgrade::from_request_parts(parts, &())
+    let ws = WebSocketUpgrade::from_request_parts(&mut parts, &())
         .await
         .map_err(not_a_websocket)?;
-    let connection = parts
-        .extensions
-        .get::<crate::connections::ConnectionSlot>()
-        .cloned();
-    let client = parts
-        .extensions
-        .get::<crate::connections::ClientIp>()
-        .map(|crate::connections::ClientIp(ip)| *ip);
-    let admitted = head.firehose.admit(client, connection)?;
+    let admitted = head.firehose.admit_request(&parts.extensions)?;
     // "Live" is fixed before the handshake answers.
     let now = head
         .repos

@@ -134,11 +134,15 @@ async fn dispatch<K: Kv + 'static>(
             if query_param(&request, &["partition"]).is_none() =>
         {
             let (parts, _) = request.into_parts();
-            crate::merged_firehose::subscribe(front.servers.clone(), parts).await
+            crate::merged_firehose::subscribe(front.servers.clone(), parts)
+                .await
+                .unwrap_or_else(IntoResponse::into_response)
         }
         "/subscribe" if query_param(&request, &["partition"]).is_none() => {
             let (parts, _) = request.into_parts();
-            crate::merged_jetstream::subscribe(front.servers.clone(), parts).await
+            crate::merged_jetstream::subscribe(front.servers.clone(), parts)
+                .await
+                .unwrap_or_else(IntoResponse::into_response)
         }
         "/xrpc/com.atproto.sync.subscribeRepos" | "/subscribe" => {
             match stream_partition(&front, &request) {

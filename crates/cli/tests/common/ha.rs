@@ -226,3 +226,44 @@ pub fn start_pair(name: &str, standby_extra: &[&str]) -> Option<Pair> {
         _tmp: tmp,
     })
 }
+
+/// Partition `p`'s role on the server on `port` (of a partitioned store),
+/// and the writer it names.
+pub fn partition_role(port: u16, p: usize) -> (Option<String>, Option<String>) {
+    let Some(answer) = http_within(port, "GET", "/xrpc/_health", "", "", Duration::from_secs(5))
+    else {
+        return (None, None);
+    };
+    let entry = &answer.json()["partitions"][p];
+    (
+        entry["role"].as_str().map(str::to_owned),
+        entry["writer"].as_str().map(str::to_owned),
+    )
+}
+
+/// How many partitions the server on `port` writes.
+pub fn partitions_written(port: u16) -> Option<usize> {
+    let answer = http_within(port, "GET", "/xrpc/_health", "", "", Duration::from_secs(5))?;
+    let health = answer.json();
+    Some(
+        health["partitions"]
+            .as_array()?
+            .iter()
+            .filter(|p| p["role"] == "writer")
+            .count(),
+    )
+}
+
+/// Waits up to 120 s for `done`, asked every 100 ms; fails naming `what`.
+pub fn wait_for(done: impl Fn() -> bool, what: &str) {
+    assert!(
+        (0..1200).any(|_| {
+            if done() {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+            false
+        }),
+        "not within 120 s: {what}"
+    );
+}

@@ -60,6 +60,33 @@ pub fn json_lines_of(path: &std::path::Path) -> Vec<Value> {
         .collect()
 }
 
+/// The repository and rev of a commit `datarepo follow --json` printed.
+pub fn commit_of(event: &Value) -> (String, String) {
+    (
+        event["repo"].as_str().unwrap().to_owned(),
+        event["rev"].as_str().unwrap().to_owned(),
+    )
+}
+
+/// The JSON lines of `log` (a follower's) once `complete` says they are,
+/// asked every 100 ms for up to 30 s; fails naming `what`.
+pub fn lines_once(
+    log: &std::path::Path,
+    complete: impl Fn(&[Value]) -> bool,
+    what: &str,
+) -> Vec<Value> {
+    (0..300)
+        .find_map(|_| {
+            let lines = json_lines_of(log);
+            if complete(&lines) {
+                return Some(lines);
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+            None
+        })
+        .unwrap_or_else(|| panic!("not within 30 s: {what}"))
+}
+
 /// `datarepo follow` of the server on `port` from cursor 0 (with `extra`
 /// arguments: `--jetstream`), printing its events as JSON lines into
 /// `log` until killed (dropped).
