@@ -407,15 +407,13 @@ pub(crate) fn run(store: &StoreArgs, args: &ServeArgs) -> Result<ExitCode, Strin
             max_connections = connections.max_connections,
             "datarepo serving on http://{bound}"
         );
-        let (router, front) = match partitions {
-            None => (served[0].server.router(), None),
-            Some(partitions) => {
-                let front = server::PartitionedServer::new(
-                    partitions,
-                    served.iter().map(|s| s.server.clone()).collect(),
-                );
-                (front.router(), Some(front))
-            }
+        let router = match partitions {
+            None => served[0].server.router(),
+            Some(partitions) => server::PartitionedServer::new(
+                partitions,
+                served.iter().map(|s| s.server.clone()).collect(),
+            )
+            .router(),
         };
         let closing: Vec<_> = served.iter().map(|s| s.server.clone()).collect();
         let stop = async move {
@@ -423,7 +421,6 @@ pub(crate) fn run(store: &StoreArgs, args: &ServeArgs) -> Result<ExitCode, Strin
                 () = shutdown_signal() => {}
                 _ = fatal_rx.wait_for(Option::is_some) => {}
             }
-            drop(front);
             for server in closing {
                 server.close_streams();
             }
@@ -616,10 +613,7 @@ impl Opening<'_> {
             }
         };
         let kv = with_progress(opening, store.location()).await?;
-        let cache_bytes = sharing.map_or(store::DEFAULT_SHARD_CACHE_BYTES, |s| {
-            let open = usize::try_from(s.databases.max(1)).unwrap_or(1);
-            (store::DEFAULT_SHARD_CACHE_BYTES / open).max(MIN_SHARD_CACHE_BYTES)
-        });
+        let cache_bytes = options.share(store::DEFAULT_SHARD_CACHE_BYTES, MIN_SHARD_CACHE_BYTES);
         let mut store_over_kv = Store::with_cache_bytes(kv.clone(), cache_bytes);
         if args.stream == "off" {
             store_over_kv = store_over_kv.without_stream_events();

@@ -257,19 +257,23 @@ pub(crate) async fn read_entry<K: Kv>(
     entry: &MergedEvent,
 ) -> Result<Entry, store::Error> {
     let after = entry.event.saturating_sub(1);
-    let (found, newest) = match log {
-        MergedLog::Firehose => (
-            store.events(after, 1).await?.into_iter().next(),
-            store.newest_event().await?,
-        ),
-        MergedLog::Stream => (
-            store.stream_events(after, 1).await?.into_iter().next(),
-            store.newest_stream_time().await?,
-        ),
+    let found = match log {
+        MergedLog::Firehose => store.events(after, 1).await?.into_iter().next(),
+        MergedLog::Stream => store.stream_events(after, 1).await?.into_iter().next(),
     };
-    Ok(match found {
-        Some((place, bytes)) if place == entry.event => Entry::Event(bytes),
-        _ if newest.unwrap_or(0) < entry.event => Entry::NotYet,
-        _ => Entry::Pruned,
+    if let Some((place, bytes)) = found
+        && place == entry.event
+    {
+        return Ok(Entry::Event(bytes));
+    }
+    // Not there: not yet seen here, or gone. Only then the newest is read.
+    let newest = match log {
+        MergedLog::Firehose => store.newest_event().await?,
+        MergedLog::Stream => store.newest_stream_time().await?,
+    };
+    Ok(if newest.unwrap_or(0) < entry.event {
+        Entry::NotYet
+    } else {
+        Entry::Pruned
     })
 }

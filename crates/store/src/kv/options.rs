@@ -168,8 +168,11 @@ pub(super) enum Medium {
 }
 
 impl SlateOptions {
-    /// `whole` divided among the databases open together, at least `floor`.
-    pub(crate) fn share(&self, whole: usize, floor: usize) -> usize {
+    /// `whole` divided among the databases open together
+    /// ([`SlateOptions::databases_open`]), at least `floor` (and at most
+    /// `whole`).
+    #[must_use]
+    pub fn share(&self, whole: usize, floor: usize) -> usize {
         let open = usize::try_from(self.databases_open.unwrap_or(1).max(1)).unwrap_or(1);
         (whole / open).max(floor).min(whole)
     }
