@@ -10,12 +10,13 @@ use indicatif::ProgressStyle;
 use repo::{ImportProgress, Repository};
 use rkey::Tid;
 use serde_json::json;
-use store::SlateKv;
+use store::{Partitions, SlateKv};
 
 use crate::{
     commands::RepoArgs,
     output::{CliError, Result, bar, count, outln, print, progress_style},
     session::{Session, parse_rev, say},
+    storage::StoreArgs,
 };
 
 /// `export`: the repository (its head, what changed since a rev, or its
@@ -305,6 +306,79 @@ pub(crate) async fn import(
 
 /// `datarepo check`: the repository given, or every one.
 pub(crate) async fn check(s: &Session, args: &RepoArgs, history: bool) -> Result<ExitCode> {
+    let checked = check_repos(s, args, history, None).await?;
+    if checked.reports.is_empty() && !args.json {
+        outln!("no repositories in this store: nothing to check");
+    }
+    Ok(checked.finish(args.json))
+}
+
+/// `datarepo check` without `--repo` on a partitioned store: every
+/// repository of every partition, one report (each repository's entry
+/// names its partition).
+pub(crate) async fn check_partitions(
+    store: &StoreArgs,
+    partitions: Partitions,
+    args: &RepoArgs,
+    history: bool,
+) -> Result<ExitCode> {
+    let mut all = Checked::default();
+    for p in partitions.all() {
+        let session = Session::open(&store.partition(p), false).await?;
+        let checked = check_repos(&session, args, history, Some(p)).await;
+        let closed = session.kv.close().await;
+        let checked = checked?;
+        closed.map_err(|e| format!("closing partition {p}: {e}"))?;
+        all.intact &= checked.intact;
+        all.reports.extend(checked.reports);
+    }
+    if all.reports.is_empty() && !args.json {
+        outln!(
+            "no repositories in any of the store's {} partitions: nothing to check",
+            partitions.count()
+        );
+    }
+    Ok(all.finish(args.json))
+}
+
+/// What `check` found in the repositories it read.
+struct Checked {
+    intact: bool,
+    reports: Vec<serde_json::Value>,
+}
+
+impl Default for Checked {
+    fn default() -> Self {
+        Self {
+            intact: true,
+            reports: Vec::new(),
+        }
+    }
+}
+
+impl Checked {
+    /// Prints the JSON report (people saw each repository's line as it was
+    /// checked) and gives the exit code: 1 when something is damaged.
+    fn finish(self, json_mode: bool) -> ExitCode {
+        if json_mode {
+            outln!("{}", json!({"intact": self.intact, "repos": self.reports}));
+        }
+        if self.intact {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// Checks the repository `--repo` names, or every repository of the
+/// session's store; `partition` is recorded in each report when given.
+async fn check_repos(
+    s: &Session,
+    args: &RepoArgs,
+    history: bool,
+    partition: Option<u32>,
+) -> Result<Checked> {
     let ids = match &args.repo {
         Some(id) => vec![id.clone()],
         None => {
@@ -312,11 +386,7 @@ pub(crate) async fn check(s: &Session, args: &RepoArgs, history: bool) -> Result
             all.into_iter().map(|(id, _)| id).collect()
         }
     };
-    if ids.is_empty() && !args.json {
-        outln!("no repositories in this store: nothing to check");
-    }
-    let mut reports = Vec::new();
-    let mut intact = true;
+    let mut checked = Checked::default();
     for id in ids {
         let bar = bar("{spinner} {msg}");
         bar.enable_steady_tick(std::time::Duration::from_millis(100));
@@ -360,11 +430,11 @@ pub(crate) async fn check(s: &Session, args: &RepoArgs, history: bool) -> Result
             .await
             .map_err(|e| format!("checking {id}: {e}"))?;
         bar.finish_and_clear();
-        intact &= report.is_intact();
+        checked.intact &= report.is_intact();
         if !args.json {
             outln!("{}", describe_check(&id, &report));
         }
-        reports.push(json!({
+        let mut entry = json!({
             "repo": id, "commit": report.commit.to_string(), "records": report.records,
             "shards": report.shards, "commits": report.commits, "signedCommits": report.signed,
             "intact": report.is_intact(),
@@ -373,16 +443,13 @@ pub(crate) async fn check(s: &Session, args: &RepoArgs, history: bool) -> Result
             "olderShards": report.older_shards, "olderRecords": report.older_records,
             "invalidRecords": report.invalid_records, "warnings": report.warnings,
             "blobs": report.blobs,
-        }));
+        });
+        if let Some(p) = partition {
+            entry["partition"] = json!(p);
+        }
+        checked.reports.push(entry);
     }
-    if args.json {
-        outln!("{}", json!({"intact": intact, "repos": reports}));
-    }
-    Ok(if intact {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
-    })
+    Ok(checked)
 }
 
 /// A check's result for a person.

@@ -53,6 +53,9 @@ pub(crate) fn run(store: &StoreArgs, args: &RepoArgs, cmd: RepoCommand) -> Resul
                 if matches!(cmd, RepoCommand::Repo(RepoListCommand::List)) {
                     return repos_cmd::list_partitions(store, partitions, args).await;
                 }
+                if let (RepoCommand::Check { history }, None) = (&cmd, &args.repo) {
+                    return archive_cmd::check_partitions(store, partitions, args, *history).await;
+                }
                 let id = named_repo(args, &cmd).ok_or_else(|| {
                     format!(
                         "this store has {} partitions: name the repository with --repo \

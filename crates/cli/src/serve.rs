@@ -186,6 +186,13 @@ pub(crate) struct ServeArgs {
     /// default: all.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     max_partitions: Option<u32>,
+    /// On a partitioned store on S3-compatible storage: how long a handle
+    /// claimed for an account that was never made (its creation stopped
+    /// midway) stays unavailable to others, in seconds. Must be longer
+    /// than any account creation takes.
+    #[arg(long, value_name = "SECS", default_value_t = 600,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    handle_claim_secs: u64,
     /// Log format: text or json.
     #[arg(long, default_value = "text", value_parser = ["text", "json"])]
     log_format: String,
@@ -409,11 +416,23 @@ pub(crate) fn run(store: &StoreArgs, args: &ServeArgs) -> Result<ExitCode, Strin
         );
         let router = match partitions {
             None => served[0].server.router(),
-            Some(partitions) => server::PartitionedServer::new(
-                partitions,
-                served.iter().map(|s| s.server.clone()).collect(),
-            )
-            .router(),
+            Some(partitions) => {
+                let front = server::PartitionedServer::new(
+                    partitions,
+                    served.iter().map(|s| s.server.clone()).collect(),
+                );
+                // On object storage several processes make accounts: the
+                // object store keeps each handle to one of them.
+                let front = if on_object_storage {
+                    let claims = store::HandleClaims::at(&location)
+                        .await
+                        .map_err(|e| format!("the handle claims at {location}: {e}"))?;
+                    front.with_handle_claims(claims, Duration::from_secs(args.handle_claim_secs))
+                } else {
+                    front
+                };
+                front.router()
+            }
         };
         let closing: Vec<_> = served.iter().map(|s| s.server.clone()).collect();
         let stop = async move {

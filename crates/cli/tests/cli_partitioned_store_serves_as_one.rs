@@ -4,8 +4,8 @@
 //! whichever partition holds them and a handle is taken across
 //! partitions, `listRepos` pages through every partition against a model,
 //! the CLI reads each repository from its partition and lists them all,
-//! `gc` reports each partition, and the merged firehose numbers every
-//! commit once, 1, 2, 3, …
+//! `gc` and `check` report each partition, and the merged firehose
+//! numbers every commit once, 1, 2, 3, …
 
 use crate::common::{self, http_within};
 
@@ -307,4 +307,19 @@ fn a_partitioned_store_serves_as_one_store() {
         let check = common::datarepo(&["--store", store, "--repo", did, "check"], "");
         assert!(check.status.success(), "{check:?}");
     }
+    // Without --repo, check reads every repository of every partition once,
+    // each reported with the partition that holds it.
+    let check = common::datarepo(&["--store", store, "--json", "check"], "");
+    assert!(check.status.success(), "{check:?}");
+    let report = &common::json_lines(&check)[0];
+    assert_eq!(report["intact"], true);
+    let mut checked = BTreeSet::new();
+    for entry in report["repos"].as_array().unwrap() {
+        let did = entry["repo"].as_str().unwrap().to_owned();
+        assert_eq!(entry["intact"], true, "{entry}");
+        assert_eq!(entry["partition"], partitions.of(&did), "{entry}");
+        assert!(checked.insert(did), "a repository was checked twice");
+    }
+    assert!(model.is_subset(&checked), "{checked:?}");
+    assert!(checked.contains("did:web:ann.test"));
 }

@@ -21,6 +21,7 @@ mod cli_follow_filters;
 mod cli_follow_jetstream;
 mod cli_gc;
 mod cli_gc_dry_run_and_repo;
+mod cli_handles_are_unique_across_servers;
 mod cli_histograms;
 mod cli_human_output;
 mod cli_index_query;

@@ -62,9 +62,16 @@ struct Front<K> {
     routers: Vec<Router>,
     /// Largest body read to find the repository it names.
     max_body_bytes: usize,
-    /// Account creations, one at a time: a handle is checked free in every
-    /// partition before the account is made in its own.
+    /// Account creations without handle claims, one at a time: a handle is
+    /// checked free in every partition before the account is made in its
+    /// own.
     creating_accounts: tokio::sync::Mutex<()>,
+    /// Handles claimed across processes (object storage, where several
+    /// processes make accounts); `None`: this process is the only one.
+    handle_claims: Option<store::HandleClaims>,
+    /// How old a claim whose account does not exist must be before another
+    /// DID may take its handle.
+    stale_claim: std::time::Duration,
 }
 
 impl<K: Kv + 'static> PartitionedServer<K> {
@@ -97,8 +104,34 @@ impl<K: Kv + 'static> PartitionedServer<K> {
                 servers,
                 max_body_bytes,
                 creating_accounts: tokio::sync::Mutex::new(()),
+                handle_claims: None,
+                stale_claim: std::time::Duration::MAX,
             }),
         }
+    }
+
+    /// The same server, keeping each account's handle unique across the
+    /// processes serving the store with `claims` (`docs/server.md`,
+    /// "Partitions"). A claim whose account does not exist is taken over
+    /// once older than `stale`, which must be far longer than any account
+    /// creation takes (a creation paused that long has lost its
+    /// partition's lease, and with it the write). Call before
+    /// [`PartitionedServer::router`].
+    ///
+    /// # Panics
+    ///
+    /// When the server was cloned or routed already.
+    #[must_use]
+    pub fn with_handle_claims(
+        mut self,
+        claims: store::HandleClaims,
+        stale: std::time::Duration,
+    ) -> Self {
+        let front = Arc::get_mut(&mut self.front)
+            .expect("handle claims are set before the server is shared");
+        front.handle_claims = Some(claims);
+        front.stale_claim = stale;
+        self
     }
 
     /// Each partition's server, by partition.
@@ -363,22 +396,98 @@ async fn create_account<K: Kv + 'static>(front: &Front<K>, request: Request) -> 
         // No handle: the partition's server says what is wrong.
         (None, None) => return front.forward(0, request).await,
     };
-    let _one_at_a_time = front.creating_accounts.lock().await;
-    if let Some(handle) = &handle {
-        match front.account_did(handle).await {
-            Ok(None) => {}
-            Ok(Some(_)) => {
-                return XrpcError::new(
-                    StatusCode::BAD_REQUEST,
-                    "HandleNotAvailable",
-                    format!("handle {handle} is already taken"),
-                )
-                .into_response();
-            }
-            Err(e) => return e.into_response(),
+    // Within one process (no claims), creations go one at a time. With
+    // claims the object store decides, and holding a lock while forwarding
+    // could wait on a process forwarding to this one.
+    let _one_at_a_time = match front.handle_claims {
+        None => Some(front.creating_accounts.lock().await),
+        Some(_) => None,
+    };
+    let Some(handle) = handle else {
+        return front.forward(front.partitions.of(&did), request).await;
+    };
+    let forwarded = request.headers().contains_key(FORWARDED_HEADER);
+    let claimed = match front.claim_handle(&handle, &did, forwarded).await {
+        Ok(claimed) => claimed,
+        Err(e) => return e.into_response(),
+    };
+    let free = match front.account_did(&handle).await {
+        Ok(None) => Ok(()),
+        Ok(Some(_)) => Err(handle_taken(&handle)),
+        Err(e) => Err(e),
+    };
+    let response = match free {
+        Ok(()) => front.forward(front.partitions.of(&did), request).await,
+        Err(e) => e.into_response(),
+    };
+    if claimed
+        && !response.status().is_success()
+        && let Some(claims) = &front.handle_claims
+        && let Err(e) = claims.release(&handle, &did).await
+    {
+        tracing::warn!(%handle, %did, "a failed account creation could not give its handle claim back: {e}");
+    }
+    response
+}
+
+fn handle_taken(handle: &str) -> XrpcError {
+    XrpcError::new(
+        StatusCode::BAD_REQUEST,
+        "HandleNotAvailable",
+        format!("handle {handle} is already taken"),
+    )
+}
+
+impl<K: Kv + 'static> Front<K> {
+    /// Makes sure `handle` is claimed for `did` before its account is made
+    /// (without claims, one process: nothing to do): `true` when this
+    /// request made or took the claim (and gives it back if the creation
+    /// fails). A request another process forwarded was claimed there: the
+    /// claim must still name `did`. A claim naming another DID is taken
+    /// over only when it is older than the stale age and no
+    /// account has the handle (its creation failed without giving it back,
+    /// or its account went).
+    async fn claim_handle(
+        &self,
+        handle: &str,
+        did: &str,
+        forwarded: bool,
+    ) -> Result<bool, XrpcError> {
+        let Some(claims) = &self.handle_claims else {
+            return Ok(false);
+        };
+        let unavailable = |e: store::Error| {
+            XrpcError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "ServiceUnavailable",
+                format!("the handle claims could not be read or written: {e}; retry"),
+            )
+            .with_header(header::RETRY_AFTER, "1".to_owned())
+        };
+        if forwarded {
+            return match claims.read(handle).await.map_err(unavailable)? {
+                Some(held) if held.did == did => Ok(false),
+                _ => Err(handle_taken(handle)),
+            };
+        }
+        let held = match claims.claim(handle, did).await.map_err(unavailable)? {
+            store::Claim::Made => return Ok(true),
+            store::Claim::Held(held) if held.did == did => return Ok(false),
+            store::Claim::Held(held) => held,
+        };
+        if held.age < self.stale_claim || self.account_did(handle).await?.is_some() {
+            return Err(handle_taken(handle));
+        }
+        tracing::info!(%handle, old = %held.did, %did, "taking over a stale handle claim");
+        match claims
+            .take_over(handle, &held, did)
+            .await
+            .map_err(unavailable)?
+        {
+            true => Ok(true),
+            false => Err(handle_taken(handle)),
         }
     }
-    front.forward(front.partitions.of(&did), request).await
 }
 
 /// `listRepos` over every partition: each partition's page from the same

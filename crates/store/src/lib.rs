@@ -21,6 +21,7 @@ mod block;
 mod delta;
 mod error;
 mod gc;
+mod handle_claims;
 mod kv;
 mod lease;
 mod members;
@@ -38,6 +39,7 @@ pub use blobs::{
 pub use block::Block;
 pub use error::{Conflict, Error};
 pub use gc::{GcOptions, GcProgress, GcReport, Retention};
+pub use handle_claims::{Claim, HANDLES_PREFIX, HandleClaims, HeldClaim};
 pub use kv::interface::{Durability, EngineMetric, EngineMetricValue, Kv, WriteOp};
 pub use kv::location::{Location, S3_PROBE_TIMEOUT};
 pub use kv::memory::MemoryKv;

@@ -10,6 +10,7 @@ mod crash_during_commits;
 mod fault_injection;
 mod full_disk_names_the_cause;
 mod garbage_collection;
+mod handles_are_claimed_once;
 mod memory_kv_bulk;
 mod one_writer_many_readers;
 mod partitions_are_chosen_by_hash;
