@@ -253,14 +253,16 @@ pub(crate) async fn subscribe_repos<K: Kv + 'static>(
         .await
         .map_err(|e| XrpcError::from(repo::Error::from(e)))?
         .unwrap_or(0);
-    Ok(ws.on_upgrade(move |socket| async move {
-        // Held until the socket closes: the connection counts against
-        // --max-connections, the subscriber against --max-subscribers.
-        let _admitted = admitted;
-        if let Err(e) = stream(app, socket, cursor, now).await {
-            tracing::debug!(error = %e, "firehose connection ended");
-        }
-    }))
+    Ok(
+        crate::frames::stream_socket(ws).on_upgrade(move |socket| async move {
+            // Held until the socket closes: the connection counts against
+            // --max-connections, the subscriber against --max-subscribers.
+            let _admitted = admitted;
+            if let Err(e) = stream(app, socket, cursor, now).await {
+                tracing::debug!(error = %e, "firehose connection ended");
+            }
+        }),
+    )
 }
 
 async fn close(socket: &mut WebSocket) -> std::result::Result<(), axum::Error> {

@@ -280,3 +280,19 @@ impl Firehose {
         self.max_subscribers - self.subscribers.available_permits()
     }
 }
+
+/// Bytes a stream's WebSocket reads from its client at a time. A stream's
+/// clients send little (an `options_update` now and then), and the
+/// WebSocket library zero-fills this much on every poll for a message,
+/// which every connection does each time events wake it: 128 KiB (its
+/// default) per wake-up was the largest cost of 100 connections.
+const STREAM_READ_BUFFER: usize = 4096;
+
+/// `ws` set up for a stream (the firehose or `/subscribe`): a small read
+/// buffer ([`STREAM_READ_BUFFER`]); messages longer than it are still read
+/// whole, in several reads.
+pub(crate) fn stream_socket(
+    ws: axum::extract::ws::WebSocketUpgrade,
+) -> axum::extract::ws::WebSocketUpgrade {
+    ws.read_buffer_size(STREAM_READ_BUFFER)
+}

@@ -11,7 +11,11 @@
 //! what memory holds is closed with a reason (it resumes from its cursor).
 //! A connection holds at most one batch of events of its own.
 
-use std::{collections::HashSet, sync::Arc, time::Duration};
+use std::{
+    collections::{HashMap, HashSet},
+    sync::{Arc, Weak},
+    time::Duration,
+};
 
 use axum::{
     extract::{
@@ -61,6 +65,9 @@ pub(crate) struct Stream {
     /// Woken when a commit is acknowledged.
     commits: Arc<Notify>,
     publishing: std::sync::atomic::AtomicBool,
+    /// The filtering passes that connections with the same filters share.
+    passes: std::sync::Mutex<HashMap<PassKey, Weak<Pass>>>,
+    buffer_bytes: usize,
 }
 
 impl Stream {
@@ -69,6 +76,8 @@ impl Stream {
             live: Live::new(buffer_bytes),
             commits: Arc::new(Notify::new()),
             publishing: std::sync::atomic::AtomicBool::new(false),
+            passes: std::sync::Mutex::default(),
+            buffer_bytes,
         }
     }
 
@@ -110,6 +119,8 @@ pub(crate) struct Filters {
     /// What an event's record must satisfy; events without a record
     /// (deletes) pass.
     condition: Option<Arc<repo::RecordCondition>>,
+    /// `where` as written (what tells two conditions apart).
+    condition_text: Option<String>,
     /// The record paths sent (`None`: the whole record).
     fields: Option<Arc<repo::RecordFields>>,
 }
@@ -165,12 +176,45 @@ impl Filters {
         if let Some(src) = &wanted.condition {
             let condition = repo::RecordCondition::parse(src).map_err(|e| format!("where: {e}"))?;
             filters.condition = Some(Arc::new(condition));
+            filters.condition_text = Some(src.clone());
         }
         if !wanted.fields.is_empty() {
             let fields = repo::RecordFields::new(wanted.fields.clone())?;
             filters.fields = Some(Arc::new(fields));
         }
         Ok(filters)
+    }
+
+    /// What identifies these filters' events for a shared pass, or `None`
+    /// when they share none: no filter at all (the whole stream is theirs)
+    /// or `fields` (each connection cuts records to its own encoding).
+    fn pass_key(&self) -> Option<PassKey> {
+        if self.fields.is_some() || *self == Self::default() {
+            return None;
+        }
+        let sorted = |set: &HashSet<String>| {
+            let mut v: Vec<String> = set.iter().cloned().collect();
+            v.sort_unstable();
+            v
+        };
+        let mut prefixes = self.prefixes.clone();
+        prefixes.sort_unstable();
+        Some(PassKey {
+            collections: sorted(&self.collections),
+            prefixes,
+            dids: sorted(&self.dids),
+            max_message_bytes: self.max_message_bytes,
+            condition: self.condition_text.clone(),
+        })
+    }
+
+    /// Whether a stored event goes to the connection as stored: its DID,
+    /// collection and size pass, and its record meets `where` (filters
+    /// without `fields`).
+    fn passes(&self, stored: &bytes::Bytes) -> bool {
+        repo::stream_event_forms(stored).is_some_and(|(json, _)| {
+            self.wants(&json) && !matches!(self.shape(&json), Shaped::Skipped)
+        })
     }
 
     /// Whether the connection wants `event` (a stored event's JSON), as far
@@ -287,6 +331,122 @@ fn options_update(text: &str) -> Result<Filters, String> {
         ));
     }
     Filters::new(&update.payload)
+}
+
+/// What makes two connections' filters the same, for a shared pass.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct PassKey {
+    collections: Vec<String>,
+    prefixes: Vec<String>,
+    dids: Vec<String>,
+    max_message_bytes: usize,
+    condition: Option<String>,
+}
+
+/// One filtering pass over the stream, shared by the connections whose
+/// filters are the same: it reads each event once and keeps those they
+/// want, so that each connection wakes only for its own events (100
+/// connections asking for a rare collection otherwise wake and filter
+/// every event 100 times). It ends with its last connection.
+pub(crate) struct Pass {
+    /// The events the filters let through, in stream order.
+    live: Live,
+    /// The stream time it started after: a connection reads from the pass
+    /// only once past it (and past what the pass has dropped).
+    start: u64,
+    task: tokio::task::AbortHandle,
+}
+
+impl Drop for Pass {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl Pass {
+    /// Whether a connection that has sent everything up to `last` finds
+    /// every later event it wants in this pass.
+    fn covers(&self, last: u64) -> bool {
+        last >= self.start && last >= self.live.dropped_through()
+    }
+}
+
+/// The pass of `filters` (started now if none runs), or `None` for filters
+/// that read the stream themselves ([`Filters::pass_key`]).
+fn join_pass<K: Kv + 'static>(app: &Arc<App<K>>, filters: &Filters) -> Option<Arc<Pass>> {
+    let key = filters.pass_key()?;
+    let mut passes = app
+        .stream
+        .passes
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some(pass) = passes.get(&key).and_then(Weak::upgrade) {
+        return Some(pass);
+    }
+    passes.retain(|_, pass| pass.strong_count() > 0);
+    let start = *app.stream.live.newest.borrow();
+    let pass = Arc::new_cyclic(|me: &Weak<Pass>| Pass {
+        live: Live::new(app.stream.buffer_bytes),
+        start,
+        task: tokio::spawn(run_pass(
+            me.clone(),
+            Arc::downgrade(app),
+            filters.clone(),
+            start,
+        ))
+        .abort_handle(),
+    });
+    passes.insert(key, Arc::downgrade(&pass));
+    Some(pass)
+}
+
+/// Moves the events after `last` that `filters` let through into `pass`,
+/// as the stream publishes them (from the store when they have left the
+/// stream's memory), until the pass or the server is gone.
+async fn run_pass<K: Kv + 'static>(
+    pass: Weak<Pass>,
+    app: Weak<App<K>>,
+    filters: Filters,
+    mut last: u64,
+) {
+    let Some(mut newest) = app.upgrade().map(|app| app.stream.live.newest.subscribe()) else {
+        return;
+    };
+    loop {
+        {
+            let (Some(app), Some(pass)) = (app.upgrade(), pass.upgrade()) else {
+                return;
+            };
+            loop {
+                let events: Vec<(u64, bytes::Bytes)> = match app
+                    .stream
+                    .live
+                    .after(last, CONSUMER_BATCH_BYTES)
+                {
+                    Ok(batch) => batch.iter().map(|f| (f.seq, f.frame.clone())).collect(),
+                    Err(TooSlow) => match app.repos.store().stream_events(last, BATCH).await {
+                        Ok(events) => events,
+                        Err(e) => {
+                            tracing::warn!(error = %e, "stream: a filtering pass cannot read events");
+                            break;
+                        }
+                    },
+                };
+                if events.is_empty() {
+                    break;
+                }
+                for (time, frame) in events {
+                    if filters.passes(&frame) {
+                        pass.live.publish(Framed { seq: time, frame });
+                    }
+                    last = time;
+                }
+            }
+        }
+        if newest.changed().await.is_err() {
+            return;
+        }
+    }
 }
 
 /// Publishes durable stream events in order, from the first subscription
@@ -414,13 +574,15 @@ pub(crate) async fn subscribe<K: Kv + 'static>(
         .await
         .map_err(|e| XrpcError::from(repo::Error::from(e)))?
         .unwrap_or(0);
-    Ok(ws.on_upgrade(move |socket| async move {
-        let _admitted = admitted;
-        let sink = Sink { socket, compress };
-        if let Err(e) = stream(app, sink, params, filters, now).await {
-            tracing::debug!(error = %e, "stream connection ended");
-        }
-    }))
+    Ok(
+        crate::frames::stream_socket(ws).on_upgrade(move |socket| async move {
+            let _admitted = admitted;
+            let sink = Sink { socket, compress };
+            if let Err(e) = stream(app, sink, params, filters, now).await {
+                tracing::debug!(error = %e, "stream connection ended");
+            }
+        }),
+    )
 }
 
 /// Refuses a `/subscribe` of a server that keeps no stream events.
@@ -551,6 +713,28 @@ impl Sink {
         if !filters.wants(&json) {
             return Ok(false);
         }
+        self.feed_filtered(filters, json, frame).await
+    }
+
+    /// Sends stored event `stored`, which a shared pass of the connection's
+    /// filters let through (not flushed).
+    async fn feed_passed(
+        &mut self,
+        stored: &bytes::Bytes,
+    ) -> std::result::Result<bool, axum::Error> {
+        match repo::stream_event_forms(stored) {
+            Some((json, frame)) => self.send(json, frame).await,
+            None => Ok(false),
+        }
+    }
+
+    /// Sends an event `filters` want as its record's shape for them says.
+    async fn feed_filtered(
+        &mut self,
+        filters: &Filters,
+        json: bytes::Bytes,
+        frame: bytes::Bytes,
+    ) -> std::result::Result<bool, axum::Error> {
         let (json, frame) = match filters.shape(&json) {
             Shaped::Skipped => return Ok(false),
             Shaped::AsStored => (json, frame),
@@ -563,6 +747,15 @@ impl Sink {
                 (json.into(), frame)
             }
         };
+        self.send(json, frame).await
+    }
+
+    /// Sends an event as JSON or as its zstd frame, as the connection asked.
+    async fn send(
+        &mut self,
+        json: bytes::Bytes,
+        frame: bytes::Bytes,
+    ) -> std::result::Result<bool, axum::Error> {
         let message = if self.compress {
             Message::Binary(frame)
         } else {
@@ -616,11 +809,18 @@ async fn stream<K: Kv + 'static>(
     while live.dropped_through() > last {
         replay(store, &mut sink, &filters, &mut last).await?;
     }
+    // Filters other connections may share read from their shared pass once
+    // `last` is where the pass covers; until then (and without one), from
+    // the whole stream, filtering each event here.
+    let mut pass = join_pass(&app, &filters);
     let mut newest = live.newest.subscribe();
+    let mut pass_newest = pass.as_ref().map(|p| p.live.newest.subscribe());
     let mut closing = app.closing.subscribe();
     loop {
+        let from_pass = pass.as_ref().filter(|p| p.covers(last));
+        let source = from_pass.map_or(live, |p| &p.live);
         loop {
-            let batch = match live.after(last, CONSUMER_BATCH_BYTES) {
+            let batch = match source.after(last, CONSUMER_BATCH_BYTES) {
                 Ok(batch) => batch,
                 Err(TooSlow) => {
                     let reason = format!("ConsumerTooSlow: reconnect with cursor={last} to resume");
@@ -631,13 +831,21 @@ async fn stream<K: Kv + 'static>(
                 break;
             }
             for event in batch {
-                sink.feed(&filters, &event.frame).await?;
+                if from_pass.is_some() {
+                    sink.feed_passed(&event.frame).await?;
+                } else {
+                    sink.feed(&filters, &event.frame).await?;
+                }
                 last = event.seq;
             }
             sink.socket.flush().await?;
         }
+        let waker = match (from_pass.is_some(), pass_newest.as_mut()) {
+            (true, Some(pass_newest)) => pass_newest,
+            _ => &mut newest,
+        };
         tokio::select! {
-            changed = newest.changed() => {
+            changed = waker.changed() => {
                 if changed.is_err() {
                     return sink.socket.send(Message::Close(None)).await;
                 }
@@ -647,7 +855,11 @@ async fn stream<K: Kv + 'static>(
                 return sink.socket.send(going_away()).await;
             }
             message = sink.socket.recv() => match incoming(message) {
-                Incoming::Filters(f) => filters = f,
+                Incoming::Filters(f) => {
+                    filters = f;
+                    pass = join_pass(&app, &filters);
+                    pass_newest = pass.as_ref().map(|p| p.live.newest.subscribe());
+                }
                 Incoming::Invalid(why) => return close_with(&mut sink.socket, &why).await,
                 Incoming::Closed => return Ok(()),
                 Incoming::Nothing => {}

@@ -56,12 +56,14 @@ pub(crate) async fn subscribe<K: Kv + 'static>(
     let now = newest(&servers)
         .await
         .map_err(|e| XrpcError::from(repo::Error::from(e)))?;
-    Ok(ws.on_upgrade(move |socket| async move {
-        let _admitted = admitted;
-        if let Err(e) = stream(servers, socket, cursor, now).await {
-            tracing::debug!(error = %e, "merged firehose connection ended");
-        }
-    }))
+    Ok(
+        crate::frames::stream_socket(ws).on_upgrade(move |socket| async move {
+            let _admitted = admitted;
+            if let Err(e) = stream(servers, socket, cursor, now).await {
+                tracing::debug!(error = %e, "merged firehose connection ended");
+            }
+        }),
+    )
 }
 
 /// The merged log's newest durable entry (0: none yet).

@@ -48,13 +48,15 @@ pub(crate) async fn subscribe<K: Kv + 'static>(
         .await
         .map_err(|e| XrpcError::from(repo::Error::from(e)))?
         .unwrap_or(0);
-    Ok(ws.on_upgrade(move |socket| async move {
-        let _admitted = admitted;
-        let sink = Sink { socket, compress };
-        if let Err(e) = stream(servers, sink, params, filters, now).await {
-            tracing::debug!(error = %e, "merged stream connection ended");
-        }
-    }))
+    Ok(
+        crate::frames::stream_socket(ws).on_upgrade(move |socket| async move {
+            let _admitted = admitted;
+            let sink = Sink { socket, compress };
+            if let Err(e) = stream(servers, sink, params, filters, now).await {
+                tracing::debug!(error = %e, "merged stream connection ended");
+            }
+        }),
+    )
 }
 
 async fn stream<K: Kv + 'static>(

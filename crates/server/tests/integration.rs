@@ -36,6 +36,7 @@ mod index_recovery_on_start;
 mod inspect_endpoints;
 mod invite_codes_gate_account_creation;
 mod jetstream_account_events;
+mod jetstream_filters_share_one_pass;
 mod jetstream_subscribe;
 mod jetstream_where_and_fields;
 mod lease_renewals_delayed;

@@ -38,22 +38,6 @@ fn cores() -> usize {
     std::thread::available_parallelism().map_or(1, std::num::NonZero::get)
 }
 
-/// CPU seconds (user + system) process `pid` has used.
-fn cpu_secs(pid: u32) -> f64 {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    // Fields after the command name (which is in parentheses).
-    let after = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
-    let fields: Vec<&str> = after.split_whitespace().collect();
-    let ticks = |i: usize| {
-        fields
-            .get(i)
-            .and_then(|f| f.parse::<f64>().ok())
-            .unwrap_or(0.0)
-    };
-    // utime and stime are fields 14 and 15 of the whole line: 11 and 12 here.
-    (ticks(11) + ticks(12)) / 100.0
-}
-
 /// Resident memory of process `pid`, MiB: now (`VmRSS:`) or its peak
 /// (`VmHWM:`).
 fn rss_mib(pid: u32) -> f64 {
@@ -195,15 +179,18 @@ async fn round(
         }
     };
     writes(1.0).await;
-    let before: Vec<f64> = servers.iter().map(|s| cpu_secs(s.pid())).collect();
-    let store_before = object_store.map(cpu_secs);
+    let before: Vec<f64> = servers
+        .iter()
+        .map(|s| datarepo_bench::cpu_secs(s.pid()))
+        .collect();
+    let store_before = object_store.map(datarepo_bench::cpu_secs);
     let started = Instant::now();
     let total = writes(secs).await;
     let wall = started.elapsed().as_secs_f64();
     let cpu = servers
         .iter()
         .zip(before)
-        .map(|(s, b)| (cpu_secs(s.pid()) - b) / wall)
+        .map(|(s, b)| (datarepo_bench::cpu_secs(s.pid()) - b) / wall)
         .collect();
     for s in servers {
         s.stop();
@@ -213,7 +200,7 @@ async fn round(
         cpu,
         store_cpu: object_store
             .zip(store_before)
-            .map(|(pid, b)| (cpu_secs(pid) - b) / wall),
+            .map(|(pid, b)| (datarepo_bench::cpu_secs(pid) - b) / wall),
     }
 }
 

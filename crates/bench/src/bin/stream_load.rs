@@ -4,10 +4,12 @@
 //! 1. Durable `createRecord` throughput (64 writers for `--secs`; one write
 //!    in 100 to a rare collection) with no consumer, with `--consumers`
 //!    (100) reading every event, and with as many asking only for the rare
-//!    collection (`wantedCollections`), in rounds ordered none, all,
-//!    filtered, none (the store's growth spread over both sides): each
-//!    rate against the mean of the rounds with none, and the delay from
-//!    each acknowledgement to its delivery to the consumers.
+//!    collection (`wantedCollections`), in rounds ordered none, then all,
+//!    filtered, none `--repeats` (3) times (the store's growth and the
+//!    machine's noise spread over every kind): each kind's mean rate
+//!    against the mean of the rounds with none, each round against the
+//!    rounds with none on either side, and the delay from each
+//!    acknowledgement to its delivery to the consumers.
 //! 2. One consumer replaying from cursor 0 every event the rounds made,
 //!    plain and compressed (`compress=true`): events/s.
 //! 3. Bytes per event: the JSON, zstd alone, zstd with the stream's
@@ -19,7 +21,7 @@
 //!    growth falls on both sides), no consumer.
 //!
 //!   cargo build --release --bin datarepo
-//!   cargo run --release -p datarepo-bench --bin stream-load -- [--secs 10 --consumers 100 --cost-pairs 3]
+//!   cargo run --release -p datarepo-bench --bin stream-load -- [--secs 10 --consumers 100 --repeats 3 --cost-pairs 3]
 //!
 //! The consumers run in this process, on the server's cores (real ones
 //! would not). `DATAREPO_BIN` names another binary.
@@ -30,7 +32,7 @@ use std::{
     collections::HashMap,
     sync::{
         Arc, Mutex,
-        atomic::{AtomicBool, Ordering},
+        atomic::{AtomicU64, Ordering},
     },
     time::{Duration, Instant},
 };
@@ -84,61 +86,98 @@ fn percentile(sorted: &[Duration], p: f64) -> f64 {
         .map_or(0.0, |d| d.as_secs_f64() * 1e3)
 }
 
-/// One round of writes with `consumers` connected with `query`: the write
-/// rate, deliveries, and acknowledgement → delivery delays (sorted).
+/// Waits (at most 60 s) until the server has finished what earlier rounds
+/// left it (compactions, freeing memory): under a tenth of a core for half
+/// a second. Without it a round pays for the one before it.
+async fn settle(pid: u32) {
+    for _ in 0..120 {
+        let before = datarepo_bench::cpu_secs(pid);
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        if datarepo_bench::cpu_secs(pid) - before < 0.05 {
+            return;
+        }
+    }
+}
+
+/// What one round of writes measured.
+struct Round {
+    /// Acknowledged writes per second.
+    rate: f64,
+    /// Events the consumers received.
+    delivered: u64,
+    /// Acknowledgement → delivery delays, sorted.
+    delays: Vec<Duration>,
+    /// The server's CPU seconds (user + system) per acknowledged write.
+    cpu_per_write: f64,
+}
+
+/// One round of writes on `server` with `consumers` connected with
+/// `query`.
 async fn round(
-    addr: &str,
-    base: &str,
+    server: &datarepo_bench::ServeProcess,
     secs: f64,
     consumers: usize,
     query: &str,
-) -> (f64, u64, Vec<Duration>) {
+) -> Round {
+    let (addr, base) = (server.addr.as_str(), server.base.as_str());
     let acks: Acks = Arc::new(Mutex::new(HashMap::new()));
-    let stop = Arc::new(AtomicBool::new(false));
+    // The consumers cost this process as little as they can (they share
+    // the server's cores): each counts its messages, and every tenth also
+    // reads its events' CIDs and times them; they are stopped by aborting
+    // them, with no timer per message.
+    let delivered = Arc::new(AtomicU64::new(0));
+    let mut timed = Vec::new();
     let mut readers = Vec::new();
     for consumer in 0..consumers {
         let mut socket = connect(addr, query).await;
-        let (acks, stop) = (Arc::clone(&acks), Arc::clone(&stop));
+        let delivered = Arc::clone(&delivered);
+        let times = (consumer % 10 == 0).then(|| {
+            let times: Arc<Mutex<Vec<(String, Instant)>>> = Arc::default();
+            timed.push(Arc::clone(&times));
+            times
+        });
         readers.push(tokio::spawn(async move {
-            let mut received = Vec::new();
-            while !stop.load(Ordering::Relaxed) {
-                let Ok(Some(Ok(message))) =
-                    tokio::time::timeout(Duration::from_millis(500), socket.next()).await
-                else {
-                    continue;
-                };
-                let at = Instant::now();
-                // Every tenth consumer reads its events' CIDs to time them;
-                // the others only receive.
+            while let Some(Ok(message)) = socket.next().await {
                 if let Message::Text(text) = message {
-                    if consumer % 10 == 0 {
+                    delivered.fetch_add(1, Ordering::Relaxed);
+                    if let Some(times) = &times {
+                        let at = Instant::now();
                         let v: serde_json::Value = serde_json::from_str(&text).unwrap();
                         let cid = v["commit"]["cid"].as_str().unwrap_or_default().to_owned();
-                        received.push((cid, at));
-                    } else {
-                        received.push((String::new(), at));
+                        times.lock().unwrap().push((cid, at));
                     }
                 }
             }
-            let acks = acks.lock().unwrap();
-            let delays: Vec<Duration> = received
-                .iter()
-                .filter_map(|(cid, at)| acks.get(cid).map(|ack| at.saturating_duration_since(*ack)))
-                .collect();
-            (received.len() as u64, delays)
         }));
     }
+    settle(server.pid()).await;
+    let cpu_before = datarepo_bench::cpu_secs(server.pid());
     let written = write_load(base, secs, (consumers > 0).then(|| Arc::clone(&acks))).await;
+    let server_cpu = datarepo_bench::cpu_secs(server.pid()) - cpu_before;
     tokio::time::sleep(Duration::from_secs(1)).await;
-    stop.store(true, Ordering::Relaxed);
-    let (mut delivered, mut delays) = (0, Vec::new());
-    for r in readers {
-        let (n, mut d) = r.await.unwrap();
-        delivered += n;
-        delays.append(&mut d);
+    for reader in &readers {
+        reader.abort();
     }
+    let delivered = delivered.load(Ordering::Relaxed);
+    let acks = acks.lock().unwrap();
+    let mut delays: Vec<Duration> = timed
+        .iter()
+        .flat_map(|times| {
+            times
+                .lock()
+                .unwrap()
+                .iter()
+                .filter_map(|(cid, at)| acks.get(cid).map(|ack| at.saturating_duration_since(*ack)))
+                .collect::<Vec<_>>()
+        })
+        .collect();
     delays.sort();
-    (written as f64 / secs, delivered, delays)
+    Round {
+        rate: written as f64 / secs,
+        delivered,
+        delays,
+        cpu_per_write: server_cpu / written.max(1) as f64,
+    }
 }
 
 /// One consumer reading every event from cursor 0 until none comes for a
@@ -255,6 +294,7 @@ fn main() {
     let secs: f64 = datarepo_bench::arg("--secs", 10.0);
     let consumers: usize = datarepo_bench::arg("--consumers", 100);
     let pairs: usize = datarepo_bench::arg("--cost-pairs", 3);
+    let repeats: usize = datarepo_bench::arg("--repeats", 3);
     let bin = datarepo_bench::datarepo_bin();
     assert!(
         bin.exists(),
@@ -277,36 +317,62 @@ fn main() {
     rt.block_on(async {
         server.ready().await;
         write_load(&base, 1.0, None).await;
-        let (none_a, _, _) = round(&addr, &base, secs, 0, "").await;
-        let (all, all_delivered, all_delays) = round(&addr, &base, secs, consumers, "").await;
+        // Rounds none, then (all, filtered, none) `--repeats` times: the
+        // store's growth and this VM's noise fall on every kind of round.
         let rare = format!("wantedCollections={RARE}");
-        let (filtered, filtered_delivered, filtered_delays) =
-            round(&addr, &base, secs, consumers, &rare).await;
-        let (none_b, _, _) = round(&addr, &base, secs, 0, "").await;
-        let none = f64::midpoint(none_a, none_b);
-        let line = |name: &str, rate: f64, delivered: u64, delays: &[Duration]| {
+        let mut none = vec![round(&server, secs, 0, "").await];
+        let mut kinds: [(String, Vec<Round>); 2] = [
+            (format!("{consumers} consumers, every event"), Vec::new()),
+            (format!("{consumers} consumers, {RARE} only (1% of writes)"), Vec::new()),
+        ];
+        for _ in 0..repeats {
+            for (kind, query) in kinds.iter_mut().zip(["", rare.as_str()]) {
+                kind.1.push(round(&server, secs, consumers, query).await);
+            }
+            none.push(round(&server, secs, 0, "").await);
+        }
+        let mean = |rounds: &[Round], f: fn(&Round) -> f64| {
+            rounds.iter().map(f).sum::<f64>() / rounds.len().max(1) as f64
+        };
+        let rates = |rounds: &[Round]| {
+            rounds.iter().map(|r| format!("{:.0}", r.rate)).collect::<Vec<_>>().join(", ")
+        };
+        let none_rate = mean(&none, |r| r.rate);
+        let none_cpu = mean(&none, |r| r.cpu_per_write);
+        println!(
+            "no consumer: createRecord {none_rate:.0}/s (rounds {}); server CPU {:.0} µs per write",
+            rates(&none),
+            1e6 * none_cpu
+        );
+        for (name, rounds) in &kinds {
+            let mut delays: Vec<Duration> =
+                rounds.iter().flat_map(|r| r.delays.iter().copied()).collect();
+            delays.sort();
+            let delivered: u64 = rounds.iter().map(|r| r.delivered).sum();
+            // Each round against the mean of the rounds with none on either side.
+            let ratios: Vec<String> = rounds
+                .iter()
+                .enumerate()
+                .map(|(i, r)| {
+                    format!("{:.1}%", 100.0 * r.rate / f64::midpoint(none[i].rate, none[i + 1].rate))
+                })
+                .collect();
+            let (rate, cpu) = (mean(rounds, |r| r.rate), mean(rounds, |r| r.cpu_per_write));
             println!(
-                "{name}: createRecord {rate:.0}/s ({:.1}% of {none:.0}/s with none: {none_a:.0} before, {none_b:.0} after); \
-                 {delivered} deliveries; ack -> delivery p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms ({} timed)",
-                100.0 * rate / none,
-                percentile(delays, 0.5),
-                percentile(delays, 0.99),
-                percentile(delays, 1.0),
+                "{name}: createRecord {rate:.0}/s ({:.1}% of {none_rate:.0}/s with none; rounds {}: {}); \
+                 server CPU {:.0} µs per write (+{:.1}%); {delivered} deliveries; \
+                 ack -> delivery p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms ({} timed)",
+                100.0 * rate / none_rate,
+                rates(rounds),
+                ratios.join(", "),
+                1e6 * cpu,
+                100.0 * (cpu / none_cpu - 1.0),
+                percentile(&delays, 0.5),
+                percentile(&delays, 0.99),
+                percentile(&delays, 1.0),
                 delays.len()
             );
-        };
-        line(
-            &format!("{consumers} consumers, every event"),
-            all,
-            all_delivered,
-            &all_delays,
-        );
-        line(
-            &format!("{consumers} consumers, {RARE} only (1% of writes)"),
-            filtered,
-            filtered_delivered,
-            &filtered_delays,
-        );
+        }
 
         for (name, query) in [("plain", "cursor=0"), ("compressed", "cursor=0&compress=true")] {
             let (n, bytes, elapsed) = replay(&addr, query).await;
