@@ -290,6 +290,65 @@ fn a_partitioned_store_serves_as_one_store() {
     let _ = follower.0.kill();
     let distinct: BTreeSet<&(String, String)> = creates.iter().collect();
     assert_eq!(distinct.len(), creates.len(), "a record came twice");
+    // Followers connected while commits land read them from the entries
+    // this process keeps in memory once caught up: every commit once, in
+    // order, numbered without a gap; the /subscribe follower every record.
+    let firehose_log = tmp.path().join("live-firehose.jsonl");
+    let jetstream_log = tmp.path().join("live-jetstream.jsonl");
+    let mut live_followers = [
+        common::spawn_follower(port, &firehose_log, &[]),
+        common::spawn_follower(port, &jetstream_log, &["--jetstream"]),
+    ];
+    common::lines_once(
+        &firehose_log,
+        |events| events.len() >= seqs.len(),
+        "the live follower caught up",
+    );
+    let mut landed = Vec::new();
+    for i in 0..40 {
+        let did = format!("did:web:r{}.example", i % 24);
+        let body =
+            json!({"repo": did, "collection": POST, "record": {"text": format!("live {i}")}});
+        let answer = post(port, "/xrpc/com.atproto.repo.createRecord", TOKEN, &body);
+        assert_eq!(answer.status, 200, "{}", answer.body);
+        let answer = answer.json();
+        landed.push((
+            (did, answer["commit"]["rev"].as_str().unwrap().to_owned()),
+            answer["uri"]
+                .as_str()
+                .unwrap()
+                .rsplit('/')
+                .next()
+                .unwrap()
+                .to_owned(),
+        ));
+    }
+    let events = common::lines_once(
+        &firehose_log,
+        |events| {
+            let seen: BTreeSet<(String, String)> = events.iter().map(common::commit_of).collect();
+            landed.iter().all(|(commit, _)| seen.contains(commit))
+        },
+        "the live follower has every commit",
+    );
+    let seqs: Vec<u64> = events.iter().map(|e| e["seq"].as_u64().unwrap()).collect();
+    assert_eq!(seqs, (1..=seqs.len() as u64).collect::<Vec<_>>());
+    let records = common::lines_once(
+        &jetstream_log,
+        |events| {
+            let seen = created(events);
+            landed
+                .iter()
+                .all(|(commit, rkey)| seen.contains(&(commit.0.clone(), rkey.clone())))
+        },
+        "the live /subscribe follower has every record",
+    );
+    let creates = created(&records);
+    let distinct: BTreeSet<&(String, String)> = creates.iter().collect();
+    assert_eq!(distinct.len(), creates.len(), "a record came twice");
+    for follower in &mut live_followers {
+        let _ = follower.0.kill();
+    }
     // Each partition's own stream is still there, by its parameter.
     let one = get(port, "/xrpc/com.atproto.sync.subscribeRepos?partition=9");
     assert_eq!(one.status, 400, "{}", one.body);

@@ -27,6 +27,7 @@ mod jobs;
 pub mod lease;
 mod merged_firehose;
 mod merged_jetstream;
+mod merged_live;
 mod merged_log;
 mod metrics;
 mod partitioned;

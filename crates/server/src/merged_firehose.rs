@@ -16,11 +16,14 @@ use store::{Kv, MergedLog};
 
 use crate::{Server, XrpcError};
 
+use crate::jetstream::CONSUMER_BATCH_BYTES;
+use crate::merged_live::{MergedLive, SharedLog};
 use crate::merged_log::{BATCH, Entry, POLL, read_entry};
 
 /// `subscribeRepos` over the merged log, answered by the front.
 pub(crate) async fn subscribe<K: Kv + 'static>(
     servers: Vec<Server<K>>,
+    shared: Arc<MergedLive>,
     mut parts: Parts,
 ) -> Result<Response, XrpcError> {
     use axum::extract::FromRequestParts as _;
@@ -59,7 +62,8 @@ pub(crate) async fn subscribe<K: Kv + 'static>(
     Ok(
         crate::frames::stream_socket(ws).on_upgrade(move |socket| async move {
             let _admitted = admitted;
-            if let Err(e) = stream(servers, socket, cursor, now).await {
+            crate::merged_live::start(&shared, MergedLog::Firehose, &servers);
+            if let Err(e) = stream(servers, &shared.firehose, socket, cursor, now).await {
                 tracing::debug!(error = %e, "merged firehose connection ended");
             }
         }),
@@ -79,6 +83,7 @@ async fn newest<K: Kv>(servers: &[Server<K>]) -> Result<u64, store::Error> {
 
 async fn stream<K: Kv + 'static>(
     servers: Vec<Server<K>>,
+    shared: &SharedLog,
     mut socket: WebSocket,
     cursor: Option<u64>,
     now: u64,
@@ -123,7 +128,35 @@ async fn stream<K: Kv + 'static>(
         .map(|_| store::AnchorMemo::default())
         .collect();
     let mut closing = servers[0].app.closing.subscribe();
+    let mut newest = shared.live.newest.subscribe();
     loop {
+        // From memory while it holds everything after `last`.
+        if shared.covers(last)
+            && let Ok(batch) = shared.live.after(last, CONSUMER_BATCH_BYTES)
+        {
+            if batch.is_empty() {
+                tokio::select! {
+                    changed = newest.changed() => if changed.is_err() {
+                        return socket.send(Message::Close(None)).await;
+                    },
+                    _ = async { closing.wait_for(|closing| *closing).await.is_ok() } => {
+                        return socket.send(crate::jetstream::going_away()).await;
+                    },
+                    incoming = socket.recv() => match incoming {
+                        Some(Ok(Message::Close(_)) | Err(_)) | None => return Ok(()),
+                        Some(Ok(_)) => {}
+                    },
+                }
+                continue;
+            }
+            for framed in batch {
+                socket.feed(Message::Binary(framed.frame.clone())).await?;
+                last = framed.seq;
+            }
+            socket.flush().await?;
+            continue;
+        }
+        // Else from the store (behind memory, or before it began).
         let entries = head
             .merged_events(MergedLog::Firehose, last, BATCH)
             .await
@@ -159,7 +192,7 @@ async fn stream<K: Kv + 'static>(
             last = entry.seq;
         }
         socket.flush().await?;
-        if caught_up && entries.len() == BATCH {
+        if (caught_up && entries.len() == BATCH) || shared.covers(last) {
             continue;
         }
         tokio::select! {

@@ -23,12 +23,14 @@ use crate::jetstream::{
     CONSUMER_BATCH_BYTES, Filters, Incoming, Params, Sink, await_hello, close_with,
     connection_options, going_away, incoming, not_a_websocket, stream_events_kept,
 };
+use crate::merged_live::{MergedLive, SharedLog};
 use crate::merged_log::{BATCH, Entry, POLL, read_entry};
 use crate::{Server, XrpcError};
 
 /// `/subscribe` over the merged stream log, answered by the front.
 pub(crate) async fn subscribe<K: Kv + 'static>(
     servers: Vec<Server<K>>,
+    shared: Arc<MergedLive>,
     mut parts: Parts,
 ) -> Result<Response, XrpcError> {
     use axum::extract::FromRequestParts as _;
@@ -52,7 +54,8 @@ pub(crate) async fn subscribe<K: Kv + 'static>(
         crate::frames::stream_socket(ws).on_upgrade(move |socket| async move {
             let _admitted = admitted;
             let sink = Sink { socket, compress };
-            if let Err(e) = stream(servers, sink, params, filters, now).await {
+            crate::merged_live::start(&shared, MergedLog::Stream, &servers);
+            if let Err(e) = stream(servers, &shared.stream, sink, params, filters, now).await {
                 tracing::debug!(error = %e, "merged stream connection ended");
             }
         }),
@@ -61,6 +64,7 @@ pub(crate) async fn subscribe<K: Kv + 'static>(
 
 async fn stream<K: Kv + 'static>(
     servers: Vec<Server<K>>,
+    shared: &SharedLog,
     mut sink: Sink,
     params: Params,
     mut filters: Filters,
@@ -78,7 +82,37 @@ async fn stream<K: Kv + 'static>(
     let head = Arc::clone(servers[0].app.repos.store());
     let failed = axum::Error::new;
     let mut closing = servers[0].app.closing.subscribe();
+    let mut newest = shared.live.newest.subscribe();
     loop {
+        // From memory while it holds everything after `last`.
+        if shared.covers(last)
+            && let Ok(batch) = shared.live.after(last, CONSUMER_BATCH_BYTES)
+        {
+            if batch.is_empty() {
+                tokio::select! {
+                    changed = newest.changed() => if changed.is_err() {
+                        return sink.socket.send(going_away()).await;
+                    },
+                    _ = async { closing.wait_for(|closing| *closing).await.is_ok() } => {
+                        return sink.socket.send(going_away()).await;
+                    }
+                    message = sink.socket.recv() => match incoming(message) {
+                        Incoming::Filters(f) => filters = f,
+                        Incoming::Invalid(why) => return close_with(&mut sink.socket, &why).await,
+                        Incoming::Closed => return Ok(()),
+                        Incoming::Nothing => {}
+                    },
+                }
+                continue;
+            }
+            for framed in batch {
+                sink.feed(&filters, &framed.frame).await?;
+                last = framed.seq;
+            }
+            sink.socket.flush().await?;
+            continue;
+        }
+        // Else from the store (behind memory, or before it began).
         let entries = head
             .merged_events(MergedLog::Stream, last, BATCH)
             .await
@@ -113,7 +147,7 @@ async fn stream<K: Kv + 'static>(
             }
         }
         sink.socket.flush().await?;
-        if caught_up && entries.len() == BATCH {
+        if (caught_up && entries.len() == BATCH) || shared.covers(last) {
             continue;
         }
         tokio::select! {

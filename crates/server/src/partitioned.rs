@@ -72,6 +72,8 @@ struct Front<K> {
     /// How old a claim whose account does not exist must be before another
     /// DID may take its handle.
     stale_claim: std::time::Duration,
+    /// The merged streams' newest entries, shared by their connections.
+    merged: Arc<crate::merged_live::MergedLive>,
 }
 
 impl<K: Kv + 'static> PartitionedServer<K> {
@@ -93,6 +95,9 @@ impl<K: Kv + 'static> PartitionedServer<K> {
         let max_body_bytes = servers
             .first()
             .map_or(0, |s| s.app.config.limits.max_body_bytes);
+        let buffer_bytes = servers
+            .first()
+            .map_or(0, |s| s.app.config.limits.firehose_buffer_bytes);
         Self {
             front: Arc::new(Front {
                 partitions,
@@ -106,6 +111,7 @@ impl<K: Kv + 'static> PartitionedServer<K> {
                 creating_accounts: tokio::sync::Mutex::new(()),
                 handle_claims: None,
                 stale_claim: std::time::Duration::MAX,
+                merged: Arc::new(crate::merged_live::MergedLive::new(buffer_bytes)),
             }),
         }
     }
@@ -167,15 +173,23 @@ async fn dispatch<K: Kv + 'static>(
             if query_param(&request, &["partition"]).is_none() =>
         {
             let (parts, _) = request.into_parts();
-            crate::merged_firehose::subscribe(front.servers.clone(), parts)
-                .await
-                .unwrap_or_else(IntoResponse::into_response)
+            crate::merged_firehose::subscribe(
+                front.servers.clone(),
+                Arc::clone(&front.merged),
+                parts,
+            )
+            .await
+            .unwrap_or_else(IntoResponse::into_response)
         }
         "/subscribe" if query_param(&request, &["partition"]).is_none() => {
             let (parts, _) = request.into_parts();
-            crate::merged_jetstream::subscribe(front.servers.clone(), parts)
-                .await
-                .unwrap_or_else(IntoResponse::into_response)
+            crate::merged_jetstream::subscribe(
+                front.servers.clone(),
+                Arc::clone(&front.merged),
+                parts,
+            )
+            .await
+            .unwrap_or_else(IntoResponse::into_response)
         }
         "/xrpc/com.atproto.sync.subscribeRepos" | "/subscribe" => {
             match stream_partition(&front, &request) {
