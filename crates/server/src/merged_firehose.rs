@@ -16,9 +16,7 @@ use store::{Kv, MergedLog};
 
 use crate::{Server, XrpcError};
 
-use crate::jetstream::CONSUMER_BATCH_BYTES;
-use crate::merged_live::{MergedLive, SharedLog};
-use crate::merged_log::{BATCH, Entry, POLL, read_entry};
+use crate::merged_live::{MergedLive, SharedLog, next_for};
 
 /// `subscribeRepos` over the merged log, answered by the front.
 pub(crate) async fn subscribe<K: Kv + 'static>(
@@ -127,76 +125,28 @@ async fn stream<K: Kv + 'static>(
         .iter()
         .map(|_| store::AnchorMemo::default())
         .collect();
+    let stores: Vec<&store::Store<K>> = servers
+        .iter()
+        .map(|s| s.app.repos.store().as_ref())
+        .collect();
     let mut closing = servers[0].app.closing.subscribe();
     let mut newest = shared.live.newest.subscribe();
     loop {
-        // From memory while it holds everything after `last`.
-        if shared.covers(last)
-            && let Ok(batch) = shared.live.after(last, CONSUMER_BATCH_BYTES)
-        {
-            if batch.is_empty() {
-                tokio::select! {
-                    changed = newest.changed() => if changed.is_err() {
-                        return socket.send(Message::Close(None)).await;
-                    },
-                    _ = async { closing.wait_for(|closing| *closing).await.is_ok() } => {
-                        return socket.send(crate::jetstream::going_away()).await;
-                    },
-                    incoming = socket.recv() => match incoming {
-                        Some(Ok(Message::Close(_)) | Err(_)) | None => return Ok(()),
-                        Some(Ok(_)) => {}
-                    },
-                }
-                continue;
-            }
-            for framed in batch {
-                socket.feed(Message::Binary(framed.frame.clone())).await?;
-                last = framed.seq;
-            }
-            socket.flush().await?;
-            continue;
-        }
-        // Else from the store (behind memory, or before it began).
-        let entries = head
-            .merged_events(MergedLog::Firehose, last, BATCH)
+        let next = next_for(shared, MergedLog::Firehose, &stores, &anchors, last)
             .await
-            .map_err(failed)?;
-        // Whether every entry read was sent (or was past retention).
-        let mut caught_up = true;
-        for entry in &entries {
-            let p = usize::try_from(entry.partition).unwrap_or(usize::MAX);
-            let Some(server) = servers.get(p) else {
-                last = entry.seq;
-                continue;
-            };
-            let store = server.app.repos.store();
-            match read_entry(MergedLog::Firehose, store, entry)
-                .await
-                .map_err(failed)?
-            {
-                Entry::Event(stored) => {
-                    match repo::frame_event(store, &anchors[p], entry.seq, &stored).await {
-                        Ok(frame) => socket.feed(Message::Binary(frame.into())).await?,
-                        Err(repo::Error::InvalidRecord(e)) => {
-                            tracing::error!(seq = entry.seq, error = %e, "merged firehose: skipping a malformed event");
-                        }
-                        Err(e) => return Err(axum::Error::new(e)),
-                    }
-                }
-                Entry::NotYet => {
-                    caught_up = false;
-                    break;
-                }
-                Entry::Pruned => {}
-            }
-            last = entry.seq;
+            .map_err(axum::Error::new)?;
+        for (_, frame) in &next.entries {
+            socket.feed(Message::Binary(frame.clone())).await?;
         }
-        socket.flush().await?;
-        if (caught_up && entries.len() == BATCH) || shared.covers(last) {
+        if !next.entries.is_empty() {
+            socket.flush().await?;
+        }
+        last = next.through;
+        if next.again {
             continue;
         }
         tokio::select! {
-            () = tokio::time::sleep(POLL) => {}
+            () = shared.wait(&mut newest, next.in_memory) => {}
             _ = async { closing.wait_for(|closing| *closing).await.is_ok() } => {
                 return socket.send(crate::jetstream::going_away()).await;
             },

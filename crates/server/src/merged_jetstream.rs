@@ -20,11 +20,10 @@ use futures_util::SinkExt;
 use store::{Kv, MergedLog};
 
 use crate::jetstream::{
-    CONSUMER_BATCH_BYTES, Filters, Incoming, Params, Sink, await_hello, close_with,
-    connection_options, going_away, incoming, not_a_websocket, stream_events_kept,
+    Filters, Incoming, Params, Sink, await_hello, close_with, connection_options, going_away,
+    incoming, not_a_websocket, stream_events_kept,
 };
-use crate::merged_live::{MergedLive, SharedLog};
-use crate::merged_log::{BATCH, Entry, POLL, read_entry};
+use crate::merged_live::{MergedLive, SharedLog, next_for};
 use crate::{Server, XrpcError};
 
 /// `/subscribe` over the merged stream log, answered by the front.
@@ -79,79 +78,28 @@ async fn stream<K: Kv + 'static>(
         Some(cursor) if cursor <= now => cursor,
         _ => now,
     };
-    let head = Arc::clone(servers[0].app.repos.store());
-    let failed = axum::Error::new;
+    let stores: Vec<&store::Store<K>> = servers
+        .iter()
+        .map(|s| s.app.repos.store().as_ref())
+        .collect();
     let mut closing = servers[0].app.closing.subscribe();
     let mut newest = shared.live.newest.subscribe();
     loop {
-        // From memory while it holds everything after `last`.
-        if shared.covers(last)
-            && let Ok(batch) = shared.live.after(last, CONSUMER_BATCH_BYTES)
-        {
-            if batch.is_empty() {
-                tokio::select! {
-                    changed = newest.changed() => if changed.is_err() {
-                        return sink.socket.send(going_away()).await;
-                    },
-                    _ = async { closing.wait_for(|closing| *closing).await.is_ok() } => {
-                        return sink.socket.send(going_away()).await;
-                    }
-                    message = sink.socket.recv() => match incoming(message) {
-                        Incoming::Filters(f) => filters = f,
-                        Incoming::Invalid(why) => return close_with(&mut sink.socket, &why).await,
-                        Incoming::Closed => return Ok(()),
-                        Incoming::Nothing => {}
-                    },
-                }
-                continue;
-            }
-            for framed in batch {
-                sink.feed(&filters, &framed.frame).await?;
-                last = framed.seq;
-            }
-            sink.socket.flush().await?;
-            continue;
-        }
-        // Else from the store (behind memory, or before it began).
-        let entries = head
-            .merged_events(MergedLog::Stream, last, BATCH)
+        let next = next_for(shared, MergedLog::Stream, &stores, &[], last)
             .await
-            .map_err(failed)?;
-        let mut caught_up = true;
-        let mut fed = 0;
-        for entry in &entries {
-            let Some(server) = servers.get(usize::try_from(entry.partition).unwrap_or(usize::MAX))
-            else {
-                last = entry.seq;
-                continue;
-            };
-            match read_entry(MergedLog::Stream, server.app.repos.store(), entry)
-                .await
-                .map_err(failed)?
-            {
-                Entry::Event(stored) => {
-                    if sink.feed(&filters, &stored).await? {
-                        fed += stored.len();
-                    }
-                }
-                Entry::NotYet => {
-                    caught_up = false;
-                    break;
-                }
-                Entry::Pruned => {}
-            }
-            last = entry.seq;
-            if fed >= CONSUMER_BATCH_BYTES {
-                sink.socket.flush().await?;
-                fed = 0;
-            }
+            .map_err(axum::Error::new)?;
+        for (_, stored) in &next.entries {
+            sink.feed(&filters, stored).await?;
         }
-        sink.socket.flush().await?;
-        if (caught_up && entries.len() == BATCH) || shared.covers(last) {
+        if !next.entries.is_empty() {
+            sink.socket.flush().await?;
+        }
+        last = next.through;
+        if next.again {
             continue;
         }
         tokio::select! {
-            () = tokio::time::sleep(POLL) => {}
+            () = shared.wait(&mut newest, next.in_memory) => {}
             _ = async { closing.wait_for(|closing| *closing).await.is_ok() } => {
                 return sink.socket.send(going_away()).await;
             }

@@ -61,6 +61,20 @@ impl SharedLog {
     pub(crate) fn covers(&self, last: u64) -> bool {
         self.start.get().is_some_and(|start| last >= *start) && last >= self.live.dropped_through()
     }
+
+    /// Waits for a connection's next entries: until the publisher has one
+    /// (`in_memory`, `newest` watching this log's memory), else one poll
+    /// of the log in the store.
+    pub(crate) async fn wait(
+        &self,
+        newest: &mut tokio::sync::watch::Receiver<u64>,
+        in_memory: bool,
+    ) {
+        if in_memory && newest.changed().await.is_ok() {
+            return;
+        }
+        tokio::time::sleep(POLL).await;
+    }
 }
 
 /// Starts the publisher of `log` (once per process), until the servers
@@ -104,10 +118,15 @@ pub(crate) fn start<K: Kv + 'static>(
                     }
                 },
             };
-            match publish(&shared.log(log).live, log, &apps, &anchors, from).await {
-                Ok((through, more)) => {
-                    last = Some(through);
-                    if more {
+            let stores: Vec<&store::Store<K>> =
+                apps.iter().map(|a| a.repos.store().as_ref()).collect();
+            match read_after(log, &stores, &anchors, from).await {
+                Ok(batch) => {
+                    for framed in batch.entries {
+                        shared.log(log).live.publish(framed);
+                    }
+                    last = Some(batch.through);
+                    if batch.more {
                         continue;
                     }
                 }
@@ -119,28 +138,90 @@ pub(crate) fn start<K: Kv + 'static>(
     });
 }
 
-/// Publishes the entries after `last` (one batch) into `live`: the entry
-/// read through, and whether more may follow at once (a full batch, none
-/// waiting for its partition).
-async fn publish<K: Kv>(
-    live: &Live,
+/// What a connection sends next.
+pub(crate) struct Next {
+    /// Entries, each under its place in the log.
+    pub(crate) entries: Vec<(u64, bytes::Bytes)>,
+    /// The place the connection has sent everything through once these are
+    /// sent.
+    pub(crate) through: u64,
+    /// Read from memory (so the connection waits on it for the next).
+    pub(crate) in_memory: bool,
+    /// Whether to read again at once.
+    pub(crate) again: bool,
+}
+
+/// The next entries of `log` for a connection that has sent everything
+/// through `last`: from memory when it holds everything after `last`, else
+/// from the store (the connection is behind memory, or before it began).
+///
+/// # Errors
+///
+/// As [`read_after`].
+pub(crate) async fn next_for<K: Kv>(
+    shared: &SharedLog,
     log: MergedLog,
-    apps: &[Arc<crate::app::App<K>>],
+    stores: &[&store::Store<K>],
+    anchors: &[store::AnchorMemo],
+    last: u64,
+) -> Result<Next, repo::Error> {
+    if shared.covers(last)
+        && let Ok(batch) = shared
+            .live
+            .after(last, crate::jetstream::CONSUMER_BATCH_BYTES)
+    {
+        let through = batch.last().map_or(last, |f| f.seq);
+        return Ok(Next {
+            again: !batch.is_empty(),
+            entries: batch.iter().map(|f| (f.seq, f.frame.clone())).collect(),
+            through,
+            in_memory: true,
+        });
+    }
+    let read = read_after(log, stores, anchors, last).await?;
+    Ok(Next {
+        entries: read.entries.into_iter().map(|f| (f.seq, f.frame)).collect(),
+        through: read.through,
+        in_memory: false,
+        again: read.more || shared.covers(read.through),
+    })
+}
+
+/// Entries of a merged log as connections send them.
+pub(crate) struct Batch {
+    /// Each entry's event under its place in the log: the firehose's
+    /// framed, the stream's as stored.
+    pub(crate) entries: Vec<Framed>,
+    /// The place read through.
+    pub(crate) through: u64,
+    /// Whether more may follow at once (a full batch, none waiting for its
+    /// partition).
+    pub(crate) more: bool,
+}
+
+/// The entries of `log` after `last` (one batch), each event read from its
+/// partition's store (`stores[p]`; `anchors[p]` for framing the
+/// firehose's): skipped when its partition no longer keeps it (or it is
+/// malformed), and the batch ends before one this process's replica of its
+/// partition has not seen yet.
+///
+/// # Errors
+///
+/// The store's, reading the log or an event.
+pub(crate) async fn read_after<K: Kv>(
+    log: MergedLog,
+    stores: &[&store::Store<K>],
     anchors: &[store::AnchorMemo],
     mut last: u64,
-) -> Result<(u64, bool), repo::Error> {
-    let entries = apps[0]
-        .repos
-        .store()
-        .merged_events(log, last, BATCH)
-        .await?;
-    for entry in &entries {
+) -> Result<Batch, repo::Error> {
+    let read = stores[0].merged_events(log, last, BATCH).await?;
+    let mut entries = Vec::with_capacity(read.len());
+    for entry in &read {
         let p = usize::try_from(entry.partition).unwrap_or(usize::MAX);
-        let Some(app) = apps.get(p) else {
+        let Some(store) = stores.get(p) else {
             last = entry.seq;
             continue;
         };
-        let store = app.repos.store();
         match read_entry(log, store, entry).await? {
             Entry::Event(stored) => {
                 let frame = match log {
@@ -157,17 +238,26 @@ async fn publish<K: Kv>(
                     }
                 };
                 if let Some(frame) = frame {
-                    live.publish(Framed {
+                    entries.push(Framed {
                         seq: entry.seq,
                         frame,
                     });
                 }
             }
-            // Its partition's replica here has not seen it: wait.
-            Entry::NotYet => return Ok((last, false)),
+            Entry::NotYet => {
+                return Ok(Batch {
+                    entries,
+                    through: last,
+                    more: false,
+                });
+            }
             Entry::Pruned => {}
         }
         last = entry.seq;
     }
-    Ok((last, entries.len() == BATCH))
+    Ok(Batch {
+        entries,
+        through: last,
+        more: read.len() == BATCH,
+    })
 }

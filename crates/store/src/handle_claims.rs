@@ -15,12 +15,11 @@
 use std::{sync::Arc, time::Duration};
 
 use slatedb::object_store::{
-    self, ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload, UpdateVersion,
-    path::Path as ObjectPath,
+    self, ObjectStore, ObjectStoreExt, PutMode, PutPayload, UpdateVersion, path::Path as ObjectPath,
 };
 
 use crate::error::Error;
-use crate::kv::location::{Location, object_store};
+use crate::kv::location::{Location, beside_database, object_store, put_if};
 
 /// The prefix of the handle claims under a partitioned store's root.
 pub const HANDLES_PREFIX: &str = "handles";
@@ -77,13 +76,9 @@ impl HandleClaims {
     /// `db` path, as [`crate::Lease::beside`] takes it).
     #[must_use]
     pub fn beside(store: Arc<dyn ObjectStore>, db_path: &str) -> Self {
-        let prefix = match db_path.trim_end_matches('/').rsplit_once('/') {
-            Some((prefix, _)) => format!("{prefix}/{HANDLES_PREFIX}"),
-            None => HANDLES_PREFIX.to_owned(),
-        };
         Self {
             store,
-            prefix: ObjectPath::from(prefix),
+            prefix: beside_database(db_path, HANDLES_PREFIX),
         }
     }
 
@@ -188,22 +183,9 @@ impl HandleClaims {
             what: "handle claim",
             reason: e.to_string(),
         })?;
-        let options = PutOptions {
-            mode,
-            ..PutOptions::default()
-        };
-        match self
-            .store
-            .put_opts(&self.path(handle), PutPayload::from(body), options)
-            .await
-        {
-            Ok(_) => Ok(true),
-            Err(
-                object_store::Error::AlreadyExists { .. }
-                | object_store::Error::Precondition { .. },
-            ) => Ok(false),
-            Err(e) => Err(Error::Unavailable(Box::new(e))),
-        }
+        Ok(put_if(self.store.as_ref(), &self.path(handle), body, mode)
+            .await?
+            .is_some())
     }
 
     /// The object store's time now (milliseconds since the Unix epoch): the

@@ -17,12 +17,11 @@
 use std::sync::Arc;
 
 use slatedb::object_store::{
-    self, ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload, UpdateVersion,
-    path::Path as ObjectPath,
+    self, ObjectStore, ObjectStoreExt, PutMode, UpdateVersion, path::Path as ObjectPath,
 };
 
 use crate::error::Error;
-use crate::kv::location::{Location, object_store};
+use crate::kv::location::{Location, beside_database, object_store, put_if};
 
 /// The lease object's name beside the database.
 pub const LEASE_OBJECT: &str = "lease";
@@ -73,13 +72,9 @@ impl Lease {
     /// store wrapped to delay or fail requests).
     #[must_use]
     pub fn beside(store: Arc<dyn ObjectStore>, db_path: &str) -> Self {
-        let path = match db_path.trim_end_matches('/').rsplit_once('/') {
-            Some((prefix, _)) => format!("{prefix}/{LEASE_OBJECT}"),
-            None => LEASE_OBJECT.to_owned(),
-        };
         Self {
             store,
-            path: ObjectPath::from(path),
+            path: beside_database(db_path, LEASE_OBJECT),
         }
     }
 
@@ -145,24 +140,8 @@ impl Lease {
             what: "writer lease",
             reason: e.to_string(),
         })?;
-        let options = PutOptions {
-            mode,
-            ..PutOptions::default()
-        };
-        match self
-            .store
-            .put_opts(&self.path, PutPayload::from(body), options)
-            .await
-        {
-            Ok(put) => Ok(Some(LeaseVersion(UpdateVersion {
-                e_tag: put.e_tag,
-                version: put.version,
-            }))),
-            Err(
-                object_store::Error::AlreadyExists { .. }
-                | object_store::Error::Precondition { .. },
-            ) => Ok(None),
-            Err(e) => Err(Error::Unavailable(Box::new(e))),
-        }
+        Ok(put_if(self.store.as_ref(), &self.path, body, mode)
+            .await?
+            .map(LeaseVersion))
     }
 }

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use slatedb::object_store::{ObjectStore, ObjectStoreExt, PutPayload, path::Path as ObjectPath};
 
 use crate::error::Error;
-use crate::kv::location::{Location, object_store};
+use crate::kv::location::{Location, beside_database, object_store};
 
 /// The prefix of the member objects under a partitioned store's root.
 pub const MEMBERS_PREFIX: &str = "members";
@@ -32,13 +32,9 @@ impl Members {
     /// [`Error::Location`] as for opening the store.
     pub async fn at(root: &Location) -> Result<Self, Error> {
         let (db_path, store) = object_store(root).await?;
-        let prefix = match db_path.trim_end_matches('/').rsplit_once('/') {
-            Some((prefix, _)) => format!("{prefix}/{MEMBERS_PREFIX}"),
-            None => MEMBERS_PREFIX.to_owned(),
-        };
         Ok(Self {
             store,
-            prefix: ObjectPath::from(prefix),
+            prefix: beside_database(&db_path, MEMBERS_PREFIX),
         })
     }
 

@@ -20,7 +20,7 @@ use slatedb::object_store::{
 };
 
 use crate::error::Error;
-use crate::kv::location::{DB_PATH, Location, object_store};
+use crate::kv::location::{DB_PATH, Location, beside_database, object_store};
 
 /// The object naming a store's partitions, at its location's root.
 pub const PARTITIONS_OBJECT: &str = "partitions.json";
@@ -194,11 +194,7 @@ impl Partitions {
     /// The object store at `root` and the path of `partitions.json` in it.
     async fn object(root: &Location) -> Result<(Arc<dyn ObjectStore>, ObjectPath), Error> {
         let (db_path, store) = object_store(root).await?;
-        let path = match db_path.trim_end_matches('/').rsplit_once('/') {
-            Some((prefix, _)) => format!("{prefix}/{PARTITIONS_OBJECT}"),
-            None => PARTITIONS_OBJECT.to_owned(),
-        };
-        Ok((store, ObjectPath::from(path)))
+        Ok((store, beside_database(&db_path, PARTITIONS_OBJECT)))
     }
 
     fn decode(bytes: &[u8]) -> Result<Self, Error> {

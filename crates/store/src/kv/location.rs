@@ -4,14 +4,53 @@
 use std::{path::Path, sync::Arc};
 
 use slatedb::object_store::{
-    ObjectStore, RetryConfig, aws::AmazonS3Builder, local::LocalFileSystem,
-    path::Path as ObjectPath,
+    self, ObjectStore, PutMode, PutOptions, PutPayload, RetryConfig, UpdateVersion,
+    aws::AmazonS3Builder, local::LocalFileSystem, path::Path as ObjectPath,
 };
 
 use crate::error::Error;
 
 /// The database's path inside a location (a local directory or an S3 prefix).
 pub(crate) const DB_PATH: &str = "db";
+
+/// The object (or prefix) `name` beside the database at `db_path`:
+/// `prefix/db` → `prefix/name`.
+pub(crate) fn beside_database(db_path: &str, name: &str) -> ObjectPath {
+    match db_path.trim_end_matches('/').rsplit_once('/') {
+        Some((prefix, _)) => ObjectPath::from(format!("{prefix}/{name}")),
+        None => ObjectPath::from(name),
+    }
+}
+
+/// Writes `body` at `path` only if `mode`'s condition holds (absent, or at
+/// a version): the new version, or `None` when the condition did not hold
+/// (another process wrote first).
+///
+/// # Errors
+///
+/// [`Error::Unavailable`] when the object store fails or cannot write
+/// conditionally.
+pub(crate) async fn put_if(
+    store: &dyn ObjectStore,
+    path: &ObjectPath,
+    body: Vec<u8>,
+    mode: PutMode,
+) -> Result<Option<UpdateVersion>, Error> {
+    let options = PutOptions {
+        mode,
+        ..PutOptions::default()
+    };
+    match store.put_opts(path, PutPayload::from(body), options).await {
+        Ok(put) => Ok(Some(UpdateVersion {
+            e_tag: put.e_tag,
+            version: put.version,
+        })),
+        Err(
+            object_store::Error::AlreadyExists { .. } | object_store::Error::Precondition { .. },
+        ) => Ok(None),
+        Err(e) => Err(Error::Unavailable(Box::new(e))),
+    }
+}
 
 /// Where a database lives: a local directory or an S3-compatible bucket.
 #[derive(Debug, Clone, PartialEq, Eq)]

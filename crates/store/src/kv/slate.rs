@@ -93,13 +93,9 @@ async fn refuse_partitioned_root(location: &Location) -> Result<(), Error> {
 }
 
 fn blobs_beside(path: &str, store: &Arc<dyn ObjectStore>) -> crate::Blobs {
-    let root = match path.trim_end_matches('/').rsplit_once('/') {
-        Some((prefix, _)) => format!("{prefix}/blobs"),
-        None => "blobs".to_owned(),
-    };
     crate::Blobs::new(
         Arc::clone(store),
-        slatedb::object_store::path::Path::from(root),
+        crate::kv::location::beside_database(path, "blobs"),
     )
 }
 
