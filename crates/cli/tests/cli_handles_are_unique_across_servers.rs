@@ -9,12 +9,11 @@
 use crate::common::{
     self,
     ha::{LEASE, partition_role, wait_for},
-    http_within,
 };
 
 use std::{thread, time::Duration};
 
-use serde_json::{Value, json};
+use serde_json::json;
 
 const TOKEN: &str = "handles-token";
 const PARTITIONS: u32 = 4;
@@ -29,20 +28,8 @@ fn did_in(stem: &str, wanted: &[u32]) -> String {
         .unwrap()
 }
 
-fn post(port: u16, path: &str, token: &str, body: &Value) -> common::Answer {
-    http_within(
-        port,
-        "POST",
-        path,
-        token,
-        &body.to_string(),
-        Duration::from_secs(30),
-    )
-    .expect("the server answers")
-}
-
 fn create_account(port: u16, handle: &str, did: &str) -> common::Answer {
-    post(
+    common::post_json(
         port,
         "/xrpc/com.atproto.server.createAccount",
         TOKEN,
@@ -52,7 +39,7 @@ fn create_account(port: u16, handle: &str, did: &str) -> common::Answer {
 
 /// The DID `handle` logs in as through the server at `port`.
 fn logs_in_as(port: u16, handle: &str) -> Option<String> {
-    let session = post(
+    let session = common::post_json(
         port,
         "/xrpc/com.atproto.server.createSession",
         "",
@@ -148,7 +135,7 @@ fn a_handle_goes_to_one_account_across_servers() {
     // A creation that fails after claiming its handle (a DID only the admin
     // may give, asked for without the admin token) gives it back at once.
     let handle = "returned.test";
-    let refused = post(
+    let refused = common::post_json(
         a,
         "/xrpc/com.atproto.server.createAccount",
         "",

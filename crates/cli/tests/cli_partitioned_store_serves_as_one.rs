@@ -17,18 +17,6 @@ const TOKEN: &str = "partitioned-token";
 const POST: &str = "app.bsky.feed.post";
 const PARTITIONS: u32 = 4;
 
-fn post(port: u16, path: &str, token: &str, body: &Value) -> common::Answer {
-    http_within(
-        port,
-        "POST",
-        path,
-        token,
-        &body.to_string(),
-        Duration::from_secs(30),
-    )
-    .expect("the server answers")
-}
-
 fn get(port: u16, path: &str) -> common::Answer {
     http_within(port, "GET", path, "", "", Duration::from_secs(30)).expect("the server answers")
 }
@@ -80,7 +68,7 @@ fn a_partitioned_store_serves_as_one_store() {
     for i in 0..24 {
         let did = format!("did:web:r{i}.example");
         let body = json!({"repo": did, "collection": POST, "record": {"text": format!("r{i}")}});
-        let answer = post(port, "/xrpc/com.atproto.repo.createRecord", TOKEN, &body);
+        let answer = common::post_json(port, "/xrpc/com.atproto.repo.createRecord", TOKEN, &body);
         assert_eq!(answer.status, 200, "{}", answer.body);
         model.insert(did);
     }
@@ -131,7 +119,7 @@ fn a_partitioned_store_serves_as_one_store() {
     let mut handles = Vec::new();
     for name in ["ann", "ben", "cat", "dan", "eve", "fay"] {
         let handle = format!("{name}.test");
-        let made = post(
+        let made = common::post_json(
             port,
             "/xrpc/com.atproto.server.createAccount",
             "",
@@ -142,7 +130,7 @@ fn a_partitioned_store_serves_as_one_store() {
         model.insert(format!("did:web:{handle}"));
         handles.push(handle);
     }
-    let taken = post(
+    let taken = common::post_json(
         port,
         "/xrpc/com.atproto.server.createAccount",
         "",
@@ -151,7 +139,7 @@ fn a_partitioned_store_serves_as_one_store() {
     assert_eq!(taken.status, 400, "{}", taken.body);
     assert_eq!(taken.json()["error"], "HandleNotAvailable");
     for handle in &handles {
-        let session = post(
+        let session = common::post_json(
             port,
             "/xrpc/com.atproto.server.createSession",
             "",
@@ -161,7 +149,7 @@ fn a_partitioned_store_serves_as_one_store() {
         let jwt = session.json()["accessJwt"].as_str().unwrap().to_owned();
         let body = json!({"repo": format!("did:web:{handle}"), "collection": POST,
                           "record": {"text": "mine"}});
-        let wrote = post(port, "/xrpc/com.atproto.repo.createRecord", &jwt, &body);
+        let wrote = common::post_json(port, "/xrpc/com.atproto.repo.createRecord", &jwt, &body);
         assert_eq!(wrote.status, 200, "{}", wrote.body);
         let me = http_within(
             port,
@@ -175,7 +163,7 @@ fn a_partitioned_store_serves_as_one_store() {
         assert_eq!(me.status, 200, "{}", me.body);
         assert_eq!(me.json()["handle"], handle.as_str());
     }
-    let wrong = post(
+    let wrong = common::post_json(
         port,
         "/xrpc/com.atproto.server.createSession",
         "",
@@ -309,7 +297,7 @@ fn a_partitioned_store_serves_as_one_store() {
         let did = format!("did:web:r{}.example", i % 24);
         let body =
             json!({"repo": did, "collection": POST, "record": {"text": format!("live {i}")}});
-        let answer = post(port, "/xrpc/com.atproto.repo.createRecord", TOKEN, &body);
+        let answer = common::post_json(port, "/xrpc/com.atproto.repo.createRecord", TOKEN, &body);
         assert_eq!(answer.status, 200, "{}", answer.body);
         let answer = answer.json();
         landed.push((

@@ -255,6 +255,19 @@ pub fn http_within(
     })
 }
 
+/// A JSON `POST` of `body` to `path` with `token`, answered within 30 s.
+pub fn post_json(port: u16, path: &str, token: &str, body: &Value) -> Answer {
+    http_within(
+        port,
+        "POST",
+        path,
+        token,
+        &body.to_string(),
+        std::time::Duration::from_secs(30),
+    )
+    .expect("the server answers")
+}
+
 /// `datarepo serve` of the store at `location` on 127.0.0.1:`port` with
 /// `token` and `extra` arguments, its standard error to `log`.
 pub fn spawn_serve(
