@@ -5,13 +5,14 @@ use std::{io::BufRead as _, process::ExitCode, sync::Arc};
 
 use accounts::{Accounts, account::Account, account::Status, storage::NewAccount};
 use serde_json::{Value, json};
-use store::SlateKv;
+use store::{Partitions, SlateKv};
 
 use crate::{
     client::Client,
     commands::{AccountCommand, PasswordArgs, RepoArgs},
     output::{Result, print},
     session::{Session, Target},
+    storage::StoreArgs,
 };
 
 /// Runs an `account` command: on the store, or through a server's
@@ -20,6 +21,124 @@ pub(crate) async fn run(t: Target<'_>, args: &RepoArgs, cmd: AccountCommand) -> 
     match t {
         Target::Store(s) => run_on_store(s, args.json, cmd).await,
         Target::Server(client) => run_on_server(client, args.json, cmd).await,
+    }
+}
+
+/// An `account` command on a partitioned store (without `--repo`): `list`
+/// spans every partition; a command naming an account runs in the
+/// partition holding it (a DID's by its hash, a handle's where an account
+/// has it); `create` runs in the partition of the new account's DID once
+/// its handle is free in every partition and, on object storage, claimed
+/// for it as `serve` claims handles (`docs/server.md`, "Partitions").
+pub(crate) async fn run_partitioned(
+    store: &StoreArgs,
+    partitions: Partitions,
+    args: &RepoArgs,
+    cmd: AccountCommand,
+) -> Result<ExitCode> {
+    if let AccountCommand::List = cmd {
+        let mut all = Vec::new();
+        for p in partitions.all() {
+            let session = Session::open(&store.partition(p), false).await?;
+            let listed = accounts(&session).list().await.map_err(say);
+            session
+                .kv
+                .close()
+                .await
+                .map_err(|e| format!("closing partition {p}: {e}"))?;
+            all.extend(listed?);
+        }
+        all.sort_by(|a, b| a.did.cmp(&b.did));
+        print_accounts(&all, args.json);
+        return Ok(ExitCode::SUCCESS);
+    }
+    let (partition, claim) = match &cmd {
+        AccountCommand::Create { handle, did, .. } => {
+            let handle = accounts::account::normalize_handle(handle).map_err(say)?;
+            let did = did.clone().unwrap_or_else(|| format!("did:web:{handle}"));
+            if holding_partition(store, partitions, &handle)
+                .await?
+                .is_some()
+            {
+                return Err(say(accounts::Error::HandleTaken(handle)));
+            }
+            let claim = claim_handle(store, &handle, &did).await?;
+            (partitions.of(&did), claim)
+        }
+        _ => {
+            let name = cmd.account().unwrap_or_default().to_owned();
+            let partition = if name.starts_with("did:") {
+                partitions.of(&name)
+            } else {
+                holding_partition(store, partitions, &name)
+                    .await?
+                    .ok_or_else(|| say(accounts::Error::AccountNotFound(name.clone())))?
+            };
+            (partition, None)
+        }
+    };
+    let session = Session::open(&store.partition(partition), cmd.writes()).await?;
+    let result = run_on_store(&session, args.json, cmd).await;
+    let closed = session.kv.close().await;
+    if result.is_err()
+        && let Some((claims, handle, did)) = &claim
+        && let Err(e) = claims.release(handle, did).await
+    {
+        eprintln!("datarepo: the handle claim on {handle} could not be given back: {e}");
+    }
+    let code = result?;
+    closed.map_err(|e| format!("closing partition {partition}: {e}"))?;
+    Ok(code)
+}
+
+/// The partition whose accounts include `name` (a handle or DID), if any.
+async fn holding_partition(
+    store: &StoreArgs,
+    partitions: Partitions,
+    name: &str,
+) -> Result<Option<u32>> {
+    for p in partitions.all() {
+        let session = Session::open(&store.partition(p), false).await?;
+        let found = accounts(&session).find(name).await.map_err(say);
+        session
+            .kv
+            .close()
+            .await
+            .map_err(|e| format!("closing partition {p}: {e}"))?;
+        if found?.is_some() {
+            return Ok(Some(p));
+        }
+    }
+    Ok(None)
+}
+
+/// On object storage, claims `handle` for `did` as `serve` does (the
+/// claims, handle and DID to give back if the creation fails); `None` on a
+/// local directory (one machine's, checked above).
+async fn claim_handle(
+    store: &StoreArgs,
+    handle: &str,
+    did: &str,
+) -> Result<Option<(store::HandleClaims, String, String)>> {
+    let location = store.parse()?;
+    if !matches!(location, store::Location::S3 { .. }) {
+        return Ok(None);
+    }
+    let claims = store::HandleClaims::at(&location)
+        .await
+        .map_err(|e| format!("the handle claims at {location}: {e}"))?;
+    match claims
+        .claim(handle, did)
+        .await
+        .map_err(|e| format!("claiming the handle {handle}: {e}"))?
+    {
+        store::Claim::Made => Ok(Some((claims, handle.to_owned(), did.to_owned()))),
+        store::Claim::Held(held) if held.did == did => Ok(None),
+        store::Claim::Held(held) => Err(format!(
+            "handle {handle} is claimed for {} (an account being made, or one whose creation              stopped midway: a server frees it after --handle-claim-secs)",
+            held.did
+        )
+        .into()),
     }
 }
 
@@ -182,6 +301,19 @@ async fn find(a: &Accounts<SlateKv>, name: &str) -> Result<Account> {
 }
 
 /// Now, as RFC 3339 (the binary is where the clock is read).
+fn print_accounts(all: &[Account], json_mode: bool) {
+    let rows: Vec<Value> = all.iter().map(Account::to_json).collect();
+    print(json_mode, &json!({ "accounts": rows }), || {
+        if all.is_empty() {
+            return "no accounts".to_owned();
+        }
+        all.iter()
+            .map(|x| format!("{}  {}  {}", x.did, x.handle, x.status.as_str()))
+            .collect::<Vec<_>>()
+            .join("\n")
+    });
+}
+
 #[allow(clippy::disallowed_methods)]
 fn now() -> String {
     jiff::Timestamp::now().to_string()
@@ -240,17 +372,7 @@ async fn run_on_store(s: &Session, json_mode: bool, cmd: AccountCommand) -> Resu
             });
         }
         AccountCommand::List => {
-            let all = a.list().await.map_err(say)?;
-            let rows: Vec<Value> = all.iter().map(Account::to_json).collect();
-            print(json_mode, &json!({ "accounts": rows }), || {
-                if all.is_empty() {
-                    return "no accounts".to_owned();
-                }
-                all.iter()
-                    .map(|x| format!("{}  {}  {}", x.did, x.handle, x.status.as_str()))
-                    .collect::<Vec<_>>()
-                    .join("\n")
-            });
+            print_accounts(&a.list().await.map_err(say)?, json_mode);
         }
         AccountCommand::Show { account } => {
             let x = find(&a, &account).await?;

@@ -660,8 +660,21 @@ pub(crate) enum AccountCommand {
 }
 
 impl AccountCommand {
-    fn writes(&self) -> bool {
+    pub(crate) fn writes(&self) -> bool {
         !matches!(self, Self::List | Self::Show { .. })
+    }
+
+    /// The account (handle or DID) the command acts on, when it names one.
+    pub(crate) fn account(&self) -> Option<&str> {
+        match self {
+            Self::Show { account }
+            | Self::SetPassword { account, .. }
+            | Self::Deactivate { account }
+            | Self::Activate { account }
+            | Self::Takedown { account }
+            | Self::Delete { account, .. } => Some(account),
+            Self::Create { .. } | Self::List => None,
+        }
     }
 }
 

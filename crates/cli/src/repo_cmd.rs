@@ -53,6 +53,12 @@ pub(crate) fn run(store: &StoreArgs, args: &RepoArgs, cmd: RepoCommand) -> Resul
                 if matches!(cmd, RepoCommand::Repo(RepoListCommand::List)) {
                     return repos_cmd::list_partitions(store, partitions, args).await;
                 }
+                if let (RepoCommand::Account(_), None) = (&cmd, &args.repo) {
+                    let RepoCommand::Account(account) = cmd else {
+                        unreachable!("matched just above")
+                    };
+                    return account_cmd::run_partitioned(store, partitions, args, account).await;
+                }
                 if let (RepoCommand::Check { history }, None) = (&cmd, &args.repo) {
                     return archive_cmd::check_partitions(store, partitions, args, *history).await;
                 }

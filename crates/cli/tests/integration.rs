@@ -4,6 +4,7 @@
 mod cli_a_partition_moves_between_live_servers;
 mod cli_accounts;
 mod cli_accounts_in_backups;
+mod cli_accounts_span_partitions;
 mod cli_accounts_through_a_server;
 mod cli_at_uris;
 mod cli_backup_increments_carry_declarations;
