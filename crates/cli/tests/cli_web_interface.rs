@@ -14,7 +14,8 @@ use fantoccini::{Client, Locator};
 use serde_json::{Value, json};
 use web::{
     browser::{
-        Driver, browser, click, path, q, screenshot, set_token, start_driver, texts, wait_for,
+        Driver, browser, click, follow_link, path, q, screenshot, set_token, start_driver, texts,
+        wait_for,
     },
     data::{
         NOTES, PAGE, POST_COUNT, POSTS, REPO, TOKEN, api, api_post, load, note_lexicon, post, rkey,
@@ -456,13 +457,13 @@ async fn columns_sorting_charts_and_downloads(c: &Client, base: &str, port: u16)
 
     // An indexed column's header sorts by it, then the other way.
     for (dir, order) in [(None, "asc"), (Some("desc"), "desc")] {
-        click(c, "table.record-list thead a[data-sort-by=createdAt]").await;
         let want = match dir {
             None => "sort=createdAt".to_owned(),
             Some(d) => format!("sort=createdAt&dir={d}"),
         };
-        wait_for(
+        follow_link(
             c,
+            "table.record-list thead a[data-sort-by=createdAt]",
             "the sorted page",
             &format!(
                 "location.search.endsWith({})",

@@ -142,6 +142,24 @@ pub async fn click(c: &Client, css: &str) {
         .unwrap();
 }
 
+/// Clicks the link at `css` and waits until `expr` holds, clicking again
+/// (at most three times in all) while the page has not left its URL: a
+/// click that lands while the view replaces the link is lost.
+pub async fn follow_link(c: &Client, css: &str, what: &str, expr: &str) -> Value {
+    let before = c.current_url().await.unwrap();
+    for _ in 0..3 {
+        click(c, css).await;
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+        while tokio::time::Instant::now() < deadline {
+            if c.current_url().await.unwrap() != before {
+                return wait_for(c, what, expr).await;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+    wait_for(c, what, expr).await
+}
+
 pub async fn path(c: &Client) -> String {
     let url = c.current_url().await.unwrap();
     match url.query() {
