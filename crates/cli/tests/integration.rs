@@ -2,6 +2,7 @@
 //! of this one test binary (one link instead of one per file).
 
 mod cli_a_partition_moves_between_live_servers;
+mod cli_account_create_claims_handles;
 mod cli_accounts;
 mod cli_accounts_in_backups;
 mod cli_accounts_span_partitions;
