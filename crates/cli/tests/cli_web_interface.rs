@@ -613,7 +613,13 @@ async fn record_and_history(c: &Client, base: &str, port: u16) {
         placeholder.contains("createdAt") || placeholder.contains("langs"),
         "{placeholder}"
     );
-    click(c, &format!("tr[data-rkey={}] a", rkey(5))).await;
+    follow_link(
+        c,
+        &format!("tr[data-rkey={}] a", rkey(5)),
+        "the record",
+        "document.querySelector('pre.json')",
+    )
+    .await;
     let record = api(
         port,
         &format!(
