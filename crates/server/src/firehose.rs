@@ -218,18 +218,7 @@ pub(crate) async fn subscribe_repos<K: Kv + 'static>(
 ) -> std::result::Result<Response, XrpcError> {
     app.authorize_read(&headers).await?;
     let params = crate::handlers::request::query(params)?;
-    // Answered as every XRPC error is (JSON), not as axum's plain text.
-    let ws = ws.map_err(|rejection| {
-        XrpcError::new(
-            rejection.status(),
-            "InvalidRequest",
-            format!(
-                "subscribeRepos is a WebSocket stream: connect with a WebSocket client \
-                 (ws://…/xrpc/com.atproto.sync.subscribeRepos); {}",
-                rejection.body_text()
-            ),
-        )
-    })?;
+    let ws = ws.map_err(not_a_websocket)?;
     // Refused before the upgrade: a subscriber holds a connection for as
     // long as it likes, and the others must find room.
     let admitted = app.firehose.admit(
@@ -237,13 +226,7 @@ pub(crate) async fn subscribe_repos<K: Kv + 'static>(
         connection.map(|axum::Extension(slot)| slot),
     )?;
     start_publisher(&app);
-    let cursor = params
-        .cursor
-        .map(|c| {
-            c.parse::<u64>()
-                .map_err(|_| XrpcError::invalid(format!("cursor {c:?} is not a sequence number")))
-        })
-        .transpose()?;
+    let cursor = parse_cursor(params.cursor.as_deref())?;
     // "From now on" is fixed before the handshake answers: a commit the
     // client makes once connected is always sent to it.
     let now = app
@@ -418,4 +401,28 @@ async fn replay<K: Kv + 'static>(
             return Ok(());
         }
     }
+}
+
+/// A `subscribeRepos` request that is no WebSocket upgrade, answered as
+/// every XRPC error is (JSON), not as axum's plain text.
+pub(crate) fn not_a_websocket(rejection: WebSocketUpgradeRejection) -> XrpcError {
+    XrpcError::new(
+        rejection.status(),
+        "InvalidRequest",
+        format!(
+            "subscribeRepos is a WebSocket stream: connect with a WebSocket client \
+             (ws://…/xrpc/com.atproto.sync.subscribeRepos); {}",
+            rejection.body_text()
+        ),
+    )
+}
+
+/// A `subscribeRepos` cursor: a sequence number.
+pub(crate) fn parse_cursor(cursor: Option<&str>) -> std::result::Result<Option<u64>, XrpcError> {
+    cursor
+        .map(|c| {
+            c.parse::<u64>()
+                .map_err(|_| XrpcError::invalid(format!("cursor {c:?} is not a sequence number")))
+        })
+        .transpose()
 }

@@ -27,31 +27,15 @@ pub(crate) async fn subscribe<K: Kv + 'static>(
     use axum::extract::FromRequestParts as _;
     let head = Arc::clone(&servers[0].app);
     head.authorize_read(&parts.headers).await?;
-    let cursor = parts
-        .uri
-        .query()
-        .and_then(|q| {
-            form_urlencoded::parse(q.as_bytes())
-                .find(|(k, _)| k == "cursor")
-                .map(|(_, v)| v.into_owned())
-        })
-        .map(|c| {
-            c.parse::<u64>()
-                .map_err(|_| XrpcError::invalid(format!("cursor {c:?} is not a sequence number")))
-        })
-        .transpose()?;
+    let cursor = crate::firehose::parse_cursor(
+        form_urlencoded::parse(parts.uri.query().unwrap_or_default().as_bytes())
+            .find(|(k, _)| k == "cursor")
+            .map(|(_, v)| v)
+            .as_deref(),
+    )?;
     let ws = WebSocketUpgrade::from_request_parts(&mut parts, &())
         .await
-        .map_err(|rejection| {
-            XrpcError::new(
-                rejection.status(),
-                "InvalidRequest",
-                format!(
-                    "subscribeRepos is a WebSocket stream: connect with a WebSocket client; {}",
-                    rejection.body_text()
-                ),
-            )
-        })?;
+        .map_err(crate::firehose::not_a_websocket)?;
     let admitted = head.firehose.admit_request(&parts.extensions)?;
     // "From now on" is fixed before the handshake answers.
     let now = newest(&servers)
