@@ -103,10 +103,18 @@ impl Stats {
             return None;
         }
         let count = i128::from(self.count);
-        let (whole, rest) = (self.sum.div_euclid(count), self.sum.rem_euclid(count));
-        // `whole` is within the values' range (i64) and `rest / count` in
-        // [0, 1): their sum rounds as the exact quotient does, but for
-        // the last bit of the largest means.
+        // Both exact as floats: one IEEE division rounds the exact quotient
+        // once.
+        const EXACT: i128 = 1 << f64::MANTISSA_DIGITS;
+        #[allow(clippy::cast_precision_loss)]
+        if self.sum.abs() <= EXACT && count <= EXACT {
+            return Some(self.sum as f64 / count as f64);
+        }
+        // Else the whole part and the fraction, both of the sum's sign (no
+        // cancellation): `whole` is within the values' range (i64) and
+        // `|rest / count|` below 1, so their sum rounds as the exact
+        // quotient does but for the last bit.
+        let (whole, rest) = (self.sum / count, self.sum % count);
         #[allow(clippy::cast_precision_loss)]
         Some(whole as f64 + rest as f64 / count as f64)
     }
@@ -142,6 +150,9 @@ mod tests {
         assert_eq!(stats(10, 4).avg(), Some(2.5));
         assert_eq!(stats(-7, 2).avg(), Some(-3.5));
         assert_eq!(stats(1, 3).avg(), Some(1.0 / 3.0));
+        // A negative mean above -1: a floored whole part (-1) and a
+        // fraction (18/19) would cancel and lose bits.
+        assert_eq!(stats(-1, 19).avg(), Some(-1.0 / 19.0));
         // Beyond 2^53 a float sum would have lost the last units.
         let big = i128::from(i64::MAX) * 3;
         assert_eq!(stats(big, 3).avg(), Some(i64::MAX as f64));
