@@ -3,7 +3,7 @@
 //! containers.
 
 use std::{
-    collections::{BTreeMap, HashMap},
+    collections::BTreeMap,
     ops::ControlFlow,
 };
 
@@ -32,7 +32,7 @@ use crate::{
 struct Accumulator {
     existence: RoaringBitmap,
     /// Keyword rows by value (numbered in value order when the build ends).
-    strings: HashMap<String, RoaringBitmap>,
+    strings: foldhash::HashMap<String, RoaringBitmap>,
     bools: [RoaringBitmap; 2],
     /// The first slot's bit-sliced rows (every record's first value), by
     /// number within the slot.
@@ -188,8 +188,12 @@ pub struct BuildProgress {
     pub records: u64,
 }
 
+/// Sets `c` in `bits`: appended when past its last column (a build's
+/// columns mostly ascend), else inserted in place.
 fn add(bits: &mut RoaringBitmap, c: u32) {
-    bits.insert(c);
+    if bits.try_push(c).is_err() {
+        bits.insert(c);
+    }
 }
 
 /// The rows within a slot that `value` sets: exists, sign when negative,
@@ -446,7 +450,8 @@ pub async fn compute_scope<K: Kv>(
     mut progress: impl FnMut(BuildProgress) + Send,
 ) -> Result<BuiltRows, Error> {
     const PAGE: usize = 1024;
-    let mut builder = ScopeBuilder::new(declared);
+    let mut builder = BuilderThread::start(declared);
+    let mut fresh_columns = FreshColumns::default();
     let mut cursor: Option<String> = None;
     let mut done = BuildProgress::default();
     // Stored columns, walked alongside (both in rkey order).
@@ -467,9 +472,10 @@ pub async fn compute_scope<K: Kv>(
             .await?;
         let Some((last, _)) = page.last() else { break };
         cursor = Some(last.clone());
+        let mut columned = Vec::with_capacity(page.len());
         for (rkey, block) in page {
             let column = match &mut stored {
-                None => builder.next_column()?,
+                None => fresh_columns.next()?,
                 Some(walk) => loop {
                     if pending.is_none() {
                         pending = walk.next().await?;
@@ -485,12 +491,13 @@ pub async fn compute_scope<K: Kv>(
                     }
                 },
             };
-            builder.record(rkey, block.bytes(), column);
+            columned.push((rkey, block, column));
             done.records += 1;
         }
+        builder.add(columned).await?;
         progress(done);
     }
-    Ok(builder.finish())
+    builder.finish().await
 }
 
 /// Where a build beside commits finds each record's column.
@@ -529,7 +536,8 @@ pub async fn compute_at<K: Kv>(
 ) -> Result<(BuiltRows, u64), Error> {
     const PAGE: usize = 1024;
     let prefix = format!("{collection}/");
-    let mut builder = ScopeBuilder::new(declared);
+    let mut builder = BuilderThread::start(declared);
+    let mut fresh_columns = FreshColumns::default();
     let mut done = BuildProgress::default();
     let packed = match columns {
         BuildColumns::Fresh => Packed::default(),
@@ -557,20 +565,93 @@ pub async fn compute_at<K: Kv>(
             };
         let Some((last, _)) = page.last() else { break };
         after = Some(last.clone());
+        let mut columned = Vec::with_capacity(page.len());
         for (rkey, block) in page {
             done.records += 1;
             let column = match &mut stored {
-                None => builder.next_column()?,
+                None => fresh_columns.next()?,
                 Some(stored) => match stored.column_of(&rkey).await? {
                     Some(c) => c,
                     None => continue,
                 },
             };
-            builder.record(rkey, block.bytes(), column);
+            columned.push((rkey, block, column));
         }
+        builder.add(columned).await?;
         progress(done);
     }
-    Ok((builder.finish(), done.records))
+    Ok((builder.finish().await?, done.records))
+}
+
+/// The columns of a fresh build: 0, 1, … in the order records come.
+#[derive(Default)]
+struct FreshColumns(u32);
+
+impl FreshColumns {
+    fn next(&mut self) -> Result<u32, Error> {
+        let column = self.0;
+        self.0 = column
+            .checked_add(1)
+            .ok_or_else(|| Error::MalformedIndex("more than 2^32 records in a collection".into()))?;
+        Ok(column)
+    }
+}
+
+/// Records with their columns, a page at a time.
+type ColumnedPage = Vec<(String, store::Block, u32)>;
+
+/// A [`ScopeBuilder`] on a blocking thread of its own, fed pages of
+/// records while the next pages are read: a build's reads and its row
+/// computing overlap (each is about half of an `index add`'s time).
+struct BuilderThread {
+    pages: tokio::sync::mpsc::Sender<ColumnedPage>,
+    rows: tokio::task::JoinHandle<BuiltRows>,
+}
+
+impl BuilderThread {
+    fn start(declared: &[Declared]) -> Self {
+        let declared = declared.to_vec();
+        // Two pages queued: enough to keep both sides busy, little memory.
+        let (pages, mut queued) = tokio::sync::mpsc::channel::<ColumnedPage>(2);
+        let rows = tokio::task::spawn_blocking(move || {
+            let mut builder = ScopeBuilder::new(&declared);
+            while let Some(page) = queued.blocking_recv() {
+                for (rkey, block, column) in page {
+                    builder.record(rkey, block.bytes(), column);
+                }
+            }
+            builder.finish()
+        });
+        Self { pages, rows }
+    }
+
+    async fn add(&mut self, page: ColumnedPage) -> Result<(), Error> {
+        if self.pages.send(page).await.is_ok() {
+            return Ok(());
+        }
+        // The thread ends early only by panicking (passed on here) or
+        // with the runtime.
+        Self::join(&mut self.rows).await?;
+        Err(stopped("its thread ended early"))
+    }
+
+    /// The rows, once every page is recorded.
+    async fn finish(mut self) -> Result<BuiltRows, Error> {
+        drop(self.pages);
+        Self::join(&mut self.rows).await
+    }
+
+    async fn join(rows: &mut tokio::task::JoinHandle<BuiltRows>) -> Result<BuiltRows, Error> {
+        match rows.await {
+            Ok(rows) => Ok(rows),
+            Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+            Err(e) => Err(stopped(e)),
+        }
+    }
+}
+
+fn stopped(why: impl std::fmt::Display) -> Error {
+    Error::MalformedIndex(format!("the index build stopped: {why}"))
 }
 
 /// Stored columns walked beside records in rkey order.
