@@ -59,6 +59,20 @@ pub fn cpu_secs(pid: u32) -> f64 {
     (ticks(11) + ticks(12)) / 100.0
 }
 
+/// Waits (at most 60 s) until process `pid` has finished what earlier
+/// work left it (a store's flushes and compactions, freeing memory): under
+/// a tenth of a core for half a second. Without it a measure pays for the
+/// one before it.
+pub async fn settle(pid: u32) {
+    for _ in 0..120 {
+        let before = cpu_secs(pid);
+        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+        if cpu_secs(pid) - before < 0.05 {
+            return;
+        }
+    }
+}
+
 /// A field of `/proc/self/status` in MiB (Linux; NaN elsewhere).
 fn status_mib(field: &str) -> f64 {
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();

@@ -2,10 +2,7 @@
 //! import, `check`): rows are assembled in memory and written as full
 //! containers.
 
-use std::{
-    collections::BTreeMap,
-    ops::ControlFlow,
-};
+use std::{collections::BTreeMap, ops::ControlFlow};
 
 use bytes::Bytes;
 use cid::Cid;
@@ -590,9 +587,9 @@ struct FreshColumns(u32);
 impl FreshColumns {
     fn next(&mut self) -> Result<u32, Error> {
         let column = self.0;
-        self.0 = column
-            .checked_add(1)
-            .ok_or_else(|| Error::MalformedIndex("more than 2^32 records in a collection".into()))?;
+        self.0 = column.checked_add(1).ok_or_else(|| {
+            Error::MalformedIndex("more than 2^32 records in a collection".into())
+        })?;
         Ok(column)
     }
 }
@@ -735,7 +732,7 @@ async fn tree_page<K: Kv>(
 pub async fn write_built<K: Kv>(
     kv: &K,
     scope: u32,
-    built: BuiltRows,
+    mut built: BuiltRows,
     write_columns: bool,
     batch_bytes: usize,
 ) -> Result<(), Error> {
@@ -750,7 +747,10 @@ pub async fn write_built<K: Kv>(
     }
     if write_columns {
         // A fresh build numbered the records 0, 1, … in rkey order.
-        let rkeys: Vec<String> = built.columns.iter().map(|(r, _)| r.clone()).collect();
+        let rkeys: Vec<String> = std::mem::take(&mut built.columns)
+            .into_iter()
+            .map(|(r, _)| r)
+            .collect();
         for op in columns::packed_ops(scope, &rkeys) {
             if let WriteOp::Put(k, v) = &op {
                 bytes += k.len() + v.len();

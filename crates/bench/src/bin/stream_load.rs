@@ -86,19 +86,6 @@ fn percentile(sorted: &[Duration], p: f64) -> f64 {
         .map_or(0.0, |d| d.as_secs_f64() * 1e3)
 }
 
-/// Waits (at most 60 s) until the server has finished what earlier rounds
-/// left it (compactions, freeing memory): under a tenth of a core for half
-/// a second. Without it a round pays for the one before it.
-async fn settle(pid: u32) {
-    for _ in 0..120 {
-        let before = datarepo_bench::cpu_secs(pid);
-        tokio::time::sleep(Duration::from_millis(500)).await;
-        if datarepo_bench::cpu_secs(pid) - before < 0.05 {
-            return;
-        }
-    }
-}
-
 /// What one round of writes measured.
 struct Round {
     /// Acknowledged writes per second.
@@ -150,7 +137,7 @@ async fn round(
             }
         }));
     }
-    settle(server.pid()).await;
+    datarepo_bench::settle(server.pid()).await;
     let cpu_before = datarepo_bench::cpu_secs(server.pid());
     let written = write_load(base, secs, (consumers > 0).then(|| Arc::clone(&acks))).await;
     let server_cpu = datarepo_bench::cpu_secs(server.pid()) - cpu_before;

@@ -53,8 +53,42 @@ pub(super) enum CatchUp {
     /// at which the rows hold each record's values so far.
     Stored {
         packed: index::Packed,
-        used: std::collections::HashMap<String, u32>,
+        used: UsedColumns,
     },
+}
+
+/// The column at which a build's rows hold each record's values: the
+/// build's columns as read (in rkey order), then the catch-up's moves.
+pub(super) struct UsedColumns {
+    built: Vec<(String, u32)>,
+    /// Records the catch-up moved (`None`: no longer held).
+    moved: std::collections::HashMap<String, Option<u32>>,
+}
+
+impl UsedColumns {
+    /// `built` is in rkey order, as a build reads records.
+    fn new(built: Vec<(String, u32)>) -> Self {
+        debug_assert!(built.is_sorted_by(|a, b| a.0 < b.0));
+        Self {
+            built,
+            moved: std::collections::HashMap::new(),
+        }
+    }
+
+    fn get(&self, rkey: &str) -> Option<u32> {
+        match self.moved.get(rkey) {
+            Some(moved) => *moved,
+            None => self
+                .built
+                .binary_search_by(|(r, _)| r.as_str().cmp(rkey))
+                .ok()
+                .map(|i| self.built[i].1),
+        }
+    }
+
+    fn set(&mut self, rkey: &str, column: Option<u32>) {
+        self.moved.insert(rkey.to_owned(), column);
+    }
 }
 
 /// The longest path an index may have, in bytes.
@@ -183,7 +217,7 @@ impl<K: Kv> Repository<K> {
             behind: 0,
             declared: false,
         });
-        let (built, mut records) = index::compute_at(
+        let (mut built, mut records) = index::compute_at(
             &self.store,
             &self.id,
             commit,
@@ -208,7 +242,8 @@ impl<K: Kv> Repository<K> {
         } else {
             CatchUp::Stored {
                 packed: index::load_packed(kv, scope).await?,
-                used: built.columns.iter().cloned().collect(),
+                // Only a fresh build writes its columns.
+                used: UsedColumns::new(std::mem::take(&mut built.columns)),
             }
         };
         let batch = kv.bulk_batch_bytes().unwrap_or(usize::MAX);
@@ -369,7 +404,7 @@ impl<K: Kv> Repository<K> {
                         Some(_) => index::column_of(kv, scope, packed, rkey).await?,
                         None => None,
                     };
-                    let was = used.get(rkey.as_str()).copied();
+                    let was = used.get(rkey);
                     index
                         .record_at_columns(
                             kv,
@@ -380,10 +415,7 @@ impl<K: Kv> Repository<K> {
                             (now, new.as_ref()),
                         )
                         .await?;
-                    match now {
-                        Some(c) => used.insert(rkey.clone(), c),
-                        None => used.remove(rkey.as_str()),
-                    };
+                    used.set(rkey, now);
                 }
             }
         }
