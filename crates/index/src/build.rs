@@ -29,7 +29,7 @@ use crate::{
 struct Accumulator {
     existence: RoaringBitmap,
     /// Keyword rows by value (numbered in value order when the build ends).
-    strings: foldhash::HashMap<String, RoaringBitmap>,
+    strings: foldhash::HashMap<String, AppendedRow>,
     bools: [RoaringBitmap; 2],
     /// The first slot's bit-sliced rows (every record's first value), by
     /// number within the slot.
@@ -119,23 +119,18 @@ impl Accumulator {
         if s.len() > MAX_KEYWORD_BYTES {
             return false;
         }
-        match self.strings.get_mut(s) {
-            Some(bits) => add(bits, column),
-            None => {
-                self.strings
-                    .insert(s.to_owned(), RoaringBitmap::from_iter([column]));
-            }
-        }
+        self.word(s, column);
         true
     }
 
     /// Adds a text index's word (already within the keyword limit).
     fn word(&mut self, w: &str, column: u32) {
         match self.strings.get_mut(w) {
-            Some(bits) => add(bits, column),
+            Some(row) => row.add(column),
             None => {
-                self.strings
-                    .insert(w.to_owned(), RoaringBitmap::from_iter([column]));
+                let mut row = AppendedRow::default();
+                row.add(column);
+                self.strings.insert(w.to_owned(), row);
             }
         }
     }
@@ -163,7 +158,7 @@ impl Accumulator {
         let mut out: Vec<(Keyword, RoaringBitmap)> = self
             .strings
             .drain()
-            .map(|(s, bits)| (Keyword::Str(s), bits))
+            .map(|(s, row)| (Keyword::Str(s), row.finish()))
             .collect();
         for (b, bits) in [false, true]
             .into_iter()
@@ -175,6 +170,50 @@ impl Accumulator {
         }
         out.sort_unstable_by(|a, b| a.0.cmp(&b.0));
         out
+    }
+}
+
+/// A keyword or word row while a build reads the records: the columns
+/// that arrive in ascending order (a build's mostly do) are appended to a
+/// plain list and become containers a run at a time, so that setting a
+/// bit is a push (a bitmap's own insert finds its container and place
+/// each time: a third of a text index's build). Others are inserted.
+#[derive(Default)]
+struct AppendedRow {
+    bits: RoaringBitmap,
+    /// Strictly ascending.
+    ascending: Vec<u32>,
+}
+
+impl AppendedRow {
+    /// Columns appended before they are made containers.
+    const RUN: usize = 4096;
+
+    fn add(&mut self, column: u32) {
+        match self.ascending.last() {
+            Some(&last) if column == last => {}
+            Some(&last) if column < last => {
+                self.bits.insert(column);
+            }
+            _ => {
+                self.ascending.push(column);
+                if self.ascending.len() == Self::RUN {
+                    self.append_run();
+                }
+            }
+        }
+    }
+
+    fn append_run(&mut self) {
+        // Strictly ascending, so never an error.
+        if let Ok(run) = RoaringBitmap::from_sorted_iter(self.ascending.drain(..)) {
+            self.bits |= run;
+        }
+    }
+
+    fn finish(mut self) -> RoaringBitmap {
+        self.append_run();
+        self.bits
     }
 }
 
@@ -815,3 +854,36 @@ pub async fn build_scope<K: Kv>(
 /// Rows computed ahead of a rebuild, by collection, with the declarations
 /// they were computed for.
 pub type ComputedScopes = std::collections::HashMap<String, (Vec<Declared>, BuiltRows)>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    proptest::proptest! {
+        /// A row holds exactly the columns added, whatever their order:
+        /// ascending runs longer than a run, repeats, and columns before
+        /// the last (a collection's stored columns after deletes).
+        #[test]
+        fn an_appended_row_holds_the_columns_added(
+            runs in proptest::collection::vec((0u32..1 << 20, 1usize..6000, 1u32..40), 1..6),
+            strays in proptest::collection::vec(0u32..1 << 21, 0..200),
+        ) {
+            let mut row = AppendedRow::default();
+            let mut model = std::collections::BTreeSet::new();
+            let mut strays = strays.into_iter();
+            for (start, len, step) in runs {
+                for i in 0..len as u32 {
+                    let column = start.saturating_add(i / 2 * step);
+                    row.add(column);
+                    model.insert(column);
+                    if i % 97 == 0 && let Some(stray) = strays.next() {
+                        row.add(stray);
+                        model.insert(stray);
+                    }
+                }
+            }
+            let bits = row.finish();
+            proptest::prop_assert_eq!(bits.iter().collect::<Vec<_>>(), model.into_iter().collect::<Vec<_>>());
+        }
+    }
+}
