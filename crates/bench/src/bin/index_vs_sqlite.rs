@@ -471,7 +471,11 @@ fn main() {
                 container_bytes as f64 / n as f64,
                 column_bytes as f64 / n as f64
             );
-            let _ = std::fs::remove_dir_all(&root);
+            // `--keep 1`: the indexed store stays, for looking into it
+            // (`datarepo query --store DIR`).
+            if datarepo_bench::arg("--keep", 0) == 1 {
+                println!("kept: {}", dir.display());
+            }
             return;
         }
 
@@ -833,5 +837,7 @@ fn main() {
             );
         }
     });
-    let _ = std::fs::remove_dir_all(&root);
+    if datarepo_bench::arg("--keep", 0) == 0 {
+        let _ = std::fs::remove_dir_all(&root);
+    }
 }
