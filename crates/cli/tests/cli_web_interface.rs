@@ -1332,6 +1332,35 @@ async fn page_weight_and_time(driver: &Driver, base: &str) {
         "document.querySelector('[data-facet=langs] li a')",
     )
     .await;
+    wait_for(c, "the histogram", "document.querySelector('svg.bars')").await;
+    // Nothing moves once the records are shown (a click on a record must
+    // land where the reader saw it): Chromium's layout-shift entries
+    // since then, as the Layout Instability API reports them.
+    let shifts = c
+        .execute(
+            "const shown = performance.getEntriesByName('records-shown')[0].startTime;
+             return await new Promise((resolve) => {
+               new PerformanceObserver((list) => resolve(list.getEntries()
+                 .filter((e) => e.startTime >= shown && !e.hadRecentInput)
+                 .map((e) => ({ value: e.value, at: e.startTime,
+                   moved: e.sources.map((s) => (s.node ? s.node.nodeName + '.' + (s.node.className || '') + '#' + (s.node.id || '') : '?') + JSON.stringify([s.previousRect.y, s.previousRect.height, s.currentRect.y, s.currentRect.height])) }))))
+                 .observe({ type: 'layout-shift', buffered: true });
+               setTimeout(() => resolve([]), 500);
+             });",
+            vec![],
+        )
+        .await
+        .unwrap();
+    let total: f64 = shifts
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["value"].as_f64().unwrap())
+        .sum();
+    assert!(
+        total < 0.001,
+        "the page moved after its records were shown: {shifts}"
+    );
     let m = c
         .execute(
             "const nav = performance.getEntriesByType('navigation')[0];

@@ -206,20 +206,38 @@ export async function collection(ctx) {
     type: 'button', class: 'write-only',
     onclick: () => editor.replaceChildren(recordEditor({ did, collection: coll, onDone: (r) => navigate(new URL(r.path, location.href).pathname) })),
   }, 'New record');
-  ctx.page.append(h('h1', {}, coll), h('p', { class: 'sub muted', dataset: { info: '' } }), form, columnsForm, queryError,
-    h('div', { class: 'actions' }, create), editor, count, explore, downloads, h('div', { class: 'with-facets' }, facets, records));
+  ctx.page.append(h('h1', {}, coll));
 
   const decl = api.get('dev.datarepo.describeCollections', { repo: did })
     .then((r) => r.collections.find((c) => c.collection === coll));
-  decl.then((c) => {
-    const info = ctx.page.querySelector('[data-info]');
-    if (!c) return;
-    info.textContent = `key type ${c.keyType} · ${c.indexes.length} index${c.indexes.length === 1 ? '' : 'es'}`;
+  const w = where.trim() || undefined;
+  // A page before a key is read the other way from the key, then turned.
+  const reverse = Boolean(before) !== Boolean(order);
+  const page = sort
+    ? { repo: did, collection: coll, limit: PAGE, cursor: cursor || undefined, sort, order: dir || 'asc' }
+    : { repo: did, collection: coll, limit: PAGE, cursor: before || cursor || undefined, reverse: reverse || undefined };
+  if (fields.length) page.fields = fields.join(',');
+  const method = w || sort ? 'dev.datarepo.queryRecords' : 'com.atproto.repo.listRecords';
+  // The records are asked for at once, beside the collection's description;
+  // the page is laid out when the description is here, all of it at once
+  // and its later content in boxes of their final size, so that nothing
+  // moves once shown (a click lands where the reader saw its target).
+  const asked = api.get(method, w ? { ...page, where: w } : page);
+  asked.catch(() => {});
+  const c = await decl.catch(() => null);
+  if (!ctx.current()) return;
+  const indexes = c ? c.indexes : [];
+  const info = h('p', { class: 'sub muted', dataset: { info: '' } },
+    c ? `key type ${c.keyType} · ${indexes.length} index${indexes.length === 1 ? '' : 'es'}` : '\u00a0');
+  ctx.page.append(info, form, columnsForm, queryError,
+    h('div', { class: 'actions' }, create), editor, count, explore, downloads, h('div', { class: 'with-facets' }, facets, records));
+  if (c) {
     // The example names this collection's own indexes, or says there are none.
-    box.placeholder = c.indexes.length
-      ? `e.g. ${c.indexes.slice(0, 2).map((i) => `${i.path} ${{ keyword: '= "…"', integer: '>= 1', datetime: '>= "2026-01-01T00:00:00Z"', text: 'matches "word"' }[i.kind] || 'exists'}`).join(' and ')}`
+    box.placeholder = indexes.length
+      ? `e.g. ${indexes.slice(0, 2).map((i) => `${i.path} ${{ keyword: '= "…"', integer: '>= 1', datetime: '>= "2026-01-01T00:00:00Z"', text: 'matches "word"' }[i.kind] || 'exists'}`).join(' and ')}`
       : 'No field indexes: add one (datarepo index add) to query';
-    if (!c.lexicon) return;
+  }
+  if (c && c.lexicon) {
     // The Lexicon document, read when the person opens it.
     const body = h('div', {}, loading());
     const details = h('details', { id: 'lexicon', class: 'lexicon' }, h('summary', {}, 'Lexicon'), body);
@@ -234,19 +252,56 @@ export async function collection(ctx) {
     });
     info.after(details);
     if (location.hash === '#lexicon') details.open = true;
-  }, () => {});
+  }
+  const indexed = (kind) => indexes.filter((i) => i.kind === kind).map((i) => i.path);
+  const sortable = new Set(indexes.filter((i) => ['integer', 'datetime', 'keyword'].includes(i.kind)).map((i) => i.path));
+  // A header of an indexed column sorts by it: ascending, then descending.
+  const header = (f) => {
+    if (!sortable.has(f)) return f;
+    const now = sort === f ? (dir === 'desc' ? '↓' : '↑') : '';
+    const nextDir = sort === f && dir !== 'desc' ? 'desc' : undefined;
+    return h('a', {
+      href: withQuery(here, { where: w, fields: fieldsText || undefined, sort: f, dir: nextDir }),
+      class: 'field-sort', dataset: { sortBy: f }, title: `Sort by ${f}${nextDir ? ' (descending)' : ''}`,
+    }, `${f} ${now}`.trim());
+  };
+  const flip = withQuery(here, { where: w, order: order ? undefined : 'desc', fields: fieldsText || undefined });
+  const keyHeader = h('a', { href: flip, class: 'sort', title: order ? 'Ascending record keys' : 'Descending record keys (newest first for TIDs)' }, `Record key ${!sort ? (order ? '↓' : '↑') : ''}`.trim());
+  // Without chosen columns, the indexed fields to sort by are listed above.
+  if (!fields.length && sortable.size) {
+    explore.before(h('p', { class: 'sort-by muted' }, 'Sort by: ', [...sortable].map((f) => [header(f), ' '])));
+  }
+  if (indexed('datetime').length) {
+    explore.append(histogram({ did, collection: coll, where: w, paths: indexed('datetime') }));
+  }
+  if (indexed('keyword').length) {
+    explore.append(groups({ did, collection: coll, where: w, keywords: indexed('keyword'), integers: indexed('integer') }));
+  }
+  // The whole answer as a file, streamed by the server page by page.
+  const exportHref = (format) => withQuery('/xrpc/dev.datarepo.exportRecords',
+    { repo: did, collection: coll, where: w, fields: fields.join(','), sort, order: sort ? dir || 'asc' : undefined, format });
+  downloads.replaceChildren('Download: ',
+    h('a', { href: exportHref('csv'), download: `${coll}.csv`, dataset: { download: 'csv' } }, 'CSV'), ' · ',
+    h('a', { href: exportHref('jsonl'), download: `${coll}.jsonl`, dataset: { download: 'jsonl' } }, 'JSON Lines'));
+  count.textContent = 'counting…';
+  api.get('dev.datarepo.countRecords', { repo: did, collection: coll, where: w }).then(
+    (n) => { count.textContent = `${num(n.count)} ${w ? 'matching ' : ''}record${n.count === 1 ? '' : 's'}`; count.dataset.count = n.count; },
+    (e) => { count.replaceChildren(errorBox(e, 'Count')); });
+  const keywords = indexes.filter((i) => i.kind === 'keyword');
+  if (keywords.length) facets.append(h('h2', {}, 'Facets'));
+  for (const i of keywords) {
+    const values = h('ul', {}, h('li', { class: 'muted' }, '…'));
+    facets.append(h('section', { class: 'facet', dataset: { facet: i.path } }, h('h3', {}, i.path), values));
+    fill(values, api.get('dev.datarepo.topValues', { repo: did, collection: coll, path: i.path, where: w, limit: 8 }), (t) =>
+      t.top.length ? t.top.map((v) => h('li', {},
+        a(withQuery(here, { where: refine(w, i.path, v.value), order }), typeof v.value === 'string' ? v.value : JSON.stringify(v.value)),
+        ' ', h('span', { class: 'n muted' }, num(v.count))))
+        : h('li', { class: 'muted' }, 'no values'));
+  }
 
-  const w = where.trim() || undefined;
-  // A page before a key is read the other way from the key, then turned.
-  const reverse = Boolean(before) !== Boolean(order);
-  const page = sort
-    ? { repo: did, collection: coll, limit: PAGE, cursor: cursor || undefined, sort, order: dir || 'asc' }
-    : { repo: did, collection: coll, limit: PAGE, cursor: before || cursor || undefined, reverse: reverse || undefined };
-  if (fields.length) page.fields = fields.join(',');
-  const method = w || sort ? 'dev.datarepo.queryRecords' : 'com.atproto.repo.listRecords';
   let res;
   try {
-    res = await api.get(method, w ? { ...page, where: w } : page);
+    res = await asked;
   } catch (e) {
     records.replaceChildren();
     if (e.status === 400 && w) queryError.replaceChildren(errorBox(e, 'Query error'));
@@ -274,62 +329,13 @@ export async function collection(ctx) {
   const hasNext = before && !sort ? true : Boolean(res.cursor);
   if (list.length && hasPrev) nav.append(h('a', { href: params({ before: rkeyOf(list[0]) }), rel: 'prev' }, '← Previous'));
   if (cursor || before) nav.append(a(params({}), 'First'));
-  const flip = withQuery(here, { where: w, order: order ? undefined : 'desc', fields: fieldsText || undefined });
   const next = sort ? res.cursor : list.length && rkeyOf(list[list.length - 1]);
   if (list.length && hasNext) nav.append(h('a', { href: params({ cursor: next }), rel: 'next' }, 'Next →'));
-  const c0 = await decl.catch(() => null);
-  const sortable = new Set((c0 ? c0.indexes : []).filter((i) => ['integer', 'datetime', 'keyword'].includes(i.kind)).map((i) => i.path));
-  // A header of an indexed column sorts by it: ascending, then descending.
-  const header = (f) => {
-    if (!sortable.has(f)) return f;
-    const now = sort === f ? (dir === 'desc' ? '↓' : '↑') : '';
-    const nextDir = sort === f && dir !== 'desc' ? 'desc' : undefined;
-    return h('a', {
-      href: withQuery(here, { where: w, fields: fieldsText || undefined, sort: f, dir: nextDir }),
-      class: 'field-sort', dataset: { sortBy: f }, title: `Sort by ${f}${nextDir ? ' (descending)' : ''}`,
-    }, `${f} ${now}`.trim());
-  };
-  const keyHeader = h('a', { href: flip, class: 'sort', title: order ? 'Ascending record keys' : 'Descending record keys (newest first for TIDs)' }, `Record key ${!sort ? (order ? '↓' : '↑') : ''}`.trim());
-  // Without chosen columns, the indexed fields to sort by are listed above.
-  if (!fields.length && sortable.size) {
-    explore.before(h('p', { class: 'sort-by muted' }, 'Sort by: ', [...sortable].map((f) => [header(f), ' '])));
-  }
   records.replaceChildren(list.length
     ? table([keyHeader, ...(fields.length ? fields.map(header) : ['Fields']), 'CID'], rows, { class: 'record-list' })
     : h('p', { class: 'empty' }, w ? 'No records match.' : 'No records.'), nav);
   performance.mark('records-shown');
   ctx.page.dataset.ready = 'records';
-
-  // The whole answer as a file, streamed by the server page by page.
-  const exportHref = (format) => withQuery('/xrpc/dev.datarepo.exportRecords',
-    { repo: did, collection: coll, where: w, fields: fields.join(','), sort, order: sort ? dir || 'asc' : undefined, format });
-  downloads.replaceChildren('Download: ',
-    h('a', { href: exportHref('csv'), download: `${coll}.csv`, dataset: { download: 'csv' } }, 'CSV'), ' · ',
-    h('a', { href: exportHref('jsonl'), download: `${coll}.jsonl`, dataset: { download: 'jsonl' } }, 'JSON Lines'));
-  count.textContent = 'counting…';
-  api.get('dev.datarepo.countRecords', { repo: did, collection: coll, where: w }).then(
-    (c) => { count.textContent = `${num(c.count)} ${w ? 'matching ' : ''}record${c.count === 1 ? '' : 's'}`; count.dataset.count = c.count; },
-    (e) => { count.replaceChildren(errorBox(e, 'Count')); });
-  const c = await decl.catch(() => null);
-  const indexed = (kind) => (c ? c.indexes : []).filter((i) => i.kind === kind).map((i) => i.path);
-  if (ctx.current() && indexed('datetime').length) {
-    explore.append(histogram({ did, collection: coll, where: w, paths: indexed('datetime') }));
-  }
-  if (ctx.current() && indexed('keyword').length) {
-    explore.append(groups({ did, collection: coll, where: w, keywords: indexed('keyword'), integers: indexed('integer') }));
-  }
-  const keywords = (c ? c.indexes : []).filter((i) => i.kind === 'keyword');
-  if (!keywords.length || !ctx.current()) return;
-  facets.append(h('h2', {}, 'Facets'));
-  for (const i of keywords) {
-    const list = h('ul', {}, h('li', { class: 'muted' }, '…'));
-    facets.append(h('section', { class: 'facet', dataset: { facet: i.path } }, h('h3', {}, i.path), list));
-    fill(list, api.get('dev.datarepo.topValues', { repo: did, collection: coll, path: i.path, where: w, limit: 8 }), (t) =>
-      t.top.length ? t.top.map((v) => h('li', {},
-        a(withQuery(here, { where: refine(w, i.path, v.value), order }), typeof v.value === 'string' ? v.value : JSON.stringify(v.value)),
-        ' ', h('span', { class: 'n muted' }, num(v.count))))
-        : h('li', { class: 'muted' }, 'no values'));
-  }
 }
 
 /** What changed between two versions of a record, field by field. */
