@@ -84,7 +84,15 @@ pub fn lines_once(
             std::thread::sleep(std::time::Duration::from_millis(100));
             None
         })
-        .unwrap_or_else(|| panic!("not within 30 s: {what}"))
+        .unwrap_or_else(|| {
+            let lines = json_lines_of(log);
+            let last: Vec<&Value> = lines.iter().rev().take(3).collect();
+            panic!(
+                "not within 30 s: {what} ({} lines in {}; the last: {last:?})",
+                lines.len(),
+                log.display()
+            )
+        })
 }
 
 /// `datarepo follow` of the server on `port` from cursor 0 (with `extra`
