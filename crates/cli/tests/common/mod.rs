@@ -69,13 +69,15 @@ pub fn commit_of(event: &Value) -> (String, String) {
 }
 
 /// The JSON lines of `log` (a follower's) once `complete` says they are,
-/// asked every 100 ms for up to 30 s; fails naming `what`.
+/// asked every 100 ms for up to 60 s (a follower replaying a merged stream
+/// from its start shares two cores with the whole suite); fails naming
+/// `what`.
 pub fn lines_once(
     log: &std::path::Path,
     complete: impl Fn(&[Value]) -> bool,
     what: &str,
 ) -> Vec<Value> {
-    (0..300)
+    (0..600)
         .find_map(|_| {
             let lines = json_lines_of(log);
             if complete(&lines) {
@@ -88,7 +90,7 @@ pub fn lines_once(
             let lines = json_lines_of(log);
             let last: Vec<&Value> = lines.iter().rev().take(3).collect();
             panic!(
-                "not within 30 s: {what} ({} lines in {}; the last: {last:?})",
+                "not within 60 s: {what} ({} lines in {}; the last: {last:?})",
                 lines.len(),
                 log.display()
             )
