@@ -286,15 +286,38 @@ fn partitions_move_to_the_live_servers_and_lose_nothing() {
             })
             .collect()
     };
-    let records = created(&common::lines_once(
-        &jetstream_log,
-        |events| {
-            let records = created(events);
-            let have: BTreeSet<&String> = records.iter().collect();
-            acks.iter().all(|a| have.contains(&a.uri))
-        },
-        "the /subscribe follower receives every record",
-    ));
+    // Which acknowledged records it lacks (each with its place among the
+    // acknowledgements and its partition), for the failure's message.
+    let missing = std::cell::RefCell::new(Vec::new());
+    let followed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        common::lines_once(
+            &jetstream_log,
+            |events| {
+                let records = created(events);
+                let have: BTreeSet<&String> = records.iter().collect();
+                let lacking: Vec<String> = acks
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, a)| !have.contains(&a.uri))
+                    .map(|(i, a)| format!("#{i} {} (partition {})", a.uri, partition_of(&a.repo)))
+                    .collect();
+                let complete = lacking.is_empty();
+                *missing.borrow_mut() = lacking;
+                complete
+            },
+            "the /subscribe follower receives every record",
+        )
+    }));
+    let Ok(followed) = followed else {
+        let missing = missing.borrow();
+        panic!(
+            "the /subscribe follower lacks {} of {} acknowledged records ({at_takeover} acknowledged before the takeover): {:?}",
+            missing.len(),
+            acks.len(),
+            &missing[..missing.len().min(12)]
+        );
+    };
+    let records = created(&followed);
     let _ = jetstream.0.kill();
     let distinct: BTreeSet<&String> = records.iter().collect();
     assert_eq!(
