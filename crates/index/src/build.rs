@@ -123,7 +123,8 @@ impl Accumulator {
         true
     }
 
-    /// Adds a text index's word (already within the keyword limit).
+    /// Sets `column` in the row of `w`: a text index's word or a keyword,
+    /// already within the keyword limit.
     fn word(&mut self, w: &str, column: u32) {
         match self.strings.get_mut(w) {
             Some(row) => row.add(column),
