@@ -311,10 +311,11 @@ fn partitions_move_to_the_live_servers_and_lose_nothing() {
     let Ok(followed) = followed else {
         let missing = missing.borrow();
         panic!(
-            "the /subscribe follower lacks {} of {} acknowledged records ({at_takeover} acknowledged before the takeover): {:?}",
+            "the /subscribe follower lacks {} of {} acknowledged records ({at_takeover} acknowledged before the takeover): {:?}\nthe servers' warnings:\n{}",
             missing.len(),
             acks.len(),
-            &missing[..missing.len().min(12)]
+            &missing[..missing.len().min(12)],
+            warnings(tmp.path())
         );
     };
     let records = created(&followed);
@@ -344,6 +345,22 @@ fn partitions_move_to_the_live_servers_and_lose_nothing() {
     for server in servers.iter_mut().flatten() {
         assert!(server.terminate(), "a server did not stop cleanly");
     }
+}
+
+/// The warnings and errors the servers logged (the last 40), for a
+/// failure's message.
+fn warnings(dir: &std::path::Path) -> String {
+    let mut lines = Vec::new();
+    for p in 0..PARTITIONS {
+        let log = std::fs::read_to_string(dir.join(format!("serve-{p}.log"))).unwrap_or_default();
+        lines.extend(
+            log.lines()
+                .filter(|l| l.contains("WARN") || l.contains("ERROR"))
+                .map(|l| format!("server {p}: {l}")),
+        );
+    }
+    let from = lines.len().saturating_sub(40);
+    lines[from..].join("\n")
 }
 
 /// The partition of `repo` (the choice itself is pinned by the store's

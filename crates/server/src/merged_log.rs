@@ -132,16 +132,7 @@ async fn kept<K: Kv>(
     store: &store::Store<K>,
     place: u64,
 ) -> Result<bool, store::Error> {
-    let after = place.saturating_sub(1);
-    let first = match log {
-        MergedLog::Firehose => store.events(after, 1).await?.first().map(|(s, _)| *s),
-        MergedLog::Stream => store
-            .stream_events(after, 1)
-            .await?
-            .first()
-            .map(|(t, _)| *t),
-    };
-    Ok(first == Some(place))
+    Ok(look_up(log, store, place).await?.is_some())
 }
 
 /// Appends one round of every partition's new events to `log`: how many.
@@ -251,19 +242,18 @@ pub(crate) enum Entry {
 }
 
 /// Reads `entry`'s event from its partition's `store`.
+///
+/// A replica's view of its partition only moves forward, and may move
+/// between any two reads: "gone" is decided only by a lookup made after
+/// the partition's newest event was seen at or past the entry's, so an
+/// event that arrives between the first lookup and that read is found, not
+/// skipped.
 pub(crate) async fn read_entry<K: Kv>(
     log: MergedLog,
     store: &store::Store<K>,
     entry: &MergedEvent,
 ) -> Result<Entry, store::Error> {
-    let after = entry.event.saturating_sub(1);
-    let found = match log {
-        MergedLog::Firehose => store.events(after, 1).await?.into_iter().next(),
-        MergedLog::Stream => store.stream_events(after, 1).await?.into_iter().next(),
-    };
-    if let Some((place, bytes)) = found
-        && place == entry.event
-    {
+    if let Some(bytes) = look_up(log, store, entry.event).await? {
         return Ok(Entry::Event(bytes));
     }
     // Not there: not yet seen here, or gone. Only then the newest is read.
@@ -271,9 +261,25 @@ pub(crate) async fn read_entry<K: Kv>(
         MergedLog::Firehose => store.newest_event().await?,
         MergedLog::Stream => store.newest_stream_time().await?,
     };
-    Ok(if newest.unwrap_or(0) < entry.event {
-        Entry::NotYet
-    } else {
-        Entry::Pruned
+    if newest.unwrap_or(0) < entry.event {
+        return Ok(Entry::NotYet);
+    }
+    Ok(match look_up(log, store, entry.event).await? {
+        Some(bytes) => Entry::Event(bytes),
+        None => Entry::Pruned,
     })
+}
+
+/// The event at `place` in partition `store`'s `log`, if it keeps it.
+async fn look_up<K: Kv>(
+    log: MergedLog,
+    store: &store::Store<K>,
+    place: u64,
+) -> Result<Option<bytes::Bytes>, store::Error> {
+    let after = place.saturating_sub(1);
+    let found = match log {
+        MergedLog::Firehose => store.events(after, 1).await?.into_iter().next(),
+        MergedLog::Stream => store.stream_events(after, 1).await?.into_iter().next(),
+    };
+    Ok(found.and_then(|(at, bytes)| (at == place).then_some(bytes)))
 }
