@@ -1,17 +1,20 @@
-//! A bounded in-process cache of decoded bitmap rows and views.
+//! A bounded in-process cache of decoded bitmap rows and views, and of
+//! the records result pages read.
 //!
 //! Entries belong to one repository head and index epoch: a query that
 //! finds the stored head moved (another process wrote, or an import
 //! replaced it) or the epoch raised (another process declared, dropped or
 //! rebuilt an index) starts from an empty cache. The writer keeps its
 //! cache warm instead: each commit's row changes are applied to the cached
-//! rows, under the lock that keeps queries out while the commit is applied
-//! to the store.
+//! rows, and the records it changes are dropped, under the lock that keeps
+//! queries out while the commit is applied to the store.
 
 use std::{collections::BTreeMap, sync::Arc};
 
 use cid::Cid;
 use roaring::RoaringBitmap;
+
+use store::Block;
 
 use crate::{
     columns::Packed,
@@ -69,7 +72,19 @@ pub struct IndexCache {
     /// Packed column mappings by scope (written by builds only, which
     /// clear this cache).
     packed: std::collections::HashMap<u32, Arc<Packed>>,
+    /// Records read for result pages, by path (`collection/rkey`), with
+    /// the bytes each is counted as; at most `limit / RECORDS_SHARE` bytes,
+    /// so that pages never evict the rows queries need.
+    records: lru::LruCache<String, (Block, usize)>,
+    record_bytes: usize,
 }
+
+/// The records' part of the cache's limit: one eighth.
+const RECORDS_SHARE: usize = 8;
+
+/// What a cached record is counted as beyond its bytes and path (the
+/// entry, its CID and the LRU's links).
+const RECORD_OVERHEAD: usize = 96;
 
 impl std::fmt::Debug for IndexCache {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -94,6 +109,8 @@ impl IndexCache {
             rows: std::collections::HashMap::new(),
             shards: std::collections::HashMap::new(),
             packed: std::collections::HashMap::new(),
+            records: lru::LruCache::unbounded(),
+            record_bytes: 0,
         }
     }
 
@@ -122,6 +139,41 @@ impl IndexCache {
         self.rows.clear();
         self.shards.clear();
         self.packed.clear();
+        self.records.clear();
+        self.record_bytes = 0;
+    }
+
+    /// The record at `path` (`collection/rkey`), if cached, marked as
+    /// recently used.
+    pub fn record(&mut self, path: &str) -> Option<Block> {
+        self.records.get(path).map(|(block, _)| block.clone())
+    }
+
+    /// Caches the record at `path` (read at the cache's head), evicting
+    /// the least recently used records past the records' share.
+    pub fn insert_record(&mut self, path: String, block: Block) {
+        let size = block.bytes().len() + path.len() + RECORD_OVERHEAD;
+        let limit = self.limit / RECORDS_SHARE;
+        if size > limit {
+            return;
+        }
+        if let Some((_, old)) = self.records.put(path, (block, size)) {
+            self.record_bytes -= old;
+        }
+        self.record_bytes += size;
+        while self.record_bytes > limit {
+            match self.records.pop_lru() {
+                Some((_, (_, s))) => self.record_bytes -= s,
+                None => break,
+            }
+        }
+    }
+
+    /// Drops the record at `path` (a commit changed or deleted it).
+    pub fn forget_record(&mut self, path: &str) {
+        if let Some((_, size)) = self.records.pop(path) {
+            self.record_bytes -= size;
+        }
     }
 
     /// The packed column blocks of `scope`, if cached.
@@ -251,8 +303,33 @@ pub(crate) fn key(scope: u32, row: &RowId, whole_view: bool) -> CacheKey {
 
 #[cfg(test)]
 mod tests {
-    use super::{IndexCache, RowDeltas, RowId};
+    use super::{IndexCache, RECORD_OVERHEAD, RECORDS_SHARE, RowDeltas, RowId};
     use crate::rows::SHARD_BITS;
+
+    #[test]
+    fn records_keep_to_their_share_and_the_most_recently_used() {
+        let limit = 1 << 16;
+        let mut cache = IndexCache::new(limit);
+        let block = |i: u32| store::Block::new(0x71, bytes::Bytes::from(vec![i as u8; 500]));
+        let per = 500 + "c.x/00000".len() + RECORD_OVERHEAD;
+        let room = limit / RECORDS_SHARE / per;
+        for i in 0..100u32 {
+            cache.insert_record(format!("c.x/{i:05}"), block(i));
+            // Reading the first keeps it the most recently used.
+            assert!(cache.record("c.x/00000").is_some(), "after {i}");
+        }
+        let kept: Vec<u32> = (0..100)
+            .filter(|i| cache.record(&format!("c.x/{i:05}")).is_some())
+            .collect();
+        let mut want = vec![0];
+        want.extend(100 - (room as u32 - 1)..100);
+        assert_eq!(kept, want);
+        assert_eq!(cache.record("c.x/00099"), Some(block(99)));
+        cache.forget_record("c.x/00099");
+        assert_eq!(cache.record("c.x/00099"), None);
+        cache.clear();
+        assert_eq!(cache.record("c.x/00000"), None);
+    }
 
     #[test]
     fn a_commit_into_a_new_shard_raises_the_cached_shard_count() {

@@ -536,6 +536,11 @@ impl<K: Kv> Repository<K> {
                 )?);
             }
         }
+        // The records the commit changes, for the cache to drop.
+        let changed: Vec<String> = index
+            .iter()
+            .map(|r| format!("{}/{}", r.collection, r.rkey))
+            .collect();
         // Queries wait while the commit lands and the cached bitmaps follow.
         let search = self.search.write().await;
         let pending = self
@@ -564,6 +569,9 @@ impl<K: Kv> Repository<K> {
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
             for (scope, deltas) in &row_deltas {
                 cache.apply(*scope, deltas);
+            }
+            for path in &changed {
+                cache.forget_record(path);
             }
             cache.set_head(commit_cid);
         }

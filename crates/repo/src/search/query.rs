@@ -114,27 +114,28 @@ impl<K: Kv> Repository<K> {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// Empties the cache unless it is of the current head and index epoch.
+    /// Empties the cache unless it is of the current head and index epoch:
+    /// that head (`None` for a repository without commits).
     ///
     /// # Errors
     ///
     /// [`Error::IndexRebuildPending`] while the indexes do not describe
     /// the records (an import's rebuild not finished).
-    pub(super) async fn sync_cache(&self) -> Result<(), Error> {
+    pub(super) async fn sync_cache(&self) -> Result<Option<cid::Cid>, Error> {
         let kv = self.store.kv();
         let head = self.store.head(&self.id).await?.map(|h| h.commit);
         // The store's one writer changes the epoch only here, emptying the
         // cache each time: while the cache follows the head, its epoch is
         // current (one point read per query saved).
         if kv.sole_writer() && self.lock_cache().synced_with(head) {
-            return Ok(());
+            return Ok(head);
         }
         let epoch = index::epoch(kv, &self.id).await?;
         if epoch.rebuild_pending {
             return Err(Error::IndexRebuildPending(self.id.clone()));
         }
         self.lock_cache().sync(head, epoch.number);
-        Ok(())
+        Ok(head)
     }
 
     /// The matching columns of `collection` and the reader that found them;
@@ -146,17 +147,23 @@ impl<K: Kv> Repository<K> {
         where_: Option<&str>,
     ) -> Result<Option<(Reader<'a, K>, RoaringBitmap)>, Error> {
         rkey::validate_nsid(collection)?;
-        let expr = where_
-            .map(index::parse_where)
-            .transpose()
-            .map_err(Error::InvalidQuery)?;
+        let expr = parse_where(where_)?;
         match self.sync_cache().await {
             Err(Error::IndexRebuildPending(_)) if expr.is_none() => return Ok(None),
             synced => synced?,
-        }
+        };
+        self.matching_synced(collection, expr.as_ref()).await
+    }
+
+    /// [`Repository::matching`] for a caller that has synced the cache
+    /// (and parsed `expr`) in this query.
+    pub(super) async fn matching_synced<'a>(
+        &'a self,
+        collection: &str,
+        expr: Option<&index::Expr>,
+    ) -> Result<Option<(Reader<'a, K>, RoaringBitmap)>, Error> {
         let declared = self.declared(collection).await?;
         let plan = expr
-            .as_ref()
             .map(|e| index::eval_plan(collection, e, &declared))
             .transpose()?;
         let Some(scope) = declared.first().map(|d| d.scope) else {
@@ -213,8 +220,11 @@ impl<K: Kv> Repository<K> {
         Ok(QueryPage { records, cursor })
     }
 
-    /// The records of a page, read in two tasks (the reads are lookups
-    /// that mostly wait on memory, and a page's are independent).
+    /// The records of a page: from the cache where it holds them, the
+    /// rest read in two tasks (the reads are lookups that mostly wait on
+    /// memory, and a page's are independent) and cached. Called with the
+    /// search lock held, so no commit lands between the cache's head and
+    /// the reads.
     pub(super) async fn read_records(
         &self,
         collection: &str,
@@ -223,9 +233,52 @@ impl<K: Kv> Repository<K> {
     where
         K: 'static,
     {
-        let half = items.len().div_ceil(2).max(1);
+        let path = |rkey: &str| format!("{collection}/{rkey}");
+        let mut found: Vec<Option<store::Block>> = {
+            let mut cache = self.lock_cache();
+            items.iter().map(|rkey| cache.record(&path(rkey))).collect()
+        };
+        let missing: Vec<String> = items
+            .iter()
+            .zip(&found)
+            .filter(|(_, f)| f.is_none())
+            .map(|(rkey, _)| rkey.clone())
+            .collect();
+        let mut read = self.read_blocks(collection, missing).await?.into_iter();
+        {
+            let mut cache = self.lock_cache();
+            for (rkey, slot) in items.iter().zip(&mut found) {
+                if slot.is_none()
+                    && let Some(block) = read.next()
+                {
+                    cache.insert_record(path(rkey), block.clone());
+                    *slot = Some(block);
+                }
+            }
+        }
+        Ok(items
+            .into_iter()
+            .zip(found)
+            .filter_map(|(rkey, block)| Some((rkey, Record::stored(block?))))
+            .collect())
+    }
+
+    /// The blocks of `rkeys`' records in `collection`, in order, read in two
+    /// tasks.
+    async fn read_blocks(
+        &self,
+        collection: &str,
+        rkeys: Vec<String>,
+    ) -> Result<Vec<store::Block>, Error>
+    where
+        K: 'static,
+    {
+        if rkeys.is_empty() {
+            return Ok(Vec::new());
+        }
+        let half = rkeys.len().div_ceil(2);
         let mut tasks = Vec::new();
-        for chunk in items.chunks(half) {
+        for chunk in rkeys.chunks(half) {
             let (store, id, collection, chunk) = (
                 Arc::clone(&self.store),
                 self.id.clone(),
@@ -243,18 +296,18 @@ impl<K: Kv> Repository<K> {
                                 "{collection}/{rkey} is indexed but not stored"
                             ))
                         })?;
-                    out.push((rkey, Record::stored(block)));
+                    out.push(block);
                 }
                 Ok::<_, Error>(out)
             }));
         }
-        let mut records = Vec::with_capacity(items.len());
+        let mut blocks = Vec::with_capacity(rkeys.len());
         for t in tasks {
-            records.extend(t.await.map_err(|e| {
+            blocks.extend(t.await.map_err(|e| {
                 Error::Io(std::io::Error::other(format!("a read task failed: {e}")))
             })??);
         }
-        Ok(records)
+        Ok(blocks)
     }
 
     /// How many records of `collection` match `where_` (all without it).
@@ -316,7 +369,8 @@ impl<K: Kv> Repository<K> {
         {
             Self::index_of(&declared, collection, path, IndexKind::Keyword, "--top")?;
         }
-        let Some((reader, bits)) = self.matching(collection, where_).await? else {
+        let expr = parse_where(where_)?;
+        let Some((reader, bits)) = self.matching_synced(collection, expr.as_ref()).await? else {
             return Ok(Vec::new());
         };
         Ok(reader.top(path, &bits, limit).await?)
@@ -340,7 +394,8 @@ impl<K: Kv> Repository<K> {
         self.sync_cache().await?;
         let declared = self.declared_indexes(collection).await?;
         Self::index_of(&declared, collection, path, IndexKind::Integer, "--stats")?;
-        let Some((reader, bits)) = self.matching(collection, where_).await? else {
+        let expr = parse_where(where_)?;
+        let Some((reader, bits)) = self.matching_synced(collection, expr.as_ref()).await? else {
             return Ok(Stats::default());
         };
         Ok(reader.stats(path, &bits).await?)
@@ -385,7 +440,8 @@ impl<K: Kv> Repository<K> {
         if let Some(p) = stats_path {
             Self::index_of(&declared, collection, p, IndexKind::Integer, "--stats")?;
         }
-        let Some((reader, bits)) = self.matching(collection, where_).await? else {
+        let expr = parse_where(where_)?;
+        let Some((reader, bits)) = self.matching_synced(collection, expr.as_ref()).await? else {
             return Ok(Vec::new());
         };
         Ok(reader.groups(paths, &bits, stats_path).await?)
@@ -439,7 +495,8 @@ impl<K: Kv> Repository<K> {
                 .map_err(Error::InvalidQuery)
         };
         let (from, to) = (bound("--from", from)?, bound("--to", to)?);
-        let Some((reader, bits)) = self.matching(collection, where_).await? else {
+        let expr = parse_where(where_)?;
+        let Some((reader, bits)) = self.matching_synced(collection, expr.as_ref()).await? else {
             return Ok((kind, Vec::new()));
         };
         let buckets = reader.histogram(path, &bits, interval, from, to).await?;
@@ -449,3 +506,11 @@ impl<K: Kv> Repository<K> {
 
 /// Most paths one `--group-by` takes.
 pub const MAX_GROUP_PATHS: usize = 3;
+
+/// A query's `where` expression, parsed.
+pub(super) fn parse_where(where_: Option<&str>) -> Result<Option<index::Expr>, Error> {
+    where_
+        .map(index::parse_where)
+        .transpose()
+        .map_err(Error::InvalidQuery)
+}

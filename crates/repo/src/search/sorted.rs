@@ -114,7 +114,7 @@ impl<K: Kv> Repository<K> {
         let limit = limit.max(1);
         let _search = self.search.read().await;
         rkey::validate_nsid(collection)?;
-        self.sync_cache().await?;
+        let head = self.sync_cache().await?;
         let declared = self.declared(collection).await?;
         let Some(kind) = declared
             .iter()
@@ -131,12 +131,7 @@ impl<K: Kv> Repository<K> {
                  sort by an integer, datetime or keyword index"
             )));
         }
-        let head = self
-            .store
-            .head(&self.id)
-            .await?
-            .map(|h| h.commit.to_string())
-            .unwrap_or_default();
+        let head = head.map(|h| h.to_string()).unwrap_or_default();
         let after = match cursor {
             None => None,
             Some(c) => {
@@ -153,7 +148,8 @@ impl<K: Kv> Repository<K> {
                 Some(place)
             }
         };
-        let Some((reader, bits)) = self.matching(collection, where_).await? else {
+        let expr = super::query::parse_where(where_)?;
+        let Some((reader, bits)) = self.matching_synced(collection, expr.as_ref()).await? else {
             return Ok(QueryPage {
                 records: Vec::new(),
                 cursor: None,
