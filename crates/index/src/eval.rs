@@ -626,6 +626,29 @@ impl<'a, K: Kv> Reader<'a, K> {
         Ok(out)
     }
 
+    /// [`Reader::top_columns`] in two, for an index with one value per
+    /// record (one slot): the columns whose value comes before the `k`-th's
+    /// (at most `k`), and every column whose value is the `k`-th's. `None`
+    /// when some record has several values at `path`, where each slot's
+    /// ties are at a value of their own.
+    pub async fn top_columns_split(
+        &self,
+        path: &str,
+        within: &RoaringBitmap,
+        k: u64,
+        descending: bool,
+    ) -> Result<Option<(RoaringBitmap, RoaringBitmap)>, Error> {
+        let view = self.bsi(path).await?;
+        let Cached::View(rows) = &*view else {
+            return Err(malformed("a bit-sliced view cached as a row"));
+        };
+        Ok(match slots(rows) {
+            0 => Some((RoaringBitmap::new(), RoaringBitmap::new())),
+            1 => Some(Slot::new(rows, 0).first_split(within, k, descending)),
+            _ => None,
+        })
+    }
+
     /// The keyword index at `path`'s rows in value order: (value, row),
     /// from the dictionary's keys, which sort by value.
     pub async fn rows_in_value_order(&self, path: &str) -> Result<Vec<(Keyword, u64)>, Error> {
@@ -965,6 +988,19 @@ impl<'a> Slot<'a> {
     /// The first `k` columns of `within` by this slot's value (largest
     /// first when `descending`), with every column tied with the `k`-th.
     fn first(&self, within: &RoaringBitmap, k: u64, descending: bool) -> RoaringBitmap {
+        let (better, tied) = self.first_split(within, k, descending);
+        better | tied
+    }
+
+    /// [`Slot::first`] in two: the columns whose value comes before the
+    /// `k`-th's (at most `k`), and those whose value is the `k`-th's
+    /// (empty when the first part holds exactly `k`).
+    fn first_split(
+        &self,
+        within: &RoaringBitmap,
+        k: u64,
+        descending: bool,
+    ) -> (RoaringBitmap, RoaringBitmap) {
         let present = self.exists & within;
         let negative = &present & self.sign;
         let positive = present - &negative;
@@ -979,17 +1015,23 @@ impl<'a> Slot<'a> {
         if front_len >= k {
             self.first_by_magnitude(front, k, true)
         } else {
-            front | self.first_by_magnitude(back, k - front_len, false)
+            let (better, tied) = self.first_by_magnitude(back, k - front_len, false);
+            (front | better, tied)
         }
     }
 
-    /// The first `k` of `set` by magnitude (largest first when `largest`),
-    /// ties with the `k`-th included.
-    fn first_by_magnitude(&self, set: RoaringBitmap, k: u64, largest: bool) -> RoaringBitmap {
+    /// The first `k` of `set` by magnitude (largest first when `largest`):
+    /// those before the `k`-th's magnitude, and those tied with it.
+    fn first_by_magnitude(
+        &self,
+        set: RoaringBitmap,
+        k: u64,
+        largest: bool,
+    ) -> (RoaringBitmap, RoaringBitmap) {
         let mut chosen = RoaringBitmap::new();
         let mut tied = set;
         if k == 0 {
-            return chosen;
+            return (chosen, RoaringBitmap::new());
         }
         for i in (0..64).rev() {
             if tied.is_empty() {
@@ -1004,11 +1046,11 @@ impl<'a> Slot<'a> {
                 tied -= &better;
                 chosen |= better;
                 if with == k {
-                    return chosen;
+                    return (chosen, RoaringBitmap::new());
                 }
             }
         }
-        chosen | tied
+        (chosen, tied)
     }
 
     /// Splits `within` by magnitude against `mag`: (less, equal, greater).

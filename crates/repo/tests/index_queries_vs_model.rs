@@ -532,6 +532,13 @@ async fn check_sorted(
             assert_eq!(&record.to_json(), &model[rkey]);
             got.push(rkey.clone());
         }
+        // Pages that repeat records would never end: past every match,
+        // the answer is wrong already.
+        assert!(
+            got.len() <= want.len(),
+            "sort by {path} (descending {descending}, pages of {limit}) where {text}: \
+             more records than match: {got:?}"
+        );
         match page.cursor {
             Some(c) => cursor = Some(c),
             None => break,

@@ -271,6 +271,13 @@ const SQL_PAGE: &str = "SELECT p.rkey, p.record FROM posts p JOIN post_tags t ON
                         ORDER BY p.rkey LIMIT 50";
 const SQL_SORTED: &str = "SELECT rkey, record FROM posts WHERE json_extract(record, '$.lang') = ?1 \
                           ORDER BY json_extract(record, '$.likes') DESC, rkey LIMIT 50";
+/// The page after (`?2`, `?3`): likes at most `?2`, and past `?3` among
+/// its ties (a range of the `(lang, likes)` index, walked down).
+const SQL_SORTED_AFTER: &str = "SELECT rkey, json_extract(record, '$.likes'), record FROM posts \
+                                WHERE json_extract(record, '$.lang') = ?1 \
+                                AND json_extract(record, '$.likes') <= ?2 \
+                                AND NOT (json_extract(record, '$.likes') = ?2 AND rkey <= ?3) \
+                                ORDER BY json_extract(record, '$.likes') DESC, rkey LIMIT 50";
 const SQL_SUM: &str = "SELECT count(json_extract(record, '$.likes')), sum(json_extract(record, '$.likes')), \
                        avg(json_extract(record, '$.likes')) FROM posts \
                        WHERE json_extract(record, '$.createdAt') >= ?1 AND json_extract(record, '$.createdAt') < ?2";
@@ -581,7 +588,7 @@ fn main() {
         // Queries: a just-opened store first, then warm.
         let sqlite = Sqlite::open(&db_path);
         println!();
-        for sql in [SQL_LANG, SQL_TAG, SQL_AND, SQL_RANGE, SQL_PAGE, SQL_TOP] {
+        for sql in [SQL_LANG, SQL_TAG, SQL_AND, SQL_RANGE, SQL_PAGE, SQL_TOP, SQL_SORTED, SQL_SORTED_AFTER] {
             let mut st = sqlite.conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}")).unwrap();
             let n = st.parameter_count();
             let params: Vec<&dyn rusqlite::ToSql> = ["l2", "t7", ""].iter().take(n).map(|p| p as &dyn rusqlite::ToSql).collect();
@@ -736,6 +743,40 @@ fn main() {
         let keys: Vec<String> = page.unwrap().records.into_iter().map(|(k, _)| k).collect();
         assert_eq!(keys, s_page);
         row(&format!("top 50 by `likes` descending where `{by_likes}`, warm"), ours, peer, "≤ 1 ms, ≥ 20×");
+
+        // The pages after it, each by the cursor of the one before: every
+        // page new, so its records are read from the store, not a cache.
+        let pages = runs.min(100);
+        let (mut cursor, mut after) = (None, None);
+        let (mut ours, mut peer) = (Vec::with_capacity(pages), Vec::with_capacity(pages));
+        for _ in 0..=pages {
+            let start = Instant::now();
+            let page = repo.query_sorted(COLLECTION, Some(&by_likes), "likes", true, cursor.as_deref(), 50).await.unwrap();
+            let t = start.elapsed();
+            let start = Instant::now();
+            let s_page: Vec<(String, i64)> = {
+                let mut st = sqlite.conn.prepare_cached(SQL_SORTED_AFTER).unwrap();
+                let (likes, rkey) = after.clone().unwrap_or((i64::MAX, String::new()));
+                st.query_map(rusqlite::params![lang, likes, rkey], |r| {
+                    let _: String = r.get(2)?;
+                    Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?))
+                })
+                .unwrap()
+                .map(Result::unwrap)
+                .collect()
+            };
+            let s_t = start.elapsed();
+            let keys: Vec<&String> = page.records.iter().map(|(k, _)| k).collect();
+            assert_eq!(keys, s_page.iter().map(|(k, _)| k).collect::<Vec<_>>());
+            // The first page (read above) is not a new one.
+            if cursor.is_some() {
+                ours.push(t);
+                peer.push(s_t);
+            }
+            cursor = page.cursor;
+            after = s_page.last().map(|(k, l)| (*l, k.clone()));
+        }
+        row("the next pages of it by cursor, each page new (its records not read before)", p50(ours), p50(peer), "");
 
         let range = format!("createdAt >= \"{}\" and createdAt < \"{}\"", q.from, q.to);
         let (ours, stats) = timed_async(runs, || repo.stats(COLLECTION, "likes", Some(&range))).await;

@@ -242,6 +242,10 @@ async fn first_places<K: Kv>(
 /// the ties at the cursor's value kept for their record keys, then the
 /// first of the rest found by the top-k walk ([`Reader::top_columns`]);
 /// only those candidates' values are read back.
+///
+/// While columns are in record-key order (no column out of order), ties
+/// are taken by column, lowest first, so a page among thousands of equal
+/// values reads the page's record keys, not every tie's.
 async fn number_places<K: Kv>(
     reader: &Reader<'_, K>,
     path: &str,
@@ -250,6 +254,7 @@ async fn number_places<K: Kv>(
     descending: bool,
     want: usize,
 ) -> Result<Vec<Place>, Error> {
+    let in_order = reader.out_of_order().await?.is_empty();
     let mut pool = reader.existing_columns(path, bits).await?;
     let mut places = Vec::new();
     match after {
@@ -262,16 +267,56 @@ async fn number_places<K: Kv>(
             pool -= reader.compare_columns(path, past, *v, &pool).await?;
             let tied = reader.compare_columns(path, Cmp::Eq, *v, &pool).await?;
             pool -= &tied;
-            let tied = rkeys_after(reader, &tied, rkey).await?;
-            let best = tied.iter().map(|c| (c, SortValue::Number(*v))).collect();
-            places = first_places(reader, best, descending, want).await?;
+            if in_order {
+                let mut tied = tied;
+                // The ties whose record keys sort after the cursor's.
+                match reader.column_near(rkey, false).await? {
+                    Some((column, true)) => {
+                        tied.remove_range(..=column);
+                    }
+                    Some((column, false)) => {
+                        tied.remove_range(..column);
+                    }
+                    None => tied.clear(),
+                }
+                let columns: Vec<u32> = tied.iter().take(want).collect();
+                places = reader
+                    .rkeys(&columns)
+                    .await?
+                    .into_iter()
+                    .map(|rkey| Place {
+                        value: Some(SortValue::Number(*v)),
+                        rkey,
+                    })
+                    .collect();
+            } else {
+                let tied = rkeys_after(reader, &tied, rkey).await?;
+                let best = tied.iter().map(|c| (c, SortValue::Number(*v))).collect();
+                places = first_places(reader, best, descending, want).await?;
+            }
         }
         Some(_) => return Ok(Vec::new()),
         None => {}
     }
     if places.len() < want && !pool.is_empty() {
         let need = (want - places.len()) as u64;
-        let candidates = reader.top_columns(path, &pool, need, descending).await?;
+        let split = if in_order {
+            reader
+                .top_columns_split(path, &pool, need, descending)
+                .await?
+        } else {
+            None
+        };
+        let candidates = match split {
+            // Those tied at the last value that the page has room for: the
+            // lowest columns, which hold the lowest record keys.
+            Some((before, tied)) => {
+                let room = need.saturating_sub(before.len());
+                let room = usize::try_from(room).unwrap_or(usize::MAX);
+                before | tied.iter().take(room).collect::<RoaringBitmap>()
+            }
+            None => reader.top_columns(path, &pool, need, descending).await?,
+        };
         let mut best: HashMap<u32, SortValue> = HashMap::new();
         for (column, value) in reader.values(path, &candidates).await? {
             let value = SortValue::Number(value);
