@@ -469,7 +469,7 @@ impl<'a, K: Kv> Reader<'a, K> {
                     };
                     let mut out = RoaringBitmap::new();
                     for slot in 0..slots(rows) {
-                        out |= Slot::new(rows, slot).compare(*cmp, *v);
+                        out |= Slot::new(rows, slot).compare(*cmp, *v, None);
                     }
                     out
                 }
@@ -585,7 +585,7 @@ impl<'a, K: Kv> Reader<'a, K> {
         };
         let mut out = RoaringBitmap::new();
         for slot in 0..slots(rows) {
-            out |= Slot::new(rows, slot).compare(cmp, v) & within;
+            out |= Slot::new(rows, slot).compare(cmp, v, Some(within));
         }
         Ok(out)
     }
@@ -697,7 +697,7 @@ impl<'a, K: Kv> Reader<'a, K> {
             let slot = Slot::new(rows, 0);
             let at_least = |bound: i128| -> RoaringBitmap {
                 match i64::try_from(bound) {
-                    Ok(b) => slot.compare(Cmp::Ge, b) & within,
+                    Ok(b) => slot.compare(Cmp::Ge, b, Some(within)),
                     Err(_) if bound < 0 => slot.exists & within,
                     Err(_) => RoaringBitmap::new(),
                 }
@@ -1065,6 +1065,15 @@ impl<'a> Slot<'a> {
                 break;
             }
             let bit = self.bit(i);
+            // No value has this bit (the high bits of small values): each
+            // left is less than `mag` if it has the bit, else unchanged.
+            if bit.is_empty() {
+                if mag >> i & 1 == 1 {
+                    lt |= eq;
+                    return (lt, RoaringBitmap::new(), gt);
+                }
+                continue;
+            }
             if mag >> i & 1 == 1 {
                 lt |= &eq - bit;
                 eq &= bit;
@@ -1076,9 +1085,15 @@ impl<'a> Slot<'a> {
         (lt, eq, gt)
     }
 
-    fn compare(&self, cmp: Cmp, c: i64) -> RoaringBitmap {
-        let pos = self.exists - self.sign;
-        let neg = self.exists & self.sign;
+    /// The columns (of `within`, when given) whose value compares so
+    /// with `c`.
+    fn compare(&self, cmp: Cmp, c: i64, within: Option<&RoaringBitmap>) -> RoaringBitmap {
+        let exists = match within {
+            Some(within) => self.exists & within,
+            None => self.exists.clone(),
+        };
+        let pos = &exists - self.sign;
+        let neg = &exists & self.sign;
         let mag = c.unsigned_abs();
         let (lt, eq, gt) = if c >= 0 {
             self.magnitudes(pos.clone(), mag)
@@ -1098,7 +1113,7 @@ impl<'a> Slot<'a> {
             (Cmp::Gt, false) => pos | gt,
             (Cmp::Ge, false) => pos | gt | eq,
             // Planned as not(=).
-            (Cmp::Ne, _) => self.exists - eq,
+            (Cmp::Ne, _) => exists - eq,
         }
     }
 
