@@ -569,25 +569,29 @@ impl<'a, K: Kv> Reader<'a, K> {
         Ok(out)
     }
 
-    /// The columns of `within` having some value at the integer or
-    /// datetime index `path` that compares so with `v` (`Cmp::Ne`: some
-    /// value other than `v`).
-    pub async fn compare_columns(
+    /// The columns of `within` with some value at the integer or datetime
+    /// index `path` past `v` (greater when `descending`, else less), and of
+    /// the rest those with a value equal to it: both from one pass over
+    /// each slot's rows (a sorted page after its cursor).
+    pub async fn past_and_tied(
         &self,
         path: &str,
-        cmp: Cmp,
         v: i64,
+        descending: bool,
         within: &RoaringBitmap,
-    ) -> Result<RoaringBitmap, Error> {
+    ) -> Result<(RoaringBitmap, RoaringBitmap), Error> {
         let view = self.bsi(path).await?;
         let Cached::View(rows) = &*view else {
             return Err(malformed("a bit-sliced view cached as a row"));
         };
-        let mut out = RoaringBitmap::new();
+        let (mut past, mut tied) = (RoaringBitmap::new(), RoaringBitmap::new());
         for slot in 0..slots(rows) {
-            out |= Slot::new(rows, slot).compare(cmp, v, Some(within));
+            let (lt, eq, gt) = Slot::new(rows, slot).split(v, Some(within));
+            past |= if descending { gt } else { lt };
+            tied |= eq;
         }
-        Ok(out)
+        tied -= &past;
+        Ok((past, tied))
     }
 
     /// The columns of `within` with a value at `path`.
@@ -1088,32 +1092,39 @@ impl<'a> Slot<'a> {
     /// The columns (of `within`, when given) whose value compares so
     /// with `c`.
     fn compare(&self, cmp: Cmp, c: i64, within: Option<&RoaringBitmap>) -> RoaringBitmap {
+        let (lt, eq, gt) = self.split(c, within);
+        match cmp {
+            Cmp::Eq => eq,
+            Cmp::Lt => lt,
+            Cmp::Le => lt | eq,
+            Cmp::Gt => gt,
+            Cmp::Ge => gt | eq,
+            // Planned as not(=).
+            Cmp::Ne => lt | gt,
+        }
+    }
+
+    /// The columns (of `within`, when given) with a value in this slot,
+    /// by their value against `c`: (less, equal, greater).
+    fn split(
+        &self,
+        c: i64,
+        within: Option<&RoaringBitmap>,
+    ) -> (RoaringBitmap, RoaringBitmap, RoaringBitmap) {
         let exists = match within {
             Some(within) => self.exists & within,
             None => self.exists.clone(),
         };
-        let pos = &exists - self.sign;
         let neg = &exists & self.sign;
+        let pos = exists - self.sign;
         let mag = c.unsigned_abs();
-        let (lt, eq, gt) = if c >= 0 {
-            self.magnitudes(pos.clone(), mag)
+        if c >= 0 {
+            let (lt, eq, gt) = self.magnitudes(pos, mag);
+            (neg | lt, eq, gt)
         } else {
             // Among negatives a larger magnitude is a smaller value.
-            let (l, e, g) = self.magnitudes(neg.clone(), mag);
-            (g, e, l)
-        };
-        match (cmp, c >= 0) {
-            (Cmp::Eq, _) => eq,
-            (Cmp::Lt, true) => neg | lt,
-            (Cmp::Le, true) => neg | lt | eq,
-            (Cmp::Lt, false) => lt,
-            (Cmp::Le, false) => lt | eq,
-            (Cmp::Gt, true) => gt,
-            (Cmp::Ge, true) => gt | eq,
-            (Cmp::Gt, false) => pos | gt,
-            (Cmp::Ge, false) => pos | gt | eq,
-            // Planned as not(=).
-            (Cmp::Ne, _) => exists - eq,
+            let (smaller, eq, larger) = self.magnitudes(neg, mag);
+            (larger, eq, pos | smaller)
         }
     }
 

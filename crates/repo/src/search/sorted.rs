@@ -8,7 +8,7 @@
 use std::cmp::Ordering;
 use std::collections::HashMap;
 
-use index::{Cmp, IndexKind, Keyword, Reader};
+use index::{IndexKind, Keyword, Reader};
 use roaring::RoaringBitmap;
 use store::Kv;
 
@@ -263,9 +263,8 @@ async fn number_places<K: Kv>(
             rkey,
         }) => {
             // A record's best value is past the cursor's when some value is.
-            let past = if descending { Cmp::Gt } else { Cmp::Lt };
-            pool -= reader.compare_columns(path, past, *v, &pool).await?;
-            let tied = reader.compare_columns(path, Cmp::Eq, *v, &pool).await?;
+            let (past, tied) = reader.past_and_tied(path, *v, descending, &pool).await?;
+            pool -= past;
             pool -= &tied;
             if in_order {
                 let mut tied = tied;
