@@ -1069,8 +1069,8 @@ impl<'a> Slot<'a> {
                 break;
             }
             let bit = self.bit(i);
-            // No value has this bit (the high bits of small values): each
-            // left is less than `mag` if it has the bit, else unchanged.
+            // No value has this bit (the high bits of small values): when
+            // `mag` has it, every column left is less; else none moves.
             if bit.is_empty() {
                 if mag >> i & 1 == 1 {
                     lt |= eq;
