@@ -36,11 +36,18 @@ const PREFIX_ROWS_ONE_BY_ONE: usize = 32;
 /// A query, checked against the collection's indexes.
 #[derive(Debug, Clone)]
 pub enum Plan {
+    /// Records any of these match.
     Or(Vec<Plan>),
+    /// Records every one of these matches (none when it is empty).
     And(Vec<Plan>),
+    /// Live records the plan does not match.
     Not(Box<Plan>),
+    /// Records with a value at the path.
     Exists(String),
+    /// Records with any of these values at a keyword index's path.
     Keywords(String, Vec<Keyword>),
+    /// Records with a value at an integer or datetime index's path that
+    /// compares so with the number.
     Compare(String, Cmp, i64),
     /// Records with every one of these words (a text index).
     Words(String, Vec<QueryWord>),
@@ -197,6 +204,45 @@ fn to_plan(e: &Expr, kinds: &HashMap<&str, IndexKind>) -> Result<Plan, Error> {
             }
         }
     })
+}
+
+/// Columns a plan matched: a row shared with the cache (no copy), or
+/// bitmaps computed for this query.
+enum Bits {
+    /// A cached [`Cached::Row`].
+    Shared(Arc<Cached>),
+    Owned(RoaringBitmap),
+}
+
+impl Bits {
+    fn get(&self) -> &RoaringBitmap {
+        static EMPTY: std::sync::LazyLock<RoaringBitmap> =
+            std::sync::LazyLock::new(RoaringBitmap::new);
+        match self {
+            Self::Shared(cached) => match &**cached {
+                Cached::Row(b) => b,
+                Cached::View(_) | Cached::Rkeys(_) => &EMPTY,
+            },
+            Self::Owned(b) => b,
+        }
+    }
+
+    fn into_owned(self) -> RoaringBitmap {
+        match self {
+            Self::Shared(_) => self.get().clone(),
+            Self::Owned(b) => b,
+        }
+    }
+}
+
+/// Whether a plan is one cached row (its columns need no computing).
+fn is_row(plan: &Plan) -> bool {
+    match plan {
+        Plan::Exists(_) => true,
+        Plan::Keywords(_, values) => values.len() == 1,
+        Plan::Words(_, words) => matches!(words.as_slice(), [QueryWord::Whole(_)]),
+        Plan::Or(_) | Plan::And(_) | Plan::Not(_) | Plan::Compare(..) => false,
+    }
 }
 
 /// Reads one scope's bitmaps, through the cache.
@@ -356,14 +402,20 @@ impl<'a, K: Kv> Reader<'a, K> {
         }
     }
 
-    /// The records having one word of a text index: its row, or for a
-    /// prefix the union of the rows of the dictionary's words with it.
-    async fn word(&self, path: &str, w: &QueryWord) -> Result<RoaringBitmap, Error> {
+    /// The records having one word of a text index (among `within`, when
+    /// given): its row, or for a prefix the union of the rows of the
+    /// dictionary's words with it.
+    async fn word(
+        &self,
+        path: &str,
+        w: &QueryWord,
+        within: Option<&RoaringBitmap>,
+    ) -> Result<Bits, Error> {
         match w {
             QueryWord::Whole(word) => Ok(
                 match self.keyword_row(path, &Keyword::Str(word.clone())).await? {
-                    Some(row) => self.row_bits(&RowId::keyword(path, row)).await?,
-                    None => RoaringBitmap::new(),
+                    Some(row) => self.row_within(&RowId::keyword(path, row), within).await?,
+                    None => Bits::Owned(RoaringBitmap::new()),
                 },
             ),
             QueryWord::Prefix(prefix) => {
@@ -379,7 +431,10 @@ impl<'a, K: Kv> Reader<'a, K> {
                 let mut out = RoaringBitmap::new();
                 if rows.len() <= PREFIX_ROWS_ONE_BY_ONE {
                     for row in rows {
-                        out |= self.row_bits(&RowId::keyword(path, row)).await?;
+                        out |= self
+                            .row_within(&RowId::keyword(path, row), within)
+                            .await?
+                            .get();
                     }
                 } else {
                     // Many words: the index's whole view in one scan (and
@@ -391,22 +446,210 @@ impl<'a, K: Kv> Reader<'a, K> {
                     };
                     for row in rows {
                         if let Some(bits) = all.get(&row) {
-                            out |= bits;
+                            match within {
+                                Some(within) => out |= bits & within,
+                                None => out |= bits,
+                            }
                         }
                     }
                 }
-                Ok(out)
+                Ok(Bits::Owned(out))
             }
         }
     }
 
     /// Evaluates a plan to the matching columns.
-    pub fn eval<'b>(
+    ///
+    /// # Errors
+    ///
+    /// A storage error, or [`Error::Malformed`] for rows that do not decode.
+    pub async fn eval(&self, plan: &Plan) -> Result<RoaringBitmap, Error> {
+        Ok(self.bits(plan, None).await?.into_owned())
+    }
+
+    /// The matching columns among `within`: [`Reader::eval`] of the plan
+    /// intersected with `within`, computed only over `within`'s columns
+    /// (a page evaluates a window of columns at a time).
+    ///
+    /// # Errors
+    ///
+    /// As [`Reader::eval`].
+    pub async fn eval_within(
+        &self,
+        plan: &Plan,
+        within: &RoaringBitmap,
+    ) -> Result<RoaringBitmap, Error> {
+        Ok(self.bits(plan, Some(within)).await?.into_owned())
+    }
+
+    /// How many columns match the plan: [`Reader::eval`]'s length, with
+    /// the last of a conjunction's rows counted against the others rather
+    /// than intersected with them.
+    ///
+    /// # Errors
+    ///
+    /// As [`Reader::eval`].
+    pub async fn count(&self, plan: &Plan) -> Result<u64, Error> {
+        match plan {
+            Plan::And(items)
+                if let Some((last, rest)) = items.split_last()
+                    && !rest.is_empty()
+                    && is_row(last) =>
+            {
+                let rest = self.all_of(rest, None).await?;
+                let last = self.bits(last, None).await?;
+                Ok(rest.get().intersection_len(last.get()))
+            }
+            Plan::Words(path, words)
+                if let Some((last @ QueryWord::Whole(_), rest)) = words.split_last()
+                    && !rest.is_empty() =>
+            {
+                let rest = self.all_words(path, rest, None).await?;
+                let last = self.word(path, last, None).await?;
+                Ok(rest.get().intersection_len(last.get()))
+            }
+            _ => Ok(self.bits(plan, None).await?.get().len()),
+        }
+    }
+
+    /// Up to `limit` columns matching `plan` (every live column without
+    /// one) in column order, descending when `reverse`, from the column of
+    /// `cursor`'s rkey on (or of the first rkey after it, before it when
+    /// `reverse`), the cursor's own column left out: a page when column
+    /// order is rkey order. The plan is evaluated a window of columns at a
+    /// time, from one container's worth (2^16 columns) growing fourfold,
+    /// so a first page computes a sliver of the matches, not all of them.
+    ///
+    /// # Errors
+    ///
+    /// As [`Reader::eval`].
+    pub async fn first_columns(
+        &self,
+        plan: Option<&Plan>,
+        cursor: Option<&str>,
+        reverse: bool,
+        limit: usize,
+    ) -> Result<Vec<u32>, Error> {
+        let all = self.row_within(&RowId::columns(), None).await?;
+        let all = all.get();
+        let (Some(min), Some(max)) = (all.min(), all.max()) else {
+            return Ok(Vec::new());
+        };
+        let (from, skip) = match cursor {
+            Some(c) => match self.column_near(c, reverse).await? {
+                Some((from, exact)) => (from, exact.then_some(from)),
+                None => return Ok(Vec::new()),
+            },
+            None if reverse => (max, None),
+            None => (min, None),
+        };
+        // Past the last column in the page's direction: nothing follows.
+        if (reverse && from < min) || (!reverse && from > max) {
+            return Ok(Vec::new());
+        }
+        let from = if reverse {
+            from.min(max)
+        } else {
+            from.max(min)
+        };
+        let mut out = Vec::with_capacity(limit.min(1 << 16));
+        let take = |bits: &RoaringBitmap, lo: u32, hi: u32, out: &mut Vec<u32>| {
+            let mut it = bits.range(lo..=hi);
+            while out.len() < limit {
+                let next = if reverse { it.next_back() } else { it.next() };
+                match next {
+                    Some(c) if Some(c) == skip => {}
+                    Some(c) => out.push(c),
+                    None => break,
+                }
+            }
+        };
+        let Some(plan) = plan else {
+            let (lo, hi) = if reverse { (min, from) } else { (from, max) };
+            take(all, lo, hi, &mut out);
+            return Ok(out);
+        };
+        let (mut from, mut containers) = (from, 1u32);
+        loop {
+            let (lo, hi) = if reverse {
+                let first = (from >> 16).saturating_sub(containers - 1);
+                ((first << 16).max(min), from)
+            } else {
+                let last = u64::from(from >> 16) + u64::from(containers);
+                let end = u32::try_from((last << 16) - 1).unwrap_or(u32::MAX);
+                (from, end.min(max))
+            };
+            let mut window = RoaringBitmap::new();
+            window.insert_range(lo..=hi);
+            let bits = self.bits(plan, Some(&window)).await?;
+            take(bits.get(), lo, hi, &mut out);
+            let next = if reverse {
+                lo.checked_sub(1)
+            } else {
+                hi.checked_add(1)
+            };
+            match next {
+                Some(next) if out.len() < limit && (min..=max).contains(&next) => from = next,
+                _ => return Ok(out),
+            }
+            containers = containers.saturating_mul(4).min(1 << 16);
+        }
+    }
+
+    /// A row as [`Bits`]: shared with the cache, or cut to `within`.
+    async fn row_within(&self, row: &RowId, within: Option<&RoaringBitmap>) -> Result<Bits, Error> {
+        let cached = self.row(row).await?;
+        Ok(match (within, &*cached) {
+            (None, Cached::Row(_)) => Bits::Shared(cached),
+            (Some(within), Cached::Row(b)) => Bits::Owned(b & within),
+            (_, Cached::View(_) | Cached::Rkeys(_)) => Bits::Owned(RoaringBitmap::new()),
+        })
+    }
+
+    /// The columns of every plan in `items` (none when there are none),
+    /// each evaluated only over the columns the ones before it left.
+    async fn all_of(&self, items: &[Plan], within: Option<&RoaringBitmap>) -> Result<Bits, Error> {
+        let mut acc: Option<Bits> = None;
+        for item in items {
+            let next = {
+                let limit = acc.as_ref().map_or(within, |a| Some(a.get()));
+                self.bits(item, limit).await?
+            };
+            if next.get().is_empty() {
+                return Ok(next);
+            }
+            acc = Some(next);
+        }
+        Ok(acc.unwrap_or(Bits::Owned(RoaringBitmap::new())))
+    }
+
+    /// [`Reader::all_of`] for the words of a text index.
+    async fn all_words(
+        &self,
+        path: &str,
+        words: &[QueryWord],
+        within: Option<&RoaringBitmap>,
+    ) -> Result<Bits, Error> {
+        let mut acc: Option<Bits> = None;
+        for w in words {
+            let next = {
+                let limit = acc.as_ref().map_or(within, |a| Some(a.get()));
+                self.word(path, w, limit).await?
+            };
+            if next.get().is_empty() {
+                return Ok(next);
+            }
+            acc = Some(next);
+        }
+        Ok(acc.unwrap_or(Bits::Owned(RoaringBitmap::new())))
+    }
+
+    /// The plan's columns (among `within`, when given).
+    fn bits<'b>(
         &'b self,
         plan: &'b Plan,
-    ) -> std::pin::Pin<
-        Box<dyn std::future::Future<Output = Result<RoaringBitmap, Error>> + Send + 'b>,
-    >
+        within: Option<&'b RoaringBitmap>,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<Bits, Error>> + Send + 'b>>
     where
         K: Kv,
     {
@@ -415,50 +658,39 @@ impl<'a, K: Kv> Reader<'a, K> {
                 Plan::Or(items) => {
                     let mut out = RoaringBitmap::new();
                     for i in items {
-                        out |= self.eval(i).await?;
+                        out |= self.bits(i, within).await?.get();
                     }
-                    out
+                    Bits::Owned(out)
                 }
-                Plan::And(items) => {
-                    let mut out: Option<RoaringBitmap> = None;
-                    for i in items {
-                        let b = self.eval(i).await?;
-                        out = Some(match out {
-                            None => b,
-                            Some(acc) => acc & b,
-                        });
-                        if out.as_ref().is_some_and(RoaringBitmap::is_empty) {
-                            break;
-                        }
-                    }
-                    out.unwrap_or_default()
+                Plan::And(items) => self.all_of(items, within).await?,
+                Plan::Not(inner) => {
+                    let all = self.row_within(&RowId::columns(), within).await?;
+                    let inner = self.bits(inner, within).await?;
+                    Bits::Owned(all.get() - inner.get())
                 }
-                Plan::Not(inner) => self.all().await? - self.eval(inner).await?,
-                Plan::Exists(path) => self.row_bits(&RowId::existence(path)).await?,
+                Plan::Exists(path) => self.row_within(&RowId::existence(path), within).await?,
                 Plan::Keywords(path, values) => {
-                    let mut out = RoaringBitmap::new();
+                    let mut rows = Vec::with_capacity(values.len());
                     for v in values {
                         if let Some(row) = self.keyword_row(path, v).await? {
-                            out |= self.row_bits(&RowId::keyword(path, row)).await?;
+                            rows.push(row);
                         }
                     }
-                    out
-                }
-                Plan::Words(path, words) => {
-                    let mut out: Option<RoaringBitmap> = None;
-                    for w in words {
-                        let b = self.word(path, w).await?;
-                        let acc = match out {
-                            None => b,
-                            Some(acc) => acc & b,
-                        };
-                        if acc.is_empty() {
-                            return Ok(acc);
+                    match rows.as_slice() {
+                        [row] => self.row_within(&RowId::keyword(path, *row), within).await?,
+                        rows => {
+                            let mut out = RoaringBitmap::new();
+                            for row in rows {
+                                out |= self
+                                    .row_within(&RowId::keyword(path, *row), within)
+                                    .await?
+                                    .get();
+                            }
+                            Bits::Owned(out)
                         }
-                        out = Some(acc);
                     }
-                    out.unwrap_or_default()
                 }
+                Plan::Words(path, words) => self.all_words(path, words, within).await?,
                 Plan::Compare(path, cmp, v) => {
                     // A comparison is CPU over cached rows: let other tasks
                     // (and a caller's deadline) in between them.
@@ -469,9 +701,9 @@ impl<'a, K: Kv> Reader<'a, K> {
                     };
                     let mut out = RoaringBitmap::new();
                     for slot in 0..slots(rows) {
-                        out |= Slot::new(rows, slot).compare(*cmp, *v, None);
+                        out |= Slot::new(rows, slot).compare(*cmp, *v, within);
                     }
-                    out
+                    Bits::Owned(out)
                 }
             })
         })
@@ -600,7 +832,10 @@ impl<'a, K: Kv> Reader<'a, K> {
         path: &str,
         within: &RoaringBitmap,
     ) -> Result<RoaringBitmap, Error> {
-        Ok(self.row_bits(&RowId::existence(path)).await? & within)
+        Ok(self
+            .row_within(&RowId::existence(path), Some(within))
+            .await?
+            .into_owned())
     }
 
     /// A superset of the `k` columns of `within` first in the order of
@@ -915,26 +1150,27 @@ impl<'a, K: Kv> Reader<'a, K> {
             let cached = lock(self.cache).insert(rkeys_key(self.scope, k), Cached::Rkeys(rkeys));
             blocks.insert(k, cached);
         }
-        let singles = futures::future::try_join_all(columns.iter().zip(&places).map(
-            |(c, place)| async move {
-                match place {
-                    columns::Place::Single => columns::single_rkey(self.kv, self.scope, *c).await,
-                    columns::Place::Packed(..) => Ok(None),
-                }
-            },
-        ))
-        .await?;
+        // Columns given out one at a time (after the last build) have a
+        // key each; most pages have none.
+        let mut singles = futures::future::try_join_all(
+            columns
+                .iter()
+                .zip(&places)
+                .filter(|(_, place)| matches!(place, columns::Place::Single))
+                .map(|(c, _)| columns::single_rkey(self.kv, self.scope, *c)),
+        )
+        .await?
+        .into_iter();
         columns
             .iter()
             .zip(places)
-            .zip(singles)
-            .map(|((c, place), single)| {
+            .map(|(c, place)| {
                 let rkey = match place {
                     columns::Place::Packed(k, i) => match blocks.get(&k).map(|b| &**b) {
                         Some(Cached::Rkeys(rkeys)) => rkeys.get(i).cloned(),
                         _ => None,
                     },
-                    columns::Place::Single => single,
+                    columns::Place::Single => singles.next().flatten(),
                 };
                 rkey.ok_or_else(|| {
                     malformed(format!("column {c} of scope {} has no rkey", self.scope))

@@ -37,6 +37,7 @@ mod index_crash;
 mod index_queries_vs_model;
 mod lexicon_add_refuses_contradictions;
 mod no_shard_limit;
+mod pages_span_column_windows;
 mod pin_window_holds_off_collection;
 mod record_encoding_boundaries;
 mod records_refer_to_blobs_they_hold;

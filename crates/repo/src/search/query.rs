@@ -19,45 +19,6 @@ pub struct QueryPage {
     pub cursor: Option<String>,
 }
 
-/// A page when column order is rkey order: walk the matching bitmap.
-async fn page_by_column<K: Kv>(
-    reader: &Reader<'_, K>,
-    bits: &RoaringBitmap,
-    cursor: Option<&str>,
-    reverse: bool,
-    limit: usize,
-) -> Result<Vec<u32>, Error> {
-    let mut columns = Vec::with_capacity(limit);
-    let mut it = bits.iter();
-    if let Some(c) = cursor {
-        let Some((from, exact)) = reader.column_near(c, reverse).await? else {
-            return Ok(Vec::new());
-        };
-        if reverse {
-            it.advance_back_to(from);
-        } else {
-            it.advance_to(from);
-        }
-        if exact {
-            // The cursor's own record is not repeated.
-            let next = if reverse { it.next_back() } else { it.next() };
-            if let Some(n) = next
-                && n != from
-            {
-                columns.push(n);
-            }
-        }
-    }
-    while columns.len() < limit {
-        let next = if reverse { it.next_back() } else { it.next() };
-        match next {
-            Some(c) => columns.push(c),
-            None => break,
-        }
-    }
-    Ok(columns)
-}
-
 /// A page when column order is not rkey order: walk the columns by rkey.
 async fn page_by_rkey<K: Kv>(
     reader: &Reader<'_, K>,
@@ -138,30 +99,31 @@ impl<K: Kv> Repository<K> {
         Ok(head)
     }
 
-    /// The matching columns of `collection` and the reader that found them;
-    /// `None` when no `where` was given and the collection has no index (or
-    /// its indexes await a rebuild: the record index answers then).
-    pub(super) async fn matching<'a>(
+    /// The reader of `collection`'s indexes and the plan of `where_` over
+    /// them (`None` without one); `None` when no `where` was given and the
+    /// collection has no index (or its indexes await a rebuild: the record
+    /// index answers then).
+    async fn planned<'a>(
         &'a self,
         collection: &str,
         where_: Option<&str>,
-    ) -> Result<Option<(Reader<'a, K>, RoaringBitmap)>, Error> {
+    ) -> Result<Option<(Reader<'a, K>, Option<index::Plan>)>, Error> {
         rkey::validate_nsid(collection)?;
         let expr = parse_where(where_)?;
         match self.sync_cache().await {
             Err(Error::IndexRebuildPending(_)) if expr.is_none() => return Ok(None),
             synced => synced?,
         };
-        self.matching_synced(collection, expr.as_ref()).await
+        self.planned_synced(collection, expr.as_ref()).await
     }
 
-    /// [`Repository::matching`] for a caller that has synced the cache
-    /// (and parsed `expr`) in this query.
-    pub(super) async fn matching_synced<'a>(
+    /// [`Repository::planned`] for a caller that has synced the cache (and
+    /// parsed `expr`) in this query.
+    async fn planned_synced<'a>(
         &'a self,
         collection: &str,
         expr: Option<&index::Expr>,
-    ) -> Result<Option<(Reader<'a, K>, RoaringBitmap)>, Error> {
+    ) -> Result<Option<(Reader<'a, K>, Option<index::Plan>)>, Error> {
         let declared = self.declared(collection).await?;
         let plan = expr
             .map(|e| index::eval_plan(collection, e, &declared))
@@ -169,7 +131,23 @@ impl<K: Kv> Repository<K> {
         let Some(scope) = declared.first().map(|d| d.scope) else {
             return Ok(None);
         };
-        let reader = Reader::new(self.store.kv(), &self.cache, scope);
+        Ok(Some((
+            Reader::new(self.store.kv(), &self.cache, scope),
+            plan,
+        )))
+    }
+
+    /// The matching columns of `collection` and the reader that found
+    /// them, for a caller that has synced the cache (and parsed `expr`) in
+    /// this query; `None` as [`Repository::planned`].
+    pub(super) async fn matching_synced<'a>(
+        &'a self,
+        collection: &str,
+        expr: Option<&index::Expr>,
+    ) -> Result<Option<(Reader<'a, K>, RoaringBitmap)>, Error> {
+        let Some((reader, plan)) = self.planned_synced(collection, expr).await? else {
+            return Ok(None);
+        };
         let bits = match &plan {
             Some(p) => reader.eval(p).await?,
             None => reader.all().await?,
@@ -200,7 +178,7 @@ impl<K: Kv> Repository<K> {
         // One more than asked tells whether another page follows.
         let want = limit.saturating_add(1);
         let _search = self.search.read().await;
-        let Some((reader, bits)) = self.matching(collection, where_).await? else {
+        let Some((reader, plan)) = self.planned(collection, where_).await? else {
             let mut records = self.list_records(collection, cursor, reverse, want).await?;
             let more = records.len() > limit;
             records.truncate(limit);
@@ -208,9 +186,15 @@ impl<K: Kv> Repository<K> {
             return Ok(QueryPage { records, cursor });
         };
         let mut items: Vec<String> = if reader.out_of_order().await?.is_empty() {
-            let columns = page_by_column(&reader, &bits, cursor, reverse, want).await?;
+            let columns = reader
+                .first_columns(plan.as_ref(), cursor, reverse, want)
+                .await?;
             reader.rkeys(&columns).await?
         } else {
+            let bits = match &plan {
+                Some(p) => reader.eval(p).await?,
+                None => reader.all().await?,
+            };
             page_by_rkey(&reader, &bits, cursor, reverse, want).await?
         };
         let more = items.len() > limit;
@@ -317,8 +301,9 @@ impl<K: Kv> Repository<K> {
     /// As [`Repository::query`].
     pub async fn count(&self, collection: &str, where_: Option<&str>) -> Result<u64, Error> {
         let _search = self.search.read().await;
-        match self.matching(collection, where_).await? {
-            Some((_, bits)) => Ok(bits.len()),
+        match self.planned(collection, where_).await? {
+            Some((reader, Some(plan))) => Ok(reader.count(&plan).await?),
+            Some((reader, None)) => Ok(reader.all().await?.len()),
             None => self.record_count(collection).await,
         }
     }
