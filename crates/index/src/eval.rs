@@ -245,6 +245,12 @@ fn is_row(plan: &Plan) -> bool {
     }
 }
 
+/// The columns a page's first window evaluates its plan over: a sixteenth
+/// of a roaring container, so that a page of common matches intersects a
+/// few hundred words of each row, and one of rare matches reaches the
+/// whole collection in at most a dozen windows.
+const FIRST_WINDOW: u32 = 1 << 12;
+
 /// Reads one scope's bitmaps, through the cache.
 pub struct Reader<'a, K> {
     /// The store.
@@ -359,6 +365,14 @@ impl<'a, K: Kv> Reader<'a, K> {
                     *rows.entry(row.row).or_default() |= bits;
                 }
             }
+        }
+        // A view's rows meet each other and a query's columns many times a
+        // query (a bit-sliced index's 64 bits, its existence and sign rows),
+        // and roaring intersects a run container with a bitmap by first
+        // making the run a bitmap: runs (a row every record is in, the bits
+        // of values in key order) are made bitmaps once, as cached.
+        for bits in rows.values_mut() {
+            bits.remove_run_compression();
         }
         Ok(lock(self.cache).insert(k, Cached::View(rows)))
     }
@@ -517,8 +531,8 @@ impl<'a, K: Kv> Reader<'a, K> {
     /// `cursor`'s rkey on (or of the first rkey after it, before it when
     /// `reverse`), the cursor's own column left out: a page when column
     /// order is rkey order. The plan is evaluated a window of columns at a
-    /// time, from one container's worth (2^16 columns) growing fourfold,
-    /// so a first page computes a sliver of the matches, not all of them.
+    /// time, from [`FIRST_WINDOW`] columns growing fourfold, so a first
+    /// page computes a sliver of the matches, not all of them.
     ///
     /// # Errors
     ///
@@ -569,15 +583,12 @@ impl<'a, K: Kv> Reader<'a, K> {
             take(all, lo, hi, &mut out);
             return Ok(out);
         };
-        let (mut from, mut containers) = (from, 1u32);
+        let (mut from, mut span) = (from, FIRST_WINDOW);
         loop {
             let (lo, hi) = if reverse {
-                let first = (from >> 16).saturating_sub(containers - 1);
-                ((first << 16).max(min), from)
+                (from.saturating_sub(span - 1).max(min), from)
             } else {
-                let last = u64::from(from >> 16) + u64::from(containers);
-                let end = u32::try_from((last << 16) - 1).unwrap_or(u32::MAX);
-                (from, end.min(max))
+                (from, from.saturating_add(span - 1).min(max))
             };
             let mut window = RoaringBitmap::new();
             window.insert_range(lo..=hi);
@@ -592,7 +603,7 @@ impl<'a, K: Kv> Reader<'a, K> {
                 Some(next) if out.len() < limit && (min..=max).contains(&next) => from = next,
                 _ => return Ok(out),
             }
-            containers = containers.saturating_mul(4).min(1 << 16);
+            span = span.saturating_mul(4);
         }
     }
 
@@ -1127,16 +1138,19 @@ impl<'a, K: Kv> Reader<'a, K> {
             .collect();
         let mut blocks: HashMap<u64, Arc<Cached>> = HashMap::new();
         let mut missing = Vec::new();
-        for place in &places {
-            if let columns::Place::Packed(k, _) = *place
-                && !blocks.contains_key(&k)
-            {
-                match lock(self.cache).get(&rkeys_key(self.scope, k)) {
-                    Some(hit) => {
-                        blocks.insert(k, hit);
+        {
+            let mut cache = lock(self.cache);
+            for place in &places {
+                if let columns::Place::Packed(k, _) = *place
+                    && !blocks.contains_key(&k)
+                    && !missing.contains(&k)
+                {
+                    match cache.get(&rkeys_key(self.scope, k)) {
+                        Some(hit) => {
+                            blocks.insert(k, hit);
+                        }
+                        None => missing.push(k),
                     }
-                    None if !missing.contains(&k) => missing.push(k),
-                    None => {}
                 }
             }
         }

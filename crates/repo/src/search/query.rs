@@ -219,8 +219,18 @@ impl<K: Kv> Repository<K> {
     {
         let path = |rkey: &str| format!("{collection}/{rkey}");
         let mut found: Vec<Option<store::Block>> = {
+            let mut path = String::with_capacity(collection.len() + 1 + rkey::TID_LEN);
             let mut cache = self.lock_cache();
-            items.iter().map(|rkey| cache.record(&path(rkey))).collect()
+            items
+                .iter()
+                .map(|rkey| {
+                    path.clear();
+                    path.push_str(collection);
+                    path.push('/');
+                    path.push_str(rkey);
+                    cache.record(&path)
+                })
+                .collect()
         };
         let missing: Vec<String> = items
             .iter()
