@@ -366,14 +366,6 @@ impl<'a, K: Kv> Reader<'a, K> {
                 }
             }
         }
-        // A view's rows meet each other and a query's columns many times a
-        // query (a bit-sliced index's 64 bits, its existence and sign rows),
-        // and roaring intersects a run container with a bitmap by first
-        // making the run a bitmap: runs (a row every record is in, the bits
-        // of values in key order) are made bitmaps once, as cached.
-        for bits in rows.values_mut() {
-            bits.remove_run_compression();
-        }
         Ok(lock(self.cache).insert(k, Cached::View(rows)))
     }
 
@@ -1136,19 +1128,19 @@ impl<'a, K: Kv> Reader<'a, K> {
             .iter()
             .map(|c| columns::place(&packed, *c))
             .collect();
-        let mut blocks: HashMap<u64, Arc<Cached>> = HashMap::new();
-        let mut missing = Vec::new();
+        // A page's columns are in order, so its blocks come in runs: a
+        // few, found by a look at the last.
+        let mut blocks: Vec<(u64, Arc<Cached>)> = Vec::new();
+        let mut missing: Vec<u64> = Vec::new();
         {
             let mut cache = lock(self.cache);
             for place in &places {
                 if let columns::Place::Packed(k, _) = *place
-                    && !blocks.contains_key(&k)
+                    && !blocks.iter().rev().any(|(b, _)| *b == k)
                     && !missing.contains(&k)
                 {
                     match cache.get(&rkeys_key(self.scope, k)) {
-                        Some(hit) => {
-                            blocks.insert(k, hit);
-                        }
+                        Some(hit) => blocks.push((k, hit)),
                         None => missing.push(k),
                     }
                 }
@@ -1162,7 +1154,7 @@ impl<'a, K: Kv> Reader<'a, K> {
         .await?;
         for (k, rkeys) in missing.into_iter().zip(fetched) {
             let cached = lock(self.cache).insert(rkeys_key(self.scope, k), Cached::Rkeys(rkeys));
-            blocks.insert(k, cached);
+            blocks.push((k, cached));
         }
         // Columns given out one at a time (after the last build) have a
         // key each; most pages have none.
@@ -1175,22 +1167,31 @@ impl<'a, K: Kv> Reader<'a, K> {
         )
         .await?
         .into_iter();
-        columns
-            .iter()
-            .zip(places)
-            .map(|(c, place)| {
-                let rkey = match place {
-                    columns::Place::Packed(k, i) => match blocks.get(&k).map(|b| &**b) {
-                        Some(Cached::Rkeys(rkeys)) => rkeys.get(i).cloned(),
-                        _ => None,
-                    },
-                    columns::Place::Single => singles.next().flatten(),
-                };
-                rkey.ok_or_else(|| {
-                    malformed(format!("column {c} of scope {} has no rkey", self.scope))
-                })
-            })
-            .collect()
+        let mut out = Vec::with_capacity(columns.len());
+        let mut last: Option<(u64, &[String])> = None;
+        for (c, place) in columns.iter().zip(places) {
+            let rkey = match place {
+                columns::Place::Packed(k, i) => {
+                    let rkeys = match last {
+                        Some((b, rkeys)) if b == k => Some(rkeys),
+                        _ => blocks
+                            .iter()
+                            .find(|(b, _)| *b == k)
+                            .and_then(|(_, cached)| match &**cached {
+                                Cached::Rkeys(rkeys) => Some(rkeys.as_slice()),
+                                Cached::Row(_) | Cached::View(_) => None,
+                            }),
+                    };
+                    last = rkeys.map(|r| (k, r));
+                    rkeys.and_then(|r| r.get(i)).cloned()
+                }
+                columns::Place::Single => singles.next().flatten(),
+            };
+            out.push(rkey.ok_or_else(|| {
+                malformed(format!("column {c} of scope {} has no rkey", self.scope))
+            })?);
+        }
+        Ok(out)
     }
 
     /// The column of `rkey`, or of the first rkey after (`reverse`: before)
