@@ -41,6 +41,10 @@ async fn page_by_rkey<K: Kv>(
     Ok(out)
 }
 
+/// Record reads a page's task keeps waiting at once: a read not in
+/// SlateDB's block cache waits on a file read made on a blocking thread.
+const READS_IN_FLIGHT: usize = 8;
+
 impl<K: Kv> Repository<K> {
     pub(super) fn clear_cache(&self) {
         self.cache
@@ -280,19 +284,22 @@ impl<K: Kv> Repository<K> {
                 chunk.to_vec(),
             );
             tasks.push(tokio::spawn(async move {
-                let mut out = Vec::with_capacity(chunk.len());
-                for rkey in chunk {
-                    let block = store
-                        .written_record_block(&id, &collection, &rkey)
-                        .await?
-                        .ok_or_else(|| {
-                            Error::MalformedIndex(format!(
-                                "{collection}/{rkey} is indexed but not stored"
-                            ))
-                        })?;
-                    out.push(block);
-                }
-                Ok::<_, Error>(out)
+                use futures::{StreamExt as _, TryStreamExt as _};
+                let (store, id, collection) = (&store, &id, &collection);
+                futures::stream::iter(chunk)
+                    .map(|rkey| async move {
+                        store
+                            .written_record_block(id, collection, &rkey)
+                            .await?
+                            .ok_or_else(|| {
+                                Error::MalformedIndex(format!(
+                                    "{collection}/{rkey} is indexed but not stored"
+                                ))
+                            })
+                    })
+                    .buffered(READS_IN_FLIGHT)
+                    .try_collect::<Vec<_>>()
+                    .await
             }));
         }
         let mut blocks = Vec::with_capacity(rkeys.len());
