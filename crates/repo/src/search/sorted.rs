@@ -255,7 +255,10 @@ async fn number_places<K: Kv>(
     want: usize,
 ) -> Result<Vec<Place>, Error> {
     let in_order = reader.out_of_order().await?.is_empty();
-    let mut pool = reader.existing_columns(path, bits).await?;
+    // The matches not placed yet; those without a value at `path` among
+    // them are passed over by every comparison below (each starts from
+    // the columns with a value).
+    let mut pool = std::borrow::Cow::Borrowed(bits);
     let mut places = Vec::new();
     match after {
         Some(Place {
@@ -264,8 +267,9 @@ async fn number_places<K: Kv>(
         }) => {
             // A record's best value is past the cursor's when some value is.
             let (past, tied) = reader.past_and_tied(path, *v, descending, &pool).await?;
-            pool -= past;
-            pool -= &tied;
+            let left = pool.to_mut();
+            *left -= past;
+            *left -= &tied;
             if in_order {
                 let mut tied = tied;
                 // The ties whose record keys sort after the cursor's.
