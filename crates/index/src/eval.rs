@@ -206,8 +206,26 @@ fn to_plan(e: &Expr, kinds: &HashMap<&str, IndexKind>) -> Result<Plan, Error> {
     })
 }
 
-/// Columns a plan matched: a row shared with the cache (no copy), or
-/// bitmaps computed for this query.
+/// Columns a plan matched, read as a [`RoaringBitmap`]: a row shared with
+/// the cache (no copy), or bitmaps computed for this query.
+pub struct Matches(Bits);
+
+impl std::ops::Deref for Matches {
+    type Target = RoaringBitmap;
+
+    fn deref(&self) -> &RoaringBitmap {
+        self.0.get()
+    }
+}
+
+impl Matches {
+    /// The columns as a bitmap of their own (a copy when shared).
+    #[must_use]
+    pub fn into_owned(self) -> RoaringBitmap {
+        self.0.into_owned()
+    }
+}
+
 enum Bits {
     /// A cached [`Cached::Row`].
     Shared(Arc<Cached>),
@@ -233,6 +251,21 @@ impl Bits {
             Self::Owned(b) => b,
         }
     }
+}
+
+/// `row ∩ within`; `within` itself when `row` holds every column from
+/// `within`'s first to its last (a row every record is in is one run, and
+/// roaring intersects a run with a bitmap by first making it a bitmap).
+fn among(row: &RoaringBitmap, within: &RoaringBitmap) -> RoaringBitmap {
+    if let (Some(first), Some(last), Some(lo), Some(hi)) =
+        (row.min(), row.max(), within.min(), within.max())
+        && first <= lo
+        && hi <= last
+        && row.len() == u64::from(last - first) + 1
+    {
+        return within.clone();
+    }
+    row & within
 }
 
 /// Whether a plan is one cached row (its columns need no computing).
@@ -471,6 +504,24 @@ impl<'a, K: Kv> Reader<'a, K> {
     /// A storage error, or [`Error::Malformed`] for rows that do not decode.
     pub async fn eval(&self, plan: &Plan) -> Result<RoaringBitmap, Error> {
         Ok(self.bits(plan, None).await?.into_owned())
+    }
+
+    /// [`Reader::eval`] without a copy of a row the plan is alone.
+    ///
+    /// # Errors
+    ///
+    /// As [`Reader::eval`].
+    pub async fn eval_shared(&self, plan: &Plan) -> Result<Matches, Error> {
+        Ok(Matches(self.bits(plan, None).await?))
+    }
+
+    /// The collection's live columns, shared with the cache.
+    ///
+    /// # Errors
+    ///
+    /// As [`Reader::eval`].
+    pub async fn all_shared(&self) -> Result<Matches, Error> {
+        Ok(Matches(self.row_within(&RowId::columns(), None).await?))
     }
 
     /// The matching columns among `within`: [`Reader::eval`] of the plan
@@ -1256,7 +1307,7 @@ impl<'a> Slot<'a> {
         k: u64,
         descending: bool,
     ) -> (RoaringBitmap, RoaringBitmap) {
-        let present = self.exists & within;
+        let present = among(self.exists, within);
         let negative = &present & self.sign;
         let positive = present - &negative;
         // Descending: non-negative values by magnitude, largest first, then
@@ -1363,7 +1414,7 @@ impl<'a> Slot<'a> {
         within: Option<&RoaringBitmap>,
     ) -> (RoaringBitmap, RoaringBitmap, RoaringBitmap) {
         let exists = match within {
-            Some(within) => self.exists & within,
+            Some(within) => among(self.exists, within),
             None => self.exists.clone(),
         };
         let neg = &exists & self.sign;

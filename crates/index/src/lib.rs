@@ -61,7 +61,7 @@ pub use decl::{
     Declared, Epoch, IndexDecl, declarations, declarations_by_collection, encode_decl, epoch,
     free_scope, raise_epoch,
 };
-pub use eval::{Plan, Reader, plan as eval_plan};
+pub use eval::{Matches, Plan, Reader, plan as eval_plan};
 pub use fields::{RecordFields, field_text};
 pub use histogram::{Bucket, Interval, MAX_BUCKETS, buckets_json, histogram, parse_bound};
 pub use maintain::{CommitIndex, IndexWrite, KNOWN_ROWS_LIMIT, KnownRows, ScopeCounters};

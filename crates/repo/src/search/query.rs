@@ -148,13 +148,13 @@ impl<K: Kv> Repository<K> {
         &'a self,
         collection: &str,
         expr: Option<&index::Expr>,
-    ) -> Result<Option<(Reader<'a, K>, RoaringBitmap)>, Error> {
+    ) -> Result<Option<(Reader<'a, K>, index::Matches)>, Error> {
         let Some((reader, plan)) = self.planned_synced(collection, expr).await? else {
             return Ok(None);
         };
         let bits = match &plan {
-            Some(p) => reader.eval(p).await?,
-            None => reader.all().await?,
+            Some(p) => reader.eval_shared(p).await?,
+            None => reader.all_shared().await?,
         };
         Ok(Some((reader, bits)))
     }
@@ -196,8 +196,8 @@ impl<K: Kv> Repository<K> {
             reader.rkeys(&columns).await?
         } else {
             let bits = match &plan {
-                Some(p) => reader.eval(p).await?,
-                None => reader.all().await?,
+                Some(p) => reader.eval_shared(p).await?,
+                None => reader.all_shared().await?,
             };
             page_by_rkey(&reader, &bits, cursor, reverse, want).await?
         };
@@ -320,7 +320,7 @@ impl<K: Kv> Repository<K> {
         let _search = self.search.read().await;
         match self.planned(collection, where_).await? {
             Some((reader, Some(plan))) => Ok(reader.count(&plan).await?),
-            Some((reader, None)) => Ok(reader.all().await?.len()),
+            Some((reader, None)) => Ok(reader.all_shared().await?.len()),
             None => self.record_count(collection).await,
         }
     }

@@ -165,7 +165,7 @@ impl<K: Kv> Repository<K> {
         };
         if places.len() < want {
             // Records without a value, last, by record key.
-            let rest = &bits - reader.existing_columns(path, &bits).await?;
+            let rest = &*bits - reader.existing_columns(path, &bits).await?;
             let columns: Vec<u32> = rest.iter().collect();
             let mut missing: Vec<Place> = reader
                 .rkeys(&columns)
