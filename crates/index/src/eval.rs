@@ -409,11 +409,6 @@ impl<'a, K: Kv> Reader<'a, K> {
         })
     }
 
-    /// The collection's live columns.
-    pub async fn all(&self) -> Result<RoaringBitmap, Error> {
-        self.row_bits(&RowId::columns()).await
-    }
-
     /// Columns whose rkey sorts before an older column's (so that column
     /// order is not rkey order); empty when the two orders agree.
     pub async fn out_of_order(&self) -> Result<RoaringBitmap, Error> {
@@ -497,21 +492,13 @@ impl<'a, K: Kv> Reader<'a, K> {
         }
     }
 
-    /// Evaluates a plan to the matching columns.
+    /// Evaluates a plan to the matching columns (a row the plan is alone
+    /// shared with the cache, not copied).
     ///
     /// # Errors
     ///
     /// A storage error, or [`Error::Malformed`] for rows that do not decode.
-    pub async fn eval(&self, plan: &Plan) -> Result<RoaringBitmap, Error> {
-        Ok(self.bits(plan, None).await?.into_owned())
-    }
-
-    /// [`Reader::eval`] without a copy of a row the plan is alone.
-    ///
-    /// # Errors
-    ///
-    /// As [`Reader::eval`].
-    pub async fn eval_shared(&self, plan: &Plan) -> Result<Matches, Error> {
+    pub async fn eval(&self, plan: &Plan) -> Result<Matches, Error> {
         Ok(Matches(self.bits(plan, None).await?))
     }
 
@@ -520,23 +507,8 @@ impl<'a, K: Kv> Reader<'a, K> {
     /// # Errors
     ///
     /// As [`Reader::eval`].
-    pub async fn all_shared(&self) -> Result<Matches, Error> {
+    pub async fn all(&self) -> Result<Matches, Error> {
         Ok(Matches(self.row_within(&RowId::columns(), None).await?))
-    }
-
-    /// The matching columns among `within`: [`Reader::eval`] of the plan
-    /// intersected with `within`, computed only over `within`'s columns
-    /// (a page evaluates a window of columns at a time).
-    ///
-    /// # Errors
-    ///
-    /// As [`Reader::eval`].
-    pub async fn eval_within(
-        &self,
-        plan: &Plan,
-        within: &RoaringBitmap,
-    ) -> Result<RoaringBitmap, Error> {
-        Ok(self.bits(plan, Some(within)).await?.into_owned())
     }
 
     /// How many columns match the plan: [`Reader::eval`]'s length, with

@@ -153,8 +153,8 @@ impl<K: Kv> Repository<K> {
             return Ok(None);
         };
         let bits = match &plan {
-            Some(p) => reader.eval_shared(p).await?,
-            None => reader.all_shared().await?,
+            Some(p) => reader.eval(p).await?,
+            None => reader.all().await?,
         };
         Ok(Some((reader, bits)))
     }
@@ -196,8 +196,8 @@ impl<K: Kv> Repository<K> {
             reader.rkeys(&columns).await?
         } else {
             let bits = match &plan {
-                Some(p) => reader.eval_shared(p).await?,
-                None => reader.all_shared().await?,
+                Some(p) => reader.eval(p).await?,
+                None => reader.all().await?,
             };
             page_by_rkey(&reader, &bits, cursor, reverse, want).await?
         };
@@ -320,7 +320,7 @@ impl<K: Kv> Repository<K> {
         let _search = self.search.read().await;
         match self.planned(collection, where_).await? {
             Some((reader, Some(plan))) => Ok(reader.count(&plan).await?),
-            Some((reader, None)) => Ok(reader.all_shared().await?.len()),
+            Some((reader, None)) => Ok(reader.all().await?.len()),
             None => self.record_count(collection).await,
         }
     }
