@@ -49,8 +49,9 @@ pub enum Plan {
     /// Records with a value at an integer or datetime index's path that
     /// compares so with the number.
     Compare(String, Cmp, i64),
-    /// Records with every one of these words (a text index).
-    Words(String, Vec<QueryWord>),
+    /// Records with this word (or, for a prefix, a word with it) at a text
+    /// index's path; several words are an [`Plan::And`] of them.
+    Word(String, QueryWord),
 }
 
 fn no_index(collection: &str, c: &Cond, kind_hint: &str) -> Error {
@@ -146,7 +147,15 @@ fn to_plan(e: &Expr, kinds: &HashMap<&str, IndexKind>) -> Result<Plan, Error> {
             let path = c.path.clone();
             match (&c.op, kind) {
                 (Op::Exists, _) => Plan::Exists(path),
-                (Op::Matches(words), IndexKind::Text) => Plan::Words(path, words.clone()),
+                (Op::Matches(words), IndexKind::Text) => match words.as_slice() {
+                    [word] => Plan::Word(path, word.clone()),
+                    words => Plan::And(
+                        words
+                            .iter()
+                            .map(|w| Plan::Word(path.clone(), w.clone()))
+                            .collect(),
+                    ),
+                },
                 (Op::Matches(_), kind) => {
                     return Err(Error::InvalidQuery(format!(
                         "at position {}: {} has {} index; matches needs a text index (datarepo index add <collection> {} --kind text)",
@@ -273,7 +282,7 @@ fn is_row(plan: &Plan) -> bool {
     match plan {
         Plan::Exists(_) => true,
         Plan::Keywords(_, values) => values.len() == 1,
-        Plan::Words(_, words) => matches!(words.as_slice(), [QueryWord::Whole(_)]),
+        Plan::Word(_, word) => matches!(word, QueryWord::Whole(_)),
         Plan::Or(_) | Plan::And(_) | Plan::Not(_) | Plan::Compare(..) => false,
     }
 }
@@ -529,14 +538,6 @@ impl<'a, K: Kv> Reader<'a, K> {
                 let last = self.bits(last, None).await?;
                 Ok(rest.get().intersection_len(last.get()))
             }
-            Plan::Words(path, words)
-                if let Some((last @ QueryWord::Whole(_), rest)) = words.split_last()
-                    && !rest.is_empty() =>
-            {
-                let rest = self.all_words(path, rest, None).await?;
-                let last = self.word(path, last, None).await?;
-                Ok(rest.get().intersection_len(last.get()))
-            }
             _ => Ok(self.bits(plan, None).await?.get().len()),
         }
     }
@@ -649,27 +650,6 @@ impl<'a, K: Kv> Reader<'a, K> {
         Ok(acc.unwrap_or(Bits::Owned(RoaringBitmap::new())))
     }
 
-    /// [`Reader::all_of`] for the words of a text index.
-    async fn all_words(
-        &self,
-        path: &str,
-        words: &[QueryWord],
-        within: Option<&RoaringBitmap>,
-    ) -> Result<Bits, Error> {
-        let mut acc: Option<Bits> = None;
-        for w in words {
-            let next = {
-                let limit = acc.as_ref().map_or(within, |a| Some(a.get()));
-                self.word(path, w, limit).await?
-            };
-            if next.get().is_empty() {
-                return Ok(next);
-            }
-            acc = Some(next);
-        }
-        Ok(acc.unwrap_or(Bits::Owned(RoaringBitmap::new())))
-    }
-
     /// The plan's columns (among `within`, when given).
     fn bits<'b>(
         &'b self,
@@ -716,7 +696,7 @@ impl<'a, K: Kv> Reader<'a, K> {
                         }
                     }
                 }
-                Plan::Words(path, words) => self.all_words(path, words, within).await?,
+                Plan::Word(path, word) => self.word(path, word, within).await?,
                 Plan::Compare(path, cmp, v) => {
                     // A comparison is CPU over cached rows: let other tasks
                     // (and a caller's deadline) in between them.
