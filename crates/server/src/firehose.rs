@@ -49,7 +49,7 @@ const FLUSH_EVERY: usize = 64;
 const POLL: Duration = Duration::from_millis(100);
 
 /// Publishes durable events in order, from the first subscription until
-/// the server is dropped.
+/// the server closes its streams or is dropped.
 fn start_publisher<K: Kv + 'static>(app: &Arc<App<K>>) {
     if app
         .firehose
@@ -61,6 +61,9 @@ fn start_publisher<K: Kv + 'static>(app: &Arc<App<K>>) {
     let weak = Arc::downgrade(app);
     let commits = app.firehose.notifier();
     let store = Arc::clone(app.repos.store());
+    // The store closes after the streams do: reading it past that point
+    // would only fail.
+    let mut closing = app.closing.subscribe();
     let anchors = Arc::new(store::AnchorMemo::default());
     tokio::spawn(async move {
         let mut last = loop {
@@ -76,6 +79,7 @@ fn start_publisher<K: Kv + 'static>(app: &Arc<App<K>>) {
             tokio::select! {
                 () = commits.notified() => {}
                 () = tokio::time::sleep(POLL) => {}
+                _ = async { closing.wait_for(|closing| *closing).await.is_ok() } => return,
             }
             let Some(app) = weak.upgrade() else {
                 return;

@@ -450,7 +450,7 @@ async fn run_pass<K: Kv + 'static>(
 }
 
 /// Publishes durable stream events in order, from the first subscription
-/// until the server is dropped.
+/// until the server closes its streams or is dropped.
 fn start_publisher<K: Kv + 'static>(app: &Arc<App<K>>) {
     if app
         .stream
@@ -462,6 +462,9 @@ fn start_publisher<K: Kv + 'static>(app: &Arc<App<K>>) {
     let weak = Arc::downgrade(app);
     let commits = app.stream.notifier();
     let store = Arc::clone(app.repos.store());
+    // The store closes after the streams do: reading it past that point
+    // would only fail.
+    let mut closing = app.closing.subscribe();
     tokio::spawn(async move {
         let mut last = loop {
             match store.newest_stream_time().await {
@@ -476,6 +479,7 @@ fn start_publisher<K: Kv + 'static>(app: &Arc<App<K>>) {
             tokio::select! {
                 () = commits.notified() => {}
                 () = tokio::time::sleep(POLL) => {}
+                _ = async { closing.wait_for(|closing| *closing).await.is_ok() } => return,
             }
             let Some(app) = weak.upgrade() else {
                 return;

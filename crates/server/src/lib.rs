@@ -215,8 +215,9 @@ impl<K: Kv + 'static> Server<K> {
     /// Closes every stream connection (the firehose, `/subscribe`) with
     /// WebSocket close code 1001, "going away", and every one opened from
     /// now on: a consumer reconnects (to another server, or this one when
-    /// it is back) and resumes from its cursor. Call it when shutting
-    /// down, or the shutdown waits for every consumer to leave.
+    /// it is back) and resumes from its cursor. The streams' publishers
+    /// stop reading events. Call it when shutting down, before the store
+    /// closes, or the shutdown waits for every consumer to leave.
     pub fn close_streams(&self) {
         self.app.closing.send_replace(true);
     }

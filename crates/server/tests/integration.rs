@@ -10,6 +10,7 @@ mod atproto_api_logs_in;
 mod atproto_api_uploads_blobs;
 mod bad_requests;
 mod blobs_over_http;
+mod closed_streams_read_no_events;
 mod compare_and_swap_races;
 mod connections_per_ip_are_limited;
 mod deactivated_and_taken_down_accounts;

@@ -139,7 +139,9 @@ async fn round(
     }
     datarepo_bench::settle(server.pid()).await;
     let cpu_before = datarepo_bench::cpu_secs(server.pid());
-    let written = write_load(base, secs, (consumers > 0).then(|| Arc::clone(&acks))).await;
+    // Every round records its acknowledgements, so that the writers'
+    // client does the same work whether or not consumers are connected.
+    let written = write_load(base, secs, Some(Arc::clone(&acks))).await;
     let server_cpu = datarepo_bench::cpu_secs(server.pid()) - cpu_before;
     tokio::time::sleep(Duration::from_secs(1)).await;
     for reader in &readers {
