@@ -11,7 +11,8 @@
 //!    rounds with none on either side, and the delay from each
 //!    acknowledgement to its delivery to the consumers.
 //! 2. One consumer replaying from cursor 0 every event the rounds made,
-//!    plain and compressed (`compress=true`): events/s.
+//!    plain and compressed (`compress=true`), each once the server is idle
+//!    (not compacting what the rounds wrote): events/s.
 //! 3. Bytes per event: the JSON, zstd alone, zstd with the stream's
 //!    dictionary (as served), against the firehose's frame of the same
 //!    commits (`subscribeRepos` from cursor 0).
@@ -364,6 +365,9 @@ fn main() {
         }
 
         for (name, query) in [("plain", "cursor=0"), ("compressed", "cursor=0&compress=true")] {
+            // As each round: not while the server compacts what the rounds
+            // wrote.
+            datarepo_bench::settle(server.pid()).await;
             let (n, bytes, elapsed) = replay(&addr, query).await;
             println!(
                 "replay from cursor 0, {name}: {n} events ({:.1} MiB) in {elapsed:.2} s = {:.0} events/s",
