@@ -158,7 +158,10 @@ pub(crate) async fn object_store(
             let store = LocalFileSystem::new_with_prefix(dir)
                 .map_err(|e| invalid(e.to_string()))?
                 .with_fsync(true);
-            Ok((DB_PATH.to_owned(), Arc::new(store)))
+            Ok((
+                DB_PATH.to_owned(),
+                Arc::new(super::local_reads::LocalReads::new(store)),
+            ))
         }
         Location::S3 { bucket, prefix } => {
             let s3 = |retry: RetryConfig| {
