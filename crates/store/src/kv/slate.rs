@@ -19,7 +19,9 @@ use super::read_socket::SocketReads;
 use super::{
     interface::{Durability, EngineMetric, Kv, WriteOp},
     location::{DB_PATH, Location, object_store, probe_writable},
-    options::{DEFAULT_BULK_BATCH_BYTES, DEFAULT_SCAN_READ_AHEAD, Medium, SlateOptions},
+    options::{
+        DEFAULT_BULK_BATCH_BYTES, DEFAULT_SCAN_READ_AHEAD, Medium, SST_BLOCK_BYTES, SlateOptions,
+    },
 };
 use crate::error::Error;
 use crate::partitions::Partitions;
@@ -214,6 +216,7 @@ impl SlateKv {
             builder = builder.with_db_cache(cache, scope);
         }
         let db = builder
+            .with_sst_block_size(SST_BLOCK_BYTES)
             .with_metrics_recorder(metrics.clone())
             .with_merge_operator(Arc::new(crate::bitmap::ContainerMerge))
             .build()
