@@ -108,18 +108,8 @@ impl LocalReads {
         let open = Arc::clone(&self.open);
         tokio::task::spawn_blocking(move || {
             let sst = open_sst(&open, &location, path)?;
-            let range =
-                range
-                    .as_range(sst.meta.size)
-                    .map_err(|source| object_store::Error::Generic {
-                        store: "LocalFileSystem",
-                        source: Box::new(source),
-                    })?;
-            let bytes =
-                read_at(&sst.file, &range).map_err(|source| object_store::Error::Generic {
-                    store: "LocalFileSystem",
-                    source: Box::new(source),
-                })?;
+            let range = range.as_range(sst.meta.size).map_err(generic)?;
+            let bytes = read_at(&sst.file, &range).map_err(generic)?;
             Ok(GetResult {
                 payload: GetResultPayload::Stream(
                     futures::stream::once(async { Ok(bytes) }).boxed(),
@@ -131,10 +121,14 @@ impl LocalReads {
             })
         })
         .await
-        .map_err(|e| object_store::Error::Generic {
-            store: "LocalFileSystem",
-            source: Box::new(e),
-        })?
+        .map_err(generic)?
+    }
+}
+
+fn generic(source: impl std::error::Error + Send + Sync + 'static) -> object_store::Error {
+    object_store::Error::Generic {
+        store: "LocalFileSystem",
+        source: Box::new(source),
     }
 }
 
@@ -156,10 +150,7 @@ fn open_sst(
             path: path.display().to_string(),
             source: Box::new(source),
         },
-        _ => object_store::Error::Generic {
-            store: "LocalFileSystem",
-            source: Box::new(source),
-        },
+        _ => generic(source),
     };
     let file = File::open(&path).map_err(not_found)?;
     let metadata = file.metadata().map_err(not_found)?;
