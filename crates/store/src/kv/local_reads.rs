@@ -429,106 +429,66 @@ mod tests {
         assert_eq!(got.meta, meta, "the same metadata, ETag included");
     }
 
+    /// Bytes `range` of `location`, through `store`.
+    async fn read(
+        store: &dyn ObjectStore,
+        location: &Path,
+        range: Range<u64>,
+    ) -> object_store::Result<Bytes> {
+        let options = GetOptions {
+            range: Some(GetRange::Bounded(range)),
+            ..GetOptions::default()
+        };
+        store.get_opts(location, options).await?.bytes().await
+    }
+
     #[tokio::test]
     async fn a_deleted_or_replaced_sst_is_not_read_from_its_old_descriptor() {
         let tmp = testkit::tempdir("local-reads-delete");
         let (reads, _) = stores(tmp.path());
         let sst = Path::from("wal/00000000000000000001.sst");
-        let first = || GetOptions {
-            range: Some(GetRange::Bounded(0..3)),
-            ..GetOptions::default()
-        };
         reads
             .put(&sst, Bytes::from_static(b"one").into())
             .await
             .unwrap();
-        assert_eq!(
-            reads
-                .get_opts(&sst, first())
-                .await
-                .unwrap()
-                .bytes()
-                .await
-                .unwrap(),
-            "one"
-        );
+        assert_eq!(read(&reads, &sst, 0..3).await.unwrap(), "one");
         reads.delete(&sst).await.unwrap();
         assert!(matches!(
-            reads.get_opts(&sst, first()).await,
+            read(&reads, &sst, 0..3).await,
             Err(object_store::Error::NotFound { .. })
         ));
         reads
             .put(&sst, Bytes::from_static(b"two").into())
             .await
             .unwrap();
-        assert_eq!(
-            reads
-                .get_opts(&sst, first())
-                .await
-                .unwrap()
-                .bytes()
-                .await
-                .unwrap(),
-            "two"
-        );
+        assert_eq!(read(&reads, &sst, 0..3).await.unwrap(), "two");
         let moved = Path::from("wal/00000000000000000002.sst");
         reads
             .put(&moved, Bytes::from_static(b"new").into())
             .await
             .unwrap();
         reads.rename(&moved, &sst).await.unwrap();
-        assert_eq!(
-            reads
-                .get_opts(&sst, first())
-                .await
-                .unwrap()
-                .bytes()
-                .await
-                .unwrap(),
-            "new"
-        );
+        assert_eq!(read(&reads, &sst, 0..3).await.unwrap(), "new");
     }
 
     #[tokio::test]
     async fn at_most_so_many_files_stay_open() {
         let tmp = testkit::tempdir("local-reads-bound");
         let (reads, _) = stores(tmp.path());
-        let options = || GetOptions {
-            range: Some(GetRange::Bounded(0..1)),
-            ..GetOptions::default()
-        };
+        let first = Path::from("compacted/00000.sst");
         for i in 0..OPEN_FILES + 10 {
             let sst = Path::from(format!("compacted/{i:05}.sst"));
+            let byte = u8::try_from(i % 256).unwrap();
             reads
-                .put(
-                    &sst,
-                    Bytes::from(vec![u8::try_from(i % 256).unwrap()]).into(),
-                )
+                .put(&sst, Bytes::from(vec![byte]).into())
                 .await
                 .unwrap();
-            let got = reads
-                .get_opts(&sst, options())
-                .await
-                .unwrap()
-                .bytes()
-                .await
-                .unwrap();
-            assert_eq!(got[0], u8::try_from(i % 256).unwrap());
+            assert_eq!(read(&reads, &sst, 0..1).await.unwrap()[0], byte);
             // The first file, used each time, is never the one closed.
-            let first = Path::from("compacted/00000.sst");
-            assert_eq!(
-                reads
-                    .get_opts(&first, options())
-                    .await
-                    .unwrap()
-                    .bytes()
-                    .await
-                    .unwrap()[0],
-                0
-            );
+            assert_eq!(read(&reads, &first, 0..1).await.unwrap()[0], 0);
         }
         let open = reads.open.lock().unwrap();
         assert_eq!(open.files.len(), OPEN_FILES);
-        assert!(open.files.contains_key(&Path::from("compacted/00000.sst")));
+        assert!(open.files.contains_key(&first));
     }
 }
