@@ -95,10 +95,7 @@ impl LocalReads {
     }
 
     fn forget(&self, location: &Path) {
-        self.open
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .forget(location);
+        lock(&self.open).forget(location);
     }
 
     /// Bytes `range` of SST file `location`, read in one blocking task.
@@ -132,17 +129,20 @@ fn generic(source: impl std::error::Error + Send + Sync + 'static) -> object_sto
     }
 }
 
+/// The open files (a panic while they were held leaves them usable: no
+/// change to them is left half made).
+fn lock(open: &Mutex<OpenFiles>) -> std::sync::MutexGuard<'_, OpenFiles> {
+    open.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 /// SST file `location` (at `path`), opened now unless it is open already.
 fn open_sst(
     open: &Mutex<OpenFiles>,
     location: &Path,
     path: PathBuf,
 ) -> object_store::Result<Arc<OpenSst>> {
-    let lock = || {
-        open.lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    };
-    if let Some(sst) = lock().get(location) {
+    if let Some(sst) = lock(open).get(location) {
         return Ok(sst);
     }
     let not_found = |source: std::io::Error| match source.kind() {
@@ -164,7 +164,7 @@ fn open_sst(
         meta: object_meta(location.clone(), &metadata),
         file,
     });
-    lock().insert(location.clone(), Arc::clone(&sst));
+    lock(open).insert(location.clone(), Arc::clone(&sst));
     Ok(sst)
 }
 
@@ -300,9 +300,7 @@ impl ObjectStore for LocalReads {
         let locations = locations
             .map(move |location| {
                 if let Ok(location) = &location {
-                    open.lock()
-                        .unwrap_or_else(std::sync::PoisonError::into_inner)
-                        .forget(location);
+                    lock(&open).forget(location);
                 }
                 location
             })
