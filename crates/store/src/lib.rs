@@ -30,7 +30,7 @@ mod record_counts;
 mod shard_cache;
 mod store;
 mod wal_backlog;
-pub use wal_backlog::{MAX_BACKLOG_AGE, MIN_FLUSH_GAP, WAL_REPLAY_LIMIT};
+pub use wal_backlog::{MAX_BACKLOG_AGE, MIN_FLUSH_GAP, WAL_REPLAY_BYTES, WAL_REPLAY_LIMIT};
 
 pub use bitmap::{CONTAINER_BITS, ContainerDelta, ContainerError, ContainerGroup, SHORT_LIMIT};
 pub use blobs::{

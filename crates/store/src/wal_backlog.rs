@@ -14,13 +14,23 @@
 //! [`WAL_REPLAY_LIMIT`] (at most once per [`MIN_FLUSH_GAP`], so a write
 //! storm does not become a storm of L0 SSTs) or when any backlog is older
 //! than [`MAX_BACKLOG_AGE`] (so a quiet server leaves nothing to replay).
+//!
+//! It counts the backlog's bytes too: a few large writes (an import, an
+//! `index add`, written in 32 MiB batches) are a few WAL SSTs holding
+//! hundreds of MiB, and a closing writer that left them made every later
+//! open replay them into memory (a `query --count` on a 1,000,000-record
+//! store right after its import: 0.4-1.1 s and 600 MB of memory, against
+//! 20 ms and 66 MB once flushed). A writer closes with a memtable flush
+//! when the backlog holds more than [`WAL_REPLAY_LIMIT`] WAL SSTs or
+//! [`WAL_REPLAY_BYTES`] bytes.
 
 use std::{
     sync::{Arc, Mutex, Weak},
     time::Duration,
 };
 
-use slatedb::Db;
+use futures::StreamExt as _;
+use slatedb::{Db, object_store::ObjectStore};
 use slatedb_common::metrics::{DefaultMetricsRecorder, MetricValue};
 use tokio::time::Instant;
 
@@ -29,6 +39,10 @@ use tokio::time::Instant;
 /// A one-shot command (a CLI `put`) below it closes without a flush: no L0
 /// SST, no compaction and no wait for one.
 pub const WAL_REPLAY_LIMIT: u64 = 32;
+
+/// How many bytes of WAL SSTs a reopen may have to replay before a
+/// closing writer flushes its memtable to an L0 SST.
+pub const WAL_REPLAY_BYTES: u64 = 4 << 20;
 
 /// The shortest time between two memtable flushes the backlog's size asks
 /// for.
@@ -41,6 +55,7 @@ pub const MAX_BACKLOG_AGE: Duration = Duration::from_secs(5);
 const CHECK_EVERY: Duration = Duration::from_millis(200);
 
 const WAL_FLUSHES: &str = "slatedb.wal.wal_buffer_flushes";
+const WAL_FLUSH_BYTES: &str = "slatedb.wal.wal_flush_bytes";
 const MEMTABLE_FLUSHES: &str = "slatedb.db.immutable_memtable_flushes";
 
 /// A writer's count of WAL SSTs written since its memtable was last
@@ -51,16 +66,53 @@ pub(crate) struct WalBacklog {
 }
 
 struct Counted {
-    /// WAL SSTs counted before the counters' bases (those the open found).
-    carried: u64,
-    /// The WAL-flush counter at the last memtable flush seen.
-    wal_base: u64,
+    /// WAL SSTs and their bytes counted before the counters' bases (those
+    /// the open found).
+    carried: Wal,
+    /// The WAL counters at the last memtable flush seen.
+    wal_base: Wal,
     /// The memtable-flush counter then.
     memtable_base: u64,
-    /// The WAL-flush counter at the previous look.
-    wal_seen: u64,
+    /// The WAL counters at the previous look.
+    wal_seen: Wal,
     /// When the memtable was last flushed (or the database opened).
     flushed_at: Instant,
+}
+
+/// WAL SSTs and the bytes they hold.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Wal {
+    pub(crate) ssts: u64,
+    pub(crate) bytes: u64,
+}
+
+impl Wal {
+    fn counted(metrics: &DefaultMetricsRecorder) -> Self {
+        Self {
+            ssts: counter(metrics, WAL_FLUSHES),
+            bytes: counter(metrics, WAL_FLUSH_BYTES),
+        }
+    }
+
+    fn since(self, base: Self) -> Self {
+        Self {
+            ssts: self.ssts.saturating_sub(base.ssts),
+            bytes: self.bytes.saturating_sub(base.bytes),
+        }
+    }
+
+    fn plus(self, other: Self) -> Self {
+        Self {
+            ssts: self.ssts.saturating_add(other.ssts),
+            bytes: self.bytes.saturating_add(other.bytes),
+        }
+    }
+
+    /// Whether a reopen replaying this much is worth a memtable flush at
+    /// close.
+    pub(crate) fn worth_flushing(self) -> bool {
+        self.ssts > WAL_REPLAY_LIMIT || self.bytes > WAL_REPLAY_BYTES
+    }
 }
 
 fn counter(metrics: &DefaultMetricsRecorder, name: &str) -> u64 {
@@ -76,13 +128,10 @@ fn counter(metrics: &DefaultMetricsRecorder, name: &str) -> u64 {
 }
 
 impl WalBacklog {
-    /// The backlog of a writer that has just opened `db`.
-    pub(crate) fn new(db: &Db, metrics: Arc<DefaultMetricsRecorder>) -> Self {
-        let manifest = db.manifest();
-        let carried = manifest
-            .next_wal_sst_id()
-            .saturating_sub(manifest.replay_after_wal_id() + 1);
-        let wal = counter(&metrics, WAL_FLUSHES);
+    /// The backlog of a writer that has just opened, finding `carried`
+    /// ([`WalBacklog::carried`]).
+    pub(crate) fn new(metrics: Arc<DefaultMetricsRecorder>, carried: Wal) -> Self {
+        let wal = Wal::counted(&metrics);
         let memtable = counter(&metrics, MEMTABLE_FLUSHES);
         Self {
             state: Mutex::new(Counted {
@@ -96,43 +145,77 @@ impl WalBacklog {
         }
     }
 
-    /// WAL SSTs a reopen would replay now (an upper bound: a memtable flush
-    /// seen between two looks counts the WAL SSTs written between them as
-    /// still pending), and how long ago the memtable was last flushed.
-    pub(crate) fn now(&self) -> (u64, Duration) {
-        let wal = counter(&self.metrics, WAL_FLUSHES);
+    /// The WAL SSTs `db` replayed as it opened and their bytes: those in
+    /// its `wal/` folder in `store` (database path `path`) after the last
+    /// one its manifest says a memtable flush covered. (The manifest's
+    /// next WAL id is the one of its last write, not the open's: it
+    /// cannot count them.) Nothing when the listing fails.
+    pub(crate) async fn carried(db: &Db, store: &dyn ObjectStore, path: &str) -> Wal {
+        let after = db.manifest().replay_after_wal_id();
+        let prefix = slatedb::object_store::path::Path::from(format!("{path}/wal"));
+        // WAL SSTs are named by their ids, 20 digits, in order.
+        let offset = prefix.clone().join(format!("{after:020}.sst"));
+        let mut listed = store.list_with_offset(Some(&prefix), &offset);
+        let mut carried = Wal::default();
+        while let Some(meta) = listed.next().await {
+            let Ok(meta) = meta else {
+                return Wal::default();
+            };
+            let id = meta
+                .location
+                .filename()
+                .and_then(|name| name.strip_suffix(".sst"))
+                .and_then(|id| id.parse::<u64>().ok());
+            if id.is_some_and(|id| id > after) {
+                carried = carried.plus(Wal {
+                    ssts: 1,
+                    bytes: meta.size,
+                });
+            }
+        }
+        carried
+    }
+
+    /// What a reopen would replay now (an upper bound: a memtable flush
+    /// seen between two looks counts the WAL written between them as still
+    /// pending), and how long ago the memtable was last flushed.
+    pub(crate) fn now(&self) -> (Wal, Duration) {
+        let wal = Wal::counted(&self.metrics);
         let memtable = counter(&self.metrics, MEMTABLE_FLUSHES);
         let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
         if memtable != s.memtable_base {
             s.memtable_base = memtable;
             s.wal_base = s.wal_seen;
-            s.carried = 0;
+            s.carried = Wal::default();
             s.flushed_at = Instant::now();
         }
         s.wal_seen = wal;
         (
-            s.carried + wal.saturating_sub(s.wal_base),
+            s.carried.plus(wal.since(s.wal_base)),
             s.flushed_at.elapsed(),
         )
     }
 
-    /// Notes a memtable flush that began when the WAL-flush counter was
+    /// Notes a memtable flush that began when the WAL counters were
     /// `wal_before`: only WAL SSTs written since can be pending.
-    fn flushed(&self, wal_before: u64) {
+    fn flushed(&self, wal_before: Wal) {
         let memtable = counter(&self.metrics, MEMTABLE_FLUSHES);
         let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        s.carried = 0;
+        s.carried = Wal::default();
         s.wal_base = wal_before;
         s.wal_seen = wal_before;
         s.memtable_base = memtable;
         s.flushed_at = Instant::now();
     }
 
-    /// Whether the memtable should be flushed now.
+    /// Whether the memtable should be flushed now (by the count of WAL
+    /// SSTs and their age alone: flushing a running writer by bytes would
+    /// cut an import's memtable into many small L0 SSTs for compaction to
+    /// merge again).
     fn due(&self) -> bool {
         let (backlog, age) = self.now();
-        (backlog >= WAL_REPLAY_LIMIT && age >= MIN_FLUSH_GAP)
-            || (backlog > 0 && age >= MAX_BACKLOG_AGE)
+        (backlog.ssts >= WAL_REPLAY_LIMIT && age >= MIN_FLUSH_GAP)
+            || (backlog.ssts > 0 && age >= MAX_BACKLOG_AGE)
     }
 
     /// Runs until `db` is dropped or closed: flushes its memtable when
@@ -147,7 +230,7 @@ impl WalBacklog {
                 if !self.due() {
                     continue;
                 }
-                let wal_before = counter(&self.metrics, WAL_FLUSHES);
+                let wal_before = Wal::counted(&self.metrics);
                 let flushed = db
                     .flush_with_options(slatedb::config::FlushOptions {
                         flush_type: slatedb::config::FlushType::MemTable,

@@ -11,6 +11,7 @@ mod fault_injection;
 mod full_disk_names_the_cause;
 mod garbage_collection;
 mod handles_are_claimed_once;
+mod large_writes_are_flushed_at_close;
 mod memory_kv_bulk;
 mod one_writer_many_readers;
 mod partitions_are_chosen_by_hash;

@@ -25,7 +25,7 @@ use super::{
 };
 use crate::error::Error;
 use crate::partitions::Partitions;
-use crate::wal_backlog::{WAL_REPLAY_LIMIT, WalBacklog};
+use crate::wal_backlog::WalBacklog;
 
 /// SlateDB on an object store: today a local directory.
 ///
@@ -210,7 +210,7 @@ impl SlateKv {
                 store: Arc::clone(&store),
                 options,
             });
-        let mut builder = Db::builder(path.to_owned(), store).with_settings(settings);
+        let mut builder = Db::builder(path.to_owned(), Arc::clone(&store)).with_settings(settings);
         if let Some(shared) = &options.shared_cache {
             let (cache, scope) = shared.scope();
             builder = builder.with_db_cache(cache, scope);
@@ -222,7 +222,8 @@ impl SlateKv {
             .build()
             .await?;
         let db = Arc::new(db);
-        let backlog = Arc::new(WalBacklog::new(&db, Arc::clone(&metrics)));
+        let carried = WalBacklog::carried(&db, store.as_ref(), path).await;
+        let backlog = Arc::new(WalBacklog::new(Arc::clone(&metrics), carried));
         Arc::clone(&backlog).spawn_flusher(Arc::downgrade(&db));
         let opened = Opened {
             db: Handle::Writer(db),
@@ -500,8 +501,11 @@ impl SlateKv {
         let opened = self.opened();
         match &opened.db {
             Handle::Writer(db) => {
-                let backlog = opened.backlog.as_ref().map_or(0, |b| b.now().0);
-                let flush = always_flush || backlog > WAL_REPLAY_LIMIT;
+                let flush = always_flush
+                    || opened
+                        .backlog
+                        .as_ref()
+                        .is_some_and(|b| b.now().0.worth_flushing());
                 db.close_with_options(slatedb::config::CloseOptions {
                     flush_type: Some(if flush {
                         slatedb::config::FlushType::MemTable
