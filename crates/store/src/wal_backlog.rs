@@ -82,8 +82,8 @@ struct Counted {
 /// WAL SSTs and the bytes they hold.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Wal {
-    pub(crate) ssts: u64,
-    pub(crate) bytes: u64,
+    ssts: u64,
+    bytes: u64,
 }
 
 impl Wal {
