@@ -175,9 +175,10 @@ pub(crate) enum RepoCommand {
     Put(PutArgs),
     /// Print a record.
     Get {
-        /// The collection, or the record's AT URI (at://DID/COLLECTION/RKEY).
+        /// The collection, the record as COLLECTION/RKEY, or its AT URI
+        /// (at://DID/COLLECTION/RKEY).
         collection: String,
-        /// The record key (none with an AT URI).
+        /// The record key (none after COLLECTION/RKEY or an AT URI).
         rkey: Option<String>,
         /// The record as of the commit with this rev.
         #[arg(long)]
@@ -189,9 +190,10 @@ pub(crate) enum RepoCommand {
     },
     /// Delete a record.
     Rm {
-        /// The collection, or the record's AT URI (at://DID/COLLECTION/RKEY).
+        /// The collection, the record as COLLECTION/RKEY, or its AT URI
+        /// (at://DID/COLLECTION/RKEY).
         collection: String,
-        /// The record key (none with an AT URI).
+        /// The record key (none after COLLECTION/RKEY or an AT URI).
         rkey: Option<String>,
         #[command(flatten)]
         swap: SwapArgs,

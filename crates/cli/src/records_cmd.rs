@@ -16,8 +16,8 @@ use crate::{
     commands::{PutArgs, RepoArgs, SwapArgs},
     output::{Result, bar, outln, print},
     session::{
-        JsonLineBatches, Session, Target, batch_stopped, known_collection, parse_rev, read_json,
-        record_uri_parts, say,
+        JsonLineBatches, RecordParts, Session, Target, batch_stopped, known_collection, parse_rev,
+        read_json, record_parts, say,
     },
 };
 
@@ -269,13 +269,14 @@ pub(crate) async fn rm(
             );
         }
         Target::Server(client) => {
-            let (repo, collection, rkey) = match record_uri_parts(&collection, rkey.as_deref())? {
-                Some((did, coll, rk)) => (did.to_owned(), coll.to_owned(), rk.to_owned()),
-                None => (
-                    server_repo(args)?,
-                    collection,
-                    rkey.ok_or("give the record key after the collection, or the record's AT URI")?,
-                ),
+            let RecordParts {
+                did,
+                collection,
+                rkey,
+            } = record_parts(&collection, rkey)?;
+            let repo = match did {
+                Some(did) => did,
+                None => server_repo(args)?,
             };
             let (swap_commit, swap_record) = swap.parse()?;
             let mut body = json!({"repo": repo, "collection": collection, "rkey": rkey});

@@ -73,26 +73,30 @@ impl Session {
         self.repos.open(&id).await.map_err(say)
     }
 
-    /// A record named `COLLECTION RKEY` (in `--repo`'s repository) or by
-    /// its AT URI: the repository, the collection and the record key.
+    /// A record named `COLLECTION RKEY`, `COLLECTION/RKEY` (in `--repo`'s
+    /// repository) or by its AT URI ([`record_parts`]): the repository,
+    /// the collection and the record key.
     pub(crate) async fn record_name(
         &self,
         args: &RepoArgs,
         collection: String,
         rkey: Option<String>,
     ) -> Result<(Arc<Repository<SlateKv>>, String, String)> {
-        let Some((did, coll, rk)) = record_uri_parts(&collection, rkey.as_deref())? else {
-            let rkey =
-                rkey.ok_or("give the record key after the collection, or the record's AT URI")?;
+        let RecordParts {
+            did,
+            collection,
+            rkey,
+        } = record_parts(&collection, rkey)?;
+        let Some(did) = did else {
             return Ok((self.repo(args).await?, collection, rkey));
         };
         if let Some(given) = &args.repo
-            && given != did
+            && *given != did
         {
             return Err(format!("the AT URI names repository {did}, but --repo is {given}").into());
         }
-        let repo = self.repos.open(did).await.map_err(say)?;
-        Ok((repo, coll.to_owned(), rk.to_owned()))
+        let repo = self.repos.open(&did).await.map_err(say)?;
+        Ok((repo, collection, rkey))
     }
 
     /// `--repo`, or else the store's only repository.
@@ -187,6 +191,46 @@ fn truncate(s: &str, max: usize) -> String {
     match s.char_indices().nth(max) {
         Some((at, _)) => format!("{}…", &s[..at]),
         None => s.to_owned(),
+    }
+}
+
+/// A record as the commands that take `COLLECTION [RKEY]` name it.
+pub(crate) struct RecordParts {
+    /// The repository, when an AT URI named it.
+    pub(crate) did: Option<String>,
+    pub(crate) collection: String,
+    pub(crate) rkey: String,
+}
+
+/// The record `COLLECTION RKEY` names, also given as one `COLLECTION/RKEY`
+/// path (as `log --record` takes it; an NSID has no `/`) or as an AT URI.
+pub(crate) fn record_parts(collection: &str, rkey: Option<String>) -> Result<RecordParts> {
+    if let Some((did, coll, rk)) = record_uri_parts(collection, rkey.as_deref())? {
+        return Ok(RecordParts {
+            did: Some(did.to_owned()),
+            collection: coll.to_owned(),
+            rkey: rk.to_owned(),
+        });
+    }
+    match (collection.split_once('/'), rkey) {
+        (None, Some(rkey)) => Ok(RecordParts {
+            did: None,
+            collection: collection.to_owned(),
+            rkey,
+        }),
+        (Some((coll, rk)), None) => Ok(RecordParts {
+            did: None,
+            collection: coll.to_owned(),
+            rkey: rk.to_owned(),
+        }),
+        (Some(_), Some(_)) => Err(format!(
+            "{collection:?} names the record by itself (COLLECTION/RKEY): give no record key after it"
+        )
+        .into()),
+        (None, None) => Err(
+            "give the record key after the collection (COLLECTION RKEY or COLLECTION/RKEY), or the record's AT URI"
+                .into(),
+        ),
     }
 }
 

@@ -1,5 +1,6 @@
 //! `get` and `rm` take a record's AT URI in place of `COLLECTION RKEY`
-//! (the URI names the repository too).
+//! (the URI names the repository too), or its path `COLLECTION/RKEY` (as
+//! `log --record` takes it).
 
 use crate::common;
 
@@ -45,5 +46,44 @@ fn get_and_rm_take_an_at_uri() {
     let out = datarepo(&["--store", store, "rm", &uri], "");
     assert!(out.status.success(), "{out:?}");
     let gone = datarepo(&["--store", store, "get", &uri], "");
+    assert_eq!(gone.status.code(), Some(1), "{gone:?}");
+}
+
+#[test]
+fn get_and_rm_take_a_collection_slash_rkey() {
+    let tmp = testkit::tempdir("cli-record-paths");
+    let store = tmp.path().join("data");
+    let store = store.to_str().unwrap();
+    let at = |args: &[&str], stdin: &str| {
+        let mut all = vec!["--store", store, "--repo", DID];
+        all.extend_from_slice(args);
+        datarepo(&all, stdin)
+    };
+    let path = format!("{POST}/b");
+    assert!(
+        at(&["put", POST, "b"], r#"{"text": "by path"}"#)
+            .status
+            .success()
+    );
+    let by_name = at(&["get", POST, "b", "--json"], "");
+    let by_path = at(&["get", &path, "--json"], "");
+    assert!(by_path.status.success(), "{by_path:?}");
+    assert_eq!(by_path.stdout, by_name.stdout);
+    // A key after a path is refused, naming what was given; so is a
+    // collection without a key.
+    let both = at(&["get", &path, "b"], "");
+    assert_eq!(both.status.code(), Some(1), "{both:?}");
+    assert!(
+        String::from_utf8_lossy(&both.stderr).contains(&path),
+        "{both:?}"
+    );
+    let bare = at(&["get", POST], "");
+    assert_eq!(bare.status.code(), Some(1), "{bare:?}");
+    assert!(
+        String::from_utf8_lossy(&bare.stderr).contains("COLLECTION/RKEY"),
+        "{bare:?}"
+    );
+    assert!(at(&["rm", &path], "").status.success());
+    let gone = at(&["get", POST, "b"], "");
     assert_eq!(gone.status.code(), Some(1), "{gone:?}");
 }
