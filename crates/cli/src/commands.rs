@@ -35,6 +35,7 @@ pub(crate) enum CollectionCommand {
         key: String,
     },
     /// List the repository's collections, their key types and record counts.
+    #[command(visible_alias = "ls")]
     List,
 }
 
@@ -52,6 +53,7 @@ pub(crate) enum LexiconCommand {
         files: Vec<PathBuf>,
     },
     /// List the repository's Lexicons.
+    #[command(visible_alias = "ls")]
     List,
     /// Print a Lexicon document.
     Show {
@@ -125,6 +127,7 @@ pub(crate) enum IndexCommand {
         kind: String,
     },
     /// List the declared field indexes.
+    #[command(visible_alias = "ls")]
     List {
         /// Only this collection's.
         collection: Option<String>,
@@ -527,6 +530,7 @@ pub(crate) enum BlobCommand {
     },
     /// The repository's blobs: CID, type, size, and whether records refer
     /// to them (referenced), did (released) or never did (temporary).
+    #[command(visible_alias = "list")]
     Ls,
 }
 
@@ -534,6 +538,7 @@ pub(crate) enum BlobCommand {
 pub(crate) enum RepoListCommand {
     /// Every repository in the store, with its head (listRepos' shape with
     /// --json).
+    #[command(visible_alias = "ls")]
     List,
     /// Delete a repository: its records, history, field indexes,
     /// declarations and signing keys (blocks no other repository shares go
@@ -615,6 +620,7 @@ pub(crate) enum AccountCommand {
         signing_key_dir: Option<std::path::PathBuf>,
     },
     /// List the accounts.
+    #[command(visible_alias = "ls")]
     List,
     /// Show one account (by handle or DID).
     Show {
