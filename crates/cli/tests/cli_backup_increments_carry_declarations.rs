@@ -124,6 +124,11 @@ fn field_indexes_added_changed_and_dropped_after_the_full_backup() {
         b.same(&dst, &["index", "list"]);
         let listed = ok(&dst, &["index", "list"], "");
         assert_eq!(listed["indexes"].as_array().unwrap().len(), 2, "{listed}");
+        assert_eq!(
+            ok(&dst, &["index", "ls"], ""),
+            listed,
+            "`index ls` is `index list`"
+        );
         b.same(&dst, &["query", POST, "--where", "n >= 1", "--count"]);
     }
 }

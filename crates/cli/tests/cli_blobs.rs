@@ -54,6 +54,8 @@ fn blobs_are_put_referred_to_and_read_back() {
     let listed = ok(&store, &["blob", "ls"], "");
     assert_eq!(listed["blobs"][0]["state"], "referenced", "{listed}");
     assert_eq!(listed["blobs"][0]["refs"], 1);
+    // `list`, as the other listing subcommands are named, says the same.
+    assert_eq!(ok(&store, &["blob", "list"], ""), listed);
 
     let back = dir.path().join("back.png");
     ok(
