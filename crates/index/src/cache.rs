@@ -17,7 +17,7 @@ use roaring::RoaringBitmap;
 use store::Block;
 
 use crate::{
-    columns::Packed,
+    columns::{Packed, RkeyList},
     decl::Declared,
     rows::{RowDeltas, RowId, SHARD_BITS},
     values::Keyword,
@@ -30,7 +30,7 @@ pub enum Cached {
     Row(RoaringBitmap),
     View(BTreeMap<u64, RoaringBitmap>),
     /// A packed column block's rkeys (blocks are never rewritten).
-    Rkeys(Vec<String>),
+    Rkeys(RkeyList),
 }
 
 impl Cached {
@@ -38,7 +38,7 @@ impl Cached {
         match self {
             Self::Row(b) => b.serialized_size(),
             Self::View(rows) => rows.values().map(RoaringBitmap::serialized_size).sum(),
-            Self::Rkeys(rkeys) => rkeys.iter().map(|r| r.len() + 24).sum(),
+            Self::Rkeys(rkeys) => rkeys.heap_bytes(),
         }
     }
 }

@@ -43,19 +43,90 @@ pub struct Packed {
     /// Columns `0 .. columns` are packed.
     pub columns: u64,
     /// The first rkey of each block, in order.
-    firsts: Vec<String>,
+    firsts: RkeyList,
 }
 
 impl Packed {
     /// The block that holds `rkey` if any block does: the last whose
     /// first rkey is not after it.
     fn block_of(&self, rkey: &str) -> Option<u64> {
-        let after = self.firsts.partition_point(|f| f.as_str() <= rkey);
+        let after = self.firsts.partition_point(|f| f <= rkey);
         after.checked_sub(1).map(|b| b as u64)
     }
 
     fn blocks(&self) -> u64 {
         self.firsts.len() as u64
+    }
+}
+
+/// Record keys in order, decoded into one buffer (a packed block's 256
+/// or a fence chunk's thousands: one allocation each rather than one per
+/// key, which was most of a just-opened query's record-key lookups).
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct RkeyList {
+    /// The keys, one after the other.
+    text: String,
+    /// Where each key ends in `text`.
+    ends: Vec<u32>,
+}
+
+impl RkeyList {
+    /// How many keys.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    /// Whether there are none.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.ends.is_empty()
+    }
+
+    /// Key `i`.
+    #[must_use]
+    pub fn get(&self, i: usize) -> Option<&str> {
+        let end = *self.ends.get(i)? as usize;
+        let start = i
+            .checked_sub(1)
+            .map_or(0, |before| self.ends[before] as usize);
+        self.text.get(start..end)
+    }
+
+    /// The keys, in order.
+    pub fn iter(&self) -> impl DoubleEndedIterator<Item = &str> + '_ {
+        (0..self.len()).filter_map(|i| self.get(i))
+    }
+
+    /// The number of leading keys for which `before` holds (the keys
+    /// being in order, it holds for a prefix of them).
+    fn partition_point(&self, before: impl Fn(&str) -> bool) -> usize {
+        let (mut low, mut high) = (0, self.len());
+        while low < high {
+            let mid = low + (high - low) / 2;
+            if self.get(mid).is_some_and(&before) {
+                low = mid + 1;
+            } else {
+                high = mid;
+            }
+        }
+        low
+    }
+
+    /// Appends `key`; `None` when the buffer would pass 4 GiB.
+    fn push(&mut self, key: &str) -> Option<()> {
+        self.text.push_str(key);
+        self.ends.push(u32::try_from(self.text.len()).ok()?);
+        Some(())
+    }
+
+    fn extend(&mut self, other: &Self) -> Option<()> {
+        other.iter().try_for_each(|key| self.push(key))
+    }
+
+    /// Bytes held on the heap.
+    pub(crate) fn heap_bytes(&self) -> usize {
+        self.text.capacity() + 4 * self.ends.capacity()
     }
 }
 
@@ -147,11 +218,17 @@ impl<'a> ListReader<'a> {
     }
 }
 
-fn decode_list(bytes: &[u8]) -> Result<(Vec<String>, &[u8]), Error> {
+fn decode_list(bytes: &[u8]) -> Result<(RkeyList, &[u8]), Error> {
     let mut list = ListReader::new(bytes)?;
-    let mut out: Vec<String> = Vec::with_capacity(list.len().min(bytes.len()));
+    let mut out = RkeyList {
+        // The keys share prefixes: their text is at most a few times the
+        // encoded bytes (a bound, not a promise: it grows past it).
+        text: String::with_capacity(bytes.len().saturating_mul(2)),
+        ends: Vec::with_capacity(list.len().min(bytes.len())),
+    };
     while let Some(s) = list.next()? {
-        out.push(s.to_owned());
+        out.push(s)
+            .ok_or_else(|| malformed("a packed rkey list is too large"))?;
     }
     Ok((out, list.rest()))
 }
@@ -164,7 +241,7 @@ pub(crate) fn encode_block<'a>(rkeys: impl ExactSizeIterator<Item = &'a str>) ->
 }
 
 /// The rkeys of a packed block's value.
-pub(crate) fn decode_block(bytes: &[u8]) -> Result<Vec<String>, Error> {
+pub(crate) fn decode_block(bytes: &[u8]) -> Result<RkeyList, Error> {
     match decode_list(bytes)? {
         (rkeys, []) if !rkeys.is_empty() && rkeys.len() as u64 <= BLOCK => Ok(rkeys),
         _ => Err(malformed("a packed column block is malformed")),
@@ -190,7 +267,7 @@ pub(crate) fn encode_fences<'a>(
     out
 }
 
-fn decode_fences(mut bytes: &[u8]) -> Result<(u64, Vec<String>), Error> {
+fn decode_fences(mut bytes: &[u8]) -> Result<(u64, RkeyList), Error> {
     let columns = take_varint(&mut bytes)?;
     match decode_list(bytes)? {
         (firsts, []) => Ok((columns, firsts)),
@@ -250,7 +327,10 @@ pub async fn load_packed<K: Kv>(kv: &K, scope: u32) -> Result<Packed, Error> {
             if column != FENCES + 1 + j as u64 || columns != packed.columns {
                 return Err(malformed("column fence chunks disagree"));
             }
-            packed.firsts.extend(firsts);
+            packed
+                .firsts
+                .extend(&firsts)
+                .ok_or_else(|| malformed("column fence chunks are too large"))?;
         }
     }
     if packed.blocks() != packed.columns.div_ceil(BLOCK) {
@@ -304,7 +384,7 @@ async fn block_value<K: Kv>(kv: &K, scope: u32, k: u64) -> Result<Bytes, Error> 
 }
 
 /// The rkeys of packed block `k`.
-pub(crate) async fn block<K: Kv>(kv: &K, scope: u32, k: u64) -> Result<Vec<String>, Error> {
+pub(crate) async fn block<K: Kv>(kv: &K, scope: u32, k: u64) -> Result<RkeyList, Error> {
     decode_block(&block_value(kv, scope, k).await?)
 }
 
@@ -393,7 +473,7 @@ pub(crate) async fn max_rkey<K: Kv>(
         None => None,
     };
     let last = match packed.blocks().checked_sub(1) {
-        Some(k) => block(kv, scope, k).await?.pop(),
+        Some(k) => block(kv, scope, k).await?.iter().last().map(str::to_owned),
         None => None,
     };
     Ok(single.max(last))
@@ -476,9 +556,9 @@ impl<'a, K: Kv> Walk<'a, K> {
             };
             let rkeys = block(self.kv, self.scope, k).await?;
             let mut entries: Vec<(String, u32)> = rkeys
-                .into_iter()
+                .iter()
                 .enumerate()
-                .map(|(i, r)| (r, column_in(k, i)))
+                .map(|(i, r)| (r.to_owned(), column_in(k, i)))
                 .collect();
             if self.reverse {
                 entries.reverse();
@@ -576,7 +656,7 @@ pub async fn differences<K: Kv>(
     }
     let mut in_order: Vec<&(String, u32)> = built.iter().collect();
     in_order.sort_unstable_by_key(|(_, c)| *c);
-    let mut current: Option<(u64, Vec<String>)> = None;
+    let mut current: Option<(u64, RkeyList)> = None;
     for (rkey, column) in in_order {
         let c = u64::from(*column);
         if c >= packed.columns {
@@ -592,7 +672,7 @@ pub async fn differences<K: Kv>(
         let named = current
             .as_ref()
             .and_then(|(_, rkeys)| rkeys.get((c % BLOCK) as usize));
-        if named != Some(rkey) {
+        if named != Some(rkey.as_str()) {
             out.push(format!(
                 "packed column {c} names {named:?}, not its record {rkey:?}"
             ));
@@ -640,7 +720,8 @@ mod tests {
         ) {
             let rkeys: Vec<&str> = set.iter().map(String::as_str).collect();
             let block = encode_block(rkeys.iter().copied());
-            prop_assert_eq!(decode_block(&block).unwrap(), rkeys.clone());
+            let decoded = decode_block(&block).unwrap();
+            prop_assert_eq!(decoded.iter().collect::<Vec<_>>(), rkeys.clone());
             for (i, r) in rkeys.iter().enumerate() {
                 prop_assert_eq!(position_in_block(&block, r).unwrap(), Some(i));
             }
@@ -648,7 +729,7 @@ mod tests {
             prop_assert_eq!(position_in_block(&block, "").unwrap(), None);
             let (c, firsts) = decode_fences(&encode_fences(columns, rkeys.iter().copied())).unwrap();
             prop_assert_eq!(c, columns);
-            prop_assert_eq!(firsts, rkeys);
+            prop_assert_eq!(firsts.iter().collect::<Vec<_>>(), rkeys);
         }
     }
 
@@ -668,14 +749,16 @@ mod tests {
         ]
         .concat();
         assert_eq!(bytes, expected);
-        assert_eq!(decode_block(&bytes).unwrap(), rkeys);
+        let decoded = decode_block(&bytes).unwrap();
+        assert_eq!(decoded.iter().collect::<Vec<_>>(), rkeys);
         // A fence chunk: the packed column count (600 = varint d8 04), then
         // the blocks' first rkeys, front-coded alike.
         let fences = encode_fences(600, ["b", "d", "f"].into_iter());
         assert_eq!(fences, [0xd8, 0x04, 3, 0, 1, b'b', 0, 1, b'd', 0, 1, b'f']);
+        let (columns, firsts) = decode_fences(&fences).unwrap();
         assert_eq!(
-            decode_fences(&fences).unwrap(),
-            (600, vec!["b".to_owned(), "d".to_owned(), "f".to_owned()])
+            (columns, firsts.iter().collect::<Vec<_>>()),
+            (600, vec!["b", "d", "f"])
         );
     }
 
@@ -691,11 +774,45 @@ mod tests {
         assert!(decode_block(&[0]).is_err());
     }
 
+    fn list(keys: &[&str]) -> RkeyList {
+        let mut out = RkeyList::default();
+        for k in keys {
+            out.push(k).unwrap();
+        }
+        out
+    }
+
+    proptest! {
+        /// An `RkeyList` answers as the `Vec<String>` it stands for: each
+        /// key, and where a key would go among them.
+        #[test]
+        fn an_rkey_list_is_its_keys(
+            set in prop::collection::btree_set("[a-c]{0,4}", 0..20),
+            probe in "[a-c]{0,4}",
+        ) {
+            let keys: Vec<&str> = set.iter().map(String::as_str).collect();
+            let listed = list(&keys);
+            prop_assert_eq!(listed.len(), keys.len());
+            for (i, k) in keys.iter().enumerate() {
+                prop_assert_eq!(listed.get(i), Some(*k));
+            }
+            prop_assert_eq!(listed.get(keys.len()), None);
+            prop_assert_eq!(listed.iter().collect::<Vec<_>>(), keys.clone());
+            prop_assert_eq!(
+                listed.partition_point(|k| k <= probe.as_str()),
+                keys.partition_point(|k| *k <= probe.as_str())
+            );
+            let mut twice = listed.clone();
+            twice.extend(&listed).unwrap();
+            prop_assert_eq!(twice.iter().skip(keys.len()).collect::<Vec<_>>(), keys);
+        }
+    }
+
     #[test]
     fn an_rkey_is_looked_up_in_the_block_whose_range_holds_it() {
         let packed = Packed {
             columns: 600,
-            firsts: vec!["b".into(), "d".into(), "f".into()],
+            firsts: list(&["b", "d", "f"]),
         };
         assert_eq!(packed.block_of("a"), None);
         assert_eq!(packed.block_of("b"), Some(0));

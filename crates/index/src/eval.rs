@@ -1171,7 +1171,7 @@ impl<'a, K: Kv> Reader<'a, K> {
         .await?
         .into_iter();
         let mut out = Vec::with_capacity(columns.len());
-        let mut last: Option<(u64, &[String])> = None;
+        let mut last: Option<(u64, &columns::RkeyList)> = None;
         for (c, place) in columns.iter().zip(places) {
             let rkey = match place {
                 columns::Place::Packed(k, i) => {
@@ -1181,12 +1181,12 @@ impl<'a, K: Kv> Reader<'a, K> {
                             .iter()
                             .find(|(b, _)| *b == k)
                             .and_then(|(_, cached)| match &**cached {
-                                Cached::Rkeys(rkeys) => Some(rkeys.as_slice()),
+                                Cached::Rkeys(rkeys) => Some(rkeys),
                                 Cached::Row(_) | Cached::View(_) => None,
                             }),
                     };
                     last = rkeys.map(|r| (k, r));
-                    rkeys.and_then(|r| r.get(i)).cloned()
+                    rkeys.and_then(|r| r.get(i)).map(str::to_owned)
                 }
                 columns::Place::Single => singles.next().flatten(),
             };
