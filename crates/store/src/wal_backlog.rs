@@ -29,8 +29,10 @@ use std::{
     time::Duration,
 };
 
-use futures::StreamExt as _;
-use slatedb::{Db, object_store::ObjectStore};
+use slatedb::{
+    Db,
+    object_store::{ObjectStore, ObjectStoreExt as _},
+};
 use slatedb_common::metrics::{DefaultMetricsRecorder, MetricValue};
 use tokio::time::Instant;
 
@@ -147,30 +149,26 @@ impl WalBacklog {
 
     /// The WAL SSTs `db` replayed as it opened and their bytes: those in
     /// its `wal/` folder in `store` (database path `path`) after the last
-    /// one its manifest says a memtable flush covered. (The manifest's
-    /// next WAL id is the one of its last write, not the open's: it
-    /// cannot count them.) Nothing when the listing fails.
+    /// one its manifest says a memtable flush covered, numbered on from
+    /// it. (The manifest's next WAL id is the one of its last write, not
+    /// the open's: it cannot count them.) Each is looked up by name, up to
+    /// one past [`WAL_REPLAY_LIMIT`] (a close then flushes whatever their
+    /// bytes), not listed: the folder holds the few hundred WAL files
+    /// SlateDB keeps for a while, and listing them would cost a one-record
+    /// `put` ~6%.
     pub(crate) async fn carried(db: &Db, store: &dyn ObjectStore, path: &str) -> Wal {
         let after = db.manifest().replay_after_wal_id();
-        let prefix = slatedb::object_store::path::Path::from(format!("{path}/wal"));
-        // WAL SSTs are named by their ids, 20 digits, in order.
-        let offset = prefix.clone().join(format!("{after:020}.sst"));
-        let mut listed = store.list_with_offset(Some(&prefix), &offset);
         let mut carried = Wal::default();
-        while let Some(meta) = listed.next().await {
-            let Ok(meta) = meta else {
-                return Wal::default();
-            };
-            let id = meta
-                .location
-                .filename()
-                .and_then(|name| name.strip_suffix(".sst"))
-                .and_then(|id| id.parse::<u64>().ok());
-            if id.is_some_and(|id| id > after) {
-                carried = carried.plus(Wal {
-                    ssts: 1,
-                    bytes: meta.size,
-                });
+        for id in (after + 1..).take(WAL_REPLAY_LIMIT as usize + 1) {
+            let name = slatedb::object_store::path::Path::from(format!("{path}/wal/{id:020}.sst"));
+            match store.head(&name).await {
+                Ok(meta) => {
+                    carried = carried.plus(Wal {
+                        ssts: 1,
+                        bytes: meta.size,
+                    });
+                }
+                Err(_) => break,
             }
         }
         carried
