@@ -9,8 +9,9 @@
 //! changes once it has its name (SlateDB writes each id once, and the
 //! local file system makes a file visible under its name only when it is
 //! whole), so here a ranged read of one is a single positioned read
-//! (`pread`) of a descriptor kept open, in one blocking task. Every other
-//! call goes to the local file system as it is.
+//! (`pread`) of a descriptor kept open, in one blocking task, or, when the
+//! page cache holds the whole range, on the calling thread without
+//! blocking. Every other call goes to the local file system as it is.
 
 use std::{
     collections::HashMap,
@@ -98,8 +99,18 @@ impl LocalReads {
         lock(&self.open).forget(location);
     }
 
-    /// Bytes `range` of SST file `location`, read in one blocking task.
+    /// Bytes `range` of SST file `location`: from the page cache on the
+    /// calling thread when the file is open and the bytes are all cached
+    /// ([`read_cached`]: it never waits for the disk), else in one
+    /// blocking task.
     async fn read_sst(&self, location: &Path, range: GetRange) -> object_store::Result<GetResult> {
+        let open_now = lock(&self.open).get(location);
+        if let Some(sst) = open_now
+            && let Ok(range) = range.as_range(sst.meta.size)
+            && let Some(bytes) = read_cached(&sst.file, &range)
+        {
+            return Ok(range_result(bytes, sst.meta.clone(), range));
+        }
         let location = location.clone();
         let path = self.inner.path_to_filesystem(&location)?;
         let open = Arc::clone(&self.open);
@@ -107,15 +118,7 @@ impl LocalReads {
             let sst = open_sst(&open, &location, path)?;
             let range = range.as_range(sst.meta.size).map_err(generic)?;
             let bytes = read_at(&sst.file, &range).map_err(generic)?;
-            Ok(GetResult {
-                payload: GetResultPayload::Stream(
-                    futures::stream::once(async { Ok(bytes) }).boxed(),
-                ),
-                meta: sst.meta.clone(),
-                range,
-                attributes: object_store::Attributes::default(),
-                extensions: object_store::Extensions::default(),
-            })
+            Ok(range_result(bytes, sst.meta.clone(), range))
         })
         .await
         .map_err(generic)?
@@ -190,6 +193,42 @@ fn object_meta(location: Path, metadata: &std::fs::Metadata) -> ObjectMeta {
         e_tag: Some(format!("\"{inode:x}-{mtime:x}-{size:x}\"")),
         version: None,
     }
+}
+
+/// The answer to a ranged read: `bytes` of the object `meta` describes.
+fn range_result(bytes: Bytes, meta: ObjectMeta, range: Range<u64>) -> GetResult {
+    GetResult {
+        payload: GetResultPayload::Stream(futures::stream::once(async { Ok(bytes) }).boxed()),
+        meta,
+        range,
+        attributes: object_store::Attributes::default(),
+        extensions: object_store::Extensions::default(),
+    }
+}
+
+/// Bytes `range` of `file` if the page cache holds them all, read without
+/// blocking (`preadv2` with `RWF_NOWAIT`: the kernel answers `EAGAIN`, or
+/// fewer bytes, rather than wait for the disk); `None` otherwise, to be
+/// read on a blocking thread. A block of a query's records read this way
+/// skips two thread hand-offs (a just-opened sort ~4.5 -> ~3.6 ms).
+#[cfg(all(target_os = "linux", not(target_env = "musl")))]
+fn read_cached(file: &File, range: &Range<u64>) -> Option<Bytes> {
+    let len = usize::try_from(range.end - range.start).ok()?;
+    let mut buf = vec![0; len];
+    let mut slices = [std::io::IoSliceMut::new(&mut buf)];
+    let read = rustix::io::preadv2(
+        file,
+        &mut slices,
+        range.start,
+        rustix::io::ReadWriteFlags::NOWAIT,
+    )
+    .ok()?;
+    (read == len).then(|| Bytes::from(buf))
+}
+
+#[cfg(not(all(target_os = "linux", not(target_env = "musl"))))]
+fn read_cached(_file: &File, _range: &Range<u64>) -> Option<Bytes> {
+    None
 }
 
 #[cfg(unix)]
