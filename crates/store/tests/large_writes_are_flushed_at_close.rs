@@ -11,7 +11,8 @@
 
 use std::path::Path;
 
-use store::{Kv, SlateKv, WriteOp};
+use crate::common;
+use store::{Kv, SlateKv};
 
 fn l0_files(store_dir: &Path) -> usize {
     std::fs::read_dir(store_dir.join("db").join("compacted")).map_or(0, |d| d.flatten().count())
@@ -33,15 +34,7 @@ fn incompressible(bytes: usize, seed: u64) -> Vec<u8> {
 /// Two durable commits of `each` bytes.
 async fn write_two(kv: &SlateKv, each: usize) {
     for i in 0..2u8 {
-        kv.apply(vec![WriteOp::Put(
-            vec![b'k', i],
-            incompressible(each, u64::from(i) + 7).into(),
-        )])
-        .await
-        .unwrap()
-        .wait()
-        .await
-        .unwrap();
+        common::durable_put(kv, vec![b'k', i], incompressible(each, u64::from(i) + 7)).await;
     }
 }
 

@@ -8,7 +8,8 @@
 
 use std::time::Duration;
 
-use store::{EngineMetricValue, Kv, SlateKv, WriteOp};
+use crate::common;
+use store::{EngineMetricValue, Kv, SlateKv};
 
 fn memtable_flushes(kv: &SlateKv) -> u64 {
     kv.engine_metrics()
@@ -23,12 +24,7 @@ fn memtable_flushes(kv: &SlateKv) -> u64 {
 
 async fn commit(kv: &SlateKv, i: u64) {
     let key = format!("k{i:05}");
-    kv.apply(vec![WriteOp::Put(key.clone().into(), key.into())])
-        .await
-        .unwrap()
-        .wait()
-        .await
-        .unwrap();
+    common::durable_put(kv, key.clone().into_bytes(), key.into_bytes()).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
