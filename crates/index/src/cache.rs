@@ -14,7 +14,7 @@ use std::{collections::BTreeMap, sync::Arc};
 use cid::Cid;
 use roaring::RoaringBitmap;
 
-use store::Block;
+use store::{Block, ReadStamp};
 
 use crate::{
     columns::{Packed, RkeyList},
@@ -57,6 +57,9 @@ pub struct IndexCache {
     head: Option<Cid>,
     /// `None` until a query has read it (after [`IndexCache::clear`]).
     epoch: Option<u64>,
+    /// The store's read stamp taken before `head` and `epoch` were last
+    /// read, and when (microseconds), while they are the ones cached.
+    checked: Option<(ReadStamp, u64)>,
     map: lru::LruCache<CacheKey, (Arc<Cached>, usize)>,
     bytes: usize,
     limit: usize,
@@ -102,6 +105,7 @@ impl IndexCache {
         Self {
             head: None,
             epoch: None,
+            checked: None,
             map: lru::LruCache::unbounded(),
             bytes: 0,
             limit,
@@ -120,6 +124,23 @@ impl IndexCache {
         self.head == head && self.epoch.is_some()
     }
 
+    /// The cached head, when `head` and `epoch` were read under `stamp`
+    /// (and, for a stamp trusted only so long, at most that long before
+    /// `now_micros`): nothing visible has changed since, so they stand.
+    pub fn checked_head(&self, stamp: ReadStamp, now_micros: u64) -> Option<Option<Cid>> {
+        let (checked, at) = self.checked?;
+        let fresh = stamp
+            .trust_micros()
+            .is_none_or(|trust| now_micros.saturating_sub(at) <= trust);
+        (checked == stamp && fresh && self.epoch.is_some()).then_some(self.head)
+    }
+
+    /// Records that the cache's head and epoch were read under `stamp`
+    /// (taken before the reads) at `now_micros`.
+    pub fn set_checked(&mut self, stamp: ReadStamp, now_micros: u64) {
+        self.checked = Some((stamp, now_micros));
+    }
+
     /// Empties the cache unless it holds entries of `head` and `epoch`.
     pub fn sync(&mut self, head: Option<Cid>, epoch: u64) {
         if self.head != head || self.epoch != Some(epoch) {
@@ -135,6 +156,7 @@ impl IndexCache {
         self.bytes = 0;
         self.head = None;
         self.epoch = None;
+        self.checked = None;
         self.declared.clear();
         self.rows.clear();
         self.shards.clear();
@@ -350,5 +372,37 @@ mod tests {
         assert_eq!((cache.shards(3), cache.shards(4)), (Some(2), Some(1)));
         cache.clear();
         assert_eq!(cache.shards(3), None);
+    }
+
+    #[test]
+    fn a_checked_head_stands_while_its_stamp_does_and_a_settling_one_for_its_time() {
+        let head = Some(cid::Cid::default());
+        let exact = store::ReadStamp::exact(1, (5, 0));
+        let settling = store::ReadStamp::settling(1, (5, 9), 10);
+        let mut cache = IndexCache::new(1 << 20);
+        cache.set_checked(exact, 100);
+        // No epoch read yet: nothing stands.
+        assert_eq!(cache.checked_head(exact, 100), None);
+        cache.sync(head, 3);
+        cache.set_checked(exact, 100);
+        assert_eq!(cache.checked_head(exact, u64::MAX), Some(head));
+        assert_eq!(
+            cache.checked_head(store::ReadStamp::exact(1, (6, 0)), 100),
+            None
+        );
+        assert_eq!(
+            cache.checked_head(store::ReadStamp::exact(2, (5, 0)), 100),
+            None
+        );
+        assert_eq!(cache.checked_head(settling, 100), None);
+        cache.set_checked(settling, 100);
+        assert_eq!(cache.checked_head(settling, 110), Some(head));
+        assert_eq!(cache.checked_head(settling, 111), None);
+        // A new head or epoch empties the cache, and its check with it.
+        cache.sync(None, 3);
+        assert_eq!(cache.checked_head(settling, 100), None);
+        cache.set_checked(exact, 100);
+        cache.clear();
+        assert_eq!(cache.checked_head(exact, 100), None);
     }
 }

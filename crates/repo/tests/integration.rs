@@ -39,6 +39,7 @@ mod lexicon_add_refuses_contradictions;
 mod no_shard_limit;
 mod pages_span_column_windows;
 mod pin_window_holds_off_collection;
+mod reader_queries_follow_the_writer;
 mod record_encoding_boundaries;
 mod records_refer_to_blobs_they_hold;
 mod records_vs_atproto;

@@ -40,7 +40,7 @@ pub use block::Block;
 pub use error::{Conflict, Error};
 pub use gc::{GcOptions, GcProgress, GcReport, Retention};
 pub use handle_claims::{Claim, HANDLES_PREFIX, HandleClaims, HeldClaim};
-pub use kv::interface::{Durability, EngineMetric, EngineMetricValue, Kv, WriteOp};
+pub use kv::interface::{Durability, EngineMetric, EngineMetricValue, Kv, ReadStamp, WriteOp};
 pub use kv::location::{Location, S3_PROBE_TIMEOUT};
 pub use kv::memory::MemoryKv;
 pub use kv::options::{

@@ -15,6 +15,7 @@ mod large_writes_are_flushed_at_close;
 mod memory_kv_bulk;
 mod one_writer_many_readers;
 mod partitions_are_chosen_by_hash;
+mod read_stamps_change_with_what_reads_see;
 mod reads_see_only_durable_commits;
 mod reads_through_the_writers_socket;
 mod record_index_inline;

@@ -36,6 +36,13 @@ const COLLECTION: &str = "app.bsky.feed.post";
 const DID: &str = "did:plc:indexbench";
 const BASE_MICROS: u64 = 1_767_225_600_000_000;
 
+/// Microseconds since the Unix epoch, by the system clock.
+fn wall_micros() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX))
+}
+
 fn env(start: u64) -> Env {
     let clock = Arc::new(std::sync::atomic::AtomicU64::new(start));
     Env::new(
@@ -619,7 +626,9 @@ fn main() {
             let kv = SlateKv::open_reader(&store::Location::Local(dir.clone()), Duration::from_secs(1))
                 .await
                 .unwrap();
-            let repos = Repos::new(Arc::new(Store::new(kv.clone())), env(BASE_MICROS));
+            // The real clock: a reader re-reads the head it caches every
+            // 10 ms by it, as a server's would.
+            let repos = Repos::new(Arc::new(Store::new(kv.clone())), Env::new(wall_micros, 1));
             (kv, repos)
         };
         let mut cold_lang = Vec::new();

@@ -183,6 +183,7 @@ impl<K: Kv> Repos<K> {
             store: Arc::clone(&self.store),
             id: id.to_owned(),
             tids,
+            env: self.env.clone(),
             lexicons: std::sync::RwLock::new(Arc::new(
                 load_lexicons(&self.store, id, &state).await?,
             )),
@@ -217,6 +218,7 @@ impl<K: Kv> Repos<K> {
             store: Arc::clone(&self.store),
             id: id.to_owned(),
             tids,
+            env: self.env.clone(),
             lexicons: std::sync::RwLock::new(Arc::new(
                 load_lexicons(&self.store, id, &state).await?,
             )),

@@ -76,6 +76,8 @@ pub struct Repository<K> {
     pub(crate) store: Arc<Store<K>>,
     pub(crate) id: String,
     pub(crate) tids: TidGenerator<ClockFn>,
+    /// The clock, for how long a reader's cache check is trusted.
+    pub(crate) env: super::env::Env,
     pub(crate) state: tokio::sync::Mutex<State>,
     /// Held shared by queries, exclusively while a commit or an index
     /// change is applied: a query sees one head's bitmaps.

@@ -88,18 +88,33 @@ impl<K: Kv> Repository<K> {
     /// the records (an import's rebuild not finished).
     pub(super) async fn sync_cache(&self) -> Result<Option<cid::Cid>, Error> {
         let kv = self.store.kv();
+        // Taken before the reads: a write they might miss changes it.
+        let stamp = kv.read_stamp();
+        let now = self.env.now_micros();
+        if let Some(stamp) = stamp
+            && let Some(head) = self.lock_cache().checked_head(stamp, now)
+        {
+            return Ok(head);
+        }
         let head = self.store.head(&self.id).await?.map(|h| h.commit);
         // The store's one writer changes the epoch only here, emptying the
         // cache each time: while the cache follows the head, its epoch is
         // current (one point read per query saved).
         if kv.sole_writer() && self.lock_cache().synced_with(head) {
+            if let Some(stamp) = stamp {
+                self.lock_cache().set_checked(stamp, now);
+            }
             return Ok(head);
         }
         let epoch = index::epoch(kv, &self.id).await?;
         if epoch.rebuild_pending {
             return Err(Error::IndexRebuildPending(self.id.clone()));
         }
-        self.lock_cache().sync(head, epoch.number);
+        let mut cache = self.lock_cache();
+        cache.sync(head, epoch.number);
+        if let Some(stamp) = stamp {
+            cache.set_checked(stamp, now);
+        }
         Ok(head)
     }
 

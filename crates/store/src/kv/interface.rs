@@ -119,6 +119,59 @@ pub trait Kv: Send + Sync {
     fn engine_metrics(&self) -> Vec<EngineMetric> {
         Vec::new()
     }
+
+    /// What this handle's reads see now, as a value. Take it before a
+    /// read: while later stamps equal it (and [`ReadStamp::trust_micros`]
+    /// allows), no write this handle can see has completed since, so what
+    /// the read returned still stands. `None` (the default) when the store
+    /// cannot tell: nothing may be kept by stamp.
+    fn read_stamp(&self) -> Option<ReadStamp> {
+        None
+    }
+}
+
+/// What a handle's reads see, named by a value ([`Kv::read_stamp`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReadStamp {
+    /// Which opening of the store (a promotion or demotion makes another).
+    handle: u64,
+    /// Where its view is: writes applied by this handle, or a reader's
+    /// durable sequence number and manifest.
+    view: (u64, u64),
+    trust_micros: Option<u64>,
+}
+
+impl ReadStamp {
+    /// A stamp that has changed once a write the handle can see has
+    /// completed (at the latest when its [`Kv::apply`] returns).
+    #[must_use]
+    pub fn exact(handle: u64, view: (u64, u64)) -> Self {
+        Self {
+            handle,
+            view,
+            trust_micros: None,
+        }
+    }
+
+    /// A stamp that may change a moment before the view it names is the
+    /// one reads see, so a read made in that moment, of the view before,
+    /// is trusted under it for at most `micros`.
+    #[must_use]
+    pub fn settling(handle: u64, view: (u64, u64), micros: u64) -> Self {
+        Self {
+            handle,
+            view,
+            trust_micros: Some(micros),
+        }
+    }
+
+    /// For how long (in microseconds) a value read under this stamp may be
+    /// taken as current while the stamp stays the same: `None` for as long
+    /// as it does.
+    #[must_use]
+    pub fn trust_micros(&self) -> Option<u64> {
+        self.trust_micros
+    }
 }
 
 /// One of the storage engine's own measurements (for SlateDB: memtable

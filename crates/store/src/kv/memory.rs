@@ -4,13 +4,16 @@ use std::{
     collections::BTreeMap,
     future::Future,
     ops::Bound,
-    sync::{Arc, RwLock},
+    sync::{
+        Arc, RwLock,
+        atomic::{AtomicU64, Ordering},
+    },
 };
 
 use bytes::Bytes;
 use keycodec::KeyRange;
 
-use super::interface::{Durability, Kv, WriteOp};
+use super::interface::{Durability, Kv, ReadStamp, WriteOp};
 use crate::error::Error;
 
 /// A key held inline (no separate allocation, so a search touches only
@@ -80,6 +83,9 @@ fn compare_bytes(a: &[u8], b: &[u8]) -> std::cmp::Ordering {
 #[derive(Debug, Default, Clone)]
 pub struct MemoryKv {
     map: Arc<RwLock<BTreeMap<InlineKey, Bytes>>>,
+    /// Writes begun (counted under the map's write lock, so a read that
+    /// sees a count sees every write counted before it).
+    writes: Arc<AtomicU64>,
     /// Blob bytes, in memory too (shared by the store's clones).
     blobs: crate::Blobs,
 }
@@ -106,6 +112,10 @@ impl Kv for MemoryKv {
         self.blobs.clone()
     }
 
+    fn read_stamp(&self) -> Option<ReadStamp> {
+        Some(ReadStamp::exact(0, (self.writes.load(Ordering::SeqCst), 0)))
+    }
+
     fn get(&self, key: &[u8]) -> impl Future<Output = Result<Option<Bytes>, Error>> + Send {
         let map = self
             .map
@@ -119,6 +129,7 @@ impl Kv for MemoryKv {
             .map
             .write()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
+        self.writes.fetch_add(1, Ordering::SeqCst);
         // A batch of puts as large as the map is merged in one pass (sorted
         // and bulk-built), not inserted key by key.
         let bulk = ops.len() >= 4096

@@ -2,7 +2,10 @@
 
 use std::{
     path::{Path, PathBuf},
-    sync::Arc,
+    sync::{
+        Arc,
+        atomic::{AtomicU64, Ordering},
+    },
 };
 
 use bytes::Bytes;
@@ -17,7 +20,7 @@ use slatedb_common::metrics::DefaultMetricsRecorder;
 #[cfg(unix)]
 use super::read_socket::SocketReads;
 use super::{
-    interface::{Durability, EngineMetric, Kv, WriteOp},
+    interface::{Durability, EngineMetric, Kv, ReadStamp, WriteOp},
     location::{DB_PATH, Location, object_store, probe_writable},
     options::{
         DEFAULT_BULK_BATCH_BYTES, DEFAULT_SCAN_READ_AHEAD, Medium, SST_BLOCK_BYTES, SlateOptions,
@@ -59,16 +62,59 @@ struct Opened {
     metrics: Option<Arc<DefaultMetricsRecorder>>,
     /// A writer's WAL SSTs not yet in an L0 SST.
     backlog: Option<Arc<WalBacklog>>,
+    /// Which opening this is, for [`ReadStamp`]s: unique in the process.
+    opening: u64,
+    /// A writer's writes applied, each counted once reads can see it.
+    writes: AtomicU64,
+    /// A SlateDB reader's status: its durable sequence number and manifest.
+    status: Option<tokio::sync::watch::Receiver<slatedb::DbStatus>>,
 }
 
+/// For how long a reader trusts a value read under an unchanged stamp.
+/// SlateDB's reader publishes a refresh's sequence number a moment before
+/// it installs the refresh for reads, so a read made in that moment is of
+/// the view before; re-reading it this often bounds what that costs to a
+/// small part of the refresh interval (which is 1 s for a CLI reader).
+const READER_TRUST_MICROS: u64 = 10_000;
+
+/// Openings made by this process, numbering each [`Opened`].
+static OPENINGS: AtomicU64 = AtomicU64::new(0);
+
 impl Opened {
-    fn reader(db: Handle) -> Self {
+    fn new(db: Handle) -> Self {
+        let status = match &db {
+            Handle::Reader(r) => Some(r.subscribe()),
+            _ => None,
+        };
         Self {
             db,
             collect: None,
             bulk_batch_bytes: DEFAULT_BULK_BATCH_BYTES,
             metrics: None,
             backlog: None,
+            opening: OPENINGS.fetch_add(1, Ordering::Relaxed),
+            writes: AtomicU64::new(0),
+            status,
+        }
+    }
+
+    fn read_stamp(&self) -> Option<ReadStamp> {
+        match &self.db {
+            Handle::Writer(_) => Some(ReadStamp::exact(
+                self.opening,
+                (self.writes.load(Ordering::SeqCst), 0),
+            )),
+            Handle::Reader(_) => {
+                let status = self.status.as_ref()?.borrow();
+                Some(ReadStamp::settling(
+                    self.opening,
+                    (status.durable_seq, status.current_manifest.id()),
+                    READER_TRUST_MICROS,
+                ))
+            }
+            // Reads through a writer's socket see its commits at once.
+            #[cfg(unix)]
+            Handle::Socket(_) => None,
         }
     }
 }
@@ -226,11 +272,11 @@ impl SlateKv {
         let backlog = Arc::new(WalBacklog::new(Arc::clone(&metrics), carried));
         Arc::clone(&backlog).spawn_flusher(Arc::downgrade(&db));
         let opened = Opened {
-            db: Handle::Writer(db),
             collect,
             bulk_batch_bytes: options.bulk_batch_bytes.unwrap_or(DEFAULT_BULK_BATCH_BYTES),
             metrics: Some(metrics),
             backlog: Some(backlog),
+            ..Opened::new(Handle::Writer(db))
         };
         Ok(Self {
             opened: Arc::new(std::sync::RwLock::new(Arc::new(opened))),
@@ -298,7 +344,7 @@ impl SlateKv {
             && let Some(socket) = SocketReads::connect(dir).await
         {
             return Ok(Self {
-                opened: Arc::new(std::sync::RwLock::new(Arc::new(Opened::reader(
+                opened: Arc::new(std::sync::RwLock::new(Arc::new(Opened::new(
                     Handle::Socket(Arc::new(socket)),
                 )))),
                 local_dir: Some(Arc::new(dir.clone())),
@@ -344,7 +390,7 @@ impl SlateKv {
             .build()
             .await?;
         Ok(Self {
-            opened: Arc::new(std::sync::RwLock::new(Arc::new(Opened::reader(
+            opened: Arc::new(std::sync::RwLock::new(Arc::new(Opened::new(
                 Handle::Reader(Arc::new(reader)),
             )))),
             local_dir: match location {
@@ -597,6 +643,10 @@ impl Kv for SlateKv {
         matches!(self.opened().db, Handle::Writer(_))
     }
 
+    fn read_stamp(&self) -> Option<ReadStamp> {
+        self.opened().read_stamp()
+    }
+
     fn bulk_batch_bytes(&self) -> Option<usize> {
         Some(self.opened().bulk_batch_bytes)
     }
@@ -647,8 +697,15 @@ impl Kv for SlateKv {
                 WriteOp::Merge(k, v) => batch.merge(k, v),
             }
         }
-        match &self.opened().db {
-            Handle::Writer(db) => Ok(Durability(Some(db.write(batch).await?))),
+        let opened = self.opened();
+        match &opened.db {
+            Handle::Writer(db) => {
+                let written = db.write(batch).await;
+                // Counted after the write is visible (or has failed, having
+                // perhaps applied): a stamp taken before names the view before.
+                opened.writes.fetch_add(1, Ordering::SeqCst);
+                Ok(Durability(Some(written?)))
+            }
             Handle::Reader(_) => Err(Error::ReadOnly),
             #[cfg(unix)]
             Handle::Socket(_) => Err(Error::ReadOnly),
