@@ -116,7 +116,7 @@ pub struct Blobs {
     /// Where `root` is on disk, for a local store: an upload's bytes are
     /// staged there in files the object store neither lists nor deletes
     /// (`tmp/<name>#<n>`), which a crash leaves behind.
-    local_dir: Option<Arc<std::path::PathBuf>>,
+    local_dir: Option<Arc<local::LocalDir>>,
 }
 
 impl std::fmt::Debug for Blobs {
@@ -149,7 +149,7 @@ impl Blobs {
     /// uploads a crash cut off, and [`Blobs::delete_object`] deletes them.
     #[must_use]
     pub fn on_local_disk(mut self, dir: std::path::PathBuf) -> Self {
-        self.local_dir = Some(Arc::new(dir));
+        self.local_dir = Some(Arc::new(local::LocalDir::new(dir)));
         self
     }
 
@@ -164,7 +164,7 @@ impl Blobs {
 
     /// A staging file's path, when `location` names one under `tmp/`.
     fn staging_file(&self, location: &str) -> Option<std::path::PathBuf> {
-        let dir = self.local_dir.as_deref()?;
+        let dir = &self.local_dir.as_deref()?.path;
         let name = location
             .strip_prefix(&self.tmp_prefix())
             .filter(|n| n.contains('#') && !n.contains('/') && !n.starts_with('.'))?;
@@ -291,7 +291,7 @@ impl Blobs {
     /// [`BlobError::NotFound`], or [`BlobError::Store`].
     pub async fn get(&self, cid: &Cid, range: Option<Range<u64>>) -> Result<BlobBytes, BlobError> {
         if let Some(dir) = &self.local_dir {
-            return local::get(dir, cid, range).await;
+            return local::get(&dir.path, cid, range).await;
         }
         let options = GetOptions {
             range: range.map(GetRange::Bounded),
@@ -412,7 +412,7 @@ impl Blobs {
             });
         }
         if let Some(dir) = self.local_dir.as_deref()
-            && let Ok(entries) = std::fs::read_dir(dir.join("tmp"))
+            && let Ok(entries) = std::fs::read_dir(dir.path.join("tmp"))
         {
             for entry in entries.filter_map(Result::ok) {
                 let name = entry.file_name().to_string_lossy().into_owned();
@@ -472,17 +472,20 @@ impl Blobs {
 }
 
 /// Blobs on a local disk, read and written through the file system
-/// directly: in 1 MiB reads and writes, with one `fdatasync` per upload
-/// and one of the directory it is renamed into (the object store layer's
-/// local store reads in 8 KiB pieces, each a blocking task, and syncs
-/// several times per upload). Same layout, same guarantees: an upload is
-/// written under `tmp/` while it is hashed, made durable, then renamed to
-/// its CID.
+/// directly: in 1 MiB reads, and writes of up to 1 MiB straight from the
+/// buffers a body arrives in, with one `fdatasync` per upload and syncs of
+/// the directory it is renamed into shared by the uploads renamed together
+/// (the object store layer's local store reads in 8 KiB pieces, each a
+/// blocking task, and syncs several times per upload). Same layout, same
+/// guarantees: an upload is written under `tmp/` while it is hashed, made
+/// durable, then renamed to its CID, and answered once the directory's
+/// entry is durable too.
 mod local {
     use std::{
-        io::{Read as _, Seek as _, Write as _},
+        io::{IoSlice, Read as _, Seek as _, Write as _},
         ops::Range,
         path::{Path, PathBuf},
+        sync::Arc,
     };
 
     use bytes::{Bytes, BytesMut};
@@ -512,8 +515,137 @@ mod local {
             .map_err(io_error)
     }
 
+    /// A local directory of blobs.
+    pub(super) struct LocalDir {
+        pub(super) path: PathBuf,
+        /// Syncs of `path`, shared by the uploads moved into it.
+        syncs: DirSyncs,
+    }
+
+    impl LocalDir {
+        pub(super) fn new(path: PathBuf) -> Self {
+            Self {
+                path,
+                syncs: DirSyncs::default(),
+            }
+        }
+    }
+
+    /// Syncs of one directory shared by the uploads that renamed a file
+    /// into it (group commit for directory entries): a rename is durable
+    /// once a sync of the directory that began after it has finished, so
+    /// uploads finishing together wait on one sync rather than each making
+    /// its own. Used from blocking tasks.
+    #[derive(Default)]
+    struct DirSyncs {
+        state: std::sync::Mutex<SyncState>,
+        finished: std::sync::Condvar,
+    }
+
+    #[derive(Default)]
+    struct SyncState {
+        /// Renames made (each counted once it has returned).
+        renamed: u64,
+        /// Renames up to this count are durable.
+        synced: u64,
+        /// Whether a sync is under way.
+        syncing: bool,
+    }
+
+    impl DirSyncs {
+        /// Waits until the rename just made into `dir` is durable: by a
+        /// sync another upload started after it, or by one made here.
+        fn renamed(&self, dir: &Path) -> std::io::Result<()> {
+            self.after_rename(|| std::fs::File::open(dir).and_then(|d| d.sync_all()))
+        }
+
+        /// [`DirSyncs::renamed`], syncing with `sync`.
+        fn after_rename(&self, sync: impl Fn() -> std::io::Result<()>) -> std::io::Result<()> {
+            let lock = || {
+                self.state
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+            };
+            let mut state = lock();
+            state.renamed += 1;
+            let ticket = state.renamed;
+            loop {
+                if state.synced >= ticket {
+                    return Ok(());
+                }
+                if state.syncing {
+                    state = self
+                        .finished
+                        .wait(state)
+                        .unwrap_or_else(std::sync::PoisonError::into_inner);
+                    continue;
+                }
+                state.syncing = true;
+                let upto = state.renamed;
+                drop(state);
+                let synced = sync();
+                state = lock();
+                state.syncing = false;
+                if synced.is_ok() {
+                    state.synced = state.synced.max(upto);
+                }
+                self.finished.notify_all();
+                // A failed sync fails this upload; the others waiting try
+                // their own.
+                synced?;
+            }
+        }
+    }
+
+    /// Chunks of a body held before they are written: at most this many
+    /// (one vectored write; also bounds a body of many tiny chunks).
+    const MAX_CHUNKS: usize = 1024;
+
+    /// Creates the staging file `temp` in `tmp_dir`, creating the folder
+    /// the first time.
+    fn create(tmp_dir: &Path, temp: &Path) -> std::io::Result<std::fs::File> {
+        match std::fs::File::create(temp) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                std::fs::create_dir_all(tmp_dir)?;
+                std::fs::File::create(temp)
+            }
+            created => created,
+        }
+    }
+
+    /// Writes `chunks` to `file` in vectored writes, straight from the
+    /// buffers the body arrived in.
+    fn write_chunks(file: &mut std::fs::File, chunks: &[Bytes]) -> std::io::Result<()> {
+        let mut slices: Vec<IoSlice<'_>> = chunks.iter().map(|c| IoSlice::new(c)).collect();
+        let mut left = &mut slices[..];
+        while !left.is_empty() {
+            match file.write_vectored(left) {
+                Ok(0) => return Err(std::io::ErrorKind::WriteZero.into()),
+                Ok(n) => IoSlice::advance_slices(&mut left, n),
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    }
+
+    /// Removes an upload's staging file after a failure, if it is there
+    /// (what cannot be removed, a crash leaves too: the collector's).
+    async fn remove_staged(temp: PathBuf) {
+        let _ = blocking(move || match std::fs::remove_file(temp) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            removed => removed,
+        })
+        .await;
+    }
+
+    /// Stores `body` as `dir/<cid>`: written under `dir/tmp/<temp_name>`
+    /// while it is hashed, in writes of [`IO_BYTES`] as it arrives, then
+    /// synced, moved to its CID's name and the directory synced. A body
+    /// smaller than one write (most images) is created, written, synced
+    /// and moved in one blocking task once it has all arrived.
     pub(super) async fn put<S, E>(
-        dir: &Path,
+        local: &Arc<LocalDir>,
         mut body: S,
         max_bytes: u64,
         temp_name: &str,
@@ -522,24 +654,21 @@ mod local {
         S: Stream<Item = Result<Bytes, E>> + Unpin + Send,
         E: std::fmt::Display,
     {
+        let dir = local.path.as_path();
         let tmp_dir = dir.join("tmp");
         let temp = tmp_dir.join(temp_name);
-        let mut file = {
-            let temp = temp.clone();
-            blocking(move || {
-                std::fs::create_dir_all(&tmp_dir)?;
-                std::fs::File::create(&temp)
-            })
-            .await?
-        };
         let mut hasher = Sha256::new();
         let mut size: u64 = 0;
         let mut head = BytesMut::new();
-        let mut pending: Vec<u8> = Vec::with_capacity(IO_BYTES);
-        let written: Result<(), BlobError> = async {
+        let mut pending: Vec<Bytes> = Vec::new();
+        let mut pending_bytes = 0;
+        let mut file: Option<std::fs::File> = None;
+        // Whether the staging file may exist (a failed write may leave it).
+        let mut staged = false;
+        let received: Result<(), BlobError> = async {
             loop {
                 let chunk = match body.next().await {
-                    None => break,
+                    None => return Ok(()),
                     Some(Err(e)) => return Err(BlobError::Body(e.to_string())),
                     Some(Ok(chunk)) => chunk,
                 };
@@ -552,47 +681,66 @@ mod local {
                     let take = (SNIFF_BYTES - head.len()).min(chunk.len());
                     head.extend_from_slice(&chunk[..take]);
                 }
-                pending.extend_from_slice(&chunk);
-                if pending.len() >= IO_BYTES {
-                    (file, pending) = blocking(move || {
-                        file.write_all(&pending)?;
-                        pending.clear();
-                        Ok((file, pending))
-                    })
-                    .await?;
+                pending_bytes += chunk.len();
+                pending.push(chunk);
+                if pending_bytes >= IO_BYTES || pending.len() >= MAX_CHUNKS {
+                    let chunks = std::mem::take(&mut pending);
+                    pending_bytes = 0;
+                    let (opened, tmp_dir, temp) = (file.take(), tmp_dir.clone(), temp.clone());
+                    staged = true;
+                    file = Some(
+                        blocking(move || {
+                            let mut file = match opened {
+                                Some(file) => file,
+                                None => create(&tmp_dir, &temp)?,
+                            };
+                            write_chunks(&mut file, &chunks)?;
+                            Ok(file)
+                        })
+                        .await?,
+                    );
                 }
             }
-            blocking(move || {
-                file.write_all(&pending)?;
-                file.sync_data()
-            })
-            .await
         }
         .await;
-        if let Err(e) = written {
-            let temp = temp.clone();
-            let _ = blocking(move || std::fs::remove_file(temp)).await;
-            return Err(e);
-        }
-        let cid = Cid::new_v1(
-            RAW_CODEC,
-            Code::Sha2_256
-                .wrap(&hasher.finalize())
-                .map_err(|e| BlobError::Body(e.to_string()))?,
-        );
+        let cid = received.and_then(|()| {
+            Ok(Cid::new_v1(
+                RAW_CODEC,
+                Code::Sha2_256
+                    .wrap(&hasher.finalize())
+                    .map_err(|e| BlobError::Body(e.to_string()))?,
+            ))
+        });
+        let cid = match cid {
+            Ok(cid) => cid,
+            Err(e) => {
+                drop(file);
+                if staged {
+                    remove_staged(temp).await;
+                }
+                return Err(e);
+            }
+        };
         // The same bytes stored already: the file under the CID is them.
         let dest = dir.join(cid.to_string());
-        let dir = dir.to_path_buf();
-        let moved = {
+        let local = Arc::clone(local);
+        let stored = {
             let temp = temp.clone();
             blocking(move || {
+                let mut file = match file {
+                    Some(file) => file,
+                    None => create(&tmp_dir, &temp)?,
+                };
+                write_chunks(&mut file, &pending)?;
+                file.sync_data()?;
+                drop(file);
                 std::fs::rename(&temp, &dest)?;
-                std::fs::File::open(&dir)?.sync_all()
+                local.syncs.renamed(&local.path)
             })
             .await
         };
-        if let Err(e) = moved {
-            let _ = blocking(move || std::fs::remove_file(temp)).await;
+        if let Err(e) = stored {
+            remove_staged(temp).await;
             return Err(e);
         }
         Ok(StoredBlob {
@@ -659,5 +807,94 @@ mod local {
             range,
             stream,
         })
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use std::sync::{
+            Arc, Barrier,
+            atomic::{AtomicU64, Ordering},
+        };
+
+        use super::DirSyncs;
+
+        /// Threads that each rename (a count) and then wait on
+        /// [`DirSyncs::after_rename`] with `sync`, which is given the
+        /// renames made when it begins; per thread, its rename's number,
+        /// what `after_rename` returned and `durable` read right after.
+        fn rename_together(
+            threads: u64,
+            durable: &Arc<AtomicU64>,
+            sync: impl Fn(u64) -> std::io::Result<()> + Send + Sync + 'static,
+        ) -> Vec<(u64, std::io::Result<()>, u64)> {
+            let syncs = Arc::new(DirSyncs::default());
+            let renames = Arc::new(AtomicU64::new(0));
+            let sync = Arc::new(sync);
+            let start = Arc::new(Barrier::new(usize::try_from(threads).unwrap()));
+            let handles: Vec<_> = (0..threads)
+                .map(|i| {
+                    let (syncs, renames, sync, start, durable) = (
+                        Arc::clone(&syncs),
+                        Arc::clone(&renames),
+                        Arc::clone(&sync),
+                        Arc::clone(&start),
+                        Arc::clone(durable),
+                    );
+                    std::thread::spawn(move || {
+                        start.wait();
+                        // Renames arriving one by one, some while a sync is
+                        // under way.
+                        std::thread::sleep(std::time::Duration::from_millis(i));
+                        let mine = renames.fetch_add(1, Ordering::SeqCst) + 1;
+                        let got = syncs.after_rename(|| sync(renames.load(Ordering::SeqCst)));
+                        (mine, got, durable.load(Ordering::SeqCst))
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        }
+
+        #[test]
+        fn a_rename_waits_for_a_sync_begun_after_it_and_syncs_are_shared() {
+            // Each sync records how many renames had been made when it
+            // began, once it has finished.
+            let durable = Arc::new(AtomicU64::new(0));
+            let made = Arc::new(AtomicU64::new(0));
+            let (d, m) = (Arc::clone(&durable), Arc::clone(&made));
+            let results = rename_together(16, &durable, move |renamed_at_start| {
+                m.fetch_add(1, Ordering::SeqCst);
+                std::thread::sleep(std::time::Duration::from_millis(20));
+                d.fetch_max(renamed_at_start, Ordering::SeqCst);
+                Ok(())
+            });
+            for (mine, got, durable_then) in &results {
+                got.as_ref().unwrap();
+                assert!(
+                    durable_then >= mine,
+                    "rename {mine} returned when renames up to {durable_then} were synced"
+                );
+            }
+            let made = made.load(Ordering::SeqCst);
+            assert!(
+                (1..16).contains(&made),
+                "16 renames together made {made} syncs"
+            );
+        }
+
+        #[test]
+        fn a_failed_sync_fails_its_maker_alone() {
+            let calls = Arc::new(AtomicU64::new(0));
+            let c = Arc::clone(&calls);
+            let results = rename_together(8, &Arc::new(AtomicU64::new(0)), move |_| {
+                std::thread::sleep(std::time::Duration::from_millis(5));
+                if c.fetch_add(1, Ordering::SeqCst) == 0 {
+                    Err(std::io::Error::other("the disk is gone"))
+                } else {
+                    Ok(())
+                }
+            });
+            let failed = results.iter().filter(|(_, got, _)| got.is_err()).count();
+            assert_eq!(failed, 1);
+        }
     }
 }

@@ -102,5 +102,25 @@ async fn uploads_over_the_limit_or_cut_off_leave_nothing() {
         files_under(&dir.path().join("blobs")),
         [file.display().to_string()]
     );
+    // Larger than one write and in many small chunks: written as it
+    // arrives, whole under its CID.
+    let large: Vec<u8> = (0..3_000_000u32).map(|i| (i * 13 % 251) as u8).collect();
+    let stored = blobs
+        .put(stream::iter(chunks(&large, 1000)), 10 << 20, "large")
+        .await
+        .unwrap();
+    assert_eq!(stored.cid, blob_cid(&large));
+    let large_file = dir.path().join("blobs").join(stored.cid.to_string());
+    assert_eq!(std::fs::read(&large_file).unwrap(), large);
+    // Cut off after part of it was written: its staging file goes too.
+    let mut cut = chunks(&large[..2_500_000], 100_000);
+    cut.push(Err(std::io::Error::other("the client went away")));
+    let cut_off = blobs.put(stream::iter(cut), 10 << 20, "cut-large").await;
+    assert!(matches!(cut_off, Err(BlobError::Body(_))), "{cut_off:?}");
+    let mut want = vec![file.display().to_string(), large_file.display().to_string()];
+    want.sort();
+    let mut got = files_under(&dir.path().join("blobs"));
+    got.sort();
+    assert_eq!(got, want);
     kv.close().await.unwrap();
 }

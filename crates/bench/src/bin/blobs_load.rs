@@ -21,6 +21,9 @@
 //! cargo build --release --bin datarepo
 //! cargo run --release -p datarepo-bench --bin blobs-load -- [--secs 5] [--rounds 3] [--connections 64]
 //! ```
+//!
+//! `--only posts` runs the third part alone (`--only images`: image posts
+//! alone, for as long as `--secs`, e.g. under a profiler).
 
 use std::{
     sync::{
@@ -298,6 +301,7 @@ fn main() {
     let rounds: usize = arg("--rounds", 3);
     let connections: usize = arg("--connections", 64);
     let image_bytes: usize = arg("--image-bytes", 100_000);
+    let only: String = arg("--only", String::new());
     let bin = datarepo_bin();
     let dir = testkit::tempdir("blobs-load");
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -331,6 +335,7 @@ fn main() {
             std::thread::available_parallelism().map_or(1, usize::from)
         );
 
+        if only.is_empty() {
         println!("| upload | uploadBlob, one at a time | SHA-256 alone, same bytes | ratio | the disk: write, fdatasync, rename (same bytes) | ratio | server RSS before → peak |");
         println!("| --- | --- | --- | --- | --- | --- | --- |");
         for (size, count) in [(MIB, 50), (50 * MIB, 5)] {
@@ -373,11 +378,18 @@ fn main() {
             ceiling / 1e9,
             100.0 * got / ceiling
         );
+        }
 
         let image = body(image_bytes, 7);
         let mut image = image.to_vec();
         image[..8].copy_from_slice(b"\x89PNG\r\n\x1a\n");
         let image = bytes::Bytes::from(image);
+        if only == "images" {
+            let rate = post_round(&base, &sessions, Some(image), secs).await;
+            println!("posts with a {image_bytes}-byte image: {rate:.0}/s");
+            server.stop();
+            return;
+        }
         println!(
             "\nposts with a {image_bytes}-byte image (uploadBlob, then createRecord) vs plain posts (createRecord), sessions, {connections} connections, {rounds} rounds of {secs} s per mode\n"
         );
