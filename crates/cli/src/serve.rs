@@ -287,6 +287,21 @@ pub(crate) fn run(store: &StoreArgs, args: &ServeArgs) -> Result<ExitCode, Strin
                 .to_owned(),
         );
     }
+    // A replica that looks less often than superseded manifests are kept
+    // could find the one after its own collected and stop following.
+    let longest_refresh = store::LOCAL_METADATA_MIN_AGE / 3;
+    if args.replica
+        && !on_object_storage
+        && Duration::from_millis(args.refresh_ms) > longest_refresh
+    {
+        return Err(format!(
+            "--refresh-ms {} is too long for a replica of a local store: at most {} (superseded \
+             manifests are collected after {} s, and a replica must see each before then)",
+            args.refresh_ms,
+            longest_refresh.as_millis(),
+            store::LOCAL_METADATA_MIN_AGE.as_secs()
+        ));
+    }
     let timing = server::lease::LeaseTiming {
         renew: Duration::from_millis(args.lease_renew_ms),
         ttl: Duration::from_millis(args.lease_ttl_ms),

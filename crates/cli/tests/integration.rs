@@ -50,6 +50,7 @@ mod cli_record_formats;
 mod cli_remote_failures_name_the_cause;
 mod cli_remote_index_add_follows_its_job;
 mod cli_remote_writes;
+mod cli_replica_refresh_within_collection;
 mod cli_repo;
 mod cli_repo_bad_input;
 mod cli_s3_unreachable;

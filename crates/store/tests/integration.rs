@@ -23,4 +23,5 @@ mod shard_cache;
 mod short_lived_writers;
 mod store_semantics;
 mod stream_events_are_timed_in_commit_order;
+mod superseded_metadata_is_collected_after_30s;
 mod wal_backlog_is_bounded;

@@ -3,9 +3,11 @@
 //! Prints the latency percentiles and the files the store holds after.
 //!
 //!   cargo build --release --bin datarepo
-//!   cargo run --release -p datarepo-bench --bin cli-put -- [--n 300]
+//!   cargo run --release -p datarepo-bench --bin cli-put -- [--n 300] [--every K]
 //!
-//! `DATAREPO_BIN` names another binary.
+//! `--every K` also prints the mean of each K puts as they run, with the
+//! manifests and compaction records the store holds then (a long loop of
+//! puts shows whether they pile up). `DATAREPO_BIN` names another binary.
 
 #![allow(clippy::disallowed_methods)]
 
@@ -60,6 +62,13 @@ fn main() {
         .position(|a| a == "--n")
         .and_then(|i| args.get(i + 1))
         .map_or(300, |v| v.parse().expect("--n N"));
+    // With `--every K`: the mean of each K puts as they run, and the
+    // manifests and compaction records the store then holds.
+    let every: usize = args
+        .iter()
+        .position(|a| a == "--every")
+        .and_then(|i| args.get(i + 1))
+        .map_or(0, |v| v.parse().expect("--every K"));
     let bin = datarepo_bench::datarepo_bin();
     assert!(
         bin.is_file(),
@@ -88,6 +97,18 @@ fn main() {
             ],
             &record,
         ));
+        if every > 0 && (i + 1) % every == 0 {
+            let recent = &times[times.len() - every..];
+            let mean = recent.iter().sum::<Duration>() / u32::try_from(every).unwrap_or(1);
+            let db = Path::new(store).join("db");
+            println!(
+                "  puts {:>5}: mean of the last {every} {:.1} ms; manifests {}, compaction records {}",
+                i + 1,
+                mean.as_secs_f64() * 1e3,
+                files_under(&db.join("manifest")),
+                files_under(&db.join("compactions")),
+            );
+        }
     }
     let mut sorted = times.clone();
     sorted.sort();
@@ -101,7 +122,7 @@ fn main() {
         ms(sorted[sorted.len() - 1]),
     );
     println!(
-        "  files in the store after: {} (SlateDB collects files older than its minimum age, 5 min by default)",
+        "  files in the store after: {} (collected once older than a minimum age: 30 s for manifests and compaction records, 5 min or more for the rest)",
         files_under(Path::new(store))
     );
 }

@@ -159,6 +159,17 @@ pub const LOCAL_COMPACTION_POLL: std::time::Duration = std::time::Duration::from
 /// collection deletes it.
 pub const LOCAL_WAL_FENCE_MIN_AGE: std::time::Duration = std::time::Duration::from_secs(3600);
 
+/// How old a superseded manifest or compactions record on a local store
+/// must be before garbage collection deletes it (SlateDB's default is 5
+/// minutes). Every writer's open lists both folders several times, each
+/// file `stat`ed, and a one-record `put` writes about three manifests: a
+/// loop of CLI writes kept 5 minutes of them, and each put grew slower
+/// with the count (`docs/benchmarks.md`, "CLI: one-record `datarepo
+/// put`"). What is still read is safe: the latest of each is never
+/// deleted, a checkpoint's manifest neither, and SlateDB lists again when
+/// a manifest it listed is gone before it reads it.
+pub const LOCAL_METADATA_MIN_AGE: std::time::Duration = std::time::Duration::from_secs(30);
+
 /// [`SlateKv`](crate::kv::slate::SlateKv)'s bulk write batches: SlateDB holds a whole batch (its
 /// operations, the WAL buffer and the memtable) in memory at once, so a
 /// 1,000,000-record import written as one batch peaked at several times the
@@ -233,6 +244,13 @@ impl SlateOptions {
                 dry_run: false,
                 ..slatedb::config::GarbageCollectorDirectoryOptions::default()
             });
+            let metadata = slatedb::config::GarbageCollectorDirectoryOptions {
+                min_age: LOCAL_METADATA_MIN_AGE,
+                dry_run: false,
+                ..slatedb::config::GarbageCollectorDirectoryOptions::default()
+            };
+            gc.manifest_options = Some(metadata);
+            gc.compactions_options = Some(metadata);
         }
         let defaults = slatedb::Settings {
             flush_interval: Some(self.flush_interval.unwrap_or(default_flush)),
