@@ -136,9 +136,10 @@ impl IndexCache {
     }
 
     /// Records that the cache's head and epoch were read under `stamp`
-    /// (taken before the reads) at `now_micros`.
-    pub fn set_checked(&mut self, stamp: ReadStamp, now_micros: u64) {
-        self.checked = Some((stamp, now_micros));
+    /// (taken before the reads; `None` when the store has none) at
+    /// `now_micros`.
+    pub fn set_checked(&mut self, stamp: Option<ReadStamp>, now_micros: u64) {
+        self.checked = stamp.map(|stamp| (stamp, now_micros));
     }
 
     /// Empties the cache unless it holds entries of `head` and `epoch`.
@@ -380,11 +381,11 @@ mod tests {
         let exact = store::ReadStamp::exact(1, (5, 0));
         let settling = store::ReadStamp::settling(1, (5, 9), 10);
         let mut cache = IndexCache::new(1 << 20);
-        cache.set_checked(exact, 100);
+        cache.set_checked(Some(exact), 100);
         // No epoch read yet: nothing stands.
         assert_eq!(cache.checked_head(exact, 100), None);
         cache.sync(head, 3);
-        cache.set_checked(exact, 100);
+        cache.set_checked(Some(exact), 100);
         assert_eq!(cache.checked_head(exact, u64::MAX), Some(head));
         assert_eq!(
             cache.checked_head(store::ReadStamp::exact(1, (6, 0)), 100),
@@ -395,13 +396,13 @@ mod tests {
             None
         );
         assert_eq!(cache.checked_head(settling, 100), None);
-        cache.set_checked(settling, 100);
+        cache.set_checked(Some(settling), 100);
         assert_eq!(cache.checked_head(settling, 110), Some(head));
         assert_eq!(cache.checked_head(settling, 111), None);
         // A new head or epoch empties the cache, and its check with it.
         cache.sync(None, 3);
         assert_eq!(cache.checked_head(settling, 100), None);
-        cache.set_checked(exact, 100);
+        cache.set_checked(Some(exact), 100);
         cache.clear();
         assert_eq!(cache.checked_head(exact, 100), None);
     }

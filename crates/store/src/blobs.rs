@@ -690,10 +690,7 @@ mod local {
                     staged = true;
                     file = Some(
                         blocking(move || {
-                            let mut file = match opened {
-                                Some(file) => file,
-                                None => create(&tmp_dir, &temp)?,
-                            };
+                            let mut file = opened.map_or_else(|| create(&tmp_dir, &temp), Ok)?;
                             write_chunks(&mut file, &chunks)?;
                             Ok(file)
                         })
@@ -727,10 +724,7 @@ mod local {
         let stored = {
             let temp = temp.clone();
             blocking(move || {
-                let mut file = match file {
-                    Some(file) => file,
-                    None => create(&tmp_dir, &temp)?,
-                };
+                let mut file = file.map_or_else(|| create(&tmp_dir, &temp), Ok)?;
                 write_chunks(&mut file, &pending)?;
                 file.sync_data()?;
                 drop(file);

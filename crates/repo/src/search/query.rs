@@ -100,11 +100,12 @@ impl<K: Kv> Repository<K> {
         // The store's one writer changes the epoch only here, emptying the
         // cache each time: while the cache follows the head, its epoch is
         // current (one point read per query saved).
-        if kv.sole_writer() && self.lock_cache().synced_with(head) {
-            if let Some(stamp) = stamp {
-                self.lock_cache().set_checked(stamp, now);
+        if kv.sole_writer() {
+            let mut cache = self.lock_cache();
+            if cache.synced_with(head) {
+                cache.set_checked(stamp, now);
+                return Ok(head);
             }
-            return Ok(head);
         }
         let epoch = index::epoch(kv, &self.id).await?;
         if epoch.rebuild_pending {
@@ -112,9 +113,7 @@ impl<K: Kv> Repository<K> {
         }
         let mut cache = self.lock_cache();
         cache.sync(head, epoch.number);
-        if let Some(stamp) = stamp {
-            cache.set_checked(stamp, now);
-        }
+        cache.set_checked(stamp, now);
         Ok(head)
     }
 

@@ -66,8 +66,6 @@ struct Opened {
     opening: u64,
     /// A writer's writes applied, each counted once reads can see it.
     writes: AtomicU64,
-    /// A SlateDB reader's status: its durable sequence number and manifest.
-    status: Option<tokio::sync::watch::Receiver<slatedb::DbStatus>>,
 }
 
 /// For how long a reader trusts a value read under an unchanged stamp.
@@ -82,10 +80,6 @@ static OPENINGS: AtomicU64 = AtomicU64::new(0);
 
 impl Opened {
     fn new(db: Handle) -> Self {
-        let status = match &db {
-            Handle::Reader(r) => Some(r.subscribe()),
-            _ => None,
-        };
         Self {
             db,
             collect: None,
@@ -94,7 +88,6 @@ impl Opened {
             backlog: None,
             opening: OPENINGS.fetch_add(1, Ordering::Relaxed),
             writes: AtomicU64::new(0),
-            status,
         }
     }
 
@@ -104,8 +97,11 @@ impl Opened {
                 self.opening,
                 (self.writes.load(Ordering::SeqCst), 0),
             )),
-            Handle::Reader(_) => {
-                let status = self.status.as_ref()?.borrow();
+            Handle::Reader(r) => {
+                // Its durable sequence number and manifest, read in place
+                // (`status()` would copy the manifest).
+                let status = r.subscribe();
+                let status = status.borrow();
                 Some(ReadStamp::settling(
                     self.opening,
                     (status.durable_seq, status.current_manifest.id()),
