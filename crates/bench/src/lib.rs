@@ -100,6 +100,36 @@ pub fn reset_peak() {
     let _ = std::fs::write("/proc/self/clear_refs", "5");
 }
 
+/// Runs `cmd` (spawned by the caller's settings of its standard streams)
+/// to its end: its exit status, wall time from spawn, and peak resident
+/// memory in MiB (`wait4`'s `ru_maxrss`; std's `Child::wait` does not
+/// return it).
+///
+/// # Panics
+///
+/// When the command cannot start or `wait4` fails.
+#[allow(unsafe_code, clippy::zombie_processes, clippy::disallowed_methods)]
+pub fn run_measured(
+    cmd: &mut std::process::Command,
+) -> (std::process::ExitStatus, std::time::Duration, f64) {
+    use std::os::unix::process::ExitStatusExt as _;
+    let start = std::time::Instant::now();
+    let child = cmd.spawn().unwrap_or_else(|e| panic!("start {cmd:?}: {e}"));
+    let pid = i32::try_from(child.id()).expect("pid fits i32");
+    let mut status = 0;
+    // SAFETY: `rusage` is plain integers, valid when zeroed.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: both pointers are to live locals that `wait4` only writes;
+    // the child is ours and not yet reaped (its `Child` is never waited on).
+    let rc = unsafe { libc::wait4(pid, &raw mut status, 0, &raw mut usage) };
+    let wall = start.elapsed();
+    assert_eq!(rc, pid, "wait4: {}", std::io::Error::last_os_error());
+    // ru_maxrss is in KiB on Linux.
+    #[allow(clippy::cast_precision_loss)]
+    let peak_mib = usage.ru_maxrss as f64 / 1024.0;
+    (std::process::ExitStatus::from_raw(status), wall, peak_mib)
+}
+
 /// The `datarepo` binary the process benchmarks run: `DATAREPO_BIN`, else
 /// the workspace's release build (`cargo build --release --bin datarepo`).
 #[must_use]

@@ -496,6 +496,13 @@ impl RepoCommand {
         }
     }
 
+    /// Whether the command reads the repository's blocks once each, so
+    /// that caches for repeated reads would only fill
+    /// ([`Session::open_for_one_pass`](crate::session::Session::open_for_one_pass)).
+    pub(crate) fn reads_once(&self) -> bool {
+        matches!(self, Self::Export { .. })
+    }
+
     /// Whether the command reads or writes the store at all.
     pub(crate) fn needs_store(&self) -> bool {
         match self {

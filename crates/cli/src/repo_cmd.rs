@@ -73,7 +73,11 @@ pub(crate) fn run(store: &StoreArgs, args: &RepoArgs, cmd: RepoCommand) -> Resul
                 &partition
             }
         };
-        let session = Session::open(store, cmd.writes()).await?;
+        let session = if cmd.reads_once() {
+            Session::open_for_one_pass(store).await?
+        } else {
+            Session::open(store, cmd.writes()).await?
+        };
         let result = execute(Target::Store(&session), args, cmd).await;
         let closed = session.kv.close().await;
         let code = result?;

@@ -44,6 +44,19 @@ impl<'a> Target<'a> {
     }
 }
 
+/// SlateDB's block cache for a one-pass command: enough for the blocks
+/// read together, not the whole store.
+pub(crate) const ONE_PASS_BLOCK_CACHE_BYTES: u64 = 16 << 20;
+
+/// SlateDB's cache of SST indexes and filters for a one-pass command: they
+/// are read again for every block, so they stay whole (a million-record
+/// store's are a few MB).
+pub(crate) const ONE_PASS_META_CACHE_BYTES: u64 = 64 << 20;
+
+/// The decoded-shard cache of a one-pass command: a walk holds the path it
+/// is on itself, and reads no shard twice.
+pub(crate) const ONE_PASS_SHARD_CACHE_BYTES: usize = 4 << 20;
+
 pub(crate) struct Session {
     pub(crate) kv: SlateKv,
     pub(crate) repos: Repos<SlateKv>,
@@ -61,6 +74,33 @@ impl Session {
             store.open_reader().await?
         };
         let repos = Repos::new(Arc::new(Store::new(kv.clone())), crate::storage::env()?);
+        Ok(Self {
+            kv,
+            repos,
+            local_dir: store.local_dir(),
+        })
+    }
+
+    /// Opens the store read-only for a command that reads each block once
+    /// (`export`): with caches of [`ONE_PASS_BLOCK_CACHE_BYTES`],
+    /// [`ONE_PASS_META_CACHE_BYTES`] and [`ONE_PASS_SHARD_CACHE_BYTES`]
+    /// rather than the defaults a server's repeated reads want, which
+    /// such a command would only fill (an export of a million records
+    /// kept ~180 MB of blocks and shards it never read again).
+    pub(crate) async fn open_for_one_pass(store: &StoreArgs) -> Result<Self> {
+        let mut options = store.options();
+        options.shared_cache = Some(store::SharedCache::new(
+            ONE_PASS_BLOCK_CACHE_BYTES,
+            ONE_PASS_META_CACHE_BYTES,
+        ));
+        let kv = store.open_reader_with_options(&options).await?;
+        let repos = Repos::new(
+            Arc::new(Store::with_cache_bytes(
+                kv.clone(),
+                ONE_PASS_SHARD_CACHE_BYTES,
+            )),
+            crate::storage::env()?,
+        );
         Ok(Self {
             kv,
             repos,

@@ -96,6 +96,14 @@ impl StoreArgs {
         self.open_reader_refreshing(READER_REFRESH).await
     }
 
+    /// [`StoreArgs::open_reader`] with `options`.
+    pub(crate) async fn open_reader_with_options(
+        &self,
+        options: &SlateOptions,
+    ) -> Result<SlateKv, String> {
+        self.open_reader_with(READER_REFRESH, options).await
+    }
+
     /// [`StoreArgs::open_reader`], seeing new commits within `refresh`.
     pub(crate) async fn open_reader_refreshing(
         &self,

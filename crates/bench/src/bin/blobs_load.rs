@@ -335,7 +335,7 @@ fn main() {
             std::thread::available_parallelism().map_or(1, usize::from)
         );
 
-        if only.is_empty() {
+        if only.is_empty() || only == "uploads" {
         println!("| upload | uploadBlob, one at a time | SHA-256 alone, same bytes | ratio | the disk: write, fdatasync, rename (same bytes) | ratio | server RSS before → peak |");
         println!("| --- | --- | --- | --- | --- | --- | --- |");
         for (size, count) in [(MIB, 50), (50 * MIB, 5)] {
@@ -356,6 +356,11 @@ fn main() {
                 100.0 * rate / disk,
                 (peak - before).max(0.0)
             );
+        }
+
+        if only == "uploads" {
+            server.stop();
+            return;
         }
 
         // A 1 MiB blob a record refers to, read by every connection.

@@ -21,10 +21,9 @@
 use std::{
     fs::File,
     io::Write,
-    os::unix::process::ExitStatusExt,
     path::Path,
     process::{Command, Stdio},
-    time::{Duration, Instant},
+    time::Duration,
 };
 
 use datarepo_bench::{random_keys, raw_value};
@@ -37,33 +36,17 @@ struct Run {
     stdout: String,
 }
 
-/// Runs `cmd` with `input` on stdin; waits with `wait4` for its peak RSS.
-// wait4 reaps the child: std's `Child::wait` does not return its rusage.
-#[allow(unsafe_code, clippy::zombie_processes)]
+/// Runs `cmd` with `input` on stdin, with its peak RSS.
 fn run(mut cmd: Command, input: &Path) -> Run {
     let out_path = input.with_extension("out");
-    let start = Instant::now();
-    let child = cmd
-        .stdin(File::open(input).expect("open input"))
+    cmd.stdin(File::open(input).expect("open input"))
         .stdout(File::create(&out_path).expect("create output"))
-        .stderr(Stdio::inherit())
-        .spawn()
-        .unwrap_or_else(|e| panic!("start {cmd:?}: {e}"));
-    let pid = i32::try_from(child.id()).expect("pid fits i32");
-    let mut status = 0;
-    // SAFETY: `rusage` is plain integers, valid when zeroed.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: both pointers are to live locals that `wait4` only writes;
-    // the child is ours and not yet reaped (its `Child` is never waited on).
-    let rc = unsafe { libc::wait4(pid, &raw mut status, 0, &raw mut usage) };
-    let wall = start.elapsed();
-    assert_eq!(rc, pid, "wait4: {}", std::io::Error::last_os_error());
-    let status = std::process::ExitStatus::from_raw(status);
+        .stderr(Stdio::inherit());
+    let (status, wall, peak_mib) = datarepo_bench::run_measured(&mut cmd);
     assert!(status.success(), "{cmd:?} failed: {status}");
     Run {
         wall,
-        // ru_maxrss is in KiB on Linux.
-        peak_mib: usage.ru_maxrss as f64 / 1024.0,
+        peak_mib,
         stdout: std::fs::read_to_string(&out_path).expect("read output"),
     }
 }

@@ -73,6 +73,13 @@ impl SeenCids {
         }
     }
 
+    /// Makes room for `n` more CIDs at once: a set that grows by doubling
+    /// holds the old and the new table together at each step (half again
+    /// its size, at the largest step).
+    fn reserve(&mut self, n: usize) {
+        self.sha256.reserve(n);
+    }
+
     fn contains(&self, cid: &Cid) -> bool {
         match Self::compact(cid) {
             Some(key) => self.sha256.contains(&key),
@@ -407,6 +414,16 @@ impl<K: Kv> Repository<K> {
         }
         match since {
             None => {
+                // A block per record, and a shard per few dozen records.
+                let mut records = 0u64;
+                for (collection, _) in self.collections().await {
+                    records += store
+                        .kept_record_count(self.id(), &collection)
+                        .await?
+                        .unwrap_or(0);
+                }
+                w.seen
+                    .reserve(usize::try_from(records + records / 32).unwrap_or(0));
                 w.tree(store, self.id(), head.data, &mut progress).await?;
             }
             Some((rev, base, _log_pins)) => {

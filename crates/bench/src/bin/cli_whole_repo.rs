@@ -1,0 +1,80 @@
+//! The commands that read a whole repository, run as a user runs them: a
+//! `datarepo` process each, on a store of a million records, timed from
+//! spawn to exit, with the process's peak resident memory (`ru_maxrss`).
+//!
+//!   cargo build --release --bin datarepo
+//!   cargo run --release -p datarepo-bench --bin index-vs-sqlite -- --import-only 1 --keep 1
+//!   cargo run --release -p datarepo-bench --bin cli-whole-repo -- --store DIR [--runs 3]
+//!
+//! `DIR` is the store `index-vs-sqlite` keeps (it prints `kept: DIR`):
+//! 1,000,000 records in one collection with five field indexes.
+//! `DATAREPO_BIN` names another binary.
+
+#![allow(clippy::disallowed_methods)]
+
+use std::{
+    path::Path,
+    process::{Command, Stdio},
+    time::Duration,
+};
+
+/// The repository `index-vs-sqlite` writes.
+const DID: &str = "did:plc:indexbench";
+
+/// Runs `bin args` to its end: wall time and peak resident memory in MiB.
+fn run(bin: &Path, args: &[&str]) -> (Duration, f64) {
+    let mut cmd = Command::new(bin);
+    cmd.args(args).stdout(Stdio::null()).stderr(Stdio::null());
+    let (status, wall, peak) = datarepo_bench::run_measured(&mut cmd);
+    assert!(status.success(), "datarepo {args:?} failed: {status}");
+    (wall, peak)
+}
+
+fn main() {
+    let store: String = datarepo_bench::arg("--store", String::new());
+    assert!(
+        !store.is_empty(),
+        "--store DIR: a store index-vs-sqlite kept"
+    );
+    let runs: usize = datarepo_bench::arg("--runs", 3);
+    let bin = datarepo_bench::datarepo_bin();
+    let scratch = testkit::tempdir("cli-whole-repo");
+    let car = scratch.path().join("repo.car");
+    let car_arg = car.to_string_lossy().into_owned();
+    let history = scratch.path().join("history.car");
+    let history_arg = history.to_string_lossy().into_owned();
+    let base = ["--store", store.as_str(), "--repo", DID];
+    let commands: Vec<(&str, Vec<&str>)> = vec![
+        ("export FILE", vec!["export", "--force", &car_arg]),
+        (
+            "export --history FILE",
+            vec!["export", "--history", "--force", &history_arg],
+        ),
+        ("verify FILE", vec!["verify", &car_arg]),
+        ("check", vec!["check"]),
+        ("gc --dry-run", vec!["gc", "--dry-run"]),
+    ];
+    println!(
+        "datarepo ({}), store {store}; {runs} runs each\n",
+        bin.display()
+    );
+    println!("| command | wall time | peak RSS |");
+    println!("| --- | --- | --- |");
+    for (name, args) in commands {
+        let all: Vec<&str> = base.iter().copied().chain(args.iter().copied()).collect();
+        let mut times = Vec::new();
+        let mut peaks = Vec::new();
+        for _ in 0..runs {
+            let (t, peak) = run(&bin, &all);
+            times.push(t.as_secs_f64());
+            peaks.push(peak);
+        }
+        let range = |v: &[f64]| {
+            let min = v.iter().copied().fold(f64::INFINITY, f64::min);
+            let max = v.iter().copied().fold(0.0, f64::max);
+            (min, max)
+        };
+        let ((t0, t1), (p0, p1)) = (range(&times), range(&peaks));
+        println!("| `datarepo {name}` | {t0:.2}–{t1:.2} s | {p0:.0}–{p1:.0} MiB |");
+    }
+}
