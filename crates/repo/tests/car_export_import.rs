@@ -301,3 +301,48 @@ fn the_same_bytes_under_another_codec_are_another_block() {
         assert_eq!(export(&fresh, None).await, car);
     });
 }
+
+#[test]
+fn a_block_the_file_gives_again_is_imported_once() {
+    common::rt().block_on(async {
+        let (repos, _) = populated().await;
+        let car = export(&repos, None).await;
+        let mut reader = iroh_car::CarReader::new(&car[..]).await.unwrap();
+        let roots = reader.header().roots().to_vec();
+        let mut blocks = Vec::new();
+        while let Some(block) = reader.next_block().await.unwrap() {
+            blocks.push(block);
+        }
+        // Every third block again right after itself, then every block
+        // again at the end: repeats next to and far from the first copy.
+        let mut out = iroh_car::CarWriter::new(iroh_car::CarHeader::new_v1(roots), Vec::new());
+        for (i, (cid, bytes)) in blocks.iter().enumerate() {
+            out.write(*cid, bytes).await.unwrap();
+            if i % 3 == 0 {
+                out.write(*cid, bytes).await.unwrap();
+            }
+        }
+        for (cid, bytes) in &blocks {
+            out.write(*cid, bytes).await.unwrap();
+        }
+        let repeated = out.finish().await.unwrap();
+
+        let plain = common::repos().import_car(&car[..], None).await.unwrap();
+        let fresh = common::repos();
+        let report = fresh.import_car(&repeated[..], None).await.unwrap();
+        assert_eq!(report.blocks, plain.blocks);
+        assert_eq!(report.unreachable, plain.unreachable);
+        assert_eq!(all_records(&repos).await, all_records(&fresh).await);
+        assert_eq!(export(&fresh, None).await, car);
+        let options = repo::VerifyOptions {
+            unsigned_ok: true,
+            ..repo::VerifyOptions::default()
+        };
+        let verified = repo::verify_car(&repeated[..], &options).await.unwrap();
+        let expected = repo::verify_car(&car[..], &options).await.unwrap();
+        assert_eq!(
+            (verified.blocks, verified.shards, verified.records),
+            (expected.blocks, expected.shards, expected.records)
+        );
+    });
+}

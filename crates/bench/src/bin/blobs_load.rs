@@ -23,7 +23,8 @@
 //! ```
 //!
 //! `--only posts` runs the third part alone (`--only images`: image posts
-//! alone, for as long as `--secs`, e.g. under a profiler).
+//! alone, for as long as `--secs`, e.g. under a profiler; `--only uploads`:
+//! the uploads one at a time alone).
 
 use std::{
     sync::{

@@ -30,33 +30,47 @@ pub(crate) struct FileBlocks {
 }
 
 impl FileBlocks {
-    /// Room for `n` blocks, so that filling it never moves them.
-    fn with_capacity(n: usize) -> Self {
-        Self {
-            blocks: Vec::with_capacity(n),
-            positions: hashbrown::HashTable::with_capacity(n),
-            hasher: foldhash::fast::RandomState::default(),
+    /// The file's blocks in file order, a block the file gives again
+    /// dropped at its later places.
+    fn new(mut blocks: Vec<Block>) -> Result<Self, Error> {
+        if u32::try_from(blocks.len()).is_err() {
+            return Err(car_err("the file has more than 4,294,967,295 blocks"));
         }
+        let hasher = foldhash::fast::RandomState::default();
+        let mut positions = hashbrown::HashTable::with_capacity(blocks.len());
+        let mut repeated = Vec::new();
+        // Positions fit a u32: the count was checked above.
+        for (p, block) in (0u32..).zip(&blocks) {
+            let cid = block.cid();
+            let hash = hash_of(&hasher, &cid);
+            match positions.entry(hash, is_at(&blocks, hash, &cid), |&(h, _)| h) {
+                hashbrown::hash_table::Entry::Vacant(slot) => {
+                    slot.insert((hash, p));
+                }
+                hashbrown::hash_table::Entry::Occupied(_) => repeated.push(p),
+            }
+        }
+        if repeated.is_empty() {
+            return Ok(Self {
+                blocks,
+                positions,
+                hasher,
+            });
+        }
+        // Rare: drop the repeats and place the rest again.
+        drop(positions);
+        let mut repeated = repeated.into_iter().peekable();
+        let mut p = 0u32;
+        blocks.retain(|_| {
+            let keep = repeated.next_if_eq(&p).is_none();
+            p += 1;
+            keep
+        });
+        Self::new(blocks)
     }
 
     fn hash(&self, cid: &Cid) -> u64 {
-        std::hash::BuildHasher::hash_one(&self.hasher, cid.hash().digest())
-    }
-
-    /// Adds a block unless the file gave it before.
-    fn insert(&mut self, block: Block) -> Result<(), Error> {
-        let cid = block.cid();
-        let hash = self.hash(&cid);
-        let position = u32::try_from(self.blocks.len())
-            .map_err(|_| car_err("the file has more than 4,294,967,295 blocks"))?;
-        let entry = self
-            .positions
-            .entry(hash, is_at(&self.blocks, hash, &cid), |&(h, _)| h);
-        if let hashbrown::hash_table::Entry::Vacant(slot) = entry {
-            slot.insert((hash, position));
-            self.blocks.push(block);
-        }
-        Ok(())
+        hash_of(&self.hasher, cid)
     }
 
     /// Where the block `cid` is in [`FileBlocks::blocks`].
@@ -83,6 +97,10 @@ impl FileBlocks {
     pub(crate) fn len(&self) -> usize {
         self.blocks.len()
     }
+}
+
+fn hash_of(hasher: &foldhash::fast::RandomState, cid: &Cid) -> u64 {
+    std::hash::BuildHasher::hash_one(hasher, cid.hash().digest())
 }
 
 /// Whether a table entry of [`FileBlocks`] is the block `cid` (whose
@@ -143,8 +161,9 @@ pub(crate) async fn read_car<R: AsyncRead + Unpin + Send>(
     // Read, then hash on every core, then index: the same outcome as
     // checking block by block (the first bad block in file order is the
     // error, and a read error counts only after the blocks before it).
-    // Each block is checked in place, and the index is sized once, so the
-    // file's blocks are never held in two lists at once.
+    // Each block is checked in place, the checked list takes the read
+    // list's place, and the index is sized once, so the file's blocks are
+    // never held in two lists at once.
     let mut read = Vec::new();
     let read_error = loop {
         match reader.next_block().await {
@@ -159,14 +178,17 @@ pub(crate) async fn read_car<R: AsyncRead + Unpin + Send>(
     if let Some(e) = first_bad.into_iter().flatten().next() {
         return Err(e);
     }
-    let mut blocks = FileBlocks::with_capacity(read.len());
-    for block in read {
-        match block {
-            FileBlock::Checked(block) => blocks.insert(block)?,
-            // Every block was checked above, or the import failed there.
-            FileBlock::Read(cid, _) => return Err(car_err(format!("block {cid} was not checked"))),
-        }
-    }
+    // Every block was checked above, or the import failed there. The
+    // checked blocks take the place of the read ones (the list is reused
+    // in place, not copied).
+    let blocks = read
+        .into_iter()
+        .map(|block| match block {
+            FileBlock::Checked(block) => Ok(block),
+            FileBlock::Read(cid, _) => Err(car_err(format!("block {cid} was not checked"))),
+        })
+        .collect::<Result<Vec<Block>, Error>>()?;
+    let blocks = FileBlocks::new(blocks)?;
     match read_error {
         Some(e) => Err(e),
         None => Ok((root, blocks)),
