@@ -228,15 +228,21 @@ impl<K: Kv> Repos<K> {
         let roots = self.check_log(id, head.commit, &mut report).await?;
         let mut examined = Examined::default();
         if let Some(commit) = head_commit {
+            let records = crate::repository::reads::records_hint(store, id).await?;
             let tree = walk_tree(
                 store,
                 commit.data,
+                records,
                 &mut examined.shards,
                 &mut report,
                 &mut progress,
             )
             .await?;
-            examined.records.extend(tree.values().copied());
+            // What the history walk skips (the head's records are read
+            // already); without it, nothing needs them.
+            if options.history {
+                examined.records.extend(tree.values().copied());
+            }
             let mut counts: std::collections::BTreeMap<String, u64> = store
                 .collections(id)
                 .await?
@@ -405,11 +411,13 @@ async fn load<K: Kv>(store: &Store<K>, cid: Cid) -> Result<CommitData, Error> {
 async fn walk_tree<K: Kv>(
     store: &Store<K>,
     root: Cid,
+    records_hint: usize,
     shards: &mut HashSet<Cid>,
     report: &mut CheckReport,
     progress: &mut impl FnMut(CheckProgress),
 ) -> Result<HashMap<String, Cid>, Error> {
     let mut records = HashMap::new();
+    let _ = records.try_reserve(records_hint);
     // (shard CID, the key prefix its entries extend)
     let mut todo = vec![(root, String::new())];
     while let Some((cid, prefix)) = todo.pop() {

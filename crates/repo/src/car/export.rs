@@ -23,6 +23,7 @@ use crate::{
     error::Error,
     record::is_supported,
     repository::head::load_commit,
+    repository::reads::records_hint,
     repository::state::Repository,
 };
 
@@ -73,11 +74,11 @@ impl SeenCids {
         }
     }
 
-    /// Makes room for `n` more CIDs at once: a set that grows by doubling
-    /// holds the old and the new table together at each step (half again
-    /// its size, at the largest step).
+    /// Makes room for `n` more CIDs at once, if it can be had: a set that
+    /// grows by doubling holds the old and the new table together at each
+    /// step (half again its size, at the largest step).
     fn reserve(&mut self, n: usize) {
-        self.sha256.reserve(n);
+        let _ = self.sha256.try_reserve(n);
     }
 
     fn contains(&self, cid: &Cid) -> bool {
@@ -415,15 +416,8 @@ impl<K: Kv> Repository<K> {
         match since {
             None => {
                 // A block per record, and a shard per few dozen records.
-                let mut records = 0u64;
-                for (collection, _) in self.collections().await {
-                    records += store
-                        .kept_record_count(self.id(), &collection)
-                        .await?
-                        .unwrap_or(0);
-                }
-                w.seen
-                    .reserve(usize::try_from(records + records / 32).unwrap_or(0));
+                let records = records_hint(store, self.id()).await?;
+                w.seen.reserve(records + records / 32);
                 w.tree(store, self.id(), head.data, &mut progress).await?;
             }
             Some((rev, base, _log_pins)) => {
