@@ -56,6 +56,17 @@ async fn count_blocks(car: &[u8]) -> usize {
     n
 }
 
+/// A CAR's roots and its blocks in file order.
+async fn car_blocks(car: &[u8]) -> (Vec<cid::Cid>, Vec<(cid::Cid, Vec<u8>)>) {
+    let mut reader = iroh_car::CarReader::new(car).await.unwrap();
+    let roots = reader.header().roots().to_vec();
+    let mut blocks = Vec::new();
+    while let Some(block) = reader.next_block().await.unwrap() {
+        blocks.push(block);
+    }
+    (roots, blocks)
+}
+
 async fn all_records(repos: &Repos<MemoryKv>) -> Vec<(String, String, serde_json::Value)> {
     let repo = repos.open(DID).await.unwrap();
     let mut out = Vec::new();
@@ -273,12 +284,7 @@ fn the_same_bytes_under_another_codec_are_another_block() {
     common::rt().block_on(async {
         let (repos, _) = populated().await;
         let car = export(&repos, None).await;
-        let mut reader = iroh_car::CarReader::new(&car[..]).await.unwrap();
-        let roots = reader.header().roots().to_vec();
-        let mut blocks = Vec::new();
-        while let Some(block) = reader.next_block().await.unwrap() {
-            blocks.push(block);
-        }
+        let (roots, blocks) = car_blocks(&car).await;
         // Every block again after the originals, as raw (0x55): same bytes
         // and digest, different CIDs, which the tree does not name.
         let mut out = iroh_car::CarWriter::new(iroh_car::CarHeader::new_v1(roots), Vec::new());
@@ -307,12 +313,7 @@ fn a_block_the_file_gives_again_is_imported_once() {
     common::rt().block_on(async {
         let (repos, _) = populated().await;
         let car = export(&repos, None).await;
-        let mut reader = iroh_car::CarReader::new(&car[..]).await.unwrap();
-        let roots = reader.header().roots().to_vec();
-        let mut blocks = Vec::new();
-        while let Some(block) = reader.next_block().await.unwrap() {
-            blocks.push(block);
-        }
+        let (roots, blocks) = car_blocks(&car).await;
         // Every third block again right after itself, then every block
         // again at the end: repeats next to and far from the first copy.
         let mut out = iroh_car::CarWriter::new(iroh_car::CarHeader::new_v1(roots), Vec::new());
