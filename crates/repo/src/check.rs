@@ -228,7 +228,7 @@ impl<K: Kv> Repos<K> {
         let roots = self.check_log(id, head.commit, &mut report).await?;
         let mut examined = Examined::default();
         if let Some(commit) = head_commit {
-            let records = crate::repository::reads::records_hint(store, id).await?;
+            let records = crate::repository::reads::records_hint(store, id).await;
             let tree = walk_tree(
                 store,
                 commit.data,

@@ -303,6 +303,17 @@ fn a_wrong_record_count_is_found() {
 }
 
 #[test]
+fn an_absurd_record_count_is_found() {
+    // The counts size the check's tables ahead: one this large must size
+    // them within a bound (or not at all), and still be reported.
+    let (report, _) = check_after(|_| vec![store::record_count_op(DID, POST, u64::MAX)]);
+    assert_one_problem(
+        &report,
+        &["record count", POST, &u64::MAX.to_string(), "holds 31"],
+    );
+}
+
+#[test]
 fn an_index_row_for_no_record_is_found() {
     let (report, _) = check_after(|f| {
         vec![WriteOp::Put(

@@ -416,7 +416,7 @@ impl<K: Kv> Repository<K> {
         match since {
             None => {
                 // A block per record, and a shard per few dozen records.
-                let records = records_hint(store, self.id()).await?;
+                let records = records_hint(store, self.id()).await;
                 w.seen.reserve(records + records / 32);
                 w.tree(store, self.id(), head.data, &mut progress).await?;
             }

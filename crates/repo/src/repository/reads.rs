@@ -9,21 +9,22 @@ use crate::{error::Error, record::Record};
 
 /// The most records a walk of a whole repository sizes its tables for
 /// ahead, whatever the counts say.
-const RECORDS_HINT_MAX: u64 = 1 << 27;
+const RECORDS_HINT_MAX: u64 = 1 << 24;
 
 /// How many records repository `repo` holds by its collections' kept
 /// counts (at most [`RECORDS_HINT_MAX`]): how large a walk of all of them
 /// should make its tables at once, rather than doubling them as it goes
 /// (each doubling holds the old table and the new together). A hint only:
-/// a damaged count sizes a table wrongly, nothing more (callers reserve
-/// with `try_reserve`).
-pub(crate) async fn records_hint<K: Kv>(store: &Store<K>, repo: &str) -> Result<usize, Error> {
+/// a count that cannot be read counts as none, and a damaged one sizes a
+/// table wrongly, nothing more (callers reserve with `try_reserve`).
+pub(crate) async fn records_hint<K: Kv>(store: &Store<K>, repo: &str) -> usize {
     let mut records = 0u64;
-    for (collection, _) in store.collections(repo).await? {
-        let kept = store.kept_record_count(repo, &collection).await?;
-        records = records.saturating_add(kept.unwrap_or(0));
+    for (collection, _) in store.collections(repo).await.unwrap_or_default() {
+        if let Ok(Some(kept)) = store.kept_record_count(repo, &collection).await {
+            records = records.saturating_add(kept);
+        }
     }
-    Ok(usize::try_from(records.min(RECORDS_HINT_MAX)).unwrap_or(0))
+    usize::try_from(records.min(RECORDS_HINT_MAX)).unwrap_or(0)
 }
 
 impl<K: Kv> Repository<K> {
