@@ -26,11 +26,16 @@
 //! were read anchors its deltas on a shard of a marked tree, on that
 //! shard's anchor, or on a block written after the listing: all kept.
 
+mod known;
+
 use std::collections::{HashMap, HashSet};
 
 use cid::Cid;
 use ipld_core::ipld::Ipld;
 use keycodec::{KeyRange, RecordType, records};
+
+use known::{Content, Known, cid_bytes};
+use roaring::RoaringBitmap;
 
 use crate::{
     error::Error,
@@ -135,46 +140,27 @@ impl GcOptions {
 const DAG_CBOR: u64 = 0x71;
 const PAGE: usize = 4096;
 
-/// How many links the listing keeps (a `Cid` is 96 bytes: ~200 MB). Past
-/// it, listed dag-cbor blocks are neither checked nor decoded, and those
-/// that turn out reachable are read again by CID while marking. A live
+/// How many links the listing keeps (4 bytes each: 64 MiB). Past it,
+/// listed dag-cbor blocks are neither checked nor decoded, and those that
+/// turn out reachable are read again by CID while marking. A live
 /// repository's links fit (about one per record); a store full of
 /// superseded shard versions would otherwise need memory in proportion to
-/// all of them (19 GB for 2,000,000 blocks, measured).
-const LISTED_LINKS_BUDGET: usize = 2_000_000;
+/// all of them.
+const LISTED_LINKS_BUDGET: usize = 16_000_000;
 
-/// A listed block.
-struct Listed {
-    len: u64,
-    content: Content,
-}
-
-/// What reading a listed block found.
-enum Content {
-    /// No links: not dag-cbor, not decodable, or a block that links nothing.
-    Leaf,
-    /// A dag-cbor block's links.
-    Links(Box<[Cid]>),
-    /// Bytes that do not hash to the CID: an error only if reachable.
-    Corrupt,
-    /// A dag-cbor block listed past [`LISTED_LINKS_BUDGET`], not read yet.
-    Unread,
-}
-
-impl Content {
-    fn read(cid: &Cid, bytes: &[u8]) -> Self {
-        if cid.codec() != DAG_CBOR {
-            return Self::Leaf;
-        }
-        if !matches!(crate::block::verify(cid, bytes), Ok(true)) {
-            return Self::Corrupt;
-        }
-        let links = links_of(bytes, false);
-        if links.is_empty() {
-            Self::Leaf
-        } else {
-            Self::Links(links.into_boxed_slice())
-        }
+/// What reading a listed block finds: its content and its links.
+fn read_listed(cid: &Cid, bytes: &[u8]) -> (Content, Vec<Cid>) {
+    if cid.codec() != DAG_CBOR {
+        return (Content::Leaf, Vec::new());
+    }
+    if !matches!(crate::block::verify(cid, bytes), Ok(true)) {
+        return (Content::Corrupt, Vec::new());
+    }
+    let links = links_of(bytes, false);
+    if links.is_empty() {
+        (Content::Leaf, links)
+    } else {
+        (Content::Links, links)
     }
 }
 
@@ -326,54 +312,78 @@ impl<K: Kv> Store<K> {
         // the listing (a range scan), so dag-cbor blocks are checked and
         // their links read here, rather than each fetched again by CID
         // while marking (1,000,000 point reads took most of a collection).
-        let mut listed: HashMap<Cid, Listed> = HashMap::new();
+        let mut known = Known::default();
+        let mut listed = 0usize;
         let mut stray: Vec<(Vec<u8>, u64)> = Vec::new();
-        let mut kept_links = 0;
+        let mut link_ids: Vec<u32> = Vec::new();
+        let mut failed: Option<Error> = None;
         self.for_each_page(RecordType::Block, |page| {
             progress(GcProgress::Listing {
-                listed: listed.len() + stray.len(),
+                listed: listed + stray.len(),
             });
             for (key, bytes) in page {
+                if failed.is_some() {
+                    return;
+                }
                 let len = bytes.len() as u64;
-                match block_cid(key) {
-                    Some(cid) => {
-                        let content = if kept_links < links_budget {
-                            Content::read(&cid, bytes)
-                        } else if cid.codec() == DAG_CBOR {
-                            Content::Unread
-                        } else {
-                            Content::Leaf
-                        };
-                        if let Content::Links(links) = &content {
-                            kept_links += links.len();
-                        }
-                        listed.insert(cid, Listed { len, content });
-                    }
+                let Some(cid) = block_cid(key) else {
                     // Not a key datarepo writes: nothing can reach it.
-                    None => stray.push((key.to_vec(), len)),
+                    stray.push((key.to_vec(), len));
+                    continue;
+                };
+                let (content, links) = if known.links_kept() < links_budget {
+                    read_listed(&cid, bytes)
+                } else if cid.codec() == DAG_CBOR {
+                    (Content::Unread, Vec::new())
+                } else {
+                    (Content::Leaf, Vec::new())
+                };
+                let noted = known.id_of_bytes(cid_bytes(key)).and_then(|id| {
+                    link_ids.clear();
+                    for link in &links {
+                        link_ids.push(known.id(link)?);
+                    }
+                    known.list(id, len, content, &link_ids)
+                });
+                match noted {
+                    Ok(()) => listed += 1,
+                    Err(e) => failed = Some(e),
                 }
             }
         })
         .await?;
-        // The blocks stored as deltas, by CID: their stored lengths. The
+        if let Some(e) = failed {
+            return Err(e);
+        }
+        // The blocks stored as deltas, by id: their stored lengths. The
         // reachable ones are read by CID when marking, which names their
         // anchors.
-        let mut deltas: HashMap<Cid, u64> = HashMap::new();
+        let mut deltas: HashMap<u32, u64, foldhash::fast::FixedState> = HashMap::default();
         self.for_each_page(RecordType::BlockDelta, |page| {
             for (key, value) in page {
+                if failed.is_some() {
+                    return;
+                }
                 let len = value.len() as u64;
-                match delta_cid(key) {
-                    Some(cid) => {
-                        deltas.insert(cid, len);
+                if delta_cid(key).is_none() {
+                    stray.push((key.to_vec(), len));
+                    continue;
+                }
+                match known.id_of_bytes(cid_bytes(key)) {
+                    Ok(id) => {
+                        deltas.insert(id, len);
                     }
-                    None => stray.push((key.to_vec(), len)),
+                    Err(e) => failed = Some(e),
                 }
             }
             progress(GcProgress::Listing {
-                listed: listed.len() + deltas.len() + stray.len(),
+                listed: listed + deltas.len() + stray.len(),
             });
         })
         .await?;
+        if let Some(e) = failed {
+            return Err(e);
+        }
 
         // 2. The roots, read after listing: retained commits of every
         // repository. Commits link to their predecessors; those links do not
@@ -382,7 +392,7 @@ impl<K: Kv> Store<K> {
         // Read while no pin window is open (`Store::pin_window`).
         let no_pin_windows = self.pin_windows.write().await;
         let mut roots = Vec::new();
-        let mut commits: HashSet<Cid> = HashSet::new();
+        let mut commits = RoaringBitmap::new();
         let mut dropped_log_keys = Vec::new();
         let heads = self
             .kv()
@@ -404,78 +414,90 @@ impl<K: Kv> Store<K> {
             let log = self
                 .commit_log_in(&repo, true, usize::MAX, View::Written)
                 .await?;
-            commits.extend(log.iter().map(|(_, c)| *c));
+            for (_, commit) in &log {
+                commits.insert(known.id(commit)?);
+            }
             dropped_log_keys.extend(
                 log.iter()
                     .skip(limit)
                     .map(|(rev, _)| records::commit_log_key(&repo, *rev)),
             );
-            roots.extend(log.into_iter().take(limit).map(|(_, c)| c));
+            for (_, commit) in log.into_iter().take(limit) {
+                roots.push(known.id(&commit)?);
+            }
             if let Some(h) = self.head(&repo).await? {
-                roots.push(h.commit);
+                roots.push(known.id(&h.commit)?);
             }
         }
-        roots.extend(self.pinned());
+        for pinned in self.pinned() {
+            roots.push(known.id(&pinned)?);
+        }
         drop(no_pin_windows);
 
         // 3. Mark. A root is a commit, whose `prev` is not followed: an
         // imported repository's first commit names a predecessor it never
         // had, and a retained commit's predecessor is a root or is dropped.
-        let root_set: HashSet<Cid> = roots.iter().copied().collect();
-        let mut reachable: HashSet<Cid> = HashSet::new();
+        let root_set: RoaringBitmap = roots.iter().copied().collect();
+        let mut reachable = RoaringBitmap::new();
         // Anchors of reachable blocks stored as deltas: kept, not followed
         // (an anchor is an older version; what it links to is not needed).
-        let mut anchors: HashSet<Cid> = HashSet::new();
+        let mut anchors = RoaringBitmap::new();
         let mut missing = 0;
         let mut todo = roots;
-        while let Some(cid) = todo.pop() {
-            if !reachable.insert(cid) {
+        let mut found: Vec<u32> = Vec::new();
+        while let Some(id) = todo.pop() {
+            if !reachable.insert(id) {
                 continue;
             }
-            if reachable.len().is_multiple_of(PAGE) {
+            if reachable.len().is_multiple_of(PAGE as u64) {
                 progress(GcProgress::Marking {
-                    reached: reachable.len(),
+                    reached: usize::try_from(reachable.len()).unwrap_or(usize::MAX),
                 });
                 // Marking blocks already listed never waits: let the tasks
                 // sharing this thread (a server's requests) run.
                 tokio::task::yield_now().await;
             }
-            if cid.codec() != DAG_CBOR {
-                continue;
-            }
-            let is_root = root_set.contains(&cid);
-            let fetched;
-            // A root is read again to drop its `prev`.
-            let listed_content = listed.get(&cid).map(|l| &l.content).filter(|_| !is_root);
-            let found: &[Cid] = match listed_content {
-                Some(Content::Links(links)) => links,
-                Some(Content::Leaf) => continue,
-                Some(Content::Corrupt) => return Err(Error::Corrupt { cid }),
-                // A root, a block listed past the links budget, or one not
-                // listed in full: stored as a delta, or written since the
-                // listing (perhaps as a delta). Read (and checked) by CID;
-                // a delta's anchor is kept.
-                Some(Content::Unread) | None => match self.stored_block(&cid, true).await? {
-                    Some((bytes, anchor)) => {
-                        if !crate::block::verify(&cid, &bytes)? {
-                            return Err(Error::Corrupt { cid });
-                        }
-                        if let Some(anchor) = anchor {
-                            anchors.insert(anchor.cid);
-                        }
-                        fetched = links_of(&bytes, is_root);
-                        &fetched
-                    }
-                    None => {
-                        missing += 1;
+            let is_root = root_set.contains(id);
+            found.clear();
+            match known.content(id) {
+                Content::Links if !is_root => found.extend_from_slice(known.links(id)),
+                Content::Leaf if !is_root => continue,
+                // A root (read again to drop its `prev`), a block listed
+                // past the links budget, or one not listed in full: stored
+                // as a delta, or written since the listing (perhaps as a
+                // delta). Read (and checked) by CID; a delta's anchor is
+                // kept.
+                content => {
+                    let cid = known.ids.cid(id)?;
+                    if cid.codec() != DAG_CBOR {
                         continue;
                     }
-                },
-            };
+                    if content == Content::Corrupt && !is_root {
+                        return Err(Error::Corrupt { cid });
+                    }
+                    match self.stored_block(&cid, true).await? {
+                        Some((bytes, anchor)) => {
+                            if !crate::block::verify(&cid, &bytes)? {
+                                return Err(Error::Corrupt { cid });
+                            }
+                            if let Some(anchor) = anchor {
+                                anchors.insert(known.id(&anchor.cid)?);
+                            }
+                            for link in links_of(&bytes, is_root) {
+                                found.push(known.id(&link)?);
+                            }
+                        }
+                        None => {
+                            missing += 1;
+                            continue;
+                        }
+                    }
+                }
+            }
             todo.extend(
                 found
                     .iter()
-                    .filter(|c| !reachable.contains(*c) && !commits.contains(*c)),
+                    .filter(|&&c| !reachable.contains(c) && !commits.contains(c)),
             );
         }
 
@@ -483,11 +505,11 @@ impl<K: Kv> Store<K> {
         // listed blocks that are not reachable. In this order, a collection
         // that stops half-way leaves unreachable blocks for the next one,
         // never a log entry naming a deleted commit.
-        let total = listed.len() + deltas.len() + stray.len();
+        let total = listed + deltas.len() + stray.len();
         let mut report = GcReport {
             listed: total,
-            reachable: reachable.len(),
-            anchors: anchors.difference(&reachable).count(),
+            reachable: usize::try_from(reachable.len()).unwrap_or(usize::MAX),
+            anchors: usize::try_from((&anchors - &reachable).len()).unwrap_or(usize::MAX),
             missing,
             commits_dropped: dropped_log_keys.len(),
             ..GcReport::default()
@@ -498,38 +520,64 @@ impl<K: Kv> Store<K> {
                     .await?;
             }
         }
-        // (the block's CID, none for a stray key; its key; its length)
-        let unreachable: Vec<(Option<Cid>, Vec<u8>, u64)> = listed
+        // What to delete, in listing order: the unreachable whole blocks
+        // (anchors kept), then the unreachable deltas, then stray keys.
+        let mut keep = reachable;
+        let mut unreachable_deltas: Vec<(u32, u64)> = deltas
             .into_iter()
-            .filter(|(cid, _)| !reachable.contains(cid) && !anchors.contains(cid))
-            .map(|(cid, l)| (Some(cid), crate::store::keys::block_key(&cid), l.len))
-            .chain(
-                deltas
-                    .into_iter()
-                    .filter(|(cid, _)| !reachable.contains(cid))
-                    .map(|(cid, len)| {
-                        (
-                            Some(cid),
-                            crate::store::keys::BlockKey::delta(&cid).to_vec(),
-                            len,
-                        )
-                    }),
-            )
-            .chain(stray.into_iter().map(|(key, len)| (None, key, len)))
+            .filter(|(id, _)| !keep.contains(*id))
             .collect();
-        let to_delete = unreachable.len();
+        unreachable_deltas.sort_unstable();
+        keep |= anchors;
+        let unreachable_blocks = || {
+            (0..known.count())
+                .filter_map(|id| u32::try_from(id).ok())
+                .filter(|id| !keep.contains(*id))
+                .filter_map(|id| known.listed_len(id).map(|len| (id, len)))
+        };
+        let to_delete = unreachable_blocks().count() + unreachable_deltas.len() + stray.len();
+        let mut doomed = unreachable_blocks()
+            .map(|(id, len)| (id, len, false))
+            .chain(
+                unreachable_deltas
+                    .into_iter()
+                    .map(|(id, len)| (id, len, true)),
+            )
+            .map(|(id, len, delta)| {
+                let cid = known.ids.cid(id)?;
+                let key = if delta {
+                    crate::store::keys::BlockKey::delta(&cid).to_vec()
+                } else {
+                    crate::store::keys::block_key(&cid)
+                };
+                Ok::<_, Error>((Some(cid), key, len))
+            })
+            .chain(stray.into_iter().map(|(key, len)| Ok((None, key, len))));
         if options.dry_run {
             // What a collection now would delete (blocks the dry run cannot
             // see a commit write again are counted too).
-            report.deleted = to_delete;
-            report.bytes_freed = unreachable.iter().map(|(_, _, len)| len).sum();
+            for doomed in doomed {
+                let (_, _, len) = doomed?;
+                report.deleted += 1;
+                report.bytes_freed += len;
+            }
             return Ok(report);
         }
-        for (done, chunk) in unreachable.chunks(PAGE).enumerate() {
+        let mut chunk: Vec<(Option<Cid>, Vec<u8>, u64)> = Vec::with_capacity(PAGE);
+        let mut done = 0;
+        loop {
+            chunk.clear();
+            for doomed in doomed.by_ref().take(PAGE) {
+                chunk.push(doomed?);
+            }
+            if chunk.is_empty() {
+                break;
+            }
             progress(GcProgress::Sweeping {
-                done: done * PAGE,
+                done,
                 total: to_delete,
             });
+            done += chunk.len();
             // Blocks a commit wrote again since the listing are spared; a
             // block written again after this batch is simply back.
             let order = self.sweep_order.lock().await;
