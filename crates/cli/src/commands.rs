@@ -500,7 +500,7 @@ impl RepoCommand {
     /// that caches for repeated reads would only fill
     /// ([`Session::open_for_one_pass`](crate::session::Session::open_for_one_pass)).
     pub(crate) fn reads_once(&self) -> bool {
-        matches!(self, Self::Export { .. })
+        matches!(self, Self::Export { .. } | Self::Check { .. })
     }
 
     /// Whether the command reads or writes the store at all.

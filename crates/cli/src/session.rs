@@ -82,7 +82,8 @@ impl Session {
     }
 
     /// Opens the store read-only for a command that reads each block once
-    /// (`export`): with caches of [`ONE_PASS_BLOCK_CACHE_BYTES`],
+    /// (`export`, and `check`, which reads records in CID order): with
+    /// caches of [`ONE_PASS_BLOCK_CACHE_BYTES`],
     /// [`ONE_PASS_META_CACHE_BYTES`] and [`ONE_PASS_SHARD_CACHE_BYTES`]
     /// rather than the defaults a server's repeated reads want, which
     /// such a command would only fill (an export of a million records

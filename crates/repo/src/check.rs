@@ -1,7 +1,7 @@
 //! [`Repos::check`]: reads a repository back and reports what is damaged
 //! or inconsistent, without changing anything.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 
 use bytes::Bytes;
 use cid::Cid;
@@ -241,7 +241,7 @@ impl<K: Kv> Repos<K> {
             // What the history walk skips (the head's records are read
             // already); without it, nothing needs them.
             if options.history {
-                examined.records.extend(tree.values().copied());
+                examined.records.extend(tree.iter().map(|(_, cid)| *cid));
             }
             let mut counts: std::collections::BTreeMap<String, u64> = store
                 .collections(id)
@@ -249,7 +249,7 @@ impl<K: Kv> Repos<K> {
                 .into_iter()
                 .map(|(c, _)| (c, 0))
                 .collect();
-            for path in tree.keys() {
+            for (path, _) in &tree {
                 if let Some((collection, _)) = path.split_once('/') {
                     *counts.entry(collection.to_owned()).or_default() += 1;
                 }
@@ -260,7 +260,8 @@ impl<K: Kv> Repos<K> {
                     && kept != n
                 {
                     report.problem(format!(
-                        "the record count of {collection} says {kept}, and the tree holds {n}                          records (counts and queries without --where answer {kept})"
+                        "the record count of {collection} says {kept}, and the tree holds {n} \
+                         records (counts and queries without --where answer {kept})"
                     ));
                 }
             }
@@ -405,9 +406,12 @@ async fn load<K: Kv>(store: &Store<K>, cid: Cid) -> Result<CommitData, Error> {
     CommitData::decode(cid, block.bytes())
 }
 
-/// Every record of the tree at `root` (`collection/rkey` → CID), reading
-/// every shard (adding each to `shards`); a shard that cannot be read is a
-/// problem and its subtree is skipped.
+/// A tree's records, `(collection/rkey, CID)`, sorted by path.
+type TreeRecords = Vec<(Box<str>, Cid)>;
+
+/// Every record of the tree at `root`, reading every shard (adding each
+/// to `shards`); a shard that cannot be read is a problem and its subtree
+/// is skipped.
 async fn walk_tree<K: Kv>(
     store: &Store<K>,
     root: Cid,
@@ -415,9 +419,9 @@ async fn walk_tree<K: Kv>(
     shards: &mut HashSet<Cid>,
     report: &mut CheckReport,
     progress: &mut impl FnMut(CheckProgress),
-) -> Result<HashMap<String, Cid>, Error> {
-    let mut records = HashMap::new();
-    let _ = records.try_reserve(records_hint);
+) -> Result<TreeRecords, Error> {
+    let mut records = Vec::new();
+    let _ = records.try_reserve_exact(records_hint);
     // (shard CID, the key prefix its entries extend)
     let mut todo = vec![(root, String::new())];
     while let Some((cid, prefix)) = todo.pop() {
@@ -439,7 +443,7 @@ async fn walk_tree<K: Kv>(
                 todo.push((link, key.clone()));
             }
             if let Some(data) = value.data() {
-                records.insert(key, data);
+                records.push((key.into_boxed_str(), data));
                 report.records += 1;
                 if report.records.is_multiple_of(INDEX_PAGE as u64) {
                     progress(CheckProgress::Tree {
@@ -449,20 +453,22 @@ async fn walk_tree<K: Kv>(
             }
         }
     }
+    records.sort_unstable();
     Ok(records)
 }
 
-/// The record index against the tree's records, and every record's bytes
+/// The record index against the tree's records, then every record's bytes
 /// (the tree's, whatever the index says) against its CID.
 async fn check_index<K: Kv>(
     store: &Store<K>,
     id: &str,
-    mut tree: HashMap<String, Cid>,
+    tree: TreeRecords,
     report: &mut CheckReport,
     progress: &mut impl FnMut(CheckProgress),
 ) -> Result<(), Error> {
-    let total = tree.len() as u64;
-    let mut done = 0;
+    // Which of the tree's records the index lists.
+    let mut listed = vec![false; tree.len()];
+    let find = |path: &str| tree.binary_search_by(|(p, _)| (**p).cmp(path)).ok();
     let mut after: Option<Bytes> = None;
     loop {
         let rows = store
@@ -471,10 +477,7 @@ async fn check_index<K: Kv>(
         let Some(last) = rows.last() else { break };
         after = Some(last.key.clone());
         let full_page = rows.len() == INDEX_PAGE;
-        // The tree's records of this page, to read: (label, CID).
-        let mut to_read = Vec::with_capacity(rows.len());
         for row in rows {
-            done += 1;
             let (collection, rkey) = match row.path {
                 Ok(path) => path,
                 Err(e) => {
@@ -487,28 +490,26 @@ async fn check_index<K: Kv>(
                 }
             };
             let path = format!("{collection}/{rkey}");
+            let at = find(&path);
+            if let Some(at) = at {
+                listed[at] = true;
+            }
             let (row_cid, inline) = match row.value {
                 Ok(value) => value,
                 Err(e) => {
                     // One problem for the row, not a second one for the
                     // tree's record it fails to list.
                     report.problem(format!("the record-index row of {path}: {e}"));
-                    if let Some(cid) = tree.remove(&path) {
-                        to_read.push((format!("record {path}"), path.to_string(), cid));
-                    }
                     continue;
                 }
             };
-            match tree.remove(&path) {
+            match at.map(|at| tree[at].1) {
                 None => report.problem(format!(
                     "the record index lists {path} ({row_cid}), which the tree does not hold"
                 )),
-                Some(cid) if cid != row_cid => {
-                    report.problem(format!(
-                        "the record index names {row_cid} for {path}, the tree {cid}"
-                    ));
-                    to_read.push((format!("record {path}"), path.to_string(), cid));
-                }
+                Some(cid) if cid != row_cid => report.problem(format!(
+                    "the record index names {row_cid} for {path}, the tree {cid}"
+                )),
                 Some(cid) => {
                     // A small record is kept twice, inline in its index row
                     // (read by listings) and as a block (read by CID).
@@ -520,54 +521,67 @@ async fn check_index<K: Kv>(
                              does not hash to its CID"
                         ));
                     }
-                    to_read.push((format!("record {path}"), path.to_string(), cid));
                 }
             }
         }
-        read_records(store, to_read, report).await?;
-        progress(CheckProgress::Index { done, total });
         if !full_page {
             break;
         }
     }
-    let mut missing: Vec<_> = tree.into_iter().collect();
-    missing.sort_unstable();
-    for (path, cid) in &missing {
+    for ((path, cid), _) in tree.iter().zip(&listed).filter(|(_, listed)| !**listed) {
         report.problem(format!(
             "the tree holds {path} ({cid}), which the record index does not list"
         ));
     }
-    let missing = missing
-        .into_iter()
-        .map(|(path, cid)| (format!("record {path}"), path, cid));
-    read_records(store, missing.collect(), report).await
+    drop(listed);
+    let total = tree.len() as u64;
+    read_records(store, &tree, "", report, |done| {
+        progress(CheckProgress::Index { done, total });
+    })
+    .await
 }
 
-/// Reads and hashes record blocks, `(label, collection/rkey, CID)`, and
+/// Reads and hashes the record blocks of `records` (`(path, CID)`), and
 /// checks that each keeps to the write API's data model (so it reads back
 /// through the API's JSON unchanged); each damaged or invalid one is a
-/// problem named by its label. Reads overlap (point reads one after
-/// another were most of a check's time on SlateDB).
+/// problem, named `record {path}{as_of}`; `done` hears how many are read
+/// now and then, and at the end. Reads overlap
+/// (point reads one after another were most of a check's time on
+/// SlateDB), in CID order: a block's key is its CID, so each SST block the
+/// records lie in is read once for all of them, and a small block cache
+/// serves the rest (in path order, the records of one SST block are far
+/// apart, and each was read again unless the cache held every block).
 async fn read_records<K: Kv>(
     store: &Store<K>,
-    records: Vec<(String, String, Cid)>,
+    records: &[(Box<str>, Cid)],
+    as_of: &str,
     report: &mut CheckReport,
+    mut done: impl FnMut(u64),
 ) -> Result<(), Error> {
-    let mut reads = futures::stream::iter(records)
-        .map(|(label, key, cid)| async move { (label, key, read_block(store, cid).await) })
+    let mut order: Vec<usize> = (0..records.len()).collect();
+    order.sort_unstable_by_key(|&i| records[i].1);
+    let mut reads = futures::stream::iter(order)
+        .map(|i| async move { (i, read_block(store, records[i].1).await) })
         .buffered(READS_IN_FLIGHT);
-    while let Some((label, key, result)) = reads.next().await {
+    let mut read = 0;
+    while let Some((i, result)) = reads.next().await {
+        let path = &records[i].0;
         match result {
             Ok(block) => {
-                let collection = key.split_once('/').map_or(key.as_str(), |(c, _)| c);
+                let collection = path.split_once('/').map_or(&**path, |(c, _)| c);
                 if let Err(e) = crate::record::Record::check_data_model(collection, block.bytes()) {
-                    report.problem(format!("{label}: {e}"));
+                    report.problem(format!("record {path}{as_of}: {e}"));
                 }
             }
-            Err(e) if is_damage(&e) => report.problem(format!("{label}: {e}")),
+            Err(e) if is_damage(&e) => report.problem(format!("record {path}{as_of}: {e}")),
             Err(e) => return Err(e),
         }
+        read += 1;
+        if read % INDEX_PAGE as u64 == 0 {
+            done(read);
+        }
     }
+    done(read);
     Ok(())
 }
 
@@ -600,8 +614,8 @@ async fn walk_history<K: Kv>(
     let total = roots.len() as u64;
     for (done, (rev, root)) in (1..).zip(roots) {
         let mut todo = vec![(*root, String::new())];
-        // Record blocks new to this commit: (label, CID).
-        let mut to_read = Vec::new();
+        // Record blocks new to this commit: (path, CID).
+        let mut to_read: Vec<(Box<str>, Cid)> = Vec::new();
         while let Some((cid, prefix)) = todo.pop() {
             if !examined.shards.insert(cid) {
                 continue;
@@ -625,16 +639,19 @@ async fn walk_history<K: Kv>(
                 if let Some(data) = value.data()
                     && examined.records.insert(data)
                 {
-                    to_read.push((
-                        format!("record {prefix}{key} as of commit {rev}"),
-                        format!("{prefix}{key}"),
-                        data,
-                    ));
+                    to_read.push((format!("{prefix}{key}").into_boxed_str(), data));
                 }
             }
         }
         report.older_records += to_read.len() as u64;
-        read_records(store, to_read, report).await?;
+        read_records(
+            store,
+            &to_read,
+            &format!(" as of commit {rev}"),
+            report,
+            |_| {},
+        )
+        .await?;
         progress(CheckProgress::History { done, total });
     }
     Ok(())
