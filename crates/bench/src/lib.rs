@@ -75,7 +75,12 @@ pub async fn settle(pid: u32) {
 
 /// A field of `/proc/self/status` in MiB (Linux; NaN elsewhere).
 fn status_mib(field: &str) -> f64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status_mib_of("self", field)
+}
+
+/// A field of `/proc/{process}/status` in MiB (Linux; NaN elsewhere).
+fn status_mib_of(process: &str, field: &str) -> f64 {
+    let status = std::fs::read_to_string(format!("/proc/{process}/status")).unwrap_or_default();
     status
         .lines()
         .find_map(|l| l.strip_prefix(field))
@@ -87,6 +92,12 @@ fn status_mib(field: &str) -> f64 {
 #[must_use]
 pub fn peak_mib() -> f64 {
     status_mib("VmHWM:")
+}
+
+/// Peak resident memory of process `pid` so far, in MiB.
+#[must_use]
+pub fn peak_mib_of(pid: u32) -> f64 {
+    status_mib_of(&pid.to_string(), "VmHWM:")
 }
 
 /// Resident memory now, in MiB.

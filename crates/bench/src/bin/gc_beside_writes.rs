@@ -9,6 +9,9 @@
 //!   cargo run --release -p datarepo-bench --bin gc-beside-writes -- \
 //!     [--n 200000] [--commit-every 10] [--writers 16] [--timeout-secs 1800]
 //!
+//! `--writers 0` runs the collection with no writes only. The server's
+//! peak resident memory is read from `/proc` after that collection.
+//!
 //! `DATAREPO_BIN` names another binary (an older build, to compare).
 
 #![allow(clippy::disallowed_methods, clippy::unwrap_used)] // a benchmark measures wall time
@@ -150,15 +153,20 @@ fn main() {
     let server = ServeProcess::start_with(&bin, &quiet, TOKEN, &serve_args);
     rt.block_on(server.ready());
     let alone = rt.block_on(first_collection(&server.base, timeout));
+    let peak = datarepo_bench::peak_mib_of(server.pid());
     server.stop();
     match alone {
-        Some(s) => println!("first collection, no writes: {s:.1} s"),
+        Some(s) => println!("first collection, no writes: {s:.1} s; server peak RSS {peak:.0} MiB"),
         None => println!(
             "first collection, no writes: not done in {} s",
             timeout.as_secs()
         ),
     }
 
+    if writers == 0 {
+        let _ = std::fs::remove_dir_all(&dir);
+        return;
+    }
     let server = ServeProcess::start_with(&bin, &loaded, TOKEN, &serve_args);
     rt.block_on(async {
         server.ready().await;
