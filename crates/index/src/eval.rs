@@ -784,8 +784,18 @@ impl<'a, K: Kv> Reader<'a, K> {
             }
             let columns: Vec<u32> = present.iter().collect();
             let mut magnitudes = vec![0u64; columns.len()];
-            for i in 0..64 {
-                for column in s.bit(i) & &present {
+            for (i, bit) in s.bits() {
+                if columns.len() <= FEW_COLUMNS {
+                    // A page's few columns: a lookup each beats building
+                    // an intersection per bit.
+                    for (m, column) in magnitudes.iter_mut().zip(&columns) {
+                        if bit.contains(*column) {
+                            *m |= 1 << i;
+                        }
+                    }
+                    continue;
+                }
+                for column in bit & &present {
                     // `rank` counts the columns up to and including this one.
                     let at = usize::try_from(present.rank(column) - 1).unwrap_or(usize::MAX);
                     if let Some(m) = magnitudes.get_mut(at) {
@@ -1215,6 +1225,10 @@ fn slots(rows: &BTreeMap<u64, RoaringBitmap>) -> u64 {
         .map_or(0, |r| r / BSI_ROWS_PER_SLOT + 1)
 }
 
+/// How many columns [`Reader::values`] reads by a lookup per column and
+/// bit rather than by intersecting each bit row with them.
+const FEW_COLUMNS: usize = 256;
+
 /// One slot of a bit-sliced index.
 struct Slot<'a> {
     rows: &'a BTreeMap<u64, RoaringBitmap>,
@@ -1235,6 +1249,14 @@ impl<'a> Slot<'a> {
             exists: get(0),
             sign: get(1),
         }
+    }
+
+    /// The bit rows this slot has, `(bit, row)`, lowest bit first.
+    fn bits(&self) -> impl Iterator<Item = (u32, &'a RoaringBitmap)> + use<'a> {
+        let first = self.base + 2;
+        self.rows
+            .range(first..first + 64)
+            .filter_map(move |(r, bits)| Some((u32::try_from(r - first).ok()?, bits)))
     }
 
     fn bit(&self, i: u32) -> &'a RoaringBitmap {
