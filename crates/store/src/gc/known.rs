@@ -3,7 +3,7 @@
 //! Every CID a collection meets (listed, linked, read) gets a dense id, the
 //! order it was first met; what is known of a block is kept in vectors
 //! indexed by id, its links as ids, the marks as bitmaps of ids. A CID's
-//! bytes are kept once, in one buffer. About 60 bytes a block on a
+//! bytes are kept once, in one buffer. About 80 bytes a block on a
 //! million-record store, where maps keyed by `Cid` (96 bytes a key) and
 //! lists of `Cid` links took ~650.
 
