@@ -43,13 +43,18 @@ impl Cached {
     }
 }
 
-/// What a cache entry holds: (scope, field, view, row or the whole view).
+/// What a cache entry holds.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct CacheKey {
-    pub scope: u32,
-    pub field: String,
-    pub view: String,
-    pub row: Option<u64>,
+pub(crate) enum CacheKey {
+    /// A row of a field's view, or the whole view (`row: None`).
+    Bits {
+        scope: u32,
+        field: String,
+        view: String,
+        row: Option<u64>,
+    },
+    /// Packed column block `block`'s rkeys.
+    Rkeys { scope: u32, block: u64 },
 }
 
 /// The cache; see the module documentation.
@@ -243,13 +248,13 @@ impl IndexCache {
     }
 
     /// A cached row, marked as recently used.
-    pub fn get(&mut self, key: &CacheKey) -> Option<Arc<Cached>> {
+    pub(crate) fn get(&mut self, key: &CacheKey) -> Option<Arc<Cached>> {
         self.map.get(key).map(|(v, _)| Arc::clone(v))
     }
 
     /// Caches a row (unless it alone exceeds the limit), evicting the least
     /// recently used; the row either way.
-    pub fn insert(&mut self, key: CacheKey, value: Cached) -> Arc<Cached> {
+    pub(crate) fn insert(&mut self, key: CacheKey, value: Cached) -> Arc<Cached> {
         let size = value.bytes();
         let value = Arc::new(value);
         if size > self.limit {
@@ -306,17 +311,12 @@ impl IndexCache {
 }
 
 /// The cache key of packed column block `k`.
-pub(crate) fn rkeys_key(scope: u32, k: u64) -> CacheKey {
-    CacheKey {
-        scope,
-        field: String::new(),
-        view: String::new(),
-        row: Some(k),
-    }
+pub(crate) fn rkeys_key(scope: u32, block: u64) -> CacheKey {
+    CacheKey::Rkeys { scope, block }
 }
 
 pub(crate) fn key(scope: u32, row: &RowId, whole_view: bool) -> CacheKey {
-    CacheKey {
+    CacheKey::Bits {
         scope,
         field: row.field.clone(),
         view: row.view.clone(),
