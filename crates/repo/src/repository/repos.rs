@@ -178,21 +178,9 @@ impl<K: Kv> Repos<K> {
             rev: commit.rev,
             data: commit.data,
         };
-        let state = State::load(&self.store, id, head).await?;
-        let repo = Arc::new(Repository {
-            store: Arc::clone(&self.store),
-            id: id.to_owned(),
-            tids,
-            env: self.env.clone(),
-            lexicons: std::sync::RwLock::new(Arc::new(
-                load_lexicons(&self.store, id, &state).await?,
-            )),
-            state: tokio::sync::Mutex::new(state),
-            search: tokio::sync::RwLock::new(()),
-            cache: std::sync::Mutex::new(index::IndexCache::new(DEFAULT_INDEX_CACHE_BYTES)),
-            signer: std::sync::Mutex::new(signer.map(|(key, _)| key)),
-            waiting: std::sync::Mutex::new(std::collections::VecDeque::new()),
-        });
+        let repo = self
+            .handle(id, tids, head, signer.map(|(key, _)| key))
+            .await?;
         open.insert(id.to_owned(), Arc::clone(&repo));
         Ok(repo)
     }
@@ -213,8 +201,22 @@ impl<K: Kv> Repos<K> {
             return Err(Error::RepoNotFound(id.to_owned()));
         };
         let tids = self.env.tids(Some(head.rev))?;
+        let repo = self.handle(id, tids, head, None).await?;
+        open.insert(id.to_owned(), Arc::clone(&repo));
+        Ok(repo)
+    }
+
+    /// A handle on repository `id` at `head`: its tree's state and
+    /// Lexicons loaded, an empty index cache.
+    async fn handle(
+        &self,
+        id: &str,
+        tids: rkey::TidGenerator<super::env::ClockFn>,
+        head: HeadInfo,
+        signer: Option<Arc<SigningKey>>,
+    ) -> Result<Arc<Repository<K>>, Error> {
         let state = State::load(&self.store, id, head).await?;
-        let repo = Arc::new(Repository {
+        Ok(Arc::new(Repository {
             store: Arc::clone(&self.store),
             id: id.to_owned(),
             tids,
@@ -225,11 +227,9 @@ impl<K: Kv> Repos<K> {
             state: tokio::sync::Mutex::new(state),
             search: tokio::sync::RwLock::new(()),
             cache: std::sync::Mutex::new(index::IndexCache::new(DEFAULT_INDEX_CACHE_BYTES)),
-            signer: std::sync::Mutex::new(None),
+            signer: std::sync::Mutex::new(signer),
             waiting: std::sync::Mutex::new(std::collections::VecDeque::new()),
-        });
-        open.insert(id.to_owned(), Arc::clone(&repo));
-        Ok(repo)
+        }))
     }
 
     /// Forgets the open handle of `id` (after an import replaced its head).
