@@ -315,7 +315,8 @@ pub(crate) enum RepoCommand {
         file: PathBuf,
         /// A public key the commits may be signed with (repeatable: every key
         /// the history was signed with). Default: the keys this store knows
-        /// for the repository.
+        /// for the repository (none where there is no store: an unsigned
+        /// file is then checked but for signatures).
         #[arg(long = "key", value_name = "DID_KEY")]
         keys: Vec<String>,
         /// The file is an incremental export: blocks its trees name may be
@@ -332,7 +333,8 @@ pub(crate) enum RepoCommand {
         #[arg(long)]
         uri: String,
         /// A public key the commit may be signed with (repeatable). Default:
-        /// the keys this store knows for the repository.
+        /// the keys this store knows for the repository (none where there
+        /// is no store).
         #[arg(long = "key", value_name = "DID_KEY")]
         keys: Vec<String>,
     },
@@ -501,6 +503,12 @@ impl RepoCommand {
     /// ([`Session::open_for_one_pass`](crate::session::Session::open_for_one_pass)).
     pub(crate) fn reads_once(&self) -> bool {
         matches!(self, Self::Export { .. } | Self::Check { .. })
+    }
+
+    /// Whether the command uses a store only when there is one (`verify`
+    /// and `verify-record` read the keys it knows).
+    pub(crate) fn store_optional(&self) -> bool {
+        matches!(self, Self::Verify { .. } | Self::VerifyRecord { .. })
     }
 
     /// Whether the command reads or writes the store at all.

@@ -33,7 +33,10 @@ pub(crate) fn run(store: &StoreArgs, args: &RepoArgs, cmd: RepoCommand) -> Resul
             let client = Client::new(server);
             return execute(Target::Server(&client), args, cmd).await;
         }
-        if !cmd.needs_store() {
+        // `verify` takes the keys a store knows, where there is one: a
+        // file is verified on a machine without a store as with no key.
+        let no_local_store = store.local_dir().is_some_and(|dir| !dir.exists());
+        if !cmd.needs_store() || (cmd.store_optional() && no_local_store) {
             return execute_without_store(args, cmd).await;
         }
         if let RepoCommand::Init {

@@ -1,7 +1,7 @@
 //! `verify` of an unsigned repository's export checks everything but the
 //! signatures (it still finds a tampered block) and says the file is
-//! unsigned, instead of refusing; asked to check against a key, it refuses
-//! as before.
+//! unsigned, instead of refusing, also where there is no store; asked to
+//! check against a key, it refuses as before.
 
 use crate::common;
 
@@ -47,6 +47,16 @@ fn an_unsigned_export_is_verified_and_said_to_be_unsigned() {
             .iter()
             .all(|c| c["key"].is_null())
     );
+
+    // Where no store is (a machine the file was copied to), the same.
+    let elsewhere = tmp.path().join("no-store-here");
+    let out = datarepo(&["--store", elsewhere.to_str().unwrap(), "verify", car], "");
+    assert!(out.status.success(), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("UNSIGNED"),
+        "{out:?}"
+    );
+    assert!(!elsewhere.exists(), "verify made a store at {elsewhere:?}");
 
     // The rest is still checked: a changed byte in a record is found.
     let mut bytes = std::fs::read(car).unwrap();
