@@ -498,11 +498,14 @@ impl RepoCommand {
         }
     }
 
-    /// Whether the command reads the repository's blocks once each, so
-    /// that caches for repeated reads would only fill
+    /// Whether the command reads or writes the repository's blocks once
+    /// each, so that caches for repeated reads would only fill
     /// ([`Session::open_for_one_pass`](crate::session::Session::open_for_one_pass)).
-    pub(crate) fn reads_once(&self) -> bool {
-        matches!(self, Self::Export { .. } | Self::Check { .. })
+    pub(crate) fn one_pass(&self) -> bool {
+        matches!(
+            self,
+            Self::Export { .. } | Self::Check { .. } | Self::Import { .. }
+        )
     }
 
     /// Whether the command uses a store only when there is one (`verify`

@@ -76,8 +76,8 @@ pub(crate) fn run(store: &StoreArgs, args: &RepoArgs, cmd: RepoCommand) -> Resul
                 &partition
             }
         };
-        let session = if cmd.reads_once() {
-            Session::open_for_one_pass(store).await?
+        let session = if cmd.one_pass() {
+            Session::open_for_one_pass(store, cmd.writes()).await?
         } else {
             Session::open(store, cmd.writes()).await?
         };

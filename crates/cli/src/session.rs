@@ -81,20 +81,26 @@ impl Session {
         })
     }
 
-    /// Opens the store read-only for a command that reads each block once
-    /// (`export`, and `check`, which reads records in CID order): with
-    /// caches of [`ONE_PASS_BLOCK_CACHE_BYTES`],
-    /// [`ONE_PASS_META_CACHE_BYTES`] and [`ONE_PASS_SHARD_CACHE_BYTES`]
-    /// rather than the defaults a server's repeated reads want, which
-    /// such a command would only fill (an export of a million records
-    /// kept ~180 MB of blocks and shards it never read again).
-    pub(crate) async fn open_for_one_pass(store: &StoreArgs) -> Result<Self> {
+    /// Opens the store for a command that reads or writes each block once
+    /// (`export`; `check`, which reads records in CID order; `import`):
+    /// read-only unless it `writes`, with caches of
+    /// [`ONE_PASS_BLOCK_CACHE_BYTES`], [`ONE_PASS_META_CACHE_BYTES`] and
+    /// [`ONE_PASS_SHARD_CACHE_BYTES`] rather than the defaults a server's
+    /// repeated reads want, which such a command would only fill (an
+    /// export of a million records kept ~180 MB of blocks and shards it
+    /// never read again; an import, ~370 MB of the blocks its flushes
+    /// wrote).
+    pub(crate) async fn open_for_one_pass(store: &StoreArgs, writes: bool) -> Result<Self> {
         let mut options = store.options();
         options.shared_cache = Some(store::SharedCache::new(
             ONE_PASS_BLOCK_CACHE_BYTES,
             ONE_PASS_META_CACHE_BYTES,
         ));
-        let kv = store.open_reader_with_options(&options).await?;
+        let kv = if writes {
+            store.open_with(&options).await?
+        } else {
+            store.open_reader_with_options(&options).await?
+        };
         let repos = Repos::new(
             Arc::new(Store::with_cache_bytes(
                 kv.clone(),

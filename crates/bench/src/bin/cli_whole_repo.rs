@@ -1,5 +1,6 @@
-//! The commands that read a whole repository, run as a user runs them: a
-//! `datarepo` process each, on a store of a million records, timed from
+//! The commands that read (or import) a whole repository, run as a user
+//! runs them: a `datarepo` process each, on a store of a million records
+//! (`import` into a new store, of the file `export` wrote), timed from
 //! spawn to exit, with the process's peak resident memory (`ru_maxrss`).
 //!
 //!   cargo build --release --bin datarepo
@@ -53,7 +54,11 @@ fn main() {
         ("verify FILE", vec!["verify", &car_arg]),
         ("check", vec!["check"]),
         ("gc --dry-run", vec!["gc", "--dry-run"]),
+        // Into a new store each run (below).
+        ("import FILE", vec!["import", &car_arg]),
     ];
+    let fresh = scratch.path().join("imported");
+    let fresh_arg = fresh.to_string_lossy().into_owned();
     println!(
         "datarepo ({}), store {store}; {runs} runs each\n",
         bin.display()
@@ -61,10 +66,17 @@ fn main() {
     println!("| command | wall time | peak RSS |");
     println!("| --- | --- | --- |");
     for (name, args) in commands {
-        let all: Vec<&str> = base.iter().copied().chain(args.iter().copied()).collect();
+        let importing = args[0] == "import";
+        let mut all: Vec<&str> = base.iter().copied().chain(args.iter().copied()).collect();
+        if importing {
+            all[1] = &fresh_arg;
+        }
         let mut times = Vec::new();
         let mut peaks = Vec::new();
         for _ in 0..runs {
+            if importing && fresh.exists() {
+                std::fs::remove_dir_all(&fresh).expect("removing the last import's store");
+            }
             let (t, peak) = run(&bin, &all);
             times.push(t.as_secs_f64());
             peaks.push(peak);
