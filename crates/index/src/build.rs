@@ -19,9 +19,8 @@ use crate::{
     rows::{BSI_ROWS_PER_SLOT, COLUMNS_FIELD, RowId, put_rows},
     values::{
         IndexKind, Keyword, MAX_KEYWORD_BYTES, has_string, keywords, numbers, numbers_of_leaves,
-        text_words,
     },
-    words::for_each_word,
+    words::{for_each_word, text_words},
 };
 
 /// One index's rows while a build reads the records.

@@ -16,7 +16,8 @@ use crate::{
     decl::Declared,
     error::{Error, malformed},
     rows::{BSI_ROWS_PER_SLOT, RowDeltas, RowId, decode_column},
-    values::{IndexKind, Keyword, has_string, keywords, numbers, text_words},
+    values::{IndexKind, Keyword, has_string, keywords, numbers},
+    words::text_words,
 };
 
 /// A scope's allocation state, as the writer keeps it between commits.

@@ -136,20 +136,6 @@ pub(crate) fn values_at<'a>(record: &'a Value, path: &str) -> Vec<&'a Value> {
 /// value is part of a storage key, which SlateDB bounds).
 pub(crate) const MAX_KEYWORD_BYTES: usize = 1024;
 
-/// The words of the strings at `path` (a text index's values), each once,
-/// in order.
-pub(crate) fn text_words(record: &Value, path: &str) -> Vec<Keyword> {
-    let mut out: Vec<Keyword> = values_at(record, path)
-        .into_iter()
-        .filter_map(Value::as_str)
-        .flat_map(crate::words::words)
-        .map(Keyword::Str)
-        .collect();
-    out.sort_unstable();
-    out.dedup();
-    out
-}
-
 /// Whether a string is at `path` (a text index's `exists`).
 pub(crate) fn has_string(record: &Value, path: &str) -> bool {
     values_at(record, path).iter().any(|v| v.is_string())

@@ -8,10 +8,11 @@
 //! `café` and `cafe` are different words. Compatibility characters are
 //! folded (`ﬁ` is `fi`, full-width `Ｒｕｓｔ` is `rust`).
 
+use serde_json::Value;
 use unicode_normalization::UnicodeNormalization;
 use unicode_segmentation::UnicodeSegmentation;
 
-use crate::values::MAX_KEYWORD_BYTES;
+use crate::values::{Keyword, MAX_KEYWORD_BYTES, values_at};
 
 /// The normalized form words are taken from. ASCII text is its own NFKC
 /// form, so it is only lowercased.
@@ -105,6 +106,20 @@ pub fn query_words(query: &str) -> Result<Vec<QueryWord>, String> {
         ));
     }
     Ok(out)
+}
+
+/// The words of the strings at `path` (a text index's values), each once,
+/// in order.
+pub(crate) fn text_words(record: &Value, path: &str) -> Vec<Keyword> {
+    let mut out: Vec<Keyword> = values_at(record, path)
+        .into_iter()
+        .filter_map(Value::as_str)
+        .flat_map(words)
+        .map(Keyword::Str)
+        .collect();
+    out.sort_unstable();
+    out.dedup();
+    out
 }
 
 #[cfg(test)]
