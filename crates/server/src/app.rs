@@ -215,7 +215,7 @@ pub(crate) struct App<K> {
     pub(crate) repos: Arc<Repos<K>>,
     pub(crate) firehose: crate::frames::Firehose,
     /// The Jetstream-compatible stream's shared state.
-    pub(crate) stream: crate::jetstream::Stream,
+    pub(crate) stream: crate::jetstream::shared::Stream,
     /// Writer, standby or replica, now.
     pub(crate) roles: Arc<crate::role::Roles>,
     /// Set when the server stops: stream connections close (going away)

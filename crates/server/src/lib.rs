@@ -107,7 +107,7 @@ impl<K: Kv + 'static> Server<K> {
                     config.limits.max_subscribers_per_ip,
                     config.limits.firehose_buffer_bytes,
                 ),
-                stream: jetstream::Stream::new(config.limits.firehose_buffer_bytes),
+                stream: jetstream::shared::Stream::new(config.limits.firehose_buffer_bytes),
                 closing: tokio::sync::watch::channel(false).0,
                 roles: config.roles.clone().unwrap_or_else(|| {
                     Arc::new(Roles::new(if config.read_only {

@@ -10,9 +10,14 @@
 //! store up to the present, then follows memory; one that falls behind
 //! what memory holds is closed with a reason (it resumes from its cursor).
 //! A connection holds at most one batch of events of its own.
+//!
+//! `filters` is what a connection asks for and the test of each event
+//! against it; `shared` the state the server holds for all connections.
+
+mod filters;
+pub(crate) mod shared;
 
 use std::{
-    collections::{HashMap, HashSet},
     sync::{Arc, Weak},
     time::Duration,
 };
@@ -30,7 +35,10 @@ use axum::{
 };
 use futures_util::SinkExt;
 use store::Kv;
-use tokio::sync::Notify;
+
+pub(crate) use filters::{Filters, Params};
+use filters::{Shaped, options_update, params};
+use shared::Pass;
 
 use crate::frames::{Framed, Live, TooSlow};
 use crate::{app::App, error::XrpcError};
@@ -50,326 +58,8 @@ const POLL: Duration = Duration::from_millis(100);
 /// otherwise wake 100 times per commit).
 const GATHER: Duration = Duration::from_millis(2);
 
-/// Most collections a connection may ask for.
-const MAX_COLLECTIONS: usize = 100;
-
-/// Most DIDs a connection may ask for.
-const MAX_DIDS: usize = 10_000;
-
 /// WebSocket close code for a request the server will not serve (policy).
 const POLICY_VIOLATION: u16 = 1008;
-
-/// The stream's shared state.
-pub(crate) struct Stream {
-    pub(crate) live: Live,
-    /// Woken when a commit is acknowledged.
-    commits: Arc<Notify>,
-    publishing: std::sync::atomic::AtomicBool,
-    /// The filtering passes that connections with the same filters share.
-    passes: std::sync::Mutex<HashMap<PassKey, Weak<Pass>>>,
-    buffer_bytes: usize,
-}
-
-impl Stream {
-    pub(crate) fn new(buffer_bytes: usize) -> Self {
-        Self {
-            live: Live::new(buffer_bytes),
-            commits: Arc::new(Notify::new()),
-            publishing: std::sync::atomic::AtomicBool::new(false),
-            passes: std::sync::Mutex::default(),
-            buffer_bytes,
-        }
-    }
-
-    /// What tells the publisher that a commit is durable.
-    pub(crate) fn notifier(&self) -> Arc<Notify> {
-        Arc::clone(&self.commits)
-    }
-}
-
-/// What a connection asks for, as its query string or an `options_update`
-/// gives it.
-#[derive(Debug, Default, serde::Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct Wanted {
-    #[serde(default)]
-    wanted_collections: Vec<String>,
-    #[serde(default)]
-    wanted_dids: Vec<String>,
-    #[serde(default)]
-    max_message_size_bytes: u64,
-    /// A `--where` expression (datarepo's addition).
-    #[serde(default, rename = "where")]
-    condition: Option<String>,
-    /// Record paths (datarepo's addition).
-    #[serde(default)]
-    fields: Vec<String>,
-}
-
-/// What a connection wants.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub(crate) struct Filters {
-    /// Full NSIDs.
-    collections: HashSet<String>,
-    /// `prefix.*` entries, as `prefix.`.
-    prefixes: Vec<String>,
-    dids: HashSet<String>,
-    /// 0: no limit.
-    max_message_bytes: usize,
-    /// What an event's record must satisfy; events without a record
-    /// (deletes) pass.
-    condition: Option<Arc<repo::RecordCondition>>,
-    /// `where` as written (what tells two conditions apart).
-    condition_text: Option<String>,
-    /// The record paths sent (`None`: the whole record).
-    fields: Option<Arc<repo::RecordFields>>,
-}
-
-/// What a connection is sent of an event its filters let through.
-enum Shaped {
-    /// Nothing: its record does not satisfy `where`.
-    Skipped,
-    /// The event as stored.
-    AsStored,
-    /// The event with its record cut down to `fields`.
-    Reshaped(Vec<u8>),
-}
-
-impl Filters {
-    fn new(wanted: &Wanted) -> Result<Self, String> {
-        let (collections, dids) = (&wanted.wanted_collections, &wanted.wanted_dids);
-        if collections.len() > MAX_COLLECTIONS {
-            return Err(format!(
-                "wantedCollections has {} entries; at most {MAX_COLLECTIONS}",
-                collections.len()
-            ));
-        }
-        if dids.len() > MAX_DIDS {
-            return Err(format!(
-                "wantedDids has {} entries; at most {MAX_DIDS}",
-                dids.len()
-            ));
-        }
-        let mut filters = Self {
-            max_message_bytes: usize::try_from(wanted.max_message_size_bytes).unwrap_or(usize::MAX),
-            ..Self::default()
-        };
-        for c in collections {
-            match c.strip_suffix(".*") {
-                Some(prefix) if valid_prefix(prefix) => filters.prefixes.push(format!("{prefix}.")),
-                None if rkey::Nsid::new(c).is_ok() => {
-                    filters.collections.insert(c.clone());
-                }
-                _ => {
-                    return Err(format!(
-                        "wantedCollections: {c:?} is neither an NSID nor an NSID prefix ending in .*"
-                    ));
-                }
-            }
-        }
-        for d in dids {
-            if !d.starts_with("did:") || d.len() > 2048 || d.contains(['"', '\\']) {
-                return Err(format!("wantedDids: {d:?} is not a DID"));
-            }
-            filters.dids.insert(d.clone());
-        }
-        if let Some(src) = &wanted.condition {
-            let condition = repo::RecordCondition::parse(src).map_err(|e| format!("where: {e}"))?;
-            filters.condition = Some(Arc::new(condition));
-            filters.condition_text = Some(src.clone());
-        }
-        if !wanted.fields.is_empty() {
-            let fields = repo::RecordFields::new(wanted.fields.clone())?;
-            filters.fields = Some(Arc::new(fields));
-        }
-        Ok(filters)
-    }
-
-    /// What identifies these filters' events for a shared pass, or `None`
-    /// when they share none: no filter at all (the whole stream is theirs)
-    /// or `fields` (each connection cuts records to its own encoding).
-    fn pass_key(&self) -> Option<PassKey> {
-        if self.fields.is_some() || *self == Self::default() {
-            return None;
-        }
-        let sorted = |set: &HashSet<String>| {
-            let mut v: Vec<String> = set.iter().cloned().collect();
-            v.sort_unstable();
-            v
-        };
-        let mut prefixes = self.prefixes.clone();
-        prefixes.sort_unstable();
-        Some(PassKey {
-            collections: sorted(&self.collections),
-            prefixes,
-            dids: sorted(&self.dids),
-            max_message_bytes: self.max_message_bytes,
-            condition: self.condition_text.clone(),
-        })
-    }
-
-    /// Whether a stored event goes to the connection as stored: its DID,
-    /// collection and size pass, and its record meets `where` (filters
-    /// without `fields`).
-    fn passes(&self, stored: &bytes::Bytes) -> bool {
-        repo::stream_event_forms(stored).is_some_and(|(json, _)| {
-            self.wants(&json) && !matches!(self.shape(&json), Shaped::Skipped)
-        })
-    }
-
-    /// Whether the connection wants `event` (a stored event's JSON), as far
-    /// as its DID, collection and size tell.
-    fn wants(&self, event: &[u8]) -> bool {
-        if self.max_message_bytes > 0 && event.len() > self.max_message_bytes {
-            return false;
-        }
-        if !self.dids.is_empty() && !event_did(event).is_some_and(|d| self.dids.contains(d)) {
-            return false;
-        }
-        // Account and identity events pass collection filters, as
-        // Jetstream's do.
-        if (self.collections.is_empty() && self.prefixes.is_empty())
-            || event_kind(event) != Some("commit")
-        {
-            return true;
-        }
-        event_collection(event).is_some_and(|c| {
-            self.collections.contains(c) || self.prefixes.iter().any(|p| c.starts_with(p.as_str()))
-        })
-    }
-
-    /// What to send of `event` (one [`Filters::wants`]): `where` and
-    /// `fields` read its record.
-    fn shape(&self, event: &[u8]) -> Shaped {
-        if self.condition.is_none() && self.fields.is_none() {
-            return Shaped::AsStored;
-        }
-        let Ok(mut parsed) = serde_json::from_slice::<serde_json::Value>(event) else {
-            return Shaped::Skipped;
-        };
-        let Some(record) = parsed.pointer_mut("/commit/record") else {
-            return Shaped::AsStored;
-        };
-        if let Some(condition) = &self.condition
-            && !condition.matches(record)
-        {
-            return Shaped::Skipped;
-        }
-        let Some(fields) = &self.fields else {
-            return Shaped::AsStored;
-        };
-        *record = fields.select(record);
-        serde_json::to_vec(&parsed).map_or(Shaped::Skipped, Shaped::Reshaped)
-    }
-}
-
-/// An NSID prefix: dot-separated segments of letters, digits and hyphens.
-fn valid_prefix(prefix: &str) -> bool {
-    !prefix.is_empty()
-        && prefix.len() <= 317
-        && prefix.split('.').all(|s| {
-            !s.is_empty()
-                && s.len() <= 63
-                && s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
-        })
-}
-
-/// The string after `marker` up to the next quote (DIDs and NSIDs hold no
-/// quote or escape). The markers' searchers are built once: building one
-/// per search cost more than the search, per event per connection.
-fn string_after<'a>(event: &'a [u8], marker: &memchr::memmem::Finder<'static>) -> Option<&'a str> {
-    let start = marker.find(event)? + marker.needle().len();
-    let len = memchr::memchr(b'"', &event[start..])?;
-    std::str::from_utf8(&event[start..start + len]).ok()
-}
-
-static DID_MARKER: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
-    std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b"{\"did\":\""));
-static KIND_MARKER: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
-    std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b",\"kind\":\""));
-static COLLECTION_MARKER: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
-    std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b",\"collection\":\""));
-
-/// An event's DID: its first field.
-fn event_did(event: &[u8]) -> Option<&str> {
-    event
-        .starts_with(b"{\"did\":\"")
-        .then(|| string_after(event, &DID_MARKER))
-        .flatten()
-}
-
-/// An event's kind (`commit`, `account`, `identity`): the first `kind`
-/// field, after the DID and the time, which hold no quote.
-fn event_kind(event: &[u8]) -> Option<&str> {
-    string_after(event, &KIND_MARKER)
-}
-
-/// A commit event's collection: the commit's third field (its rev and
-/// operation before it hold no quote).
-fn event_collection(event: &[u8]) -> Option<&str> {
-    string_after(event, &COLLECTION_MARKER)
-}
-
-/// A client's `options_update`: the filters it replaces the connection's
-/// with.
-fn options_update(text: &str) -> Result<Filters, String> {
-    #[derive(serde::Deserialize)]
-    struct Update {
-        #[serde(rename = "type")]
-        kind: String,
-        payload: Wanted,
-    }
-    if text.len() > 10 << 20 {
-        return Err("an options_update is at most 10 MB".into());
-    }
-    let update: Update =
-        serde_json::from_str(text).map_err(|e| format!("not an options_update message: {e}"))?;
-    if update.kind != "options_update" {
-        return Err(format!(
-            "unknown message type {:?} (expected options_update)",
-            update.kind
-        ));
-    }
-    Filters::new(&update.payload)
-}
-
-/// What makes two connections' filters the same, for a shared pass.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-struct PassKey {
-    collections: Vec<String>,
-    prefixes: Vec<String>,
-    dids: Vec<String>,
-    max_message_bytes: usize,
-    condition: Option<String>,
-}
-
-/// One filtering pass over the stream, shared by the connections whose
-/// filters are the same: it reads each event once and keeps those they
-/// want, so that each connection wakes only for its own events (100
-/// connections asking for a rare collection otherwise wake and filter
-/// every event 100 times). It ends with its last connection.
-pub(crate) struct Pass {
-    /// The events the filters let through, in stream order.
-    live: Live,
-    /// The stream time it started after: a connection reads from the pass
-    /// only once past it (and past what the pass has dropped).
-    start: u64,
-    task: tokio::task::AbortHandle,
-}
-
-impl Drop for Pass {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
-}
-
-impl Pass {
-    /// Whether a connection that has sent everything up to `last` finds
-    /// every later event it wants in this pass.
-    fn covers(&self, last: u64) -> bool {
-        last >= self.start && last >= self.live.dropped_through()
-    }
-}
 
 /// The pass of `filters` (started now if none runs), or `None` for filters
 /// that read the stream themselves ([`Filters::pass_key`]).
@@ -503,50 +193,6 @@ fn start_publisher<K: Kv + 'static>(app: &Arc<App<K>>) {
             }
         }
     });
-}
-
-/// The connection's parameters, from the query string.
-#[derive(Debug, Default)]
-pub(crate) struct Params {
-    wanted: Wanted,
-    pub(crate) cursor: Option<u64>,
-    compress: bool,
-    require_hello: bool,
-}
-
-fn params(query: Option<&str>) -> Result<Params, String> {
-    let mut p = Params::default();
-    let flag = |k: &str, v: &str| match v {
-        "true" | "1" => Ok(true),
-        "false" | "0" | "" => Ok(false),
-        _ => Err(format!("{k}={v:?}: expected true or false")),
-    };
-    for (k, v) in form_urlencoded::parse(query.unwrap_or_default().as_bytes()) {
-        match &*k {
-            "wantedCollections" => p.wanted.wanted_collections.push(v.into_owned()),
-            "wantedDids" => p.wanted.wanted_dids.push(v.into_owned()),
-            "where" => p.wanted.condition = Some(v.into_owned()),
-            "fields" => p
-                .wanted
-                .fields
-                .extend(v.split(',').filter(|f| !f.is_empty()).map(str::to_owned)),
-            "cursor" => {
-                p.cursor = Some(
-                    v.parse()
-                        .map_err(|_| format!("cursor {v:?} is not a time in unix microseconds"))?,
-                );
-            }
-            "maxMessageSizeBytes" => {
-                p.wanted.max_message_size_bytes = v
-                    .parse()
-                    .map_err(|_| format!("maxMessageSizeBytes {v:?} is not a number"))?;
-            }
-            "compress" => p.compress = flag(&k, &v)?,
-            "requireHello" => p.require_hello = flag(&k, &v)?,
-            _ => {}
-        }
-    }
-    Ok(p)
 }
 
 /// `GET /subscribe`.
@@ -901,39 +547,5 @@ async fn replay<K: Kv + 'static>(
         if done {
             return Ok(());
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    const EVENT: &[u8] = br#"{"did":"did:plc:abc","time_us":5,"kind":"commit","commit":{"rev":"3m","operation":"create","collection":"app.bsky.feed.post","rkey":"x","record":{"collection":"fake"},"cid":"b"}}"#;
-
-    #[test]
-    fn filters_read_the_did_and_collection() {
-        assert_eq!(event_did(EVENT), Some("did:plc:abc"));
-        assert_eq!(event_collection(EVENT), Some("app.bsky.feed.post"));
-        let wanted = |c: &[&str], d: &[&str], max| Wanted {
-            wanted_collections: c.iter().map(ToString::to_string).collect(),
-            wanted_dids: d.iter().map(ToString::to_string).collect(),
-            max_message_size_bytes: max,
-            ..Wanted::default()
-        };
-        let f = |c: &[&str], d: &[&str], max| Filters::new(&wanted(c, d, max)).unwrap();
-        assert!(f(&[], &[], 0).wants(EVENT));
-        assert!(f(&["app.bsky.feed.post"], &[], 0).wants(EVENT));
-        assert!(f(&["app.bsky.feed.*"], &[], 0).wants(EVENT));
-        assert!(f(&["app.bsky.*"], &["did:plc:abc"], 0).wants(EVENT));
-        assert!(!f(&["app.bsky.feed.like"], &[], 0).wants(EVENT));
-        assert!(!f(&["app.bsky.graph.*"], &[], 0).wants(EVENT));
-        assert!(!f(&[], &["did:plc:other"], 0).wants(EVENT));
-        assert!(!f(&[], &[], 10).wants(EVENT));
-        let account = br#"{"did":"did:plc:abc","time_us":6,"kind":"account","account":{"active":true,"did":"did:plc:abc","time":"t"}}"#;
-        assert_eq!(event_kind(account), Some("account"));
-        assert!(f(&["app.bsky.feed.post"], &[], 0).wants(account));
-        assert!(!f(&[], &["did:plc:other"], 0).wants(account));
-        assert!(Filters::new(&wanted(&["not an nsid"], &[], 0)).is_err());
-        assert!(Filters::new(&wanted(&[], &["alice"], 0)).is_err());
     }
 }
