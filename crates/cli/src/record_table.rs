@@ -57,7 +57,7 @@ pub(crate) fn show_page(
         None if io::stdout().is_terminal() => Format::Table,
         None => {
             for row in rows {
-                crate::output::outln!("{}  {}", row.rkey, crate::session::preview(&row.value));
+                crate::output::outln!("{}  {}", row.rkey, preview(&row.value));
             }
             if let Some(next) = cursor {
                 crate::output::outln!("(more: --cursor {next})");
@@ -166,12 +166,45 @@ fn columns(rows: &[Row], paths: Option<&[String]>, limit: usize) -> Vec<String> 
     seen
 }
 
-/// The value at `path` as text: a string as itself, anything else as JSON
-/// text, nothing for no value (or `null`); several values (arrays on the
-/// way) as a JSON array.
 /// Columns `s` takes at a terminal.
 fn width(s: &str) -> usize {
     unicode_width::UnicodeWidthStr::width(s)
+}
+
+/// A line's worth of a record for people: its first few fields, scalar
+/// values as JSON and truncated, arrays and objects summarised.
+fn preview(value: &Value) -> String {
+    const FIELDS: usize = 4;
+    const VALUE_CHARS: usize = 40;
+    let Some(fields) = value.as_object() else {
+        return truncate(&value.to_string(), VALUE_CHARS);
+    };
+    let shown: Vec<String> = fields
+        .iter()
+        .filter(|(k, _)| *k != "$type")
+        .take(FIELDS)
+        .map(|(k, v)| {
+            let v = match v {
+                Value::Array(items) if items.iter().all(|i| !i.is_object() && !i.is_array()) => {
+                    truncate(&v.to_string(), VALUE_CHARS)
+                }
+                Value::Array(items) => format!("[{} items]", items.len()),
+                Value::Object(o) => format!("{{{} fields}}", o.len()),
+                other => truncate(&other.to_string(), VALUE_CHARS),
+            };
+            format!("{k}={v}")
+        })
+        .collect();
+    let more = fields
+        .iter()
+        .filter(|(k, _)| *k != "$type")
+        .count()
+        .saturating_sub(FIELDS);
+    let mut line = shown.join("  ");
+    if more > 0 {
+        line.push_str(&format!("  (+{more} more)"));
+    }
+    line
 }
 
 /// `s` cut to `max` characters, with `…` when cut.

@@ -197,50 +197,6 @@ pub(crate) fn say(e: repo::Error) -> CliError {
     CliError::repo(&e, hint)
 }
 
-/// A line's worth of a record for people: its first few fields, scalar
-/// values as JSON and truncated, arrays and objects summarised.
-pub(crate) fn preview(value: &Value) -> String {
-    const FIELDS: usize = 4;
-    const VALUE_CHARS: usize = 40;
-    let Some(fields) = value.as_object() else {
-        return truncate(&value.to_string(), VALUE_CHARS);
-    };
-    let shown: Vec<String> = fields
-        .iter()
-        .filter(|(k, _)| *k != "$type")
-        .take(FIELDS)
-        .map(|(k, v)| {
-            let v = match v {
-                Value::Array(items) if items.iter().all(|i| !i.is_object() && !i.is_array()) => {
-                    truncate(&v.to_string(), VALUE_CHARS)
-                }
-                Value::Array(items) => format!("[{} items]", items.len()),
-                Value::Object(o) => format!("{{{} fields}}", o.len()),
-                other => truncate(&other.to_string(), VALUE_CHARS),
-            };
-            format!("{k}={v}")
-        })
-        .collect();
-    let more = fields
-        .iter()
-        .filter(|(k, _)| *k != "$type")
-        .count()
-        .saturating_sub(FIELDS);
-    let mut line = shown.join("  ");
-    if more > 0 {
-        line.push_str(&format!("  (+{more} more)"));
-    }
-    line
-}
-
-/// `s` cut to `max` characters, with `…` when cut.
-fn truncate(s: &str, max: usize) -> String {
-    match s.char_indices().nth(max) {
-        Some((at, _)) => format!("{}…", &s[..at]),
-        None => s.to_owned(),
-    }
-}
-
 /// A record as the commands that take `COLLECTION [RKEY]` name it.
 pub(crate) struct RecordParts {
     /// The repository, when an AT URI named it.
