@@ -2,7 +2,7 @@
 //! existence, sign, then a row per bit of the magnitude): comparisons,
 //! top-k and extremes over its rows, no value read back.
 
-use std::collections::BTreeMap;
+use std::{borrow::Cow, collections::BTreeMap};
 
 use roaring::RoaringBitmap;
 
@@ -70,9 +70,19 @@ impl<'a> Slot<'a> {
         k: u64,
         descending: bool,
     ) -> (RoaringBitmap, RoaringBitmap) {
-        let present = among(self.exists, within);
-        let negative = &present & self.sign;
-        let positive = present - &negative;
+        let present = covered(self.exists, within)
+            .map_or_else(|| Cow::Owned(self.exists & within), Cow::Borrowed);
+        // No negative value (the common case): every present column is
+        // non-negative, and `present` is not copied.
+        let (positive, negative) = if self.sign.is_empty() {
+            (present, Cow::Owned(RoaringBitmap::new()))
+        } else {
+            let negative = &*present & self.sign;
+            (
+                Cow::Owned(present.into_owned() - &negative),
+                Cow::Owned(negative),
+            )
+        };
         // Descending: non-negative values by magnitude, largest first, then
         // negative ones by magnitude, smallest first; ascending the mirror.
         let (front, back) = if descending {
@@ -85,7 +95,7 @@ impl<'a> Slot<'a> {
             self.first_by_magnitude(front, k, true)
         } else {
             let (better, tied) = self.first_by_magnitude(back, k - front_len, false);
-            (front | better, tied)
+            (front.into_owned() | better, tied)
         }
     }
 
@@ -93,32 +103,48 @@ impl<'a> Slot<'a> {
     /// those before the `k`-th's magnitude, and those tied with it.
     fn first_by_magnitude(
         &self,
-        set: RoaringBitmap,
+        set: Cow<'_, RoaringBitmap>,
         k: u64,
         largest: bool,
     ) -> (RoaringBitmap, RoaringBitmap) {
         let mut chosen = RoaringBitmap::new();
-        let mut tied = set;
         if k == 0 {
             return (chosen, RoaringBitmap::new());
         }
+        // The candidates: `tied` less `chosen` while `tied` is still the
+        // set as given (`chosen` is then a subset of it), so that a set
+        // shared with the cache is not copied until the candidates narrow.
+        let mut tied = set;
+        let mut less_chosen = false;
         for i in (0..64).rev() {
-            if tied.is_empty() {
+            if tied.len() == if less_chosen { chosen.len() } else { 0 } {
                 break;
             }
             let bit = self.bit(i);
-            let better = if largest { &tied & bit } else { &tied - bit };
+            let mut better = if largest { &*tied & bit } else { &*tied - bit };
+            if less_chosen {
+                better -= &chosen;
+            }
             let with = chosen.len() + better.len();
             if with > k {
-                tied = better;
+                tied = Cow::Owned(better);
+                less_chosen = false;
             } else {
-                tied -= &better;
+                match &mut tied {
+                    Cow::Owned(t) if !less_chosen => *t -= &better,
+                    _ => less_chosen = true,
+                }
                 chosen |= better;
                 if with == k {
                     return (chosen, RoaringBitmap::new());
                 }
             }
         }
+        let tied = if less_chosen {
+            tied.into_owned() - &chosen
+        } else {
+            tied.into_owned()
+        };
         (chosen, tied)
     }
 
@@ -242,13 +268,127 @@ impl<'a> Slot<'a> {
 /// `within`'s first to its last (a row every record is in is one run, and
 /// roaring intersects a run with a bitmap by first making it a bitmap).
 fn among(row: &RoaringBitmap, within: &RoaringBitmap) -> RoaringBitmap {
-    if let (Some(first), Some(last), Some(lo), Some(hi)) =
-        (row.min(), row.max(), within.min(), within.max())
-        && first <= lo
-        && hi <= last
-        && row.len() == u64::from(last - first) + 1
-    {
-        return within.clone();
+    covered(row, within).map_or_else(|| row & within, RoaringBitmap::clone)
+}
+
+/// `within`, when `row` holds every column from its first to its last
+/// (so that `row ∩ within` is `within`).
+fn covered<'w>(row: &RoaringBitmap, within: &'w RoaringBitmap) -> Option<&'w RoaringBitmap> {
+    let (first, last, lo, hi) = (row.min()?, row.max()?, within.min()?, within.max()?);
+    (first <= lo && hi <= last && row.len() == u64::from(last - first) + 1).then_some(within)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use proptest::prelude::*;
+    use roaring::RoaringBitmap;
+
+    use super::Slot;
+
+    /// The rows of one slot holding `values` (`None`: no value).
+    fn rows_of(values: &[Option<i64>]) -> BTreeMap<u64, RoaringBitmap> {
+        let mut rows: BTreeMap<u64, RoaringBitmap> = BTreeMap::new();
+        for (c, v) in (0u32..).zip(values) {
+            let Some(v) = *v else { continue };
+            rows.entry(0).or_default().insert(c);
+            if v < 0 {
+                rows.entry(1).or_default().insert(c);
+            }
+            let m = v.unsigned_abs();
+            for b in 0..64 {
+                if m >> b & 1 == 1 {
+                    rows.entry(2 + b).or_default().insert(c);
+                }
+            }
+        }
+        rows
     }
-    row & within
+
+    /// The walk as it was first written, copying the candidates at every
+    /// step: the oracle for the one that copies nothing until they narrow.
+    fn first_split_by_copies(
+        slot: &Slot<'_>,
+        within: &RoaringBitmap,
+        k: u64,
+        descending: bool,
+    ) -> (RoaringBitmap, RoaringBitmap) {
+        let by_magnitude = |set: RoaringBitmap, k: u64, largest: bool| {
+            let mut chosen = RoaringBitmap::new();
+            let mut tied = set;
+            if k == 0 {
+                return (chosen, RoaringBitmap::new());
+            }
+            for i in (0..64).rev() {
+                if tied.is_empty() {
+                    break;
+                }
+                let bit = slot.bit(i);
+                let better = if largest { &tied & bit } else { &tied - bit };
+                let with = chosen.len() + better.len();
+                if with > k {
+                    tied = better;
+                } else {
+                    tied -= &better;
+                    chosen |= better;
+                    if with == k {
+                        return (chosen, RoaringBitmap::new());
+                    }
+                }
+            }
+            (chosen, tied)
+        };
+        let present = slot.exists & within;
+        let negative = &present & slot.sign;
+        let positive = present - &negative;
+        let (front, back) = if descending {
+            (positive, negative)
+        } else {
+            (negative, positive)
+        };
+        let front_len = front.len();
+        if front_len >= k {
+            by_magnitude(front, k, true)
+        } else {
+            let (better, tied) = by_magnitude(back, k - front_len, false);
+            (front | better, tied)
+        }
+    }
+
+    proptest! {
+        /// The top-k split equals the copying walk's, with and without
+        /// negative values, for candidates that are every record or some of
+        /// them.
+        #[test]
+        fn first_split_matches_the_copying_walk(
+            values in prop::collection::vec(prop::option::weighted(0.9, -40i64..200), 1..300),
+            some in prop::collection::vec(any::<bool>(), 300),
+            every in any::<bool>(),
+            dense in any::<bool>(),
+            unsigned in any::<bool>(),
+            k in 0u64..40,
+            descending in any::<bool>(),
+        ) {
+            // Every column with a value and none negative: the existence
+            // row is one run, and the walk starts from the candidates as
+            // given (not copied).
+            let values: Vec<Option<i64>> = values
+                .iter()
+                .map(|v| if dense { Some(v.unwrap_or(0)) } else { *v })
+                .map(|v| if unsigned { v.map(i64::abs) } else { v })
+                .collect();
+            let rows = rows_of(&values);
+            let slot = Slot::new(&rows, 0);
+            let within: RoaringBitmap = (0u32..)
+                .zip(&values)
+                .filter(|&(c, v)| v.is_some() && (every || some[c as usize]))
+                .map(|(c, _)| c)
+                .collect();
+            prop_assert_eq!(
+                slot.first_split(&within, k, descending),
+                first_split_by_copies(&slot, &within, k, descending)
+            );
+        }
+    }
 }
