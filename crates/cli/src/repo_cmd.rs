@@ -35,8 +35,8 @@ pub(crate) fn run(store: &StoreArgs, args: &RepoArgs, cmd: RepoCommand) -> Resul
         }
         // `verify` takes the keys a store knows, where there is one: a
         // file is verified on a machine without a store as with no key.
-        let no_local_store = store.local_dir().is_some_and(|dir| !dir.exists());
-        if !cmd.needs_store() || (cmd.store_optional() && no_local_store) {
+        let no_local_store = || store.local_dir().is_some_and(|dir| !dir.exists());
+        if !cmd.needs_store() || (cmd.store_optional() && no_local_store()) {
             return execute_without_store(args, cmd).await;
         }
         if let RepoCommand::Init {

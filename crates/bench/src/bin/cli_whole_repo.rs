@@ -44,7 +44,6 @@ fn main() {
     let car_arg = car.to_string_lossy().into_owned();
     let history = scratch.path().join("history.car");
     let history_arg = history.to_string_lossy().into_owned();
-    let base = ["--store", store.as_str(), "--repo", DID];
     let commands: Vec<(&str, Vec<&str>)> = vec![
         ("export FILE", vec!["export", "--force", &car_arg]),
         (
@@ -67,10 +66,11 @@ fn main() {
     println!("| --- | --- | --- |");
     for (name, args) in commands {
         let importing = args[0] == "import";
-        let mut all: Vec<&str> = base.iter().copied().chain(args.iter().copied()).collect();
-        if importing {
-            all[1] = &fresh_arg;
-        }
+        let on = if importing { &fresh_arg } else { &store };
+        let all: Vec<&str> = ["--store", on.as_str(), "--repo", DID]
+            .into_iter()
+            .chain(args.iter().copied())
+            .collect();
         let mut times = Vec::new();
         let mut peaks = Vec::new();
         for _ in 0..runs {

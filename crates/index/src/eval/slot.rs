@@ -117,7 +117,8 @@ impl<'a> Slot<'a> {
         let mut tied = set;
         let mut less_chosen = false;
         for i in (0..64).rev() {
-            if tied.len() == if less_chosen { chosen.len() } else { 0 } {
+            let left = tied.len() - if less_chosen { chosen.len() } else { 0 };
+            if left == 0 {
                 break;
             }
             let bit = self.bit(i);
