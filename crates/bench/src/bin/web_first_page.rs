@@ -199,11 +199,15 @@ fn main() {
     );
     wait_for_port(port);
     let driver_port = free_port();
+    // Chromium's temporary files (its profile, `scoped_dir`s a closed
+    // session leaves) go in a directory removed at the end.
+    let driver_tmp = testkit::tempdir("chromium");
     // In a process group of its own, which its browsers join: killed
-    // together at the end.
+    // together at the end (before `driver_tmp` is removed).
     let _driver = Group(
         std::process::Command::new("chromedriver")
             .arg(format!("--port={driver_port}"))
+            .env("TMPDIR", driver_tmp.path())
             .process_group(0)
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())

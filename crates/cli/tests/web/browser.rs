@@ -27,10 +27,14 @@ pub fn q(s: &str) -> String {
 
 /// chromedriver on a free port in a process group of its own, which the
 /// browsers it starts join: dropping it kills the group, so no browser
-/// outlives a test that failed before closing its session.
+/// outlives a test that failed before closing its session. The driver and
+/// its browsers keep their temporary files (Chromium's profile and
+/// `scoped_dir`s, which a closed session leaves behind) in a directory
+/// removed with it.
 pub struct Driver {
     child: Child,
     port: u16,
+    _tmp: testkit::TempDir,
 }
 
 impl Drop for Driver {
@@ -46,8 +50,10 @@ impl Drop for Driver {
 
 pub fn start_driver() -> Driver {
     let port = free_port();
+    let tmp = testkit::tempdir("chromium");
     let child = Command::new("chromedriver")
         .arg(format!("--port={port}"))
+        .env("TMPDIR", tmp.path())
         .process_group(0)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -56,7 +62,11 @@ pub fn start_driver() -> Driver {
             "chromedriver is not installed: the README's test command installs Debian's \
              chromium and chromium-driver (apt-get install chromium chromium-driver)",
         );
-    let driver = Driver { child, port };
+    let driver = Driver {
+        child,
+        port,
+        _tmp: tmp,
+    };
     let up = (0..200).any(|_| {
         std::thread::sleep(Duration::from_millis(50));
         std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
