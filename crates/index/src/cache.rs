@@ -29,6 +29,16 @@ use crate::{
 pub enum Cached {
     Row(RoaringBitmap),
     View(BTreeMap<u64, RoaringBitmap>),
+    /// Every row of a bit-sliced view for the columns of `containers`
+    /// only (`column >> 16`; an aggregate over columns in a few of them),
+    /// cached under the whole view's key until the whole view is read.
+    /// Rows may hold columns of other containers (a commit's changes are
+    /// applied to every row), never all of them: only the columns of
+    /// `containers` may be read from it.
+    ViewPart {
+        rows: BTreeMap<u64, RoaringBitmap>,
+        containers: std::ops::RangeInclusive<u64>,
+    },
     /// A packed column block's rkeys (blocks are never rewritten).
     Rkeys(RkeyList),
 }
@@ -37,7 +47,9 @@ impl Cached {
     fn bytes(&self) -> usize {
         match self {
             Self::Row(b) => b.serialized_size(),
-            Self::View(rows) => rows.values().map(RoaringBitmap::serialized_size).sum(),
+            Self::View(rows) | Self::ViewPart { rows, .. } => {
+                rows.values().map(RoaringBitmap::serialized_size).sum()
+            }
             Self::Rkeys(rkeys) => rkeys.heap_bytes(),
         }
     }
@@ -291,7 +303,9 @@ impl IndexCache {
                 let cached = Arc::make_mut(value);
                 let bits = match cached {
                     Cached::Row(b) => b,
-                    Cached::View(rows) => rows.entry(row.row).or_default(),
+                    Cached::View(rows) | Cached::ViewPart { rows, .. } => {
+                        rows.entry(row.row).or_default()
+                    }
                     Cached::Rkeys(_) => continue,
                 };
                 *bits -= &delta.clear;
@@ -313,6 +327,16 @@ impl IndexCache {
 /// The cache key of packed column block `k`.
 pub(crate) fn rkeys_key(scope: u32, block: u64) -> CacheKey {
     CacheKey::Rkeys { scope, block }
+}
+
+/// The cache key of a whole view (or a part of it).
+pub(crate) fn view_key(scope: u32, field: &str, view: &str) -> CacheKey {
+    CacheKey::Bits {
+        scope,
+        field: field.to_owned(),
+        view: view.to_owned(),
+        row: None,
+    }
 }
 
 pub(crate) fn key(scope: u32, row: &RowId, whole_view: bool) -> CacheKey {

@@ -118,14 +118,10 @@ pub(crate) fn row_range(scope: u32, row: &RowId, shard: u64) -> Result<keycodec:
     })
 }
 
-/// Every container key of one view in one shard.
-pub(crate) fn view_range(
-    scope: u32,
-    field: &str,
-    view: &str,
-    shard: u64,
-) -> Result<keycodec::KeyRange, Error> {
-    let prefix = txkey::full::prefix(&scope.to_string(), field, view, shard)
+/// Every container key of one view, all shards (a shard's keys follow
+/// the shard before it: the shard is big-endian in the key).
+pub(crate) fn view_range(scope: u32, field: &str, view: &str) -> Result<keycodec::KeyRange, Error> {
+    let prefix = txkey::full::all_shard_prefix(&scope.to_string(), field, view)
         .map_err(|e| malformed(format!("txkey for {field};{view}: {e}")))?;
     Ok(keycodec::KeyRange::prefix(&records::bitmap_key(&prefix)))
 }

@@ -2,7 +2,7 @@
 //! rather than from records: stats, sorted pages' columns and values,
 //! histograms, groups and top values.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 use keycodec::records;
 use roaring::RoaringBitmap;
@@ -26,13 +26,20 @@ use crate::{
 /// bit-sliced rows; more are counted from the values read back.
 const RANGED_BUCKETS: usize = 1024;
 
+/// The rows of a bit-sliced view, whole or in part.
+fn view_rows(view: &Cached) -> Result<&BTreeMap<u64, RoaringBitmap>, Error> {
+    match view {
+        Cached::View(rows) | Cached::ViewPart { rows, .. } => Ok(rows),
+        Cached::Row(_) | Cached::Rkeys(_) => Err(malformed("a bit-sliced view cached as a row")),
+    }
+}
+
 impl<K: Kv> Reader<'_, K> {
-    /// `--stats` over the integer index at `path` for the columns `within`.
+    /// `--stats` over the integer index at `path` for the columns `within`
+    /// (reading the rows of the containers they span only).
     pub async fn stats(&self, path: &str, within: &RoaringBitmap) -> Result<Stats, Error> {
-        let view = self.bsi(path).await?;
-        let Cached::View(rows) = &*view else {
-            return Err(malformed("a bit-sliced view cached as a row"));
-        };
+        let view = self.bsi_within(path, within).await?;
+        let rows = view_rows(&view)?;
         let mut stats = Stats::default();
         for slot in 0..slots(rows) {
             let s = Slot::new(rows, slot);
@@ -77,10 +84,8 @@ impl<K: Kv> Reader<'_, K> {
         path: &str,
         within: &RoaringBitmap,
     ) -> Result<Vec<(u32, i64)>, Error> {
-        let view = self.bsi(path).await?;
-        let Cached::View(rows) = &*view else {
-            return Err(malformed("a bit-sliced view cached as a row"));
-        };
+        let view = self.bsi_within(path, within).await?;
+        let rows = view_rows(&view)?;
         let mut out = Vec::new();
         for slot in 0..slots(rows) {
             tokio::task::yield_now().await;
@@ -438,5 +443,159 @@ impl<K: Kv> Reader<'_, K> {
         out.sort_by(|a, b| b.count.cmp(&a.count).then_with(|| a.value.cmp(&b.value)));
         out.truncate(limit);
         Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::{collections::BTreeMap, sync::Mutex};
+
+    use proptest::prelude::*;
+    use roaring::RoaringBitmap;
+    use store::{Kv, MemoryKv};
+
+    use super::super::Reader;
+    use crate::{
+        cache::IndexCache,
+        maintain::bsi_rows,
+        rows::{RowDeltas, RowId, SHARD_BITS},
+    };
+
+    const PATH: &str = "n";
+    const SCOPE: u32 = 3;
+    const SHARDS: u32 = 3;
+
+    /// What a column holds: its values, by slot.
+    type Model = BTreeMap<u32, Vec<i64>>;
+
+    #[derive(Debug, Clone)]
+    enum Step {
+        /// Aggregates over the model's columns in containers
+        /// `first..first + span`, every `keep`th.
+        Ask { first: u32, span: u32, keep: u32 },
+        /// New values for columns (none: the column's values deleted),
+        /// written and applied to the cache as a commit is.
+        Write(Vec<(u32, Vec<i64>)>),
+    }
+
+    fn column() -> impl Strategy<Value = u32> {
+        // Few containers, so that columns share them.
+        (0..SHARDS * 16, 0u32..1 << 16).prop_map(|(c, at)| c << 16 | at)
+    }
+
+    fn values() -> impl Strategy<Value = Vec<i64>> {
+        prop::collection::vec(
+            prop_oneof![-300i64..300, any::<i64>(), Just(i64::MIN)],
+            0..4,
+        )
+    }
+
+    fn step() -> impl Strategy<Value = Step> {
+        prop_oneof![
+            2 => (0..SHARDS * 16, 1u32..20, 1u32..4)
+                .prop_map(|(first, span, keep)| Step::Ask { first, span, keep }),
+            1 => prop::collection::vec((column(), values()), 1..20).prop_map(Step::Write),
+        ]
+    }
+
+    fn change(deltas: &mut RowDeltas, column: u32, old: &[i64], new: &[i64]) {
+        for (slot, v) in old.iter().enumerate() {
+            for row in bsi_rows(slot, *v) {
+                deltas.clear(RowId::bsi(PATH, row), column);
+            }
+        }
+        for (slot, v) in new.iter().enumerate() {
+            for row in bsi_rows(slot, *v) {
+                deltas.set(RowId::bsi(PATH, row), column);
+            }
+        }
+    }
+
+    async fn write(
+        kv: &MemoryKv,
+        cache: &Mutex<IndexCache>,
+        model: &mut Model,
+        columns: Vec<(u32, Vec<i64>)>,
+    ) {
+        let mut deltas = RowDeltas::default();
+        for (column, new) in columns {
+            let old = model.remove(&column).unwrap_or_default();
+            change(&mut deltas, column, &old, &new);
+            if !new.is_empty() {
+                model.insert(column, new);
+            }
+        }
+        let mut ops = Vec::new();
+        deltas.merge_ops(SCOPE, &mut ops).unwrap();
+        kv.write(ops).await.unwrap();
+        cache.lock().unwrap().apply(SCOPE, &deltas);
+    }
+
+    async fn ask(reader: &Reader<'_, MemoryKv>, model: &Model, first: u32, span: u32, keep: u32) {
+        let lo = first << 16;
+        let hi = (first + span).min(SHARDS << (SHARD_BITS - 16)) << 16;
+        let within: RoaringBitmap = model
+            .range(lo..hi)
+            .map(|(c, _)| *c)
+            .step_by(keep as usize)
+            .collect();
+        let mut want: Vec<(u32, i64)> = within
+            .iter()
+            .flat_map(|c| model[&c].iter().map(move |v| (c, *v)))
+            .collect();
+        want.sort_unstable();
+        let mut got = reader.values(PATH, &within).await.unwrap();
+        got.sort_unstable();
+        assert_eq!(
+            got, want,
+            "values of containers {first}..+{span}, every {keep}th"
+        );
+        let stats = reader.stats(PATH, &within).await.unwrap();
+        assert_eq!(
+            (stats.count, stats.sum, stats.min, stats.max),
+            (
+                want.len() as u64,
+                want.iter().map(|(_, v)| i128::from(*v)).sum(),
+                want.iter().map(|(_, v)| *v).min(),
+                want.iter().map(|(_, v)| *v).max(),
+            ),
+            "stats of containers {first}..+{span}, every {keep}th"
+        );
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+
+        /// Aggregates over columns in a few containers read those
+        /// containers' rows only and cache them as part of the view; asked
+        /// again, over other containers (the part widened) and after
+        /// writes in and outside the part, from the cache and from a
+        /// fresh one, they equal the model's.
+        #[test]
+        fn aggregates_over_parts_of_a_view_match_the_model(
+            first in prop::collection::vec((column(), values()), 0..60),
+            steps in prop::collection::vec(step(), 1..12),
+        ) {
+            let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+            rt.block_on(async {
+                let kv = MemoryKv::new();
+                let cache = Mutex::new(IndexCache::new(1 << 30));
+                cache.lock().unwrap().set_shards(SCOPE, u64::from(SHARDS));
+                let mut model = Model::new();
+                write(&kv, &cache, &mut model, first).await;
+                for step in steps {
+                    match step {
+                        Step::Ask { first, span, keep } => {
+                            let reader = Reader::new(&kv, &cache, SCOPE);
+                            ask(&reader, &model, first, span, keep).await;
+                            let cold = Mutex::new(IndexCache::new(1 << 30));
+                            cold.lock().unwrap().set_shards(SCOPE, u64::from(SHARDS));
+                            ask(&Reader::new(&kv, &cold, SCOPE), &model, first, span, keep).await;
+                        }
+                        Step::Write(columns) => write(&kv, &cache, &mut model, columns).await,
+                    }
+                }
+            });
+        }
     }
 }

@@ -21,10 +21,13 @@ use roaring::RoaringBitmap;
 use store::Kv;
 
 use crate::{
-    cache::{Cached, IndexCache, key, rkeys_key},
+    cache::{Cached, IndexCache, key, rkeys_key, view_key},
     columns::{self, Packed},
     error::{Error, malformed},
-    rows::{RowId, SHARD_BITS, decode_column, decode_container, row_range, view_range},
+    rows::{
+        CONTAINERS_PER_ROW, RowId, SHARD_BITS, decode_column, decode_container, row_range,
+        txkey_bytes, view_range,
+    },
     values::Keyword,
     words::QueryWord,
 };
@@ -66,7 +69,7 @@ impl Bits {
         match self {
             Self::Shared(cached) => match &**cached {
                 Cached::Row(b) => b,
-                Cached::View(_) | Cached::Rkeys(_) => &EMPTY,
+                Cached::View(_) | Cached::ViewPart { .. } | Cached::Rkeys(_) => &EMPTY,
             },
             Self::Owned(b) => b,
         }
@@ -186,38 +189,104 @@ impl<'a, K: Kv> Reader<'a, K> {
 
     /// Every row of a view.
     pub async fn view(&self, field: &str, view: &str) -> Result<Arc<Cached>, Error> {
-        let probe = RowId {
-            field: field.to_owned(),
-            view: view.to_owned(),
-            row: 0,
-        };
-        let k = key(self.scope, &probe, true);
-        if let Some(hit) = lock(self.cache).get(&k) {
+        let k = view_key(self.scope, field, view);
+        if let Some(hit) = lock(self.cache).get(&k)
+            && matches!(*hit, Cached::View(_))
+        {
             return Ok(hit);
         }
-        let mut rows: BTreeMap<u64, RoaringBitmap> = BTreeMap::new();
-        for shard in 0..self.shards().await? {
-            for (key, value) in self
-                .kv
-                .scan(
-                    &view_range(self.scope, field, view, shard)?,
-                    false,
-                    usize::MAX,
-                )
-                .await?
-            {
-                for (row, bits) in decode_container(&key, &value)? {
-                    *rows.entry(row.row).or_default() |= bits;
+        let mut rows = BTreeMap::new();
+        self.read_view(&view_range(self.scope, field, view)?, &mut rows)
+            .await?;
+        Ok(lock(self.cache).insert(k, Cached::View(rows)))
+    }
+
+    /// The rows of the bit-sliced view at `path` for at least the columns
+    /// of `within`: the whole view when it is cached or `within` spans
+    /// every container, else the containers from `within`'s first to its
+    /// last (widened to those of a part cached before). To be read for
+    /// the columns of `within` only.
+    pub(super) async fn bsi_within(
+        &self,
+        path: &str,
+        within: &RoaringBitmap,
+    ) -> Result<Arc<Cached>, Error> {
+        let (Some(min), Some(max)) = (within.min(), within.max()) else {
+            return Ok(Arc::new(Cached::View(BTreeMap::new())));
+        };
+        let r = RowId::bsi(path, 0);
+        let (mut first, mut last) = (u64::from(min >> 16), u64::from(max >> 16));
+        let k = view_key(self.scope, &r.field, &r.view);
+        if let Some(hit) = lock(self.cache).get(&k) {
+            match &*hit {
+                Cached::View(_) => return Ok(hit),
+                Cached::ViewPart { containers, .. } => {
+                    if containers.contains(&first) && containers.contains(&last) {
+                        return Ok(hit);
+                    }
+                    first = first.min(*containers.start());
+                    last = last.max(*containers.end());
+                }
+                Cached::Row(_) | Cached::Rkeys(_) => {}
+            }
+        }
+        if first == 0 && last + 1 >= self.shards().await? * CONTAINERS_PER_ROW {
+            return self.view(&r.field, &r.view).await;
+        }
+        // A shard's keys are its slots' container groups, by slot and
+        // container: a range of them per slot, the first empty one past
+        // the last slot (a column's values fill its slots from the first).
+        let mut rows = BTreeMap::new();
+        for shard in first / CONTAINERS_PER_ROW..=last / CONTAINERS_PER_ROW {
+            let from = first.max(shard * CONTAINERS_PER_ROW) % CONTAINERS_PER_ROW;
+            let to =
+                last.min(shard * CONTAINERS_PER_ROW + CONTAINERS_PER_ROW - 1) % CONTAINERS_PER_ROW;
+            for slot in 0.. {
+                let ckey = |c: u64| slot * CONTAINERS_PER_ROW + c;
+                let range = keycodec::KeyRange {
+                    start: txkey_bytes(self.scope, &r.field, &r.view, shard, ckey(from))?,
+                    end: Some(txkey_bytes(
+                        self.scope,
+                        &r.field,
+                        &r.view,
+                        shard,
+                        ckey(to + 1),
+                    )?),
+                };
+                if !self.read_view(&range, &mut rows).await? {
+                    break;
                 }
             }
         }
-        Ok(lock(self.cache).insert(k, Cached::View(rows)))
+        Ok(lock(self.cache).insert(
+            k,
+            Cached::ViewPart {
+                rows,
+                containers: first..=last,
+            },
+        ))
+    }
+
+    /// Adds the rows of a view's containers in `range` to `rows`; whether
+    /// there were any.
+    async fn read_view(
+        &self,
+        range: &keycodec::KeyRange,
+        rows: &mut BTreeMap<u64, RoaringBitmap>,
+    ) -> Result<bool, Error> {
+        let containers = self.kv.scan(range, false, usize::MAX).await?;
+        for (key, value) in &containers {
+            for (row, bits) in decode_container(key, value)? {
+                *rows.entry(row.row).or_default() |= bits;
+            }
+        }
+        Ok(!containers.is_empty())
     }
 
     async fn row_bits(&self, row: &RowId) -> Result<RoaringBitmap, Error> {
         Ok(match &*self.row(row).await? {
             Cached::Row(b) => b.clone(),
-            Cached::View(_) | Cached::Rkeys(_) => RoaringBitmap::new(),
+            Cached::View(_) | Cached::ViewPart { .. } | Cached::Rkeys(_) => RoaringBitmap::new(),
         })
     }
 
@@ -432,7 +501,9 @@ impl<'a, K: Kv> Reader<'a, K> {
         Ok(match (within, &*cached) {
             (None, Cached::Row(_)) => Bits::Shared(cached),
             (Some(within), Cached::Row(b)) => Bits::Owned(b & within),
-            (_, Cached::View(_) | Cached::Rkeys(_)) => Bits::Owned(RoaringBitmap::new()),
+            (_, Cached::View(_) | Cached::ViewPart { .. } | Cached::Rkeys(_)) => {
+                Bits::Owned(RoaringBitmap::new())
+            }
         })
     }
 
@@ -582,7 +653,7 @@ impl<'a, K: Kv> Reader<'a, K> {
                             .find(|(b, _)| *b == k)
                             .and_then(|(_, cached)| match &**cached {
                                 Cached::Rkeys(rkeys) => Some(rkeys),
-                                Cached::Row(_) | Cached::View(_) => None,
+                                Cached::Row(_) | Cached::View(_) | Cached::ViewPart { .. } => None,
                             }),
                     };
                     last = rkeys.map(|r| (k, r));
