@@ -10,7 +10,7 @@ use store::Kv;
 
 use super::{
     Reader,
-    slot::{FEW_COLUMNS, Slot, slots},
+    slot::{FEW_COLUMNS, Slot, among, slots},
 };
 use crate::{
     cache::Cached,
@@ -43,8 +43,13 @@ impl<K: Kv> Reader<'_, K> {
         let mut stats = Stats::default();
         for slot in 0..slots(rows) {
             let s = Slot::new(rows, slot);
-            let pos = &(s.exists - s.sign) & within;
-            let neg = &(s.exists & s.sign) & within;
+            let present = among(s.exists, within);
+            let neg = s.sign & &present;
+            let pos = if neg.is_empty() {
+                present
+            } else {
+                present - &neg
+            };
             stats.count += pos.len() + neg.len();
             for i in 0..64 {
                 let bit = s.bit(i);

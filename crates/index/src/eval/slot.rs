@@ -245,6 +245,10 @@ impl<'a> Slot<'a> {
         let mut m: u64 = 0;
         for i in (0..64).rev() {
             let bit = self.bit(i);
+            if bit.is_empty() {
+                // No candidate has the bit: `cand` stands either way.
+                continue;
+            }
             if largest_magnitude {
                 let t = &cand & bit;
                 if !t.is_empty() {
@@ -268,7 +272,7 @@ impl<'a> Slot<'a> {
 /// `row ∩ within`; `within` itself when `row` holds every column from
 /// `within`'s first to its last (a row every record is in is one run, and
 /// roaring intersects a run with a bitmap by first making it a bitmap).
-fn among(row: &RoaringBitmap, within: &RoaringBitmap) -> RoaringBitmap {
+pub(super) fn among(row: &RoaringBitmap, within: &RoaringBitmap) -> RoaringBitmap {
     covered(row, within).map_or_else(|| row & within, RoaringBitmap::clone)
 }
 
