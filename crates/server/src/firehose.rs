@@ -29,8 +29,8 @@ use futures_util::{SinkExt, StreamExt};
 use serde::Deserialize;
 use store::Kv;
 
-use crate::frames::{Framed, Retention, TooSlow};
-use crate::{app::App, error::XrpcError};
+use crate::frames::{Framed, Live, Retention, TooSlow};
+use crate::{app::App, error::XrpcError, publisher};
 
 /// A connection's frames written before it flushes them: at most this
 /// many bytes (and at least one frame).
@@ -45,80 +45,63 @@ const FRAMING_AT_ONCE: usize = 16;
 /// Frames written to a connection before it is flushed.
 const FLUSH_EVERY: usize = 64;
 
-/// How often the publisher looks for events nobody told it about.
-const POLL: Duration = Duration::from_millis(100);
+/// The firehose's durable events, framed as they are published.
+struct FirehoseEvents<K> {
+    store: Arc<store::Store<K>>,
+    anchors: Arc<store::AnchorMemo>,
+}
+
+impl<K: Kv + 'static> publisher::Events for FirehoseEvents<K> {
+    const NAME: &'static str = "firehose";
+
+    async fn newest(&self) -> Result<Option<u64>, store::Error> {
+        self.store.newest_event().await
+    }
+
+    async fn publish_after(&self, live: &Live, last: &mut u64) -> bool {
+        let events = match self.store.events(*last, BATCH).await {
+            Ok(events) => events,
+            Err(e) => {
+                tracing::warn!(error = %e, "firehose: cannot read events");
+                return false;
+            }
+        };
+        let whole_batch = events.len() == BATCH;
+        let mut frames = framed(&self.store, &self.anchors, events);
+        while let Some((seq, frame)) = frames.next().await {
+            match frame {
+                Ok(frame) => live.publish(Framed {
+                    seq,
+                    frame: bytes::Bytes::from(frame),
+                }),
+                Err(repo::Error::InvalidRecord(e)) => {
+                    tracing::error!(seq, error = %e, "firehose: skipping a malformed event");
+                }
+                Err(e) => {
+                    tracing::warn!(seq, error = %e, "firehose: cannot frame an event");
+                    return false;
+                }
+            }
+            *last = seq;
+        }
+        whole_batch
+    }
+}
 
 /// Publishes durable events in order, from the first subscription until
 /// the server closes its streams or is dropped.
 fn start_publisher<K: Kv + 'static>(app: &Arc<App<K>>) {
-    if app
-        .firehose
-        .publishing
-        .swap(true, std::sync::atomic::Ordering::AcqRel)
-    {
-        return;
-    }
-    let weak = Arc::downgrade(app);
-    let commits = app.firehose.notifier();
-    let store = Arc::clone(app.repos.store());
-    // The store closes after the streams do: reading it past that point
-    // would only fail.
-    let mut closing = app.closing.subscribe();
-    let anchors = Arc::new(store::AnchorMemo::default());
-    tokio::spawn(async move {
-        let mut last = loop {
-            match store.newest_event().await {
-                Ok(seq) => break seq.unwrap_or(0),
-                Err(e) => {
-                    tracing::warn!(error = %e, "firehose: cannot read the newest event; retrying");
-                    tokio::time::sleep(Duration::from_secs(1)).await;
-                }
-            }
-        };
-        loop {
-            tokio::select! {
-                () = commits.notified() => {}
-                () = tokio::time::sleep(POLL) => {}
-                _ = async { closing.wait_for(|closing| *closing).await.is_ok() } => return,
-            }
-            let Some(app) = weak.upgrade() else {
-                return;
-            };
-            loop {
-                let events = match store.events(last, BATCH).await {
-                    Ok(events) => events,
-                    Err(e) => {
-                        tracing::warn!(error = %e, "firehose: cannot read events");
-                        break;
-                    }
-                };
-                let n = events.len();
-                let mut frames = framed(&store, &anchors, events);
-                let mut failed = false;
-                while let Some((seq, frame)) = frames.next().await {
-                    match frame {
-                        Ok(frame) => {
-                            let frame = bytes::Bytes::from(frame);
-                            app.firehose.live.publish(Framed { seq, frame });
-                        }
-                        Err(repo::Error::InvalidRecord(e)) => {
-                            tracing::error!(seq, error = %e, "firehose: skipping a malformed event");
-                        }
-                        Err(e) => {
-                            // Tried again at the next poll: never skipped.
-                            tracing::warn!(seq, error = %e, "firehose: cannot frame an event");
-                            failed = true;
-                            break;
-                        }
-                    }
-                    last = seq;
-                }
-                if failed || n < BATCH {
-                    break;
-                }
-            }
-        }
-    });
+    publisher::start(
+        app,
+        &app.firehose.publishing,
+        |app| &app.firehose.live,
+        app.firehose.notifier(),
+        app.closing.subscribe(),
+        FirehoseEvents {
+            store: Arc::clone(app.repos.store()),
+            anchors: Arc::new(store::AnchorMemo::default()),
+        },
+    );
 }
 
 /// Deletes events outside `retention` every minute, until the server is

@@ -31,6 +31,7 @@ mod merged_live;
 mod merged_log;
 mod metrics;
 mod partitioned;
+mod publisher;
 pub use partitioned::{FORWARDED_HEADER, PartitionedServer};
 mod role;
 mod web;

@@ -41,16 +41,13 @@ use filters::{Shaped, options_update, params};
 use shared::Pass;
 
 use crate::frames::{Framed, Live, TooSlow};
-use crate::{app::App, error::XrpcError};
+use crate::{app::App, error::XrpcError, publisher};
 
 /// Events read from the store per batch.
 const BATCH: usize = 1024;
 
 /// Bytes of events written to a connection before it is flushed.
 pub(crate) const CONSUMER_BATCH_BYTES: usize = 1 << 20;
-
-/// How often the publisher looks for events nobody told it about.
-const POLL: Duration = Duration::from_millis(100);
 
 /// How long a connection woken by new events waits for more before it
 /// reads them: one wake-up, one filter pass and one flush per few
@@ -139,60 +136,48 @@ async fn run_pass<K: Kv + 'static>(
     }
 }
 
+/// The stream's durable events, stored as the frames they are sent as.
+struct StreamEvents<K> {
+    store: Arc<store::Store<K>>,
+}
+
+impl<K: Kv + 'static> publisher::Events for StreamEvents<K> {
+    const NAME: &'static str = "stream";
+
+    async fn newest(&self) -> Result<Option<u64>, store::Error> {
+        self.store.newest_stream_time().await
+    }
+
+    async fn publish_after(&self, live: &Live, last: &mut u64) -> bool {
+        let events = match self.store.stream_events(*last, BATCH).await {
+            Ok(events) => events,
+            Err(e) => {
+                tracing::warn!(error = %e, "stream: cannot read events");
+                return false;
+            }
+        };
+        let whole_batch = events.len() == BATCH;
+        for (time, frame) in events {
+            live.publish(Framed { seq: time, frame });
+            *last = time;
+        }
+        whole_batch
+    }
+}
+
 /// Publishes durable stream events in order, from the first subscription
 /// until the server closes its streams or is dropped.
 fn start_publisher<K: Kv + 'static>(app: &Arc<App<K>>) {
-    if app
-        .stream
-        .publishing
-        .swap(true, std::sync::atomic::Ordering::AcqRel)
-    {
-        return;
-    }
-    let weak = Arc::downgrade(app);
-    let commits = app.stream.notifier();
-    let store = Arc::clone(app.repos.store());
-    // The store closes after the streams do: reading it past that point
-    // would only fail.
-    let mut closing = app.closing.subscribe();
-    tokio::spawn(async move {
-        let mut last = loop {
-            match store.newest_stream_time().await {
-                Ok(t) => break t.unwrap_or(0),
-                Err(e) => {
-                    tracing::warn!(error = %e, "stream: cannot read the newest event; retrying");
-                    tokio::time::sleep(Duration::from_secs(1)).await;
-                }
-            }
-        };
-        loop {
-            tokio::select! {
-                () = commits.notified() => {}
-                () = tokio::time::sleep(POLL) => {}
-                _ = async { closing.wait_for(|closing| *closing).await.is_ok() } => return,
-            }
-            let Some(app) = weak.upgrade() else {
-                return;
-            };
-            loop {
-                let events = match store.stream_events(last, BATCH).await {
-                    Ok(events) => events,
-                    Err(e) => {
-                        tracing::warn!(error = %e, "stream: cannot read events");
-                        break;
-                    }
-                };
-                let n = events.len();
-                for (time, frame) in events {
-                    app.stream.live.publish(Framed { seq: time, frame });
-                    last = time;
-                }
-                if n < BATCH {
-                    break;
-                }
-            }
-        }
-    });
+    publisher::start(
+        app,
+        &app.stream.publishing,
+        |app| &app.stream.live,
+        app.stream.notifier(),
+        app.closing.subscribe(),
+        StreamEvents {
+            store: Arc::clone(app.repos.store()),
+        },
+    );
 }
 
 /// `GET /subscribe`.
