@@ -86,10 +86,20 @@ impl Live {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
+    /// Adds the newest frame. Sequence numbers increase strictly from one
+    /// frame to the next: [`Live::after`] finds a consumer's place by
+    /// them, so a repeated or older one would go unseen.
     pub(crate) fn publish(&self, framed: Framed) {
         let seq = framed.seq;
         {
             let mut recent = self.recent();
+            debug_assert!(
+                seq > recent
+                    .frames
+                    .back()
+                    .map_or(recent.dropped_through, |f| f.seq),
+                "frame {seq} published after a frame at or past it"
+            );
             recent.bytes += framed.frame.len();
             recent.frames.push_back(Arc::new(framed));
             while recent.frames.len() > 1
