@@ -5,7 +5,6 @@ use std::collections::HashSet;
 
 use bytes::Bytes;
 use cid::Cid;
-use futures::StreamExt;
 use store::{Block, Kv, Store};
 
 use crate::{commit::CommitData, error::Error, repository::repos::Repos};
@@ -14,8 +13,6 @@ use crate::{commit::CommitData, error::Error, repository::repos::Repos};
 const LISTED_PROBLEMS: usize = 100;
 /// Record-index rows read per range scan.
 const INDEX_PAGE: usize = 1024;
-/// Record blocks read at once.
-const READS_IN_FLIGHT: usize = 64;
 
 /// What [`Repos::check`] found.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -545,12 +542,12 @@ async fn check_index<K: Kv>(
 /// checks that each keeps to the write API's data model (so it reads back
 /// through the API's JSON unchanged); each damaged or invalid one is a
 /// problem, named `record {path}{as_of}`; `done` hears how many are read
-/// now and then, and at the end. Reads overlap
-/// (point reads one after another were most of a check's time on
-/// SlateDB), in CID order: a block's key is its CID, so each SST block the
-/// records lie in is read once for all of them, and a small block cache
-/// serves the rest (in path order, the records of one SST block are far
-/// apart, and each was read again unless the cache held every block).
+/// now and then, and at the end. The blocks are read in their keys'
+/// order, by range scans ([`store::Store::each_block`]): each SST block
+/// the records lie in is read once for all of them, so a small block cache
+/// serves (in path order, the records of one SST block are far apart, and
+/// each was read again unless the cache held every block), and no record
+/// costs a point read of its own (one each was most of a check's time).
 async fn read_records<K: Kv>(
     store: &Store<K>,
     records: &[(Box<str>, Cid)],
@@ -558,29 +555,38 @@ async fn read_records<K: Kv>(
     report: &mut CheckReport,
     mut done: impl FnMut(u64),
 ) -> Result<(), Error> {
-    let mut order: Vec<usize> = (0..records.len()).collect();
-    order.sort_unstable_by_key(|&i| records[i].1);
-    let mut reads = futures::stream::iter(order)
-        .map(|i| async move { (i, read_block(store, records[i].1).await) })
-        .buffered(READS_IN_FLIGHT);
     let mut read = 0;
-    while let Some((i, result)) = reads.next().await {
-        let path = &records[i].0;
-        match result {
-            Ok(block) => {
-                let collection = path.split_once('/').map_or(&**path, |(c, _)| c);
-                if let Err(e) = crate::record::Record::check_data_model(collection, block.bytes()) {
-                    report.problem(format!("record {path}{as_of}: {e}"));
+    store
+        .each_block(
+            records.len(),
+            |i| records[i].1,
+            |i, result| -> Result<(), Error> {
+                let (path, cid) = &records[i];
+                let block = result
+                    .map_err(Error::from)
+                    .and_then(|b| b.ok_or(Error::MissingBlock(*cid)));
+                match block {
+                    Ok(block) => {
+                        let collection = path.split_once('/').map_or(&**path, |(c, _)| c);
+                        if let Err(e) =
+                            crate::record::Record::check_data_model(collection, block.bytes())
+                        {
+                            report.problem(format!("record {path}{as_of}: {e}"));
+                        }
+                    }
+                    Err(e) if is_damage(&e) => {
+                        report.problem(format!("record {path}{as_of}: {e}"));
+                    }
+                    Err(e) => return Err(e),
                 }
-            }
-            Err(e) if is_damage(&e) => report.problem(format!("record {path}{as_of}: {e}")),
-            Err(e) => return Err(e),
-        }
-        read += 1;
-        if read % INDEX_PAGE as u64 == 0 {
-            done(read);
-        }
-    }
+                read += 1;
+                if read % INDEX_PAGE as u64 == 0 {
+                    done(read);
+                }
+                Ok(())
+            },
+        )
+        .await?;
     done(read);
     Ok(())
 }

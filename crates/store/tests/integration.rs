@@ -4,6 +4,7 @@
 mod common;
 
 mod blobs_are_stored_under_their_cid;
+mod blocks_read_together_match_point_reads;
 mod bulk_commit;
 mod crash_during_bulk_commits;
 mod crash_during_commits;

@@ -16,6 +16,23 @@ use crate::{
     shard_cache::Anchor,
 };
 
+/// Wanted blocks one range scan of [`Store::each_block`] covers.
+const BLOCKS_PER_SCAN: usize = 64;
+
+/// Keys one scan of [`Store::each_block`] reads, at most, per wanted block:
+/// where other blocks lie between the wanted ones more thickly, the rest
+/// of them are read one by one. This bounds what a scan reads for nothing
+/// (and holds: a block can be a few MiB).
+const KEYS_PER_WANTED_BLOCK: usize = 2;
+
+/// Range scans [`Store::each_block`] keeps in flight (on object storage
+/// each waits for its SST blocks to arrive).
+const SCANS_IN_FLIGHT: usize = 4;
+
+/// Point reads [`Store::each_block`] keeps in flight for the blocks its
+/// scans did not find.
+const POINT_READS_IN_FLIGHT: usize = 16;
+
 /// Stored bytes of block `cid` as a block, checked against the CID: a
 /// mismatch is stored data gone bad ([`Error::Corrupt`]).
 fn stored_block_checked(cid: &Cid, bytes: Bytes) -> Result<Block, Error> {
@@ -71,6 +88,82 @@ impl<K: Kv> Store<K> {
             return Ok(None);
         };
         stored_block_checked(cid, bytes).map(Some)
+    }
+
+    /// Reads the blocks `cid_at(0..count)` (each checked against its CID,
+    /// as [`Store::get_block`]; `None`: not stored) and hands each to
+    /// `each` with its place, in no set order (about their keys').
+    /// Stops at the first error `each` returns.
+    ///
+    /// For many blocks: they are read in their keys' order, a range scan
+    /// for every [`BLOCKS_PER_SCAN`] of them, where SlateDB answers each
+    /// point read by building an iterator over every source of its tree
+    /// (one per record was most of a repository check's time). A block the
+    /// scans do not find (one stored as a delta, a missing one, or one among
+    /// more other blocks than the scan reads) is read by itself.
+    ///
+    /// # Errors
+    ///
+    /// The first error of `each`, or [`Error::Unavailable`] (converted)
+    /// when a scan cannot read the store; a block's own read errors go to
+    /// `each`.
+    pub async fn each_block<E: From<Error>>(
+        &self,
+        count: usize,
+        cid_at: impl Fn(usize) -> Cid + Sync,
+        mut each: impl FnMut(usize, Result<Option<Block>, Error>) -> Result<(), E>,
+    ) -> Result<(), E> {
+        use futures::StreamExt as _;
+        // Key order for the usual CIDs (CIDv1, SHA-256, a 1-byte codec),
+        // the same prefix before the digest; any other order only sends
+        // more blocks to the point reads below.
+        let key = |i| BlockKey::new(&cid_at(i));
+        let mut order: Vec<usize> = (0..count).collect();
+        order.sort_unstable_by_key(|&i| cid_at(i));
+        let scans = futures::stream::iter(order.chunks(BLOCKS_PER_SCAN))
+            .map(|chunk| async move {
+                let (Some(&first), Some(&last)) = (chunk.first(), chunk.last()) else {
+                    return Ok((chunk, Vec::new()));
+                };
+                let range = keycodec::KeyRange {
+                    start: key(first).to_vec(),
+                    // The key right after the last one.
+                    end: Some([&*key(last), &[0]].concat()),
+                };
+                let limit = chunk.len() * KEYS_PER_WANTED_BLOCK;
+                if range.end.as_ref().is_some_and(|end| range.start < *end) {
+                    Ok((chunk, self.kv.scan(&range, false, limit).await?))
+                } else {
+                    Ok((chunk, Vec::new()))
+                }
+            })
+            .buffered(SCANS_IN_FLIGHT);
+        futures::pin_mut!(scans);
+        while let Some(scanned) = scans.next().await {
+            let (chunk, entries) = scanned.map_err(E::from)?;
+            let mut unread = Vec::new();
+            let mut wanted = chunk.iter().copied().peekable();
+            for (stored, value) in &entries {
+                while let Some(i) = wanted.next_if(|&i| *key(i) <= stored[..]) {
+                    if *key(i) == stored[..] {
+                        each(i, stored_block_checked(&cid_at(i), value.clone()).map(Some))?;
+                    } else {
+                        unread.push(i);
+                    }
+                }
+            }
+            unread.extend(wanted);
+            let mut reads = futures::stream::iter(unread)
+                .map(|i| {
+                    let cid = cid_at(i);
+                    async move { (i, self.get_block(&cid).await) }
+                })
+                .buffered(POINT_READS_IN_FLIGHT);
+            while let Some((i, result)) = reads.next().await {
+                each(i, result)?;
+            }
+        }
+        Ok(())
     }
 
     /// The block of shard `cid` for a reader that goes through many shard
