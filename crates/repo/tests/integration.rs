@@ -28,6 +28,7 @@ mod import_interrupted_before_rebuild;
 mod import_keeps_to_the_data_model;
 mod import_rebuilds_indexes;
 mod import_refuses_unusable_revs;
+mod increments_need_the_records_they_leave_out;
 mod index_add_on_a_handle_an_import_left_behind;
 mod index_build_survives_gc;
 mod index_built_beside_writes;

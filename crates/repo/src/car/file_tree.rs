@@ -97,6 +97,8 @@ pub(super) async fn check_records<K: Kv>(
     let mut seen = vec![false; blocks.len()];
     // (entry, position) of each record's first entry.
     let mut in_file = Vec::with_capacity(entries.len());
+    // The entries whose records must be in the store.
+    let mut stored: Vec<(usize, Cid)> = Vec::new();
     for (i, entry) in entries.iter().enumerate() {
         match &entry.record {
             Located::File(p) => {
@@ -104,15 +106,30 @@ pub(super) async fn check_records<K: Kv>(
                     in_file.push((i, *p));
                 }
             }
-            Located::Stored(cid) => {
-                if store.get_block(cid).await?.is_none() {
-                    return Err(car_err(format!(
-                        "record {} ({cid}) is neither in the file nor in the store",
-                        entry.key
-                    )));
-                }
-            }
+            Located::Stored(cid) => stored.push((i, **cid)),
         }
+    }
+    // Read together (an increment's tree names every record of the
+    // repository, most of them stored): the first absent one in tree
+    // order is the error.
+    let mut absent: Option<(usize, Cid)> = None;
+    store
+        .each_block(
+            stored.len(),
+            |n| stored[n].1,
+            |n, block| -> Result<(), Error> {
+                if block?.is_none() && absent.is_none_or(|(i, _)| stored[n].0 < i) {
+                    absent = Some(stored[n]);
+                }
+                Ok(())
+            },
+        )
+        .await?;
+    if let Some((i, cid)) = absent {
+        return Err(car_err(format!(
+            "record {} ({cid}) is neither in the file nor in the store",
+            entries[i].key
+        )));
     }
     let check = |part: &[(usize, usize)]| {
         part.iter().find_map(|&(i, p)| {
