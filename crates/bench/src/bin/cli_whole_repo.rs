@@ -9,7 +9,9 @@
 //!
 //! `DIR` is the store `index-vs-sqlite` keeps (it prints `kept: DIR`):
 //! 1,000,000 records in one collection with five field indexes.
-//! `DATAREPO_BIN` names another binary.
+//! `DATAREPO_BIN` names another binary. The last row imports an increment
+//! (five records written to a copy of the store, `export --since`) onto
+//! copies of the store as it was.
 
 #![allow(clippy::disallowed_methods)]
 
@@ -81,12 +83,107 @@ fn main() {
             times.push(t.as_secs_f64());
             peaks.push(peak);
         }
-        let range = |v: &[f64]| {
-            let min = v.iter().copied().fold(f64::INFINITY, f64::min);
-            let max = v.iter().copied().fold(0.0, f64::max);
-            (min, max)
-        };
-        let ((t0, t1), (p0, p1)) = (range(&times), range(&peaks));
-        println!("| `datarepo {name}` | {t0:.2}–{t1:.2} s | {p0:.0}–{p1:.0} MiB |");
+        print_row(&format!("`datarepo {name}`"), &times, &peaks);
     }
+    increment_row(&bin, &store, scratch.path(), runs);
+}
+
+/// Prints a row of the table: the ranges of wall times and peaks.
+fn print_row(name: &str, times: &[f64], peaks: &[f64]) {
+    let range = |v: &[f64]| {
+        let min = v.iter().copied().fold(f64::INFINITY, f64::min);
+        let max = v.iter().copied().fold(0.0, f64::max);
+        (min, max)
+    };
+    let ((t0, t1), (p0, p1)) = (range(times), range(peaks));
+    println!("| {name} | {t0:.2}–{t1:.2} s | {p0:.0}–{p1:.0} MiB |");
+}
+
+/// A copy of directory `from` at `to` (untimed set-up).
+fn copy_dir(from: &Path, to: &Path) {
+    if to.exists() {
+        std::fs::remove_dir_all(to).expect("removing an old copy");
+    }
+    let status = Command::new("cp")
+        .arg("-r")
+        .arg(from)
+        .arg(to)
+        .status()
+        .expect("cp");
+    assert!(status.success(), "copying {} failed", from.display());
+}
+
+/// `import` of an increment (`export --since`: five new records) onto a
+/// copy of the store as it was before them: an incremental restore, whose
+/// file is small and whose repository is not.
+fn increment_row(bin: &Path, store: &str, scratch: &Path, runs: usize) {
+    let source = scratch.join("increment-source");
+    copy_dir(Path::new(store), &source);
+    let on = |dir: &Path| -> Vec<String> {
+        ["--store", &dir.to_string_lossy(), "--repo", DID]
+            .into_iter()
+            .map(str::to_owned)
+            .collect()
+    };
+    let log = Command::new(bin)
+        .args(on(&source))
+        .args(["log", "--json", "--limit", "1"])
+        .output()
+        .expect("datarepo log");
+    let log: serde_json::Value = serde_json::from_slice(&log.stdout).expect("log --json");
+    let base = log["commits"][0]["rev"]
+        .as_str()
+        .expect("the head's rev")
+        .to_owned();
+    for n in 0..5 {
+        let mut put = Command::new(bin)
+            .args(on(&source))
+            .args(["put", "app.bsky.feed.post"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("datarepo put");
+        let record = serde_json::json!({
+            "$type": "app.bsky.feed.post",
+            "text": format!("increment {n}"),
+            "createdAt": "2026-11-29T12:00:00Z",
+        });
+        std::io::Write::write_all(
+            put.stdin.as_mut().expect("put's input"),
+            record.to_string().as_bytes(),
+        )
+        .expect("writing a record");
+        drop(put.stdin.take());
+        assert!(put.wait().expect("put").success(), "datarepo put failed");
+    }
+    let increment = scratch.join("increment.car");
+    let status = Command::new(bin)
+        .args(on(&source))
+        .args(["export", "--force", "--since", &base])
+        .arg(&increment)
+        .stdout(Stdio::null())
+        .status()
+        .expect("datarepo export --since");
+    assert!(status.success(), "export --since failed");
+    std::fs::remove_dir_all(&source).expect("removing the source copy");
+    let target = scratch.join("increment-target");
+    let mut times = Vec::new();
+    let mut peaks = Vec::new();
+    for _ in 0..runs {
+        copy_dir(Path::new(store), &target);
+        let mut args = on(&target);
+        args.extend([
+            "import".to_owned(),
+            increment.to_string_lossy().into_owned(),
+        ]);
+        let (t, peak) = run(bin, &args.iter().map(String::as_str).collect::<Vec<_>>());
+        times.push(t.as_secs_f64());
+        peaks.push(peak);
+    }
+    std::fs::remove_dir_all(&target).expect("removing the target copy");
+    print_row(
+        "`datarepo import FILE` of an increment (`export --since`, 5 records), onto a copy of the store before it",
+        &times,
+        &peaks,
+    );
 }
