@@ -26,10 +26,10 @@ use crate::{
 /// One index's rows while a build reads the records.
 #[derive(Default)]
 struct Accumulator {
-    existence: RoaringBitmap,
+    existence: AppendedRow,
     /// Keyword rows by value (numbered in value order when the build ends).
     strings: foldhash::HashMap<String, AppendedRow>,
-    bools: [RoaringBitmap; 2],
+    bools: [AppendedRow; 2],
     /// The first slot's bit-sliced rows (every record's first value), by
     /// number within the slot.
     first_slot: DenseRows,
@@ -136,7 +136,7 @@ impl Accumulator {
     }
 
     fn boolean(&mut self, b: bool, column: u32) {
-        add(&mut self.bools[usize::from(b)], column);
+        self.bools[usize::from(b)].add(column);
     }
 
     /// Adds `value` at `column` in `slot` (the record's `slot`-th value).
@@ -164,6 +164,7 @@ impl Accumulator {
             .into_iter()
             .zip(std::mem::take(&mut self.bools))
         {
+            let bits = bits.finish();
             if !bits.is_empty() {
                 out.push((Keyword::Bool(b), bits));
             }
@@ -173,11 +174,15 @@ impl Accumulator {
     }
 }
 
-/// A keyword or word row while a build reads the records: the columns
+/// A row while a build reads the records (a keyword's, a word's, a
+/// boolean's, an index's existence, the scope's columns): the columns
 /// that arrive in ascending order (a build's mostly do) are appended to a
 /// plain list and become containers a run at a time, so that setting a
 /// bit is a push (a bitmap's own insert finds its container and place
-/// each time: a third of a text index's build). Others are inserted.
+/// each time: a third of a text index's build; its `try_push` into a
+/// bitmap container finds the container's largest bit by scanning its
+/// words from the end, which in a dense row is most of them). Others are
+/// inserted.
 #[derive(Default)]
 struct AppendedRow {
     bits: RoaringBitmap,
@@ -222,14 +227,6 @@ impl AppendedRow {
 pub struct BuildProgress {
     /// Records read.
     pub records: u64,
-}
-
-/// Sets `c` in `bits`: appended when past its last column (a build's
-/// columns mostly ascend), else inserted in place.
-fn add(bits: &mut RoaringBitmap, c: u32) {
-    if bits.try_push(c).is_err() {
-        bits.insert(c);
-    }
 }
 
 /// The rows within a slot that `value` sets: exists, sign when negative,
@@ -307,7 +304,7 @@ pub(crate) struct ScopeBuilder<'d> {
     segments: Vec<Vec<&'d str>>,
     /// Per index, rows by number (no keys built per bit).
     per_index: Vec<Accumulator>,
-    all: RoaringBitmap,
+    all: AppendedRow,
     columns: Vec<(String, u32)>,
 }
 
@@ -320,7 +317,7 @@ impl<'d> ScopeBuilder<'d> {
                 .map(|d| d.decl.path.split('.').collect())
                 .collect(),
             per_index: declared.iter().map(|_| Accumulator::default()).collect(),
-            all: RoaringBitmap::new(),
+            all: AppendedRow::default(),
             columns: Vec::new(),
         }
     }
@@ -334,7 +331,7 @@ impl<'d> ScopeBuilder<'d> {
 
     /// Adds the record `rkey` (its dag-cbor `bytes`) at `column`.
     pub(crate) fn record(&mut self, rkey: String, bytes: &[u8], column: u32) {
-        add(&mut self.all, column);
+        self.all.add(column);
         self.columns.push((rkey, column));
         // Values straight from the bytes; the JSON tree only when the walk
         // leaves a record to it.
@@ -405,7 +402,7 @@ impl<'d> ScopeBuilder<'d> {
                 }
             };
             if kept {
-                add(&mut acc.existence, column);
+                acc.existence.add(column);
             }
         }
     }
@@ -415,15 +412,15 @@ impl<'d> ScopeBuilder<'d> {
             columns: self.columns,
             ..BuiltRows::default()
         };
-        if !self.all.is_empty() {
-            built.rows.insert(RowId::columns(), self.all);
+        let all = self.all.finish();
+        if !all.is_empty() {
+            built.rows.insert(RowId::columns(), all);
         }
         for (d, mut acc) in self.declared.iter().zip(self.per_index) {
             let path = d.decl.path.as_str();
-            if !acc.existence.is_empty() {
-                built
-                    .rows
-                    .insert(RowId::existence(path), std::mem::take(&mut acc.existence));
+            let existence = std::mem::take(&mut acc.existence).finish();
+            if !existence.is_empty() {
+                built.rows.insert(RowId::existence(path), existence);
             }
             for (row, bits) in std::mem::take(&mut acc.first_slot)
                 .finish()
