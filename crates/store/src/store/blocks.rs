@@ -122,6 +122,7 @@ impl<K: Kv> Store<K> {
         order.sort_unstable_by_key(|&i| cid_at(i));
         let scans = futures::stream::iter(order.chunks(BLOCKS_PER_SCAN))
             .map(|chunk| async move {
+                // `chunks` yields no empty chunk.
                 let (Some(&first), Some(&last)) = (chunk.first(), chunk.last()) else {
                     return Ok((chunk, Vec::new()));
                 };
@@ -144,9 +145,17 @@ impl<K: Kv> Store<K> {
             let mut unread = Vec::new();
             let mut wanted = chunk.iter().copied().peekable();
             for (stored, value) in &entries {
-                while let Some(i) = wanted.next_if(|&i| *key(i) <= stored[..]) {
-                    if *key(i) == stored[..] {
-                        each(i, stored_block_checked(&cid_at(i), value.clone()).map(Some))?;
+                // The wanted blocks up to this key: found, or not where a
+                // plain block's key would be.
+                while let Some(&i) = wanted.peek() {
+                    let cid = cid_at(i);
+                    let wanted_key = BlockKey::new(&cid);
+                    if *wanted_key > stored[..] {
+                        break;
+                    }
+                    wanted.next();
+                    if *wanted_key == stored[..] {
+                        each(i, stored_block_checked(&cid, value.clone()).map(Some))?;
                     } else {
                         unread.push(i);
                     }
