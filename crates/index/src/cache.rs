@@ -92,6 +92,9 @@ pub struct IndexCache {
     /// Packed column mappings by scope (written by builds only, which
     /// clear this cache).
     packed: std::collections::HashMap<u32, Arc<Packed>>,
+    /// How many columns each scope's build packed (the same writes as
+    /// `packed`), for readers that need no lookup by rkey.
+    packed_columns: std::collections::HashMap<u32, u64>,
     /// Records read for result pages, by path (`collection/rkey`), with
     /// the bytes each is counted as; at most `limit / RECORDS_SHARE` bytes,
     /// so that pages never evict the rows queries need.
@@ -130,6 +133,7 @@ impl IndexCache {
             rows: std::collections::HashMap::new(),
             shards: std::collections::HashMap::new(),
             packed: std::collections::HashMap::new(),
+            packed_columns: std::collections::HashMap::new(),
             records: lru::LruCache::unbounded(),
             record_bytes: 0,
         }
@@ -179,6 +183,7 @@ impl IndexCache {
         self.rows.clear();
         self.shards.clear();
         self.packed.clear();
+        self.packed_columns.clear();
         self.records.clear();
         self.record_bytes = 0;
     }
@@ -224,6 +229,16 @@ impl IndexCache {
     /// Caches the packed column blocks of `scope`.
     pub fn set_packed(&mut self, scope: u32, packed: Arc<Packed>) {
         self.packed.insert(scope, packed);
+    }
+
+    /// How many columns the build of `scope` packed, if cached.
+    pub fn packed_columns(&self, scope: u32) -> Option<u64> {
+        self.packed_columns.get(&scope).copied()
+    }
+
+    /// Caches how many columns the build of `scope` packed.
+    pub fn set_packed_columns(&mut self, scope: u32, columns: u64) {
+        self.packed_columns.insert(scope, columns);
     }
 
     /// The declarations of `collection`, if cached.

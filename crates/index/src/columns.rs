@@ -343,6 +343,16 @@ pub async fn load_packed<K: Kv>(kv: &K, scope: u32) -> Result<Packed, Error> {
     Ok(packed)
 }
 
+/// How many columns the build of `scope` packed (0 when none): the first
+/// fence chunk's count alone, its rkeys (one per block: thousands, which
+/// only a lookup by rkey needs) left undecoded.
+pub(crate) async fn load_packed_columns<K: Kv>(kv: &K, scope: u32) -> Result<u64, Error> {
+    match kv.get(&records::column_rkey_key(scope, FENCES)).await? {
+        Some(first) => take_varint(&mut &first[..]),
+        None => Ok(0),
+    }
+}
+
 /// Where a column's rkey is: in packed block `k` at `i`, or a single entry.
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum Place {
@@ -350,9 +360,9 @@ pub(crate) enum Place {
     Single,
 }
 
-pub(crate) fn place(packed: &Packed, column: u32) -> Place {
+pub(crate) fn place(packed_columns: u64, column: u32) -> Place {
     let c = u64::from(column);
-    if c < packed.columns {
+    if c < packed_columns {
         Place::Packed(c / BLOCK, (c % BLOCK) as usize)
     } else {
         Place::Single

@@ -109,6 +109,7 @@ pub struct Reader<'a, K> {
     pub scope: u32,
     shards: std::sync::OnceLock<u64>,
     packed: std::sync::OnceLock<Arc<Packed>>,
+    packed_columns: std::sync::OnceLock<u64>,
 }
 
 fn lock(cache: &Mutex<IndexCache>) -> std::sync::MutexGuard<'_, IndexCache> {
@@ -126,6 +127,7 @@ impl<'a, K: Kv> Reader<'a, K> {
             scope,
             shards: std::sync::OnceLock::new(),
             packed: std::sync::OnceLock::new(),
+            packed_columns: std::sync::OnceLock::new(),
         }
     }
 
@@ -142,6 +144,31 @@ impl<'a, K: Kv> Reader<'a, K> {
         Ok(Arc::clone(self.packed.get_or_init(|| p)))
     }
 
+    /// How many columns the scope's build packed, read once per head
+    /// without the rkeys [`Reader::packed`] decodes (only lookups by rkey
+    /// need those).
+    async fn packed_columns(&self) -> Result<u64, Error> {
+        if let Some(n) = self.packed_columns.get() {
+            return Ok(*n);
+        }
+        let cached = {
+            let cache = lock(self.cache);
+            cache
+                .packed(self.scope)
+                .map(|p| p.columns)
+                .or_else(|| cache.packed_columns(self.scope))
+        };
+        let n = match cached {
+            Some(n) => n,
+            None => {
+                let n = columns::load_packed_columns(self.kv, self.scope).await?;
+                lock(self.cache).set_packed_columns(self.scope, n);
+                n
+            }
+        };
+        Ok(*self.packed_columns.get_or_init(|| n))
+    }
+
     /// Shards in use: one past the highest live column's (or more, see
     /// [`IndexCache`]), read once per head (a reverse scan costs a few
     /// hundred microseconds even from a warm store).
@@ -156,11 +183,11 @@ impl<'a, K: Kv> Reader<'a, K> {
         // packed ones are given out first).
         let (single, packed) = futures::future::join(
             columns::max_single_column(self.kv, self.scope),
-            self.packed(),
+            self.packed_columns(),
         )
         .await;
         let n = single?
-            .max(packed?.columns.checked_sub(1))
+            .max(packed?.checked_sub(1))
             .map_or(0, |max| (max >> SHARD_BITS) + 1);
         lock(self.cache).set_shards(self.scope, n);
         Ok(*self.shards.get_or_init(|| n))
@@ -597,11 +624,9 @@ impl<'a, K: Kv> Reader<'a, K> {
     /// The rkeys of `columns` (every one must have a record), reading each
     /// packed block once and keeping it in the cache.
     pub async fn rkeys(&self, columns: &[u32]) -> Result<Vec<String>, Error> {
-        let packed = self.packed().await?;
-        let places: Vec<columns::Place> = columns
-            .iter()
-            .map(|c| columns::place(&packed, *c))
-            .collect();
+        let packed = self.packed_columns().await?;
+        let places: Vec<columns::Place> =
+            columns.iter().map(|c| columns::place(packed, *c)).collect();
         // A page's columns are in order, so its blocks come in runs: a
         // few, found by a look at the last.
         let mut blocks: Vec<(u64, Arc<Cached>)> = Vec::new();
