@@ -52,6 +52,7 @@ pub use kv::options::{
 };
 #[cfg(unix)]
 pub use kv::read_socket::{READ_SOCKET, ReadSocket};
+pub use kv::reader_manifests::COLLECT_AT as READER_MANIFESTS_COLLECTED_AT;
 pub use kv::slate::SlateKv;
 pub use lease::{LEASE_OBJECT, Lease, LeaseHolder, LeaseVersion};
 pub use members::{MEMBERS_PREFIX, Members};

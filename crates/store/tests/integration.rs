@@ -17,6 +17,7 @@ mod memory_kv_bulk;
 mod one_writer_many_readers;
 mod partitions_are_chosen_by_hash;
 mod read_stamps_change_with_what_reads_see;
+mod reader_manifests_are_collected;
 mod reads_see_only_durable_commits;
 mod reads_through_the_writers_socket;
 mod record_index_inline;

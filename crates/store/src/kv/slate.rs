@@ -25,6 +25,7 @@ use super::{
     options::{
         DEFAULT_BULK_BATCH_BYTES, DEFAULT_SCAN_READ_AHEAD, Medium, SST_BLOCK_BYTES, SlateOptions,
     },
+    reader_manifests::ManifestCollector,
 };
 use crate::error::Error;
 use crate::partitions::Partitions;
@@ -57,6 +58,8 @@ struct Opened {
     /// A writer's path and object store, for the garbage collection pass
     /// after a close that flushed the memtable.
     collect: Option<Collect>,
+    /// A local reader's collection of the manifests readers leave.
+    reader_manifests: Option<ManifestCollector>,
     bulk_batch_bytes: usize,
     /// SlateDB's metrics (a writer's; a reader records none).
     metrics: Option<Arc<DefaultMetricsRecorder>>,
@@ -83,6 +86,7 @@ impl Opened {
         Self {
             db,
             collect: None,
+            reader_manifests: None,
             bulk_batch_bytes: DEFAULT_BULK_BATCH_BYTES,
             metrics: None,
             backlog: None,
@@ -374,6 +378,12 @@ impl SlateKv {
             },
             Location::S3 { .. } => DbReaderMode::ManagedCheckpoint,
         };
+        let reader_manifests = match (location, mode) {
+            (Location::Local(dir), DbReaderMode::ManagedCheckpoint) => Some(
+                ManifestCollector::new(dir, path.clone(), Arc::clone(&store)),
+            ),
+            _ => None,
+        };
         let mut builder = DbReader::builder(path, store);
         if let Some(shared) = &options.shared_cache {
             let (cache, scope) = shared.scope();
@@ -386,9 +396,10 @@ impl SlateKv {
             .build()
             .await?;
         Ok(Self {
-            opened: Arc::new(std::sync::RwLock::new(Arc::new(Opened::new(
-                Handle::Reader(Arc::new(reader)),
-            )))),
+            opened: Arc::new(std::sync::RwLock::new(Arc::new(Opened {
+                reader_manifests,
+                ..Opened::new(Handle::Reader(Arc::new(reader)))
+            }))),
             local_dir: match location {
                 Location::Local(dir) => Some(Arc::new(dir.clone())),
                 Location::S3 { .. } => None,
@@ -564,7 +575,13 @@ impl SlateKv {
                 }
                 Ok(())
             }
-            Handle::Reader(r) => r.close().await.map_err(Error::from),
+            Handle::Reader(r) => {
+                r.close().await?;
+                if let Some(manifests) = &opened.reader_manifests {
+                    manifests.collect_if_many().await;
+                }
+                Ok(())
+            }
             #[cfg(unix)]
             Handle::Socket(_) => Ok(()),
         }
