@@ -508,6 +508,14 @@ impl RepoCommand {
         )
     }
 
+    /// Whether the command is a short chain of reads: it writes nothing and
+    /// makes no pass over a whole repository or file.
+    pub(crate) fn reads_little(&self) -> bool {
+        !self.writes()
+            && !self.one_pass()
+            && !matches!(self, Self::Verify { .. } | Self::VerifyRecord { .. })
+    }
+
     /// Whether the command uses a store only when there is one (`verify`
     /// and `verify-record` read the keys it knows).
     pub(crate) fn store_optional(&self) -> bool {

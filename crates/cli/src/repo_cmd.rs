@@ -23,11 +23,7 @@ use crate::{
 
 /// Runs a repository command.
 pub(crate) fn run(store: &StoreArgs, args: &RepoArgs, cmd: RepoCommand) -> Result<ExitCode> {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .map_err(|e| e.to_string())?;
+    let rt = runtime(&cmd).map_err(|e| e.to_string())?;
     rt.block_on(async {
         if let Some(server) = args.server.as_deref().filter(|_| cmd.writes()) {
             let client = Client::new(server);
@@ -87,6 +83,25 @@ pub(crate) fn run(store: &StoreArgs, args: &RepoArgs, cmd: RepoCommand) -> Resul
         closed.map_err(|e| format!("closing the store: {e}"))?;
         Ok(code)
     })
+}
+
+/// The runtime `cmd` runs on. A command that reads a little (a query, a
+/// record, a listing) runs on this thread alone: each of its reads is
+/// handed between tasks (SlateDB's block fetches, file reads), and on a
+/// pool of worker threads each hand-off woke a parked thread, which
+/// doubled a just-opened query's time (`docs/benchmarks.md`, "Measurements
+/// behind defaults"). Writes and whole-repository passes use two workers.
+fn runtime(cmd: &RepoCommand) -> std::io::Result<tokio::runtime::Runtime> {
+    if cmd.reads_little() {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+    } else {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+    }
 }
 
 /// The repository a command names: `--repo`, or the repository of the
