@@ -8,9 +8,10 @@
 //! them made `datarepo query --count` on a 1,000,000-record store take
 //! 71 ms instead of 24 ms (`docs/benchmarks.md`, "Measurements behind
 //! defaults"). So a reader's close collects them once enough are old
-//! enough to go, with the writer's minimum age: manifests younger than it
-//! stay whoever collects, so that a stalled writer cannot recreate a
-//! deleted one ([`LOCAL_METADATA_MIN_AGE`]).
+//! enough to go, with the writer's manifest settings (by default
+//! [`LOCAL_METADATA_MIN_AGE`](super::options::LOCAL_METADATA_MIN_AGE)):
+//! every collector of a store must use the same minimum age, so that a
+//! stalled writer cannot recreate a manifest one of them deleted.
 
 use std::{
     path::{Path, PathBuf},
@@ -24,7 +25,6 @@ use slatedb::{
 };
 
 use super::location::DB_PATH;
-use super::options::LOCAL_METADATA_MIN_AGE;
 
 /// How many manifests old enough to collect a reader's close leaves
 /// before it collects them: a pass lists and `stat`s every manifest, so
@@ -42,14 +42,22 @@ pub(crate) struct ManifestCollector {
     /// The database's path in its object store, and the store.
     path: String,
     store: Arc<dyn ObjectStore>,
+    /// The writer's manifest collection settings (its minimum age).
+    options: GarbageCollectorDirectoryOptions,
 }
 
 impl ManifestCollector {
-    pub(crate) fn new(dir: &Path, path: String, store: Arc<dyn ObjectStore>) -> Self {
+    pub(crate) fn new(
+        dir: &Path,
+        path: String,
+        store: Arc<dyn ObjectStore>,
+        options: GarbageCollectorDirectoryOptions,
+    ) -> Self {
         Self {
             dir: dir.to_path_buf(),
             path,
             store,
+            options,
         }
     }
 
@@ -58,18 +66,15 @@ impl ManifestCollector {
     /// stand, and a later close tries again.
     pub(crate) async fn collect_if_many(&self) {
         let dir = self.dir.join(DB_PATH).join("manifest");
-        let old = tokio::task::spawn_blocking(move || old_manifests(&dir, LOCAL_METADATA_MIN_AGE))
+        let min_age = self.options.min_age;
+        let old = tokio::task::spawn_blocking(move || old_manifests(&dir, min_age))
             .await
             .unwrap_or(0);
         if old < COLLECT_AT {
             return;
         }
         let options = GarbageCollectorOptions {
-            manifest_options: Some(GarbageCollectorDirectoryOptions {
-                min_age: LOCAL_METADATA_MIN_AGE,
-                dry_run: false,
-                ..GarbageCollectorDirectoryOptions::default()
-            }),
+            manifest_options: Some(self.options),
             wal_options: None,
             wal_fence_options: None,
             compacted_options: None,

@@ -378,9 +378,15 @@ impl SlateKv {
             },
             Location::S3 { .. } => DbReaderMode::ManagedCheckpoint,
         };
-        let reader_manifests = match (location, mode) {
-            (Location::Local(dir), DbReaderMode::ManagedCheckpoint) => Some(
-                ManifestCollector::new(dir, path.clone(), Arc::clone(&store)),
+        // Collected as the writer collects them (its settings, a settings
+        // file's included): not at all where it would not.
+        let manifest_gc = settings
+            .garbage_collector_options
+            .as_ref()
+            .and_then(|gc| gc.manifest_options);
+        let reader_manifests = match (location, mode, manifest_gc) {
+            (Location::Local(dir), DbReaderMode::ManagedCheckpoint, Some(gc)) => Some(
+                ManifestCollector::new(dir, path.clone(), Arc::clone(&store), gc),
             ),
             _ => None,
         };
