@@ -119,7 +119,9 @@ pub const DEFAULT_SCAN_READ_AHEAD: usize = 16 << 10;
 /// of its time there. With 16 KiB blocks that process took 0.57 of its
 /// time, random block gets from SST files ran 40–60% faster (the block
 /// cache holds more of them) and pages of records never read before took
-/// as long (`docs/benchmarks.md`, "Measurements behind defaults"). Each SST
+/// as long (`docs/benchmarks.md`, "Measurements behind defaults"). 32 KiB
+/// blocks open a reader faster still but read each cold record's block
+/// slower (just-opened queries 10–25% slower, measured twice). Each SST
 /// records its own block size, so SSTs written before keep theirs.
 pub const SST_BLOCK_BYTES: slatedb::SstBlockSize = slatedb::SstBlockSize::Block16Kib;
 
