@@ -169,6 +169,20 @@ fn l0_ssts(kv: &SlateKv) -> i64 {
         .sum()
 }
 
+/// A read-only opener of the store in `dir` (as beside a server), and its
+/// repositories on the real clock: a reader re-reads the head it caches
+/// every 10 ms by it, as a server's would.
+async fn open_reader(dir: &Path) -> (SlateKv, Repos<SlateKv>) {
+    let kv = SlateKv::open_reader(
+        &store::Location::Local(dir.to_owned()),
+        Duration::from_secs(1),
+    )
+    .await
+    .unwrap();
+    let repos = Repos::new(Arc::new(Store::new(kv.clone())), Env::new(wall_micros, 1));
+    (kv, repos)
+}
+
 /// One query from a just-opened store, timed (the opening is not), run as
 /// `datarepo query` runs a reading command: a read-only opener (as beside
 /// a server) on a current-thread runtime of its own, in a thread of its
@@ -184,15 +198,7 @@ fn just_opened<T: Send>(
                 .build()
                 .unwrap();
             rt.block_on(async {
-                let kv = SlateKv::open_reader(
-                    &store::Location::Local(dir.to_owned()),
-                    Duration::from_secs(1),
-                )
-                .await
-                .unwrap();
-                // The real clock: a reader re-reads the head it caches
-                // every 10 ms by it.
-                let repos = Repos::new(Arc::new(Store::new(kv.clone())), Env::new(wall_micros, 1));
+                let (kv, repos) = open_reader(dir).await;
                 let repo = repos.open(DID).await.unwrap();
                 let start = Instant::now();
                 let out = query(&repo).await;
@@ -661,15 +667,7 @@ fn main() {
         let tag = q.tag.as_str();
         // The warm queries' reader: read-only (as beside a server), on the
         // benchmark's two workers.
-        let open = || async {
-            let kv = SlateKv::open_reader(&store::Location::Local(dir.clone()), Duration::from_secs(1))
-                .await
-                .unwrap();
-            // The real clock: a reader re-reads the head it caches every
-            // 10 ms by it, as a server's would.
-            let repos = Repos::new(Arc::new(Store::new(kv.clone())), Env::new(wall_micros, 1));
-            (kv, repos)
-        };
+        let open = || open_reader(&dir);
         let mut cold_lang = Vec::new();
         let mut cold_range = Vec::new();
         let mut s_cold_lang = Vec::new();
@@ -918,7 +916,7 @@ fn main() {
         // The rows above read the store as the import left it: L0 SSTs no
         // compaction has merged. A server's compactor merges them into a
         // sorted run within a minute; two rows again on the store in that
-        // state (opened as its writer until no L0 SST is left, then closed).
+        // state (opened as its writer until then, and closed).
         // SlateDB's compactor leaves fewer L0 SSTs than it merges at once,
         // so the wait ends when none is left or their count has not
         // changed for a minute.

@@ -19,10 +19,7 @@ use std::{
     time::{Duration, SystemTime},
 };
 
-use slatedb::{
-    config::{GarbageCollectorDirectoryOptions, GarbageCollectorOptions},
-    object_store::ObjectStore,
-};
+use slatedb::{config::GarbageCollectorOptions, object_store::ObjectStore};
 
 use super::location::DB_PATH;
 
@@ -42,23 +39,37 @@ pub(crate) struct ManifestCollector {
     /// The database's path in its object store, and the store.
     path: String,
     store: Arc<dyn ObjectStore>,
-    /// The writer's manifest collection settings (its minimum age).
-    options: GarbageCollectorDirectoryOptions,
+    /// The manifests' minimum age, and the pass: the writer's, over
+    /// manifests only.
+    min_age: Duration,
+    options: GarbageCollectorOptions,
 }
 
 impl ManifestCollector {
+    /// A collector with the writer's collection settings `writer`; none
+    /// where the writer does not collect manifests.
     pub(crate) fn new(
         dir: &Path,
         path: String,
         store: Arc<dyn ObjectStore>,
-        options: GarbageCollectorDirectoryOptions,
-    ) -> Self {
-        Self {
+        writer: &GarbageCollectorOptions,
+    ) -> Option<Self> {
+        let min_age = writer.manifest_options?.min_age;
+        Some(Self {
             dir: dir.to_path_buf(),
             path,
             store,
-            options,
-        }
+            min_age,
+            options: GarbageCollectorOptions {
+                wal_options: None,
+                wal_fence_options: None,
+                compacted_options: None,
+                compactions_options: None,
+                detach_options: None,
+                object_store_max_retries: Some(RETRIES),
+                ..writer.clone()
+            },
+        })
     }
 
     /// Collects superseded manifests when at least [`COLLECT_AT`] are old
@@ -66,30 +77,17 @@ impl ManifestCollector {
     /// stand, and a later close tries again.
     pub(crate) async fn collect_if_many(&self) {
         let dir = self.dir.join(DB_PATH).join("manifest");
-        let min_age = self.options.min_age;
+        let min_age = self.min_age;
         let old = tokio::task::spawn_blocking(move || old_manifests(&dir, min_age))
             .await
             .unwrap_or(0);
         if old < COLLECT_AT {
             return;
         }
-        let options = GarbageCollectorOptions {
-            manifest_options: Some(self.options),
-            wal_options: None,
-            wal_fence_options: None,
-            compacted_options: None,
-            compactions_options: None,
-            detach_options: None,
-            // Local files cannot be overwritten conditionally (as for the
-            // writer's passes, `options.rs`).
-            boundary_files_enabled: false,
-            object_store_max_retries: Some(RETRIES),
-            ..GarbageCollectorOptions::default()
-        };
         if let Err(e) =
             slatedb::admin::AdminBuilder::new(self.path.clone(), Arc::clone(&self.store))
                 .build()
-                .run_gc_once(options)
+                .run_gc_once(self.options.clone())
                 .await
         {
             tracing::info!(error = %e, "collecting superseded manifests failed");

@@ -380,14 +380,10 @@ impl SlateKv {
         };
         // Collected as the writer collects them (its settings, a settings
         // file's included): not at all where it would not.
-        let manifest_gc = settings
-            .garbage_collector_options
-            .as_ref()
-            .and_then(|gc| gc.manifest_options);
-        let reader_manifests = match (location, mode, manifest_gc) {
-            (Location::Local(dir), DbReaderMode::ManagedCheckpoint, Some(gc)) => Some(
-                ManifestCollector::new(dir, path.clone(), Arc::clone(&store), gc),
-            ),
+        let reader_manifests = match (location, mode, &settings.garbage_collector_options) {
+            (Location::Local(dir), DbReaderMode::ManagedCheckpoint, Some(gc)) => {
+                ManifestCollector::new(dir, path.clone(), Arc::clone(&store), gc)
+            }
             _ => None,
         };
         let mut builder = DbReader::builder(path, store);
